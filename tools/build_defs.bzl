@@ -21,8 +21,8 @@ def h2rpc_fuzz_test(name, srcs, deps = [], corpus = None):
     `name_libfuzzer` is the real coverage-guided fuzzer; build it with
     `tools/bazel build --config=fuzz //test/fuzz:NAME_libfuzzer` (clang).
     """
-    data = [corpus] if corpus else []
-    args = ["$(location %s)" % corpus] if corpus else []
+    data = native.glob([corpus + "/**"]) if corpus else []
+    args = [native.package_name() + "/" + corpus] if corpus else []
     native.cc_test(
         name = name,
         srcs = srcs,
@@ -62,7 +62,7 @@ def h2rpc_proto_library(name, srcs, deps = [], grpc = False, visibility = None):
     )
     native.genrule(
         name = name + "_codegen",
-        srcs = [name + "_protos"],
+        srcs = srcs + [d + "_protos" for d in deps],
         outs = outs,
         cmd = ("protoc -I. --cpp_out=$(GENDIR) " + plugin +
                " ".join(["$(execpath %s)" % s for s in srcs])),

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Runs a Google Benchmark binary with a tiny time budget; fails if it fails
+# or reports no benchmark.
+set -euo pipefail
+out=$("$1" --benchmark_min_time=0.001 --benchmark_format=csv)
+echo "$out"
+[[ $(grep -c '^"BM_' <<<"$out") -gt 0 ]]
