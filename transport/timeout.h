@@ -19,6 +19,9 @@ inline constexpr size_t kMaxGrpcTimeoutLength = kMaxGrpcTimeoutDigits + 1;
 // lives as long as the object; call_setup points an nghttp2_nv at it.
 class GrpcTimeoutText {
  public:
+  // The encoded value, pointing into this object: do not call it on a
+  // temporary (`EncodeGrpcTimeout(d).view()` dangles at the end of the
+  // full expression).
   absl::string_view view() const { return absl::string_view(text_, size_); }
 
  private:
@@ -32,11 +35,14 @@ class GrpcTimeoutText {
 // <= 0 encodes as "1n" (the deadline has effectively passed); one too large for
 // "99999999H" is clamped to it. Callers omit the header for an infinite
 // deadline and fail a call whose deadline already passed before encoding.
+// Never allocates.
 GrpcTimeoutText EncodeGrpcTimeout(absl::Duration timeout);
 
 // Decodes a grpc-timeout value. Returns nullopt for anything that is not
 // exactly 1-8 digits followed by a valid unit: empty, 9+ digits, unknown unit,
-// signs, spaces, missing digits or unit.
+// signs, spaces, missing digits or unit. Leading zeros count towards the 8
+// digits; a zero value ("0S") is accepted and decodes to zero. Never
+// allocates.
 absl::optional<absl::Duration> DecodeGrpcTimeout(absl::string_view text);
 
 }  // namespace h2rpc::transport
