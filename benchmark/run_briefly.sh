@@ -2,6 +2,6 @@
 # Runs a Google Benchmark binary with a tiny time budget; fails if it fails
 # or reports no benchmark.
 set -euo pipefail
-out=$("$1" --benchmark_min_time=0.001 --benchmark_format=csv)
+out=$("$1" --benchmark_min_time=0.001 --benchmark_format=json)
 echo "$out"
-[[ $(grep -c '^"BM_' <<<"$out") -gt 0 ]]
+[[ $(grep -c '"name": "BM_' <<<"$out") -gt 0 ]]

@@ -1,6 +1,7 @@
 // Header building for one call (seed 002): fresh lists allocate the field
 // vector exactly once; pooled (reused) lists allocate nothing.
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "benchmark/benchmark.h"
 #include "test/util/allocation_counter.h"
 #include "transport/call_setup.h"
