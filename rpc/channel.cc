@@ -1,0 +1,299 @@
+#include "rpc/channel.h"
+
+#include <sys/epoll.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "rpc/internal/client_call.h"
+#include "transport/io/socket.h"
+
+namespace h2rpc {
+namespace internal {
+
+// Connects the channel's socket: resolves the target, tries each address in
+// turn with a non-blocking connect, bounded by the connect timeout. Lives as
+// long as the channel; one attempt at a time, on the loop thread.
+class ChannelConnector : private transport::io::FdWatcher,
+                         private transport::io::Timer {
+ public:
+  explicit ChannelConnector(Channel* channel) : channel_(channel) {}
+
+  void Start() {
+    addresses_.clear();
+    next_ = 0;
+    last_error_ = transport::io::ResolveTarget(channel_->target_, &addresses_);
+    if (!last_error_.ok()) {
+      channel_->OnConnectFailed(last_error_);
+      return;
+    }
+    channel_->loop_.Schedule(
+        this, channel_->loop_.Now() + channel_->options_.connect_timeout);
+    TryNext();
+  }
+
+  // Abandons an attempt in progress (channel shutting down).
+  void Abort() {
+    channel_->loop_.Cancel(this);
+    if (socket_.valid()) {
+      channel_->loop_.RemoveFd(socket_.get());
+      socket_.reset();
+    }
+  }
+
+ private:
+  void TryNext() {
+    while (next_ < addresses_.size()) {
+      current_ = addresses_[next_++];
+      bool in_progress = false;
+      Status status =
+          transport::io::StartConnectTcp(current_, &socket_, &in_progress);
+      if (!status.ok()) {
+        last_error_ = std::move(status);
+        continue;
+      }
+      if (!in_progress) {
+        Succeed();
+        return;
+      }
+      channel_->loop_.AddFd(socket_.get(), EPOLLOUT, this);
+      return;
+    }
+    channel_->loop_.Cancel(this);
+    channel_->OnConnectFailed(last_error_);
+  }
+
+  void OnFdReady(uint32_t events) override {
+    channel_->loop_.RemoveFd(socket_.get());
+    Status status = transport::io::FinishConnectTcp(socket_.get(), current_);
+    if (status.ok()) {
+      Succeed();
+      return;
+    }
+    socket_.reset();
+    last_error_ = std::move(status);
+    TryNext();
+  }
+
+  void OnTimer() override {
+    if (socket_.valid()) {
+      channel_->loop_.RemoveFd(socket_.get());
+      socket_.reset();
+    }
+    channel_->OnConnectFailed(Status(
+        StatusCode::kUnavailable,
+        absl::StrCat("connect to ", current_.ToString(), " timed out after ",
+                     absl::FormatDuration(channel_->options_.connect_timeout))));
+  }
+
+  void Succeed() {
+    channel_->loop_.Cancel(this);
+    channel_->OnConnected(std::move(socket_), current_.ToString());
+  }
+
+  Channel* const channel_;
+  std::vector<transport::io::SocketAddress> addresses_;
+  size_t next_ = 0;
+  transport::io::SocketAddress current_;
+  transport::io::FileDescriptor socket_;
+  Status last_error_;
+};
+
+}  // namespace internal
+
+using internal::ClientCall;
+using transport::http2::ClientConnection;
+
+Channel::Channel(absl::string_view target, const ChannelOptions& options)
+    : target_(target),
+      options_(options),
+      connector_(std::make_unique<internal::ChannelConnector>(this)),
+      next_backoff_(options.initial_backoff) {
+  loop_.Start("h2rpc-channel", options_.loop_cpu);
+}
+
+Channel::~Channel() {
+  loop_.Post([this] { Shutdown(); });
+  loop_.Stop();
+  absl::MutexLock lock(&pool_mu_);
+  for (ClientCall* call : free_calls_) delete call;
+}
+
+void Channel::Shutdown() {
+  shut_down_ = true;
+  connector_->Abort();
+  const Status why(StatusCode::kCancelled, "the channel was destroyed");
+  FailPending(why);
+  if (connection_ != nullptr) connection_->Close(why);
+  for (auto& draining : draining_) draining->Close(why);
+}
+
+ClientCall* Channel::TakeCall() {
+  absl::MutexLock lock(&pool_mu_);
+  ++live_calls_;
+  if (free_calls_.empty()) return new ClientCall(this);
+  ClientCall* call = free_calls_.back();
+  free_calls_.pop_back();
+  return call;
+}
+
+void Channel::ReturnCall(ClientCall* call) {
+  call->ResetForReuse();
+  absl::MutexLock lock(&pool_mu_);
+  --live_calls_;
+  free_calls_.push_back(call);
+}
+
+Status Channel::UnaryCall(ClientContext* context, absl::string_view method,
+                          const google::protobuf::MessageLite& request,
+                          google::protobuf::MessageLite* response) {
+  ClientCall* call = TakeCall();
+  Status status = call->Prepare(context, method, &request, {});
+  if (!status.ok()) {
+    ReturnCall(call);
+    return status;
+  }
+  call->response = response;
+  call->Start();
+  status = call->Wait();
+  call->Unref();
+  return status;
+}
+
+Status Channel::GenericUnaryCall(ClientContext* context,
+                                 absl::string_view method,
+                                 absl::string_view request,
+                                 std::string* response) {
+  ClientCall* call = TakeCall();
+  Status status = call->Prepare(context, method, nullptr, request);
+  if (!status.ok()) {
+    ReturnCall(call);
+    return status;
+  }
+  call->response_bytes = response;
+  call->Start();
+  status = call->Wait();
+  call->Unref();
+  return status;
+}
+
+void Channel::AsyncUnaryCall(ClientContext* context, absl::string_view method,
+                             const google::protobuf::MessageLite& request,
+                             google::protobuf::MessageLite* response,
+                             absl::AnyInvocable<void(const Status&)> done) {
+  ClientCall* call = TakeCall();
+  Status status = call->Prepare(context, method, &request, {});
+  if (!status.ok()) {
+    ReturnCall(call);
+    done(status);
+    return;
+  }
+  call->response = response;
+  call->done = std::move(done);
+  call->Start();
+}
+
+void Channel::AsyncGenericUnaryCall(
+    ClientContext* context, absl::string_view method, absl::string_view request,
+    std::string* response, absl::AnyInvocable<void(const Status&)> done) {
+  ClientCall* call = TakeCall();
+  Status status = call->Prepare(context, method, nullptr, request);
+  if (!status.ok()) {
+    ReturnCall(call);
+    done(status);
+    return;
+  }
+  call->response_bytes = response;
+  call->done = std::move(done);
+  call->Start();
+}
+
+void Channel::StartOnLoop(ClientCall* call) {
+  if (shut_down_) {
+    call->FailBeforeStream(
+        Status(StatusCode::kCancelled, "the channel was destroyed"));
+    return;
+  }
+  if (state_ == State::kReady) {
+    if (connection_ != nullptr && connection_->accepting_calls()) {
+      connection_->StartCall(&call->stream());
+      return;
+    }
+    state_ = State::kIdle;
+  }
+  if (state_ == State::kBackoff) {
+    if (loop_.Now() < backoff_until_) {
+      call->FailBeforeStream(last_error_);
+      return;
+    }
+    state_ = State::kIdle;
+  }
+  call->WaitForConnection(&pending_);
+  if (state_ == State::kIdle) Connect();
+}
+
+void Channel::Connect() {
+  state_ = State::kConnecting;
+  connector_->Start();
+}
+
+void Channel::OnConnected(transport::io::FileDescriptor socket,
+                          std::string peer) {
+  if (shut_down_) return;
+  connection_ = std::make_unique<ClientConnection>(
+      &loop_, std::move(socket), std::move(peer), options_.connection,
+      static_cast<ClientConnection::Listener*>(this));
+  connection_->Start();
+  state_ = State::kReady;
+  next_backoff_ = options_.initial_backoff;
+  while (pending_ != nullptr) {
+    ClientCall* call = pending_;
+    call->LeavePending();
+    connection_->StartCall(&call->stream());
+  }
+}
+
+void Channel::OnConnectFailed(const Status& why) {
+  state_ = State::kBackoff;
+  last_error_ = why;
+  backoff_until_ = loop_.Now() + next_backoff_;
+  next_backoff_ = std::min(next_backoff_ * options_.backoff_multiplier,
+                           options_.max_backoff);
+  FailPending(why);
+}
+
+void Channel::FailPending(const Status& why) {
+  while (pending_ != nullptr) {
+    ClientCall* call = pending_;
+    call->LeavePending();
+    call->FailBeforeStream(why);
+  }
+}
+
+void Channel::OnConnectionDraining(ClientConnection* connection) {
+  if (connection != connection_.get()) return;
+  draining_.push_back(std::move(connection_));
+  state_ = State::kIdle;
+}
+
+void Channel::OnConnectionClosed(ClientConnection* connection,
+                                 const Status& why) {
+  std::unique_ptr<ClientConnection> closed;
+  if (connection == connection_.get()) {
+    closed = std::move(connection_);
+    state_ = State::kIdle;
+  } else {
+    auto it = std::find_if(draining_.begin(), draining_.end(),
+                           [connection](const auto& c) {
+                             return c.get() == connection;
+                           });
+    if (it == draining_.end()) return;
+    closed = std::move(*it);
+    draining_.erase(it);
+  }
+  // Not from inside the connection's own callback: destroy it next turn.
+  loop_.Post([dead = closed.release()] { delete dead; });
+}
+
+}  // namespace h2rpc

@@ -1,0 +1,123 @@
+#ifndef H2RPC_RPC_CHANNEL_H_
+#define H2RPC_RPC_CHANNEL_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "google/protobuf/message_lite.h"
+#include "rpc/client_context.h"
+#include "rpc/status.h"
+#include "transport/http2/client_connection.h"
+#include "transport/io/event_loop.h"
+
+namespace h2rpc {
+
+namespace internal {
+class ClientCall;
+class ChannelConnector;
+}  // namespace internal
+
+// Settings of a Channel. Every field: default, unit.
+struct ChannelOptions {
+  // "user-agent" sent with every call.
+  std::string user_agent = "h2rpc-cpp/0.1";
+  // HTTP/2 settings and message size limits of the connection.
+  transport::http2::ConnectionOptions connection;
+  // Longest wait for a TCP connect. Duration.
+  absl::Duration connect_timeout = absl::Seconds(20);
+  // Reconnect backoff after a failed connect: first wait, growth factor,
+  // longest wait. While backing off, calls fail fast with UNAVAILABLE.
+  absl::Duration initial_backoff = absl::Seconds(1);
+  double backoff_multiplier = 1.6;
+  absl::Duration max_backoff = absl::Seconds(120);
+  // CPU to pin the channel's event loop thread to; -1: not pinned.
+  int loop_cpu = -1;
+};
+
+// A client's link to one server ("host:port", "[v6]:port"). Connects lazily
+// on the first call, over one HTTP/2 connection that carries any number of
+// concurrent calls, and reconnects (with backoff) after a failure. Owns an
+// event loop thread on which the transport and completion callbacks run.
+// Thread-safe.
+class Channel : private transport::http2::ClientConnection::Listener {
+ public:
+  explicit Channel(absl::string_view target,
+                   const ChannelOptions& options = ChannelOptions());
+  // Fails calls still in flight with CANCELLED, then stops the loop.
+  ~Channel();
+  Channel(const Channel&) = delete;
+  Channel& operator=(const Channel&) = delete;
+
+  const std::string& target() const { return target_; }
+
+  // Blocking unary call: serializes `request`, waits for the response and
+  // parses it into `response`. `method` is "/package.Service/Method".
+  Status UnaryCall(ClientContext* context, absl::string_view method,
+                   const google::protobuf::MessageLite& request,
+                   google::protobuf::MessageLite* response);
+
+  // Asynchronous unary call: returns at once (the request is serialized
+  // before it does); `done` runs on the channel's loop thread when the call
+  // is over and must not block. `context`, `method` and `response` must live
+  // until then.
+  void AsyncUnaryCall(ClientContext* context, absl::string_view method,
+                      const google::protobuf::MessageLite& request,
+                      google::protobuf::MessageLite* response,
+                      absl::AnyInvocable<void(const Status&)> done);
+
+  // The same with serialized messages (the generic layer stubs build on).
+  Status GenericUnaryCall(ClientContext* context, absl::string_view method,
+                          absl::string_view request, std::string* response);
+  void AsyncGenericUnaryCall(ClientContext* context, absl::string_view method,
+                             absl::string_view request, std::string* response,
+                             absl::AnyInvocable<void(const Status&)> done);
+
+ private:
+  friend class internal::ClientCall;
+  friend class internal::ChannelConnector;
+
+  enum class State { kIdle, kConnecting, kReady, kBackoff };
+
+  internal::ClientCall* TakeCall();
+  void ReturnCall(internal::ClientCall* call);
+
+  // Loop thread.
+  void StartOnLoop(internal::ClientCall* call);
+  void Connect();
+  void OnConnected(transport::io::FileDescriptor socket, std::string peer);
+  void OnConnectFailed(const Status& why);
+  void FailPending(const Status& why);
+  void OnConnectionClosed(transport::http2::ClientConnection* connection,
+                          const Status& why) override;
+  void OnConnectionDraining(
+      transport::http2::ClientConnection* connection) override;
+  void Shutdown();
+
+  const std::string target_;
+  const ChannelOptions options_;
+  transport::io::EventLoop loop_;
+
+  // Loop thread only.
+  State state_ = State::kIdle;
+  std::unique_ptr<transport::http2::ClientConnection> connection_;
+  std::vector<std::unique_ptr<transport::http2::ClientConnection>> draining_;
+  std::unique_ptr<internal::ChannelConnector> connector_;
+  internal::ClientCall* pending_ = nullptr;  // waiting for a connection
+  Status last_error_;
+  absl::Time backoff_until_ = absl::InfinitePast();
+  absl::Duration next_backoff_;
+  bool shut_down_ = false;
+
+  absl::Mutex pool_mu_;
+  std::vector<internal::ClientCall*> free_calls_ ABSL_GUARDED_BY(pool_mu_);
+  int live_calls_ ABSL_GUARDED_BY(pool_mu_) = 0;
+};
+
+}  // namespace h2rpc
+
+#endif  // H2RPC_RPC_CHANNEL_H_

@@ -1,0 +1,20 @@
+#include "rpc/client_context.h"
+
+#include "absl/time/clock.h"
+#include "rpc/internal/client_call.h"
+
+namespace h2rpc {
+
+ClientContext::~ClientContext() = default;
+
+void ClientContext::set_timeout(absl::Duration timeout) {
+  deadline_ = absl::Now() + timeout;
+}
+
+void ClientContext::TryCancel() {
+  absl::MutexLock lock(&mu_);
+  cancelled_ = true;
+  if (call_ != nullptr) call_->RequestCancel();
+}
+
+}  // namespace h2rpc

@@ -1,0 +1,78 @@
+#ifndef H2RPC_RPC_CLIENT_CONTEXT_H_
+#define H2RPC_RPC_CLIENT_CONTEXT_H_
+
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "rpc/metadata.h"
+#include "rpc/status.h"
+
+namespace h2rpc {
+
+namespace internal {
+class ClientCall;
+}  // namespace internal
+
+// Per-call settings and results on the client, as in gRPC C++: a deadline,
+// metadata to send, and the server's initial and trailing metadata once the
+// call is over. One context per call; not reusable. Methods are not
+// thread-safe except TryCancel().
+class ClientContext {
+ public:
+  ClientContext() = default;
+  ClientContext(const ClientContext&) = delete;
+  ClientContext& operator=(const ClientContext&) = delete;
+  ~ClientContext();
+
+  // Absolute deadline. Default: none (InfiniteFuture). A deadline already
+  // past when the call starts fails it with DEADLINE_EXCEEDED without
+  // opening a stream.
+  void set_deadline(absl::Time deadline) { deadline_ = deadline; }
+  // Deadline = now + timeout.
+  void set_timeout(absl::Duration timeout);
+  absl::Time deadline() const { return deadline_; }
+
+  // Metadata sent with the call. Keys must be lowercase [0-9a-z_.-] and not
+  // reserved (grpc-*, te, content-type, user-agent...); a bad key fails the
+  // call with INTERNAL naming it. Values of "-bin" keys may hold any bytes.
+  void AddMetadata(absl::string_view key, absl::string_view value) {
+    send_metadata_.Add(key, value);
+  }
+  const Metadata& send_metadata() const { return send_metadata_; }
+
+  // ":authority" for this call. Default: the channel's target.
+  void set_authority(std::string authority) {
+    authority_ = std::move(authority);
+  }
+  const std::string& authority() const { return authority_; }
+
+  // The server's metadata, filled in when the call completes.
+  const Metadata& GetServerInitialMetadata() const { return initial_metadata_; }
+  const Metadata& GetServerTrailingMetadata() const {
+    return trailing_metadata_;
+  }
+
+  // Cancels the call if it is in progress: the server sees RST_STREAM(CANCEL)
+  // and the call ends with CANCELLED. Thread-safe; no-op once done.
+  void TryCancel();
+
+ private:
+  friend class internal::ClientCall;
+
+  absl::Time deadline_ = absl::InfiniteFuture();
+  Metadata send_metadata_;
+  std::string authority_;
+  Metadata initial_metadata_;
+  Metadata trailing_metadata_;
+
+  absl::Mutex mu_;
+  internal::ClientCall* call_ ABSL_GUARDED_BY(mu_) = nullptr;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace h2rpc
+
+#endif  // H2RPC_RPC_CLIENT_CONTEXT_H_

@@ -1,0 +1,132 @@
+#include "rpc/internal/server_call.h"
+
+#include <utility>
+
+#include "rpc/internal/server_loop.h"
+#include "rpc/internal/worker_pool.h"
+#include "transport/message_framer.h"
+
+namespace h2rpc {
+
+void UnaryDone::operator()(const Status& status) const {
+  call_->HandlerDone(status);
+}
+
+namespace internal {
+
+void ServerCall::Begin(Server* server, const UnaryMethod* method,
+                       transport::http2::ServerStream* stream) {
+  server_ = server;
+  if (method_ != method) {
+    method_ = method;
+    request_ = method->NewRequest();
+    response_ = method->NewResponse();
+  } else {
+    request_->Clear();
+    response_->Clear();
+  }
+  stream_ = stream;
+  stream->observer = this;
+  context_.stream_ = stream;
+  context_.peer_ = stream->peer();
+  got_request_ = false;
+  handler_running_ = false;
+}
+
+Status ServerCall::OnMessage(absl::string_view message) {
+  if (got_request_) {
+    return Status(StatusCode::kInternal,
+                  "received a second request message for a unary method");
+  }
+  got_request_ = true;
+  if (!request_->ParseFromArray(message.data(),
+                                static_cast<int>(message.size()))) {
+    return Status(StatusCode::kInternal, "failed to parse the request message");
+  }
+  return Status();
+}
+
+void ServerCall::OnHalfClose() {
+  if (!got_request_) {
+    stream_->Finish(Status(StatusCode::kInternal,
+                           "the client sent no request message for a unary "
+                           "method"),
+                    nullptr);
+    End();
+    return;
+  }
+  RunHandler();
+}
+
+void ServerCall::RunHandler() {
+  handler_running_ = true;
+  if (method_->sync()) {
+    server_->workers_->Submit(&worker_task_);
+  } else {
+    method_->RunCallback(&context_, request_.get(), response_.get(),
+                         UnaryDone(this));
+  }
+}
+
+void ServerCall::WorkerTask::Run() {
+  ServerCall* call = call_;
+  call->HandlerDone(call->method_->RunSync(&call->context_, *call->request_,
+                                           call->response_.get()));
+}
+
+void ServerCall::HandlerDone(const Status& status) {
+  handler_status_ = status;
+  if (loop_->loop().InLoopThread()) {
+    Run();
+  } else {
+    loop_->loop().Post(static_cast<transport::io::Task*>(this));
+  }
+}
+
+void ServerCall::OnCancel() {
+  // While the handler runs, its completion cleans up.
+  if (!handler_running_) End();
+}
+
+void ServerCall::Run() {
+  handler_running_ = false;
+  if (stream_->cancelled()) {
+    End();
+    return;
+  }
+  Status status = std::move(handler_status_);
+  if (status.ok()) {
+    const size_t size = response_->ByteSizeLong();
+    status = transport::CheckSendMessageSize(
+        size, server_->options_.connection.max_send_message_size);
+    if (status.ok()) {
+      stream_->SendInitialMetadata(&context_.initial_metadata_);
+      std::string& out = stream_->outgoing().buffer();
+      const size_t start = out.size();
+      out.resize(start + transport::kMessagePrefixSize + size);
+      transport::EncodeMessagePrefix(false, static_cast<uint32_t>(size),
+                                     out.data() + start);
+      response_->SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(
+          out.data() + start + transport::kMessagePrefixSize));
+      stream_->ResumeSend();
+    }
+  }
+  if (!status.ok() && !context_.initial_metadata_.empty()) {
+    stream_->SendInitialMetadata(&context_.initial_metadata_);
+  }
+  stream_->Finish(status, &context_.trailing_metadata_);
+  End();
+}
+
+void ServerCall::End() {
+  transport::http2::ServerStream* stream = stream_;
+  stream_ = nullptr;
+  Server* server = server_;
+  context_.Reset();
+  stream->Release();
+  loop_->ReturnCall(this);
+  server->CallEnded();  // last: Shutdown() may be waiting for it
+}
+
+}  // namespace internal
+}  // namespace h2rpc

@@ -1,0 +1,74 @@
+#ifndef H2RPC_RPC_INTERNAL_SERVER_CALL_H_
+#define H2RPC_RPC_INTERNAL_SERVER_CALL_H_
+
+#include <memory>
+#include <string>
+
+#include "google/protobuf/message_lite.h"
+#include "rpc/server.h"
+#include "rpc/server_context.h"
+#include "rpc/status.h"
+#include "transport/http2/server_connection.h"
+#include "transport/io/event_loop.h"
+
+namespace h2rpc::internal {
+
+class ServerLoop;
+
+// One unary call on the server, from dispatch to its last byte. Pooled per
+// loop; keeps its request/response messages (cleared, not freed) while it
+// serves the same method again.
+//
+// Flow: the transport feeds the request (OnMessage, OnHalfClose), the
+// handler runs (on a worker thread or inline on the loop), then Complete()
+// runs on the loop: it sends the response and the status and releases the
+// stream. A cancel (OnCancel) during the handler only marks the call; the
+// handler's completion then just cleans up.
+class ServerCall final : public transport::http2::ServerStream::Observer,
+                         private transport::io::Task {
+ public:
+  explicit ServerCall(ServerLoop* loop) : loop_(loop) {}
+
+  // Loop thread: binds the call to a new stream.
+  void Begin(Server* server, const UnaryMethod* method,
+             transport::http2::ServerStream* stream);
+  // Any thread: the handler finished (UnaryDone, or the worker).
+  void HandlerDone(const Status& status);
+
+ private:
+  class WorkerTask : public transport::io::Task {
+   public:
+    explicit WorkerTask(ServerCall* call) : call_(call) {}
+    void Run() override;
+
+   private:
+    ServerCall* call_;
+  };
+
+  // ServerStream::Observer.
+  Status OnMessage(absl::string_view message) override;
+  void OnHalfClose() override;
+  void OnCancel() override;
+
+  // io::Task: the handler's completion, on the loop thread.
+  void Run() override;
+
+  void RunHandler();
+  void End();
+
+  ServerLoop* const loop_;
+  Server* server_ = nullptr;
+  const UnaryMethod* method_ = nullptr;
+  transport::http2::ServerStream* stream_ = nullptr;
+  ServerContext context_;
+  std::unique_ptr<google::protobuf::MessageLite> request_;
+  std::unique_ptr<google::protobuf::MessageLite> response_;
+  bool got_request_ = false;
+  bool handler_running_ = false;
+  Status handler_status_;
+  WorkerTask worker_task_{this};
+};
+
+}  // namespace h2rpc::internal
+
+#endif  // H2RPC_RPC_INTERNAL_SERVER_CALL_H_

@@ -1,0 +1,50 @@
+#ifndef H2RPC_RPC_INTERNAL_SERVER_LOOP_H_
+#define H2RPC_RPC_INTERNAL_SERVER_LOOP_H_
+
+#include <memory>
+#include <vector>
+
+#include "rpc/server.h"
+#include "transport/http2/server_connection.h"
+#include "transport/io/event_loop.h"
+#include "transport/io/socket.h"
+
+namespace h2rpc::internal {
+
+class ServerCall;
+
+// One of the server's event loops with the connections it serves and its
+// pool of call objects (touched only on its thread).
+class ServerLoop final : public transport::http2::ServerDispatcher,
+                         public transport::http2::ServerConnection::Listener {
+ public:
+  ServerLoop(Server* server, int cpu);
+  ~ServerLoop();
+
+  transport::io::EventLoop& loop() { return loop_; }
+
+  // Any thread: serve a newly accepted socket on this loop.
+  void Adopt(transport::io::FileDescriptor socket, std::string peer);
+  // Loop thread.
+  void DrainConnections();
+  void CloseConnections();
+
+  ServerCall* TakeCall();
+  void ReturnCall(ServerCall* call);
+
+ private:
+  Status Dispatch(transport::http2::ServerStream* stream) override;
+  void OnConnectionClosed(
+      transport::http2::ServerConnection* connection) override;
+
+  Server* const server_;
+  transport::io::EventLoop loop_;
+  std::vector<std::unique_ptr<transport::http2::ServerConnection>>
+      connections_;
+  std::vector<ServerCall*> free_calls_;
+  bool draining_ = false;
+};
+
+}  // namespace h2rpc::internal
+
+#endif  // H2RPC_RPC_INTERNAL_SERVER_LOOP_H_

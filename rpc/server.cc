@@ -1,0 +1,311 @@
+#include "rpc/server.h"
+
+#include <sys/epoll.h>
+
+#include <algorithm>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "rpc/internal/server_call.h"
+#include "rpc/internal/server_loop.h"
+#include "rpc/internal/worker_pool.h"
+#include "transport/io/socket.h"
+
+namespace h2rpc {
+namespace internal {
+
+using transport::http2::ServerConnection;
+using transport::http2::ServerStream;
+
+// ---------------------------------------------------------------------------
+// ServerLoop
+
+ServerLoop::ServerLoop(Server* server, int cpu) : server_(server) {
+  loop_.Start("h2rpc-server", cpu);
+}
+
+ServerLoop::~ServerLoop() {
+  loop_.Stop();
+  for (ServerCall* call : free_calls_) delete call;
+}
+
+void ServerLoop::Adopt(transport::io::FileDescriptor socket, std::string peer) {
+  server_->ConnectionOpened();
+  loop_.Post([this, fd = socket.release(), peer = std::move(peer)]() mutable {
+    auto connection = std::make_unique<ServerConnection>(
+        &loop_, transport::io::FileDescriptor(fd), std::move(peer),
+        server_->options_.connection, this, this);
+    ServerConnection* raw = connection.get();
+    connections_.push_back(std::move(connection));
+    raw->Start();
+    if (draining_) raw->GracefulShutdown();
+  });
+}
+
+void ServerLoop::DrainConnections() {
+  draining_ = true;
+  for (auto& connection : connections_) connection->GracefulShutdown();
+}
+
+void ServerLoop::CloseConnections() {
+  // Close() calls back OnConnectionClosed, which edits connections_.
+  std::vector<ServerConnection*> open;
+  for (auto& connection : connections_) open.push_back(connection.get());
+  for (ServerConnection* connection : open) {
+    connection->Close(
+        Status(StatusCode::kUnavailable, "the server is shutting down"));
+  }
+}
+
+ServerCall* ServerLoop::TakeCall() {
+  if (free_calls_.empty()) return new ServerCall(this);
+  ServerCall* call = free_calls_.back();
+  free_calls_.pop_back();
+  return call;
+}
+
+void ServerLoop::ReturnCall(ServerCall* call) { free_calls_.push_back(call); }
+
+Status ServerLoop::Dispatch(ServerStream* stream) {
+  return server_->Dispatch(this, stream);
+}
+
+void ServerLoop::OnConnectionClosed(ServerConnection* connection) {
+  auto it = std::find_if(
+      connections_.begin(), connections_.end(),
+      [connection](const auto& c) { return c.get() == connection; });
+  if (it == connections_.end()) return;
+  ServerConnection* dead = it->release();
+  connections_.erase(it);
+  // Not from inside the connection's own callback: destroy it next turn.
+  loop_.Post([this, dead] {
+    delete dead;
+    server_->ConnectionClosed();
+  });
+}
+
+// ---------------------------------------------------------------------------
+// ServerListener: accepts on one listening socket, on the first loop.
+
+class ServerListener final : private transport::io::FdWatcher {
+ public:
+  ServerListener(Server* server, transport::io::FileDescriptor socket)
+      : server_(server), socket_(std::move(socket)) {}
+
+  void Start(transport::io::EventLoop* loop) {
+    loop_ = loop;
+    loop->Post([this] { loop_->AddFd(socket_.get(), EPOLLIN, this); });
+  }
+
+  // Loop thread.
+  void Stop() {
+    if (!socket_.valid()) return;
+    loop_->RemoveFd(socket_.get());
+    socket_.reset();
+  }
+
+ private:
+  void OnFdReady(uint32_t events) override {
+    for (int i = 0; i < 64 && socket_.valid(); ++i) {
+      transport::io::SocketAddress peer;
+      transport::io::FileDescriptor accepted =
+          transport::io::AcceptTcp(socket_.get(), &peer);
+      if (!accepted.valid()) return;
+      server_->NextLoop()->Adopt(std::move(accepted), peer.ToString());
+    }
+  }
+
+  Server* const server_;
+  transport::io::FileDescriptor socket_;
+  transport::io::EventLoop* loop_ = nullptr;
+};
+
+}  // namespace internal
+
+using internal::ServerCall;
+using internal::ServerLoop;
+
+// ---------------------------------------------------------------------------
+// Builder
+
+Server::Builder& Server::Builder::AddListeningPort(std::string address,
+                                                   int* selected_port) {
+  ports_.emplace_back(std::move(address), selected_port);
+  return *this;
+}
+
+Server::Builder& Server::Builder::SetOptions(const ServerOptions& options) {
+  options_ = options;
+  return *this;
+}
+
+Server::Builder& Server::Builder::Register(
+    std::string method, std::unique_ptr<internal::UnaryMethod> handler) {
+  const size_t slash = method.rfind('/');
+  if (method.size() < 4 || method[0] != '/' || slash == 0 ||
+      slash == method.size() - 1) {
+    error_ = Status(StatusCode::kInvalidArgument,
+                    absl::StrCat("method '", method,
+                                 "' is not of the form /package.Service/Method"));
+  } else if (!methods_.emplace(method, std::move(handler)).second) {
+    error_ = Status(StatusCode::kInvalidArgument,
+                    absl::StrCat("method '", method, "' registered twice"));
+  }
+  return *this;
+}
+
+std::unique_ptr<Server> Server::Builder::BuildAndStart(Status* status) {
+  if (!error_.ok()) {
+    *status = error_;
+    return nullptr;
+  }
+  std::vector<transport::io::FileDescriptor> sockets;
+  for (auto& [address, selected_port] : ports_) {
+    std::vector<transport::io::SocketAddress> addresses;
+    *status = transport::io::ResolveTarget(address, &addresses);
+    if (!status->ok()) return nullptr;
+    transport::io::FileDescriptor socket;
+    *status = transport::io::ListenTcp(addresses.front(), 1024, &socket);
+    if (!status->ok()) return nullptr;
+    transport::io::SocketAddress bound;
+    *status = transport::io::LocalAddress(socket.get(), &bound);
+    if (!status->ok()) return nullptr;
+    if (selected_port != nullptr) *selected_port = bound.port();
+    sockets.push_back(std::move(socket));
+  }
+  std::unique_ptr<Server> server(
+      new Server(std::move(options_), std::move(methods_)));
+  for (auto& socket : sockets) {
+    server->listeners_.push_back(std::make_unique<internal::ServerListener>(
+        server.get(), std::move(socket)));
+    server->listeners_.back()->Start(&server->loops_.front()->loop());
+  }
+  *status = Status();
+  return server;
+}
+
+// ---------------------------------------------------------------------------
+// Server
+
+Server::Server(
+    ServerOptions options,
+    std::map<std::string, std::unique_ptr<internal::UnaryMethod>, std::less<>>
+        methods)
+    : options_(std::move(options)), methods_(std::move(methods)) {
+  for (const auto& [method, handler] : methods_) {
+    services_.insert(method.substr(1, method.rfind('/') - 1));
+  }
+  const int cores =
+      std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int num_loops = options_.num_loops > 0 ? options_.num_loops : cores;
+  for (int i = 0; i < num_loops; ++i) {
+    const int cpu = i < static_cast<int>(options_.loop_cpus.size())
+                        ? options_.loop_cpus[i]
+                        : -1;
+    loops_.push_back(std::make_unique<ServerLoop>(this, cpu));
+  }
+  workers_ = std::make_unique<internal::WorkerPool>(
+      options_.num_workers > 0 ? options_.num_workers : std::max(4, 2 * cores));
+}
+
+Server::~Server() {
+  Shutdown(absl::Now());
+  Wait();
+}
+
+ServerLoop* Server::NextLoop() {
+  return loops_[next_loop_.fetch_add(1, std::memory_order_relaxed) %
+                loops_.size()]
+      .get();
+}
+
+Status Server::Dispatch(ServerLoop* loop, transport::http2::ServerStream* stream) {
+  const absl::string_view path = stream->method();
+  auto it = methods_.find(path);
+  if (it == methods_.end()) {
+    const size_t slash = path.rfind('/');
+    const absl::string_view service =
+        slash == absl::string_view::npos || slash == 0
+            ? path
+            : path.substr(1, slash - 1);
+    if (services_.find(service) == services_.end()) {
+      return Status(StatusCode::kUnimplemented,
+                    absl::StrCat("unknown service ", service));
+    }
+    return Status(StatusCode::kUnimplemented,
+                  absl::StrCat("unknown method ", path.substr(slash + 1),
+                               " for service ", service));
+  }
+  CallStarted();
+  loop->TakeCall()->Begin(this, it->second.get(), stream);
+  return Status();
+}
+
+void Server::CallStarted() {
+  absl::MutexLock lock(&mu_);
+  ++live_calls_;
+}
+
+void Server::CallEnded() {
+  absl::MutexLock lock(&mu_);
+  --live_calls_;
+}
+
+void Server::ConnectionOpened() {
+  absl::MutexLock lock(&mu_);
+  ++live_connections_;
+}
+
+void Server::ConnectionClosed() {
+  absl::MutexLock lock(&mu_);
+  --live_connections_;
+}
+
+void Server::Shutdown(absl::Time deadline) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (shutdown_started_) {
+      mu_.Await(absl::Condition(&shutdown_done_));
+      return;
+    }
+    shutdown_started_ = true;
+  }
+  // Stop accepting, then GOAWAY everywhere.
+  for (auto& listener : listeners_) {
+    loops_.front()->loop().Post([l = listener.get()] { l->Stop(); });
+  }
+  for (auto& loop : loops_) {
+    loop->loop().Post([l = loop.get()] { l->DrainConnections(); });
+  }
+  auto all_closed = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return live_connections_ == 0 && live_calls_ == 0;
+  };
+  {
+    absl::MutexLock lock(&mu_);
+    mu_.AwaitWithDeadline(absl::Condition(&all_closed), deadline);
+  }
+  // Past the deadline: cancel whatever is left.
+  for (auto& loop : loops_) {
+    loop->loop().Post([l = loop.get()] { l->CloseConnections(); });
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(&all_closed));
+  }
+  // Handlers have returned; loops run their last tasks and join; only then
+  // may the listeners (watched by the first loop) go.
+  workers_.reset();
+  loops_.clear();
+  listeners_.clear();
+  absl::MutexLock lock(&mu_);
+  shutdown_done_ = true;
+}
+
+void Server::Wait() {
+  absl::MutexLock lock(&mu_);
+  mu_.Await(absl::Condition(&shutdown_done_));
+}
+
+}  // namespace h2rpc

@@ -1,0 +1,251 @@
+#ifndef H2RPC_RPC_SERVER_H_
+#define H2RPC_RPC_SERVER_H_
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "google/protobuf/message_lite.h"
+#include "rpc/server_context.h"
+#include "rpc/status.h"
+#include "transport/http2/connection.h"
+
+namespace h2rpc {
+
+namespace internal {
+class ServerCall;
+class ServerLoop;
+class ServerListener;
+class WorkerPool;
+}  // namespace internal
+
+// Finishes a callback-style unary call: call it once, from any thread, after
+// filling the response. Copyable.
+class UnaryDone {
+ public:
+  void operator()(const Status& status) const;
+
+ private:
+  friend class internal::ServerCall;
+  explicit UnaryDone(internal::ServerCall* call) : call_(call) {}
+  internal::ServerCall* call_;
+};
+
+namespace internal {
+
+// A registered unary method, with its message types erased.
+class UnaryMethod {
+ public:
+  explicit UnaryMethod(bool sync) : sync_(sync) {}
+  virtual ~UnaryMethod() = default;
+  // True: RunSync on a worker thread; false: RunCallback on the loop.
+  bool sync() const { return sync_; }
+  virtual std::unique_ptr<google::protobuf::MessageLite> NewRequest() const = 0;
+  virtual std::unique_ptr<google::protobuf::MessageLite> NewResponse()
+      const = 0;
+  virtual Status RunSync(ServerContext* context,
+                         const google::protobuf::MessageLite& request,
+                         google::protobuf::MessageLite* response) const {
+    return Status(StatusCode::kUnimplemented, "no synchronous handler");
+  }
+  virtual void RunCallback(ServerContext* context,
+                           const google::protobuf::MessageLite* request,
+                           google::protobuf::MessageLite* response,
+                           UnaryDone done) const {
+    done(Status(StatusCode::kUnimplemented, "no callback handler"));
+  }
+
+ private:
+  const bool sync_;
+};
+
+template <class Request, class Response>
+class SyncUnaryMethod final : public UnaryMethod {
+ public:
+  using Handler =
+      std::function<Status(ServerContext*, const Request&, Response*)>;
+  explicit SyncUnaryMethod(Handler handler)
+      : UnaryMethod(/*sync=*/true), handler_(std::move(handler)) {}
+  std::unique_ptr<google::protobuf::MessageLite> NewRequest() const override {
+    return std::make_unique<Request>();
+  }
+  std::unique_ptr<google::protobuf::MessageLite> NewResponse() const override {
+    return std::make_unique<Response>();
+  }
+  Status RunSync(ServerContext* context,
+                 const google::protobuf::MessageLite& request,
+                 google::protobuf::MessageLite* response) const override {
+    return handler_(context, static_cast<const Request&>(request),
+                    static_cast<Response*>(response));
+  }
+
+ private:
+  Handler handler_;
+};
+
+template <class Request, class Response>
+class CallbackUnaryMethod final : public UnaryMethod {
+ public:
+  using Handler = std::function<void(ServerContext*, const Request*,
+                                     Response*, UnaryDone)>;
+  explicit CallbackUnaryMethod(Handler handler)
+      : UnaryMethod(/*sync=*/false), handler_(std::move(handler)) {}
+  std::unique_ptr<google::protobuf::MessageLite> NewRequest() const override {
+    return std::make_unique<Request>();
+  }
+  std::unique_ptr<google::protobuf::MessageLite> NewResponse() const override {
+    return std::make_unique<Response>();
+  }
+  void RunCallback(ServerContext* context,
+                   const google::protobuf::MessageLite* request,
+                   google::protobuf::MessageLite* response,
+                   UnaryDone done) const override {
+    handler_(context, static_cast<const Request*>(request),
+             static_cast<Response*>(response), done);
+  }
+
+ private:
+  Handler handler_;
+};
+
+}  // namespace internal
+
+// Settings of a Server. Every field: default, unit.
+struct ServerOptions {
+  // HTTP/2 settings and message size limits of every connection.
+  transport::http2::ConnectionOptions connection;
+  // Event loop threads; connections are spread over them. 0: one per core.
+  int num_loops = 0;
+  // CPUs to pin the loop threads to, in order; empty: not pinned.
+  std::vector<int> loop_cpus;
+  // Threads running synchronous handlers. 0: max(4, 2 x cores).
+  int num_workers = 0;
+};
+
+// A gRPC server: listens on ports, routes each call by its method path to a
+// registered handler, and answers UNIMPLEMENTED for anything else.
+//
+//   int port = 0;
+//   std::unique_ptr<Server> server =
+//       Server::Builder()
+//           .AddListeningPort("127.0.0.1:0", &port)
+//           .RegisterUnary<EchoRequest, EchoResponse>(
+//               "/echo.Echo/Say",
+//               [](ServerContext*, const EchoRequest& in, EchoResponse* out) {
+//                 out->set_text(in.text());
+//                 return Status();
+//               })
+//           .BuildAndStart(&status);
+class Server {
+ public:
+  class Builder {
+   public:
+    // "host:port" or "[v6]:port"; port 0 picks a free port, written to
+    // `*selected_port` by BuildAndStart.
+    Builder& AddListeningPort(std::string address,
+                              int* selected_port = nullptr);
+    Builder& SetOptions(const ServerOptions& options);
+
+    // A synchronous handler: runs on a worker thread and may block.
+    template <class Request, class Response>
+    Builder& RegisterUnary(
+        std::string method,
+        std::function<Status(ServerContext*, const Request&, Response*)>
+            handler) {
+      return Register(std::move(method),
+                      std::make_unique<internal::SyncUnaryMethod<Request, Response>>(
+                          std::move(handler)));
+    }
+
+    // A callback handler: runs on the connection's loop thread and must not
+    // block; it fills the response and calls `done(status)`, then or later,
+    // from any thread.
+    template <class Request, class Response>
+    Builder& RegisterCallbackUnary(
+        std::string method,
+        std::function<void(ServerContext*, const Request*, Response*,
+                           UnaryDone)>
+            handler) {
+      return Register(
+          std::move(method),
+          std::make_unique<internal::CallbackUnaryMethod<Request, Response>>(
+              std::move(handler)));
+    }
+
+    // Binds the ports and starts serving. Returns null and sets `*status`
+    // (UNAVAILABLE naming the address) if a port cannot be bound, or
+    // INVALID_ARGUMENT for a method registered twice or not of the form
+    // "/package.Service/Method".
+    std::unique_ptr<Server> BuildAndStart(Status* status);
+
+   private:
+    Builder& Register(std::string method,
+                      std::unique_ptr<internal::UnaryMethod> handler);
+
+    std::vector<std::pair<std::string, int*>> ports_;
+    ServerOptions options_;
+    std::map<std::string, std::unique_ptr<internal::UnaryMethod>, std::less<>>
+        methods_;
+    Status error_;
+  };
+
+  ~Server();  // Shutdown(now) and Wait().
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Stops accepting connections and sends GOAWAY on every connection; calls
+  // in flight finish (new ones are refused, so clients see UNAVAILABLE).
+  // Calls still running at `deadline` are cancelled. Returns when every
+  // connection is closed and every handler has returned. Idempotent.
+  void Shutdown(absl::Time deadline);
+  // Blocks until Shutdown() has completed.
+  void Wait();
+
+ private:
+  friend class internal::ServerCall;
+  friend class internal::ServerListener;
+  friend class internal::ServerLoop;
+
+  Server(ServerOptions options,
+         std::map<std::string, std::unique_ptr<internal::UnaryMethod>,
+                  std::less<>>
+             methods);
+  // Loop thread: routes a new call (ServerLoop is the transport's
+  // dispatcher and forwards here).
+  Status Dispatch(internal::ServerLoop* loop,
+                  transport::http2::ServerStream* stream);
+  void CallStarted();
+  void CallEnded();
+  void ConnectionOpened();
+  void ConnectionClosed();
+  // Round-robin over the loops.
+  internal::ServerLoop* NextLoop();
+
+  const ServerOptions options_;
+  const std::map<std::string, std::unique_ptr<internal::UnaryMethod>,
+                 std::less<>>
+      methods_;
+  std::set<std::string, std::less<>> services_;
+  std::vector<std::unique_ptr<internal::ServerLoop>> loops_;
+  std::vector<std::unique_ptr<internal::ServerListener>> listeners_;
+  std::unique_ptr<internal::WorkerPool> workers_;
+  std::atomic<size_t> next_loop_{0};
+
+  absl::Mutex mu_;
+  bool shutdown_started_ ABSL_GUARDED_BY(mu_) = false;
+  bool shutdown_done_ ABSL_GUARDED_BY(mu_) = false;
+  int live_connections_ ABSL_GUARDED_BY(mu_) = 0;
+  int live_calls_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace h2rpc
+
+#endif  // H2RPC_RPC_SERVER_H_

@@ -1,0 +1,64 @@
+#ifndef H2RPC_RPC_SERVER_CONTEXT_H_
+#define H2RPC_RPC_SERVER_CONTEXT_H_
+
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "rpc/metadata.h"
+
+namespace h2rpc {
+
+namespace transport::http2 {
+class ServerStream;
+}  // namespace transport::http2
+
+namespace internal {
+class ServerCall;
+}  // namespace internal
+
+// Per-call facts and settings on the server: what the client sent (metadata,
+// deadline, peer) and the metadata to send back. Valid for the duration of
+// the handler. Accessors are safe from the handler's thread; IsCancelled()
+// from any thread.
+class ServerContext {
+ public:
+  ServerContext(const ServerContext&) = delete;
+  ServerContext& operator=(const ServerContext&) = delete;
+
+  // The client's metadata (user-agent included; transport headers removed).
+  const Metadata& client_metadata() const;
+  // From the client's grpc-timeout; InfiniteFuture when it sent none.
+  absl::Time deadline() const;
+  // "/package.Service/Method".
+  absl::string_view method() const;
+  absl::string_view authority() const;
+  // "127.0.0.1:54321".
+  const std::string& peer() const { return peer_; }
+  // True once the call cannot complete normally any more: the client
+  // cancelled, the deadline passed, or the connection was lost.
+  bool IsCancelled() const;
+
+  // Metadata sent with the response headers and trailers. Keys follow the
+  // same rules as on the client; an invalid one is dropped from the reply.
+  void AddInitialMetadata(absl::string_view key, absl::string_view value) {
+    initial_metadata_.Add(key, value);
+  }
+  void AddTrailingMetadata(absl::string_view key, absl::string_view value) {
+    trailing_metadata_.Add(key, value);
+  }
+
+ private:
+  friend class internal::ServerCall;
+  ServerContext() = default;
+  void Reset();
+
+  transport::http2::ServerStream* stream_ = nullptr;
+  std::string peer_;
+  Metadata initial_metadata_;
+  Metadata trailing_metadata_;
+};
+
+}  // namespace h2rpc
+
+#endif  // H2RPC_RPC_SERVER_CONTEXT_H_

@@ -1,0 +1,337 @@
+// h2rpc client <-> h2rpc server, unary calls over real loopback sockets.
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "proto/grpc/testing/messages.pb.h"
+#include "rpc/channel.h"
+#include "rpc/server.h"
+
+namespace h2rpc {
+namespace {
+
+using grpc::testing::SimpleRequest;
+using grpc::testing::SimpleResponse;
+using ::testing::HasSubstr;
+
+constexpr char kEcho[] = "/h2rpc.test.Echo/Echo";
+constexpr char kEchoCallback[] = "/h2rpc.test.Echo/EchoCallback";
+constexpr char kSleep[] = "/h2rpc.test.Echo/Sleep";
+
+// Echoes the payload, sized response_size, with response_status and echoed
+// metadata, like the interop server's UnaryCall.
+Status Echo(ServerContext* context, const SimpleRequest& request,
+            SimpleResponse* response) {
+  response->mutable_payload()->set_body(
+      request.response_size() > 0
+          ? std::string(request.response_size(), 'r')
+          : request.payload().body());
+  if (auto v = context->client_metadata().Get("x-echo-initial")) {
+    context->AddInitialMetadata("x-echo-initial", *v);
+  }
+  if (auto v = context->client_metadata().Get("x-echo-trailing-bin")) {
+    context->AddTrailingMetadata("x-echo-trailing-bin", *v);
+  }
+  if (request.has_response_status()) {
+    return Status(static_cast<StatusCode>(request.response_status().code()),
+                  request.response_status().message());
+  }
+  return Status();
+}
+
+class UnaryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ServerOptions options;
+    options.num_loops = 2;
+    Status status;
+    server_ =
+        Server::Builder()
+            .SetOptions(options)
+            .AddListeningPort("127.0.0.1:0", &port_)
+            .RegisterUnary<SimpleRequest, SimpleResponse>(kEcho, Echo)
+            .RegisterCallbackUnary<SimpleRequest, SimpleResponse>(
+                kEchoCallback,
+                [](ServerContext* context, const SimpleRequest* request,
+                   SimpleResponse* response, UnaryDone done) {
+                  done(Echo(context, *request, response));
+                })
+            .RegisterUnary<SimpleRequest, SimpleResponse>(
+                kSleep,
+                [this](ServerContext* context, const SimpleRequest&,
+                       SimpleResponse*) {
+                  sleeping_.Notify();
+                  while (!context->IsCancelled()) {
+                    absl::SleepFor(absl::Milliseconds(1));
+                  }
+                  saw_cancel_.Notify();
+                  return Status(StatusCode::kCancelled, "noticed");
+                })
+            .BuildAndStart(&status);
+    ASSERT_TRUE(status.ok()) << status.ToString();
+    ASSERT_GT(port_, 0);
+    channel_ = std::make_unique<Channel>("127.0.0.1:" + std::to_string(port_));
+  }
+
+  int port_ = 0;
+  std::unique_ptr<Server> server_;
+  std::unique_ptr<Channel> channel_;
+  absl::Notification sleeping_;
+  absl::Notification saw_cancel_;
+};
+
+TEST_F(UnaryTest, BlockingCallRoundTrips) {
+  SimpleRequest request;
+  request.mutable_payload()->set_body("hello");
+  SimpleResponse response;
+  ClientContext context;
+  const Status status = channel_->UnaryCall(&context, kEcho, request, &response);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  EXPECT_EQ(response.payload().body(), "hello");
+}
+
+TEST_F(UnaryTest, LargeMessagesBothWays) {
+  SimpleRequest request;
+  request.mutable_payload()->set_body(std::string(271828, 'q'));
+  request.set_response_size(314159);
+  SimpleResponse response;
+  for (const char* method : {kEcho, kEchoCallback}) {
+    ClientContext context;
+    const Status status =
+        channel_->UnaryCall(&context, method, request, &response);
+    ASSERT_TRUE(status.ok()) << status.ToString();
+    EXPECT_EQ(response.payload().body(), std::string(314159, 'r'));
+  }
+}
+
+TEST_F(UnaryTest, MetadataIsEchoed) {
+  SimpleRequest request;
+  SimpleResponse response;
+  ClientContext context;
+  context.AddMetadata("x-echo-initial", "test_initial_metadata_value");
+  context.AddMetadata("x-echo-trailing-bin", std::string("\x0a\x0b\x0a\x0b\x0a\x0b", 6));
+  ASSERT_TRUE(channel_->UnaryCall(&context, kEcho, request, &response).ok());
+  EXPECT_EQ(context.GetServerInitialMetadata().Get("x-echo-initial"),
+            absl::string_view("test_initial_metadata_value"));
+  EXPECT_EQ(context.GetServerTrailingMetadata().Get("x-echo-trailing-bin"),
+            absl::string_view("\x0a\x0b\x0a\x0b\x0a\x0b", 6));
+}
+
+TEST_F(UnaryTest, StatusCodeAndMessageAreEchoed) {
+  SimpleRequest request;
+  request.mutable_response_status()->set_code(2);
+  request.mutable_response_status()->set_message(
+      "\t\ntest with whitespace\r\nand Unicode BMP \xe2\x98\xba and non-BMP "
+      "\xf0\x9f\x98\x88\t\n");
+  SimpleResponse response;
+  for (const char* method : {kEcho, kEchoCallback}) {
+    ClientContext context;
+    const Status status =
+        channel_->UnaryCall(&context, method, request, &response);
+    EXPECT_EQ(status.code(), StatusCode::kUnknown);
+    EXPECT_EQ(status.message(), request.response_status().message());
+  }
+}
+
+TEST_F(UnaryTest, UnknownMethodAndServiceAreUnimplemented) {
+  SimpleRequest request;
+  SimpleResponse response;
+  ClientContext c1;
+  Status status =
+      channel_->UnaryCall(&c1, "/h2rpc.test.Echo/Nope", request, &response);
+  EXPECT_EQ(status.code(), StatusCode::kUnimplemented);
+  EXPECT_THAT(status.message(), HasSubstr("Nope"));
+  ClientContext c2;
+  status = channel_->UnaryCall(&c2, "/no.Such/Thing", request, &response);
+  EXPECT_EQ(status.code(), StatusCode::kUnimplemented);
+  EXPECT_THAT(status.message(), HasSubstr("no.Such"));
+}
+
+TEST_F(UnaryTest, PastDeadlineFailsWithoutAStream) {
+  SimpleRequest request;
+  SimpleResponse response;
+  ClientContext context;
+  context.set_deadline(absl::Now() - absl::Seconds(1));
+  const Status status = channel_->UnaryCall(&context, kEcho, request, &response);
+  EXPECT_EQ(status.code(), StatusCode::kDeadlineExceeded);
+}
+
+TEST_F(UnaryTest, DeadlineExpiresOnASleepingServer) {
+  SimpleRequest request;
+  SimpleResponse response;
+  ClientContext context;
+  context.set_timeout(absl::Milliseconds(200));
+  const Status status = channel_->UnaryCall(&context, kSleep, request, &response);
+  EXPECT_EQ(status.code(), StatusCode::kDeadlineExceeded) << status.ToString();
+  // The handler's context expires too.
+  EXPECT_TRUE(saw_cancel_.WaitForNotificationWithTimeout(absl::Seconds(30)));
+}
+
+TEST_F(UnaryTest, ClientCancelReachesTheHandler) {
+  SimpleRequest request;
+  SimpleResponse response;
+  ClientContext context;
+  absl::Notification done;
+  Status result;
+  channel_->AsyncUnaryCall(&context, kSleep, request, &response,
+                           [&](const Status& status) {
+                             result = status;
+                             done.Notify();
+                           });
+  ASSERT_TRUE(sleeping_.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  context.TryCancel();
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  EXPECT_EQ(result.code(), StatusCode::kCancelled);
+  EXPECT_TRUE(saw_cancel_.WaitForNotificationWithTimeout(absl::Seconds(30)));
+}
+
+TEST_F(UnaryTest, InvalidMetadataFailsWithInternal) {
+  SimpleRequest request;
+  SimpleResponse response;
+  ClientContext context;
+  context.AddMetadata("Bad-Key", "v");
+  const Status status = channel_->UnaryCall(&context, kEcho, request, &response);
+  EXPECT_EQ(status.code(), StatusCode::kInternal);
+  EXPECT_THAT(status.message(), HasSubstr("Bad-Key"));
+}
+
+TEST_F(UnaryTest, ThousandConcurrentCallsOnOneConnection) {
+  constexpr int kCalls = 1000;
+  struct Call {
+    ClientContext context;
+    SimpleRequest request;
+    SimpleResponse response;
+    Status status;
+  };
+  std::vector<std::unique_ptr<Call>> calls;
+  absl::Mutex mu;
+  int remaining = kCalls;
+  for (int i = 0; i < kCalls; ++i) {
+    auto call = std::make_unique<Call>();
+    call->request.mutable_payload()->set_body(std::to_string(i));
+    Call* raw = call.get();
+    calls.push_back(std::move(call));
+    channel_->AsyncUnaryCall(&raw->context, i % 2 ? kEcho : kEchoCallback,
+                             raw->request, &raw->response,
+                             [raw, &mu, &remaining](const Status& status) {
+                               raw->status = status;
+                               absl::MutexLock lock(&mu);
+                               --remaining;
+                             });
+  }
+  absl::MutexLock lock(&mu);
+  ASSERT_TRUE(mu.AwaitWithTimeout(
+      absl::Condition(+[](int* r) { return *r == 0; }, &remaining),
+      absl::Seconds(60)));
+  for (int i = 0; i < kCalls; ++i) {
+    ASSERT_TRUE(calls[i]->status.ok()) << i << calls[i]->status.ToString();
+    EXPECT_EQ(calls[i]->response.payload().body(), std::to_string(i));
+  }
+}
+
+TEST_F(UnaryTest, CallsFromEightThreads) {
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([this, t, &failures] {
+      for (int i = 0; i < 100; ++i) {
+        SimpleRequest request;
+        request.mutable_payload()->set_body(std::to_string(t * 1000 + i));
+        SimpleResponse response;
+        ClientContext context;
+        const Status status =
+            channel_->UnaryCall(&context, kEcho, request, &response);
+        if (!status.ok() || response.payload().body() != request.payload().body()) {
+          failures.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
+TEST(UnaryConnectTest, NoServerIsUnavailableNamingTheAddress) {
+  // Bind and close a port so nothing listens on it.
+  int port = 0;
+  {
+    Status status;
+    auto server = Server::Builder()
+                      .AddListeningPort("127.0.0.1:0", &port)
+                      .BuildAndStart(&status);
+    ASSERT_TRUE(status.ok());
+  }
+  Channel channel("127.0.0.1:" + std::to_string(port));
+  SimpleRequest request;
+  SimpleResponse response;
+  ClientContext context;
+  const Status status =
+      channel.UnaryCall(&context, kEcho, request, &response);
+  EXPECT_EQ(status.code(), StatusCode::kUnavailable);
+  EXPECT_THAT(status.message(), HasSubstr("127.0.0.1:" + std::to_string(port)));
+}
+
+TEST(UnaryShutdownTest, GracefulShutdownLosesNoCallInFlight) {
+  absl::Notification release;
+  std::atomic<int> started{0};
+  int port = 0;
+  Status status;
+  auto server =
+      Server::Builder()
+          .AddListeningPort("127.0.0.1:0", &port)
+          .RegisterUnary<SimpleRequest, SimpleResponse>(
+              kEcho,
+              [&](ServerContext* context, const SimpleRequest& request,
+                  SimpleResponse* response) {
+                started.fetch_add(1);
+                release.WaitForNotification();
+                return Echo(context, request, response);
+              })
+          .BuildAndStart(&status);
+  ASSERT_TRUE(status.ok());
+  Channel channel("127.0.0.1:" + std::to_string(port));
+  constexpr int kCalls = 4;
+  struct Call {
+    ClientContext context;
+    SimpleRequest request;
+    SimpleResponse response;
+    Status status;
+    absl::Notification done;
+  };
+  std::vector<std::unique_ptr<Call>> calls;
+  for (int i = 0; i < kCalls; ++i) {
+    calls.push_back(std::make_unique<Call>());
+    Call* c = calls.back().get();
+    c->request.mutable_payload()->set_body("x" + std::to_string(i));
+    channel.AsyncUnaryCall(&c->context, kEcho, c->request, &c->response,
+                           [c](const Status& s) {
+                             c->status = s;
+                             c->done.Notify();
+                           });
+  }
+  while (started.load() < kCalls) absl::SleepFor(absl::Milliseconds(1));
+  std::thread shutdown([&] { server->Shutdown(absl::Now() + absl::Seconds(30)); });
+  absl::SleepFor(absl::Milliseconds(100));
+  release.Notify();
+  shutdown.join();
+  for (int i = 0; i < kCalls; ++i) {
+    ASSERT_TRUE(calls[i]->done.WaitForNotificationWithTimeout(absl::Seconds(30)));
+    EXPECT_TRUE(calls[i]->status.ok()) << calls[i]->status.ToString();
+    EXPECT_EQ(calls[i]->response.payload().body(), "x" + std::to_string(i));
+  }
+  // After shutdown, new calls fail with UNAVAILABLE.
+  ClientContext context;
+  SimpleResponse response;
+  EXPECT_EQ(channel.UnaryCall(&context, kEcho, SimpleRequest(), &response).code(),
+            StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace h2rpc

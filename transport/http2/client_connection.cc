@@ -1,0 +1,314 @@
+#include "transport/http2/client_connection.h"
+
+#include "absl/strings/str_cat.h"
+#include "transport/received_headers.h"
+#include "transport/status_synthesis.h"
+
+namespace h2rpc::transport::http2 {
+
+// ---------------------------------------------------------------------------
+// ClientStream
+
+void ClientStream::Reset() {
+  description = CallDescription();
+  observer = nullptr;
+  connection_ = nullptr;
+  stream_id_ = -1;
+  prev_ = next_ = nullptr;
+  outgoing_.Clear();
+  block_.Release();
+  header_blocks_ = 0;
+  initial_metadata_.Clear();
+  trailing_metadata_.Clear();
+  status_known_ = false;
+  status_ = Status();
+  sent_end_stream_ = false;
+}
+
+void ClientStream::Cancel(const Status& status) {
+  if (connection_ != nullptr) connection_->CancelCall(this, status);
+}
+
+void ClientStream::OnTimer() {
+  if (connection_ == nullptr) return;
+  connection_->CancelCall(
+      this, Status(StatusCode::kDeadlineExceeded, "deadline exceeded"));
+}
+
+// ---------------------------------------------------------------------------
+// ClientConnection
+
+ClientConnection::ClientConnection(io::EventLoop* loop,
+                                   io::FileDescriptor socket, std::string peer,
+                                   const ConnectionOptions& options,
+                                   Listener* listener)
+    : Connection(loop, std::move(socket), std::move(peer), options),
+      listener_(listener) {
+  InitSession(/*server=*/false);
+}
+
+ClientConnection::~ClientConnection() = default;
+
+void ClientConnection::Link(ClientStream* stream) {
+  stream->prev_ = nullptr;
+  stream->next_ = streams_;
+  if (streams_ != nullptr) streams_->prev_ = stream;
+  streams_ = stream;
+  ++open_streams_;
+}
+
+void ClientConnection::Unlink(ClientStream* stream) {
+  if (stream->prev_ != nullptr) stream->prev_->next_ = stream->next_;
+  if (stream->next_ != nullptr) stream->next_->prev_ = stream->prev_;
+  if (streams_ == stream) streams_ = stream->next_;
+  stream->prev_ = stream->next_ = nullptr;
+  --open_streams_;
+}
+
+// Hands the outcome to the observer; the stream is free after this.
+void ClientConnection::Deliver(ClientStream* stream) {
+  loop()->Cancel(stream);
+  stream->connection_ = nullptr;
+  stream->block_.Release();
+  stream->observer->OnClose(stream->status_, stream->trailing_metadata_);
+}
+
+void ClientConnection::StartCall(ClientStream* stream) {
+  stream->connection_ = this;
+  stream->status_known_ = true;  // until the stream exists
+  if (!accepting_calls()) {
+    stream->status_ = Status(
+        StatusCode::kUnavailable,
+        absl::StrCat("connection to ", peer(), " is not accepting calls"));
+    Deliver(stream);
+    return;
+  }
+  stream->status_ = BuildRequestHeaders(stream->description, loop()->Now(),
+                                        &stream->headers_);
+  if (!stream->status_.ok()) {
+    Deliver(stream);
+    return;
+  }
+  MessageDeframer::Options deframer_options;
+  deframer_options.max_message_size = options().max_receive_message_size;
+  stream->deframer_.Reset(deframer_options);
+  const Nghttp2DataProvider provider = DataProvider(&stream->outgoing_);
+  const int32_t id = SubmitRequest(session(), stream->headers_.fields().data(),
+                                   stream->headers_.size(), &provider, stream);
+  if (id < 0) {
+    stream->status_ =
+        Status(StatusCode::kUnavailable,
+               absl::StrCat("cannot open a stream to ", peer(), ": ",
+                            nghttp2_strerror(id)));
+    Deliver(stream);
+    return;
+  }
+  stream->stream_id_ = id;
+  stream->status_known_ = false;
+  Link(stream);
+  if (stream->description.deadline != absl::InfiniteFuture()) {
+    loop()->Schedule(stream, stream->description.deadline);
+  }
+  RequestFlush();
+}
+
+void ClientConnection::ResumeSend(ClientStream* stream) {
+  if (stream->connection_ != this || stream->status_known_) return;
+  if (stream->outgoing_.deferred) {
+    stream->outgoing_.deferred = false;
+    nghttp2_session_resume_data(session(), stream->stream_id_);
+  }
+  RequestFlush();
+}
+
+void ClientConnection::CancelCall(ClientStream* stream, const Status& status) {
+  if (stream->connection_ != this || stream->status_known_) return;
+  FailStream(stream, status);
+}
+
+void ClientConnection::FailStream(ClientStream* stream, Status status) {
+  if (stream->status_known_) return;
+  stream->status_known_ = true;
+  stream->status_ = std::move(status);
+  loop()->Cancel(stream);
+  nghttp2_submit_rst_stream(session(), NGHTTP2_FLAG_NONE, stream->stream_id_,
+                            NGHTTP2_CANCEL);
+  RequestFlush();
+  // A request still waiting for a stream slot never opens: nghttp2 drops it
+  // without a close callback, so deliver now.
+  if (nghttp2_session_find_stream(session(), stream->stream_id_) == nullptr) {
+    Unlink(stream);
+    Deliver(stream);
+  }
+}
+
+ClientStream* ClientConnection::StreamFor(int32_t stream_id) {
+  return static_cast<ClientStream*>(
+      nghttp2_session_get_stream_user_data(session(), stream_id));
+}
+
+int ClientConnection::OnBeginHeaders(const nghttp2_frame* frame) {
+  ClientStream* stream = StreamFor(frame->hd.stream_id);
+  if (stream != nullptr) stream->block_.Release();
+  return 0;
+}
+
+int ClientConnection::OnHeader(const nghttp2_frame* frame, nghttp2_rcbuf* name,
+                               nghttp2_rcbuf* value) {
+  ClientStream* stream = StreamFor(frame->hd.stream_id);
+  if (stream != nullptr && !stream->status_known_) {
+    stream->block_.Add(name, value);
+  }
+  return 0;
+}
+
+int ClientConnection::OnFrameRecv(const nghttp2_frame* frame) {
+  ClientStream* stream = StreamFor(frame->hd.stream_id);
+  if (stream == nullptr || stream->status_known_) return 0;
+  const bool end_stream = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
+  switch (frame->hd.type) {
+    case NGHTTP2_HEADERS:
+      OnResponseHeaderBlock(stream, end_stream);
+      break;
+    case NGHTTP2_DATA:
+      if (end_stream) {
+        // The body ended without trailers.
+        Status status = stream->deframer_.Finish();
+        if (status.ok()) {
+          status = Status(StatusCode::kInternal,
+                          "server ended the stream without trailers");
+        }
+        FailStream(stream, std::move(status));
+      }
+      break;
+    default:
+      break;
+  }
+  return 0;
+}
+
+void ClientConnection::OnResponseHeaderBlock(ClientStream* stream,
+                                             bool end_stream) {
+  const bool first_block = stream->header_blocks_++ == 0;
+  ReservedHeaderValues reserved;
+  Metadata& metadata =
+      first_block && !end_stream ? stream->initial_metadata_
+                                 : stream->trailing_metadata_;
+  Status status =
+      ParseReceivedHeaders(stream->block_.fields(), &reserved, &metadata);
+  stream->block_.Release();
+  if (!status.ok()) {
+    FailStream(stream, std::move(status));
+    return;
+  }
+  if (first_block) {
+    status = StatusFromResponseHeaders(reserved.status, reserved.content_type);
+    if (!status.ok()) {
+      FailStream(stream, std::move(status));
+      return;
+    }
+    if (!end_stream) {
+      if (reserved.grpc_encoding.has_value() &&
+          *reserved.grpc_encoding != "identity") {
+        // Compression arrives with its own issue; until then any message
+        // flagged compressed is refused by the deframer.
+      }
+      stream->observer->OnInitialMetadata(stream->initial_metadata_);
+      return;
+    }
+  } else if (!end_stream) {
+    FailStream(stream, Status(StatusCode::kInternal,
+                              "trailers did not end the stream"));
+    return;
+  }
+  // Trailers, or a Trailers-Only response.
+  status = stream->deframer_.Finish();
+  if (status.ok()) {
+    status = StatusFromTrailers(reserved.grpc_status, reserved.grpc_message,
+                                reserved.grpc_status_details_bin);
+  }
+  stream->status_known_ = true;
+  stream->status_ = std::move(status);
+  loop()->Cancel(stream);
+  // If our side is still sending, stop: the call is over (gRPC servers may
+  // finish before reading the whole request).
+  if (nghttp2_session_get_stream_local_close(session(), stream->stream_id_) ==
+      0) {
+    nghttp2_submit_rst_stream(session(), NGHTTP2_FLAG_NONE,
+                              stream->stream_id_, NGHTTP2_NO_ERROR);
+    RequestFlush();
+  }
+}
+
+namespace {
+
+// Feeds deframed messages to the stream's observer.
+class ObserverListener : public MessageDeframer::Listener {
+ public:
+  explicit ObserverListener(ClientStream::Observer* observer)
+      : observer_(observer) {}
+  Status OnMessage(absl::string_view message, bool compressed) override {
+    return observer_->OnMessage(message);
+  }
+
+ private:
+  ClientStream::Observer* observer_;
+};
+
+}  // namespace
+
+int ClientConnection::OnDataChunk(int32_t stream_id, const uint8_t* data,
+                                  size_t size) {
+  ClientStream* stream = StreamFor(stream_id);
+  if (stream == nullptr || stream->status_known_) return 0;
+  if (stream->header_blocks_ == 0) {
+    FailStream(stream, Status(StatusCode::kInternal,
+                              "DATA received before response headers"));
+    return 0;
+  }
+  ObserverListener listener(stream->observer);
+  Status status = stream->deframer_.Feed(
+      absl::string_view(reinterpret_cast<const char*>(data), size), listener);
+  if (!status.ok()) FailStream(stream, std::move(status));
+  return 0;
+}
+
+int ClientConnection::OnStreamClose(int32_t stream_id, uint32_t error_code) {
+  ClientStream* stream = StreamFor(stream_id);
+  if (stream == nullptr) return 0;
+  nghttp2_session_set_stream_user_data(session(), stream_id, nullptr);
+  if (!stream->status_known_) {
+    stream->status_known_ = true;
+    const bool deadline_passed =
+        stream->description.deadline != absl::InfiniteFuture() &&
+        loop()->Now() >= stream->description.deadline;
+    stream->status_ = error_code == NGHTTP2_NO_ERROR
+                          ? Status(StatusCode::kInternal,
+                                   "stream closed without a status")
+                          : StatusFromRstStream(error_code, deadline_passed);
+  }
+  Unlink(stream);
+  Deliver(stream);
+  return 0;
+}
+
+void ClientConnection::OnGoAway(int32_t last_stream_id, uint32_t error_code) {
+  if (draining_) return;
+  draining_ = true;
+  listener_->OnConnectionDraining(this);
+}
+
+void ClientConnection::OnClosed(const Status& why) {
+  while (streams_ != nullptr) {
+    ClientStream* stream = streams_;
+    Unlink(stream);
+    if (!stream->status_known_) {
+      stream->status_known_ = true;
+      stream->status_ = why;
+    }
+    Deliver(stream);
+  }
+  listener_->OnConnectionClosed(this, why);
+}
+
+}  // namespace h2rpc::transport::http2

@@ -1,0 +1,156 @@
+#ifndef H2RPC_TRANSPORT_HTTP2_CLIENT_CONNECTION_H_
+#define H2RPC_TRANSPORT_HTTP2_CLIENT_CONNECTION_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "transport/call_setup.h"
+#include "transport/header_list.h"
+#include "transport/http2/connection.h"
+#include "transport/http2/stream_base.h"
+#include "transport/io/event_loop.h"
+#include "transport/message_deframer.h"
+#include "transport/metadata.h"
+#include "transport/status.h"
+
+namespace h2rpc::transport::http2 {
+
+class ClientConnection;
+
+// One client call's stream: what it sends (headers from `description`, the
+// framed messages in outgoing()) and what it receives (initial metadata,
+// messages, trailing metadata and a status, through its Observer).
+// Owned and reused by the rpc layer; lives on one connection's loop thread
+// from StartCall() until Observer::OnClose.
+class ClientStream : private io::Timer {
+ public:
+  // Events of the stream, on the loop thread.
+  class Observer {
+   public:
+    // Response headers arrived (not called for a Trailers-Only response).
+    // The observer may take the entries (e.g. swap them out).
+    virtual void OnInitialMetadata(Metadata& metadata) {}
+    // A complete response message; the view is valid during the call only.
+    // A non-OK return cancels the stream with that status.
+    virtual Status OnMessage(absl::string_view message) = 0;
+    // Exactly once, when the stream is over and no longer referenced by the
+    // transport. After it returns the ClientStream may be reused. The
+    // observer may take the trailing entries.
+    virtual void OnClose(const Status& status, Metadata& trailing) = 0;
+
+   protected:
+    ~Observer() = default;
+  };
+
+  ClientStream() = default;
+  ClientStream(const ClientStream&) = delete;
+  ClientStream& operator=(const ClientStream&) = delete;
+
+  // Set before StartCall. Strings and metadata it points at are the
+  // caller's and must live until OnClose.
+  CallDescription description;
+  Observer* observer = nullptr;
+  // Framed request messages; set_end_of_data() half-closes after them.
+  OutgoingData& outgoing() { return outgoing_; }
+
+  const Metadata& initial_metadata() const { return initial_metadata_; }
+  int32_t stream_id() const { return stream_id_; }
+
+  // Loop thread. Cancels the stream (RST_STREAM CANCEL) and closes it with
+  // `status`; no-op when not started or already over.
+  void Cancel(const Status& status);
+  // True between StartCall and OnClose.
+  bool active() const { return connection_ != nullptr; }
+
+  // Clears per-call state, keeping buffer capacity, for the next call.
+  void Reset();
+
+ private:
+  friend class ClientConnection;
+  void OnTimer() override;
+
+  ClientConnection* connection_ = nullptr;
+  int32_t stream_id_ = -1;
+  ClientStream* prev_ = nullptr;  // in the connection's list of open streams
+  ClientStream* next_ = nullptr;
+  HeaderList headers_;
+  OutgoingData outgoing_;
+  ReceivedHeaderBlock block_;
+  int header_blocks_ = 0;
+  MessageDeframer deframer_{MessageDeframer::Options()};
+  Metadata initial_metadata_;
+  Metadata trailing_metadata_;
+  // The outcome, once known (trailers, a local error, a cancel); delivered
+  // when nghttp2 closes the stream.
+  bool status_known_ = false;
+  Status status_;
+  bool sent_end_stream_ = false;
+};
+
+// The client side of an HTTP/2 connection: opens one stream per call. Any
+// number of calls may be started; beyond the server's
+// SETTINGS_MAX_CONCURRENT_STREAMS nghttp2 holds them until a stream closes.
+class ClientConnection : public Connection {
+ public:
+  // Connection-level events for the owner (a Channel).
+  class Listener {
+   public:
+    // The connection is closed and every stream on it has been closed; the
+    // owner may destroy it once this returns (not from inside).
+    virtual void OnConnectionClosed(ClientConnection* connection,
+                                    const Status& why) = 0;
+    // The server sent GOAWAY: start new calls on another connection.
+    virtual void OnConnectionDraining(ClientConnection* connection) {}
+
+   protected:
+    ~Listener() = default;
+  };
+
+  ClientConnection(io::EventLoop* loop, io::FileDescriptor socket,
+                   std::string peer, const ConnectionOptions& options,
+                   Listener* listener);
+  ~ClientConnection() override;
+
+  // Opens a stream for `stream` and submits its headers and data. Failures
+  // (deadline already passed, invalid metadata, connection unusable) close
+  // the stream through its observer before this returns.
+  void StartCall(ClientStream* stream);
+  // More data was appended to the stream's outgoing() (or it was ended).
+  void ResumeSend(ClientStream* stream);
+  // Resets the stream with RST_STREAM(CANCEL) and closes it with `status`.
+  // No-op if the outcome is already known.
+  void CancelCall(ClientStream* stream, const Status& status);
+
+  // False once the connection is closing or the server sent GOAWAY.
+  bool accepting_calls() const { return !closed() && !draining_; }
+  int open_streams() const { return open_streams_; }
+
+ private:
+  int OnBeginHeaders(const nghttp2_frame* frame) override;
+  int OnHeader(const nghttp2_frame* frame, nghttp2_rcbuf* name,
+               nghttp2_rcbuf* value) override;
+  int OnFrameRecv(const nghttp2_frame* frame) override;
+  int OnDataChunk(int32_t stream_id, const uint8_t* data,
+                  size_t size) override;
+  int OnStreamClose(int32_t stream_id, uint32_t error_code) override;
+  void OnGoAway(int32_t last_stream_id, uint32_t error_code) override;
+  void OnClosed(const Status& why) override;
+
+  ClientStream* StreamFor(int32_t stream_id);
+  void OnResponseHeaderBlock(ClientStream* stream, bool end_stream);
+  // Records the outcome and resets the stream (CANCEL) unless it is over.
+  void FailStream(ClientStream* stream, Status status);
+  void Link(ClientStream* stream);
+  void Unlink(ClientStream* stream);
+  void Deliver(ClientStream* stream);
+
+  Listener* const listener_;
+  ClientStream* streams_ = nullptr;  // open streams, intrusive list
+  int open_streams_ = 0;
+  bool draining_ = false;
+};
+
+}  // namespace h2rpc::transport::http2
+
+#endif  // H2RPC_TRANSPORT_HTTP2_CLIENT_CONNECTION_H_

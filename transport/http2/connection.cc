@@ -1,0 +1,291 @@
+#include "transport/http2/connection.h"
+
+#include <errno.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace h2rpc::transport::http2 {
+namespace {
+
+// Reads per readiness event before yielding to other connections.
+constexpr int kMaxReadsPerEvent = 16;
+
+Connection* Self(void* user) { return static_cast<Connection*>(user); }
+
+}  // namespace
+
+Connection::Connection(io::EventLoop* loop, io::FileDescriptor socket,
+                       std::string peer, const ConnectionOptions& options)
+    : loop_(loop),
+      socket_(std::move(socket)),
+      peer_(std::move(peer)),
+      options_(options) {}
+
+Connection::~Connection() {
+  if (session_ != nullptr) nghttp2_session_del(session_);
+}
+
+void Connection::InitSession(bool server) {
+  nghttp2_session_callbacks* cbs;
+  nghttp2_session_callbacks_new(&cbs);
+  SetSendCallback(cbs, &Connection::SendCallback);
+  nghttp2_session_callbacks_set_send_data_callback(cbs,
+                                                   &Connection::SendDataCallback);
+  nghttp2_session_callbacks_set_on_begin_headers_callback(
+      cbs, &Connection::BeginHeadersCallback);
+  nghttp2_session_callbacks_set_on_header_callback2(cbs,
+                                                    &Connection::HeaderCallback);
+  nghttp2_session_callbacks_set_on_frame_recv_callback(
+      cbs, &Connection::FrameRecvCallback);
+  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(
+      cbs, &Connection::DataChunkCallback);
+  nghttp2_session_callbacks_set_on_stream_close_callback(
+      cbs, &Connection::StreamCloseCallback);
+  nghttp2_session_callbacks_set_on_frame_send_callback(
+      cbs, &Connection::FrameSendCallback);
+
+  nghttp2_option* option;
+  nghttp2_option_new(&option);
+  // Keep memory bounded: no closed-stream retention for priorities.
+  nghttp2_option_set_no_closed_streams(option, 1);
+  nghttp2_option_set_max_send_header_block_length(option, 64 << 10);
+  if (server) {
+    nghttp2_session_server_new2(&session_, cbs, this, option);
+  } else {
+    nghttp2_session_client_new2(&session_, cbs, this, option);
+  }
+  nghttp2_option_del(option);
+  nghttp2_session_callbacks_del(cbs);
+}
+
+Nghttp2DataProvider Connection::DataProvider(OutgoingData* data) {
+  Nghttp2DataProvider provider;
+  provider.source.ptr = data;
+  provider.read_callback = &Connection::ReadDataCallback;
+  return provider;
+}
+
+void Connection::Start() {
+  const nghttp2_settings_entry settings[] = {
+      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, options_.max_concurrent_streams},
+      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, options_.initial_stream_window},
+      {NGHTTP2_SETTINGS_MAX_FRAME_SIZE, options_.max_frame_size},
+      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, options_.max_header_list_size},
+  };
+  nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings,
+                          sizeof(settings) / sizeof(settings[0]));
+  nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0,
+                                        options_.connection_window);
+  loop_->AddFd(socket_.get(), EPOLLIN | EPOLLRDHUP, this);
+  RequestFlush();
+}
+
+void Connection::Close(const Status& why) {
+  if (closed_) return;
+  closed_ = true;
+  loop_->RemoveFd(socket_.get());
+  socket_.reset();
+  OnClosed(why);
+}
+
+void Connection::GracefulShutdown() {
+  if (closed_ || going_away_) return;
+  going_away_ = true;
+  nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE,
+                        nghttp2_session_get_last_proc_stream_id(session_),
+                        NGHTTP2_NO_ERROR, nullptr, 0);
+  RequestFlush();
+}
+
+void Connection::RequestFlush() {
+  if (flush_requested_ || closed_) return;
+  flush_requested_ = true;
+  loop_->RunAtEndOfIteration(&flush_task_);
+}
+
+void Connection::OnFdReady(uint32_t events) {
+  if (closed_) return;
+  if (events & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP)) ReadAvailable();
+  if (closed_) return;
+  if (events & EPOLLOUT) {
+    Flush();
+  } else {
+    RequestFlush();
+  }
+}
+
+void Connection::ReadAvailable() {
+  for (int i = 0; i < kMaxReadsPerEvent && !closed_; ++i) {
+    const ssize_t n =
+        recv(socket_.get(), read_buffer_, sizeof(read_buffer_), 0);
+    if (n == 0) {
+      Close(Status(StatusCode::kUnavailable,
+                   absl::StrCat("connection to ", peer_, " closed by peer")));
+      return;
+    }
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+      if (errno == EINTR) continue;
+      Close(Status(StatusCode::kUnavailable,
+                   absl::StrCat("read from ", peer_,
+                                " failed: ", strerror(errno))));
+      return;
+    }
+    const Nghttp2Ssize consumed = MemRecv(
+        session_, reinterpret_cast<const uint8_t*>(read_buffer_), n);
+    if (closed_) return;
+    if (consumed < 0) {
+      // nghttp2 has queued a GOAWAY for protocol errors; try to send it.
+      Flush();
+      Close(Status(StatusCode::kUnavailable,
+                   absl::StrCat("HTTP/2 error on connection to ", peer_, ": ",
+                                nghttp2_strerror(static_cast<int>(consumed)))));
+      return;
+    }
+    if (static_cast<size_t>(n) < sizeof(read_buffer_)) return;
+  }
+}
+
+void Connection::Flush() {
+  flush_requested_ = false;
+  if (closed_) return;
+  for (;;) {
+    if (write_offset_ == write_buffer_.size()) {
+      write_buffer_.clear();
+      write_offset_ = 0;
+    }
+    if (write_buffer_.size() < options_.write_buffer_limit) {
+      const int rv = nghttp2_session_send(session_);
+      if (rv != 0) {
+        Close(Status(StatusCode::kInternal,
+                     absl::StrCat("HTTP/2 send failed on connection to ", peer_,
+                                  ": ", nghttp2_strerror(rv))));
+        return;
+      }
+      if (closed_) return;
+    }
+    if (write_buffer_.size() == write_offset_) break;
+    const ssize_t n = send(socket_.get(), write_buffer_.data() + write_offset_,
+                           write_buffer_.size() - write_offset_, MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        WatchWritable(true);
+        return;
+      }
+      Close(Status(StatusCode::kUnavailable,
+                   absl::StrCat("write to ", peer_, " failed: ",
+                                strerror(errno))));
+      return;
+    }
+    write_offset_ += static_cast<size_t>(n);
+    if (write_offset_ < write_buffer_.size()) {
+      WatchWritable(true);
+      return;
+    }
+    if (!nghttp2_session_want_write(session_)) break;
+  }
+  WatchWritable(false);
+  if (!nghttp2_session_want_read(session_) &&
+      !nghttp2_session_want_write(session_)) {
+    Close(Status(StatusCode::kUnavailable,
+                 absl::StrCat("connection to ", peer_, " shut down")));
+  }
+}
+
+void Connection::WatchWritable(bool on) {
+  if (watching_writable_ == on || closed_) return;
+  watching_writable_ = on;
+  loop_->ModifyFd(socket_.get(),
+                  EPOLLIN | EPOLLRDHUP | (on ? EPOLLOUT : 0u), this);
+}
+
+Nghttp2Ssize Connection::SendCallback(nghttp2_session*, const uint8_t* data,
+                                      size_t length, int, void* user) {
+  Connection* self = Self(user);
+  if (self->write_buffer_.size() >= self->options_.write_buffer_limit) {
+    return NGHTTP2_ERR_WOULDBLOCK;
+  }
+  self->write_buffer_.append(reinterpret_cast<const char*>(data), length);
+  return static_cast<Nghttp2Ssize>(length);
+}
+
+int Connection::SendDataCallback(nghttp2_session*, nghttp2_frame* frame,
+                                 const uint8_t* framehd, size_t length,
+                                 nghttp2_data_source* source, void* user) {
+  Connection* self = Self(user);
+  if (self->write_buffer_.size() >= self->options_.write_buffer_limit) {
+    return NGHTTP2_ERR_WOULDBLOCK;
+  }
+  self->write_buffer_.append(reinterpret_cast<const char*>(framehd), 9);
+  static_cast<OutgoingData*>(source->ptr)
+      ->CopyReserved(length, &self->write_buffer_);
+  (void)frame;  // no padding is ever requested
+  return 0;
+}
+
+Nghttp2Ssize Connection::ReadDataCallback(nghttp2_session*, int32_t stream_id,
+                                          uint8_t*, size_t length,
+                                          uint32_t* data_flags,
+                                          nghttp2_data_source* source,
+                                          void* user) {
+  auto* data = static_cast<OutgoingData*>(source->ptr);
+  const size_t n = data->Reserve(length);
+  *data_flags |= NGHTTP2_DATA_FLAG_NO_COPY;
+  if (data->unreserved() == 0 && data->end_of_data()) {
+    *data_flags |= NGHTTP2_DATA_FLAG_EOF;
+    if (Self(user)->OnEndOfData(stream_id)) {
+      *data_flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+    }
+    return static_cast<Nghttp2Ssize>(n);
+  }
+  if (n == 0) {
+    data->deferred = true;
+    return NGHTTP2_ERR_DEFERRED;
+  }
+  return static_cast<Nghttp2Ssize>(n);
+}
+
+int Connection::BeginHeadersCallback(nghttp2_session*,
+                                     const nghttp2_frame* frame, void* user) {
+  return Self(user)->OnBeginHeaders(frame);
+}
+
+int Connection::HeaderCallback(nghttp2_session*, const nghttp2_frame* frame,
+                               nghttp2_rcbuf* name, nghttp2_rcbuf* value,
+                               uint8_t, void* user) {
+  return Self(user)->OnHeader(frame, name, value);
+}
+
+int Connection::FrameRecvCallback(nghttp2_session*, const nghttp2_frame* frame,
+                                  void* user) {
+  Connection* self = Self(user);
+  if (frame->hd.type == NGHTTP2_GOAWAY) {
+    self->OnGoAway(frame->goaway.last_stream_id, frame->goaway.error_code);
+    return 0;
+  }
+  return self->OnFrameRecv(frame);
+}
+
+int Connection::DataChunkCallback(nghttp2_session*, uint8_t, int32_t stream_id,
+                                  const uint8_t* data, size_t len,
+                                  void* user) {
+  return Self(user)->OnDataChunk(stream_id, data, len);
+}
+
+int Connection::FrameSendCallback(nghttp2_session*, const nghttp2_frame* frame,
+                                  void* user) {
+  Self(user)->OnFrameSent(frame);
+  return 0;
+}
+
+int Connection::StreamCloseCallback(nghttp2_session*, int32_t stream_id,
+                                    uint32_t error_code, void* user) {
+  return Self(user)->OnStreamClose(stream_id, error_code);
+}
+
+}  // namespace h2rpc::transport::http2

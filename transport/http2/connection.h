@@ -1,0 +1,165 @@
+#ifndef H2RPC_TRANSPORT_HTTP2_CONNECTION_H_
+#define H2RPC_TRANSPORT_HTTP2_CONNECTION_H_
+
+#include <nghttp2/nghttp2.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "transport/http2/nghttp2_compat.h"
+#include "transport/http2/stream_base.h"
+#include "transport/io/event_loop.h"
+#include "transport/io/socket.h"
+#include "transport/status.h"
+
+namespace h2rpc::transport::http2 {
+
+// Limits and HTTP/2 settings of one connection. Every field: default, unit.
+struct ConnectionOptions {
+  // SETTINGS_MAX_CONCURRENT_STREAMS we advertise (servers). Streams.
+  uint32_t max_concurrent_streams = 1024;
+  // SETTINGS_INITIAL_WINDOW_SIZE we advertise. Bytes per stream.
+  uint32_t initial_stream_window = 1 << 20;
+  // Our connection-level receive window. Bytes.
+  uint32_t connection_window = 16 << 20;
+  // SETTINGS_MAX_FRAME_SIZE we advertise. Bytes.
+  uint32_t max_frame_size = 16384;
+  // SETTINGS_MAX_HEADER_LIST_SIZE we advertise; larger header blocks are
+  // refused. Bytes.
+  uint32_t max_header_list_size = 16384;
+  // Largest message accepted (max_receive_message_size). Bytes.
+  size_t max_receive_message_size = 4 << 20;
+  // Largest message sent (max_send_message_size). Bytes.
+  size_t max_send_message_size = 0xFFFFFFFFu;
+  // nghttp2 stops producing frames while this many bytes wait to be written.
+  // Bytes.
+  size_t write_buffer_limit = 256 << 10;
+};
+
+// One HTTP/2 connection on one EventLoop: the socket, the nghttp2 session,
+// reading into a reusable buffer, and coalesced writing: every frame nghttp2
+// produces during a loop iteration leaves in one send() at the end of the
+// iteration (RequestFlush()). DATA payloads are copied from the streams'
+// OutgoingData straight into the write buffer (NGHTTP2_DATA_FLAG_NO_COPY).
+//
+// Client and server connections derive from it and handle the stream-level
+// callbacks. Everything runs on the loop thread.
+class Connection : private io::FdWatcher {
+ public:
+  Connection(io::EventLoop* loop, io::FileDescriptor socket,
+             std::string peer, const ConnectionOptions& options);
+  virtual ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // Registers the socket and sends the connection preface and SETTINGS.
+  void Start();
+
+  // Closes the connection now: streams are failed by the subclass with
+  // `why`, the socket is closed, OnClosed runs. Idempotent.
+  void Close(const Status& why);
+
+  // Sends GOAWAY (last stream id = the last one accepted) and closes once
+  // every open stream has finished.
+  void GracefulShutdown();
+
+  // Writes pending frames at the end of this loop iteration.
+  void RequestFlush();
+
+  // Attaches `data` as the body source of a stream (a data provider for
+  // nghttp2_submit_request / submit_response / submit_data).
+  static Nghttp2DataProvider DataProvider(OutgoingData* data);
+
+  bool closed() const { return closed_; }
+  io::EventLoop* loop() const { return loop_; }
+  const std::string& peer() const { return peer_; }
+  const ConnectionOptions& options() const { return options_; }
+
+ protected:
+  nghttp2_session* session() const { return session_; }
+  bool going_away() const { return going_away_; }
+
+  // Creates the nghttp2 session; called by the subclass constructor.
+  void InitSession(bool server);
+
+  // Stream-level nghttp2 callbacks. Return 0, or NGHTTP2_ERR_CALLBACK_FAILURE
+  // to tear the connection down.
+  virtual int OnBeginHeaders(const nghttp2_frame* frame) = 0;
+  virtual int OnHeader(const nghttp2_frame* frame, nghttp2_rcbuf* name,
+                       nghttp2_rcbuf* value) = 0;
+  virtual int OnFrameRecv(const nghttp2_frame* frame) = 0;
+  virtual int OnDataChunk(int32_t stream_id, const uint8_t* data,
+                          size_t size) = 0;
+  virtual int OnStreamClose(int32_t stream_id, uint32_t error_code) = 0;
+  // A frame was written to the send buffer.
+  virtual void OnFrameSent(const nghttp2_frame* frame) {}
+  // The peer sent GOAWAY.
+  virtual void OnGoAway(int32_t last_stream_id, uint32_t error_code) {}
+  // Asked for the body's end by the data read callback: the stream's
+  // OutgoingData is drained and marked end_of_data. A server submits its
+  // trailers here and returns true (the DATA frame then does not end the
+  // stream); a client returns false.
+  virtual bool OnEndOfData(int32_t stream_id) { return false; }
+  // The connection closed; fail every stream still open with `why`. The
+  // object may be destroyed after this returns (by its owner, later).
+  virtual void OnClosed(const Status& why) = 0;
+
+ private:
+  class FlushTask : public io::Task {
+   public:
+    explicit FlushTask(Connection* c) : connection_(c) {}
+    void Run() override { connection_->Flush(); }
+
+   private:
+    Connection* connection_;
+  };
+
+  void OnFdReady(uint32_t events) override;
+  void ReadAvailable();
+  void Flush();
+  void WatchWritable(bool on);
+
+  static Nghttp2Ssize SendCallback(nghttp2_session*, const uint8_t* data,
+                                   size_t length, int flags, void* user);
+  static int SendDataCallback(nghttp2_session*, nghttp2_frame* frame,
+                              const uint8_t* framehd, size_t length,
+                              nghttp2_data_source* source, void* user);
+  static Nghttp2Ssize ReadDataCallback(nghttp2_session*, int32_t stream_id,
+                                       uint8_t* buf, size_t length,
+                                       uint32_t* data_flags,
+                                       nghttp2_data_source* source,
+                                       void* user);
+  static int BeginHeadersCallback(nghttp2_session*, const nghttp2_frame*,
+                                  void* user);
+  static int HeaderCallback(nghttp2_session*, const nghttp2_frame* frame,
+                            nghttp2_rcbuf* name, nghttp2_rcbuf* value,
+                            uint8_t flags, void* user);
+  static int FrameRecvCallback(nghttp2_session*, const nghttp2_frame* frame,
+                               void* user);
+  static int DataChunkCallback(nghttp2_session*, uint8_t flags,
+                               int32_t stream_id, const uint8_t* data,
+                               size_t len, void* user);
+  static int FrameSendCallback(nghttp2_session*, const nghttp2_frame* frame,
+                               void* user);
+  static int StreamCloseCallback(nghttp2_session*, int32_t stream_id,
+                                 uint32_t error_code, void* user);
+
+  io::EventLoop* const loop_;
+  io::FileDescriptor socket_;
+  const std::string peer_;
+  const ConnectionOptions options_;
+  nghttp2_session* session_ = nullptr;
+  FlushTask flush_task_{this};
+  bool flush_requested_ = false;
+  bool watching_writable_ = false;
+  bool closed_ = false;
+  bool going_away_ = false;
+  std::string write_buffer_;
+  size_t write_offset_ = 0;
+  char read_buffer_[64 * 1024];
+};
+
+}  // namespace h2rpc::transport::http2
+
+#endif  // H2RPC_TRANSPORT_HTTP2_CONNECTION_H_

@@ -1,0 +1,424 @@
+#include "transport/http2/server_connection.h"
+
+#include "absl/strings/str_cat.h"
+#include "transport/received_headers.h"
+#include "transport/response_setup.h"
+#include "transport/status_synthesis.h"
+#include "transport/timeout.h"
+
+namespace h2rpc::transport::http2 {
+namespace {
+
+// Feeds deframed request messages to the stream's observer.
+class ObserverListener : public MessageDeframer::Listener {
+ public:
+  explicit ObserverListener(ServerStream::Observer* observer)
+      : observer_(observer) {}
+  Status OnMessage(absl::string_view message, bool compressed) override {
+    return observer_->OnMessage(message);
+  }
+
+ private:
+  ServerStream::Observer* observer_;
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// ServerStream
+
+const std::string& ServerStream::peer() const {
+  static const std::string* const kGone = new std::string("(closed)");
+  return connection_ != nullptr ? connection_->peer() : *kGone;
+}
+
+void ServerStream::Reset() {
+  stream_id_ = -1;
+  refs_ = 0;
+  open_in_nghttp2_ = false;
+  observer = nullptr;
+  method_.clear();
+  authority_.clear();
+  client_metadata_.Clear();
+  deadline_ = absl::InfiniteFuture();
+  cancelled_.store(false, std::memory_order_relaxed);
+  headers_sent_ = finished_ = half_closed_ = false;
+  header_bytes_ = 0;
+  initial_metadata_.Clear();
+  trailing_metadata_.Clear();
+  block_.Release();
+  outgoing_.Clear();
+}
+
+void ServerStream::SendInitialMetadata(const Metadata* metadata) {
+  if (headers_sent_ || finished_ || cancelled() || connection_ == nullptr) {
+    return;
+  }
+  if (metadata != nullptr) initial_metadata_ = *metadata;
+  SubmitResponseHeaders();
+  connection_->RequestFlush();
+}
+
+void ServerStream::SubmitResponseHeaders() {
+  ResponseDescription response;
+  response.metadata = &initial_metadata_;
+  Status status = BuildResponseHeaders(response, &response_headers_);
+  if (!status.ok()) {
+    // Invalid user metadata: answer without it.
+    response.metadata = nullptr;
+    BuildResponseHeaders(response, &response_headers_);
+  }
+  headers_sent_ = true;
+  const Nghttp2DataProvider provider = Connection::DataProvider(&outgoing_);
+  nghttp2_submit_response(connection_->session(), stream_id_,
+                          response_headers_.fields().data(),
+                          response_headers_.size(), &provider);
+}
+
+void ServerStream::ResumeSend() {
+  if (finished_ || cancelled() || connection_ == nullptr) return;
+  if (!headers_sent_) {
+    SubmitResponseHeaders();
+  } else if (outgoing_.deferred) {
+    outgoing_.deferred = false;
+    nghttp2_session_resume_data(connection_->session(), stream_id_);
+  }
+  connection_->RequestFlush();
+}
+
+void ServerStream::Finish(const Status& status, const Metadata* trailing) {
+  if (finished_ || cancelled() || connection_ == nullptr) return;
+  finished_ = true;
+  loop_->Cancel(this);
+  if (trailing != nullptr) {
+    trailing_metadata_ = *trailing;
+    trailing = &trailing_metadata_;
+  }
+  if (!headers_sent_) {
+    // Nothing sent yet: one HEADERS frame carries everything.
+    ResponseDescription response;
+    response.metadata = &initial_metadata_;
+    if (!BuildTrailersOnly(response, status, trailing, &trailers_).ok()) {
+      BuildTrailersOnly(ResponseDescription(), status, nullptr, &trailers_);
+    }
+    headers_sent_ = true;
+    nghttp2_submit_response(connection_->session(), stream_id_,
+                            trailers_.fields().data(), trailers_.size(),
+                            nullptr);
+  } else {
+    if (!BuildTrailers(status, trailing, &trailers_).ok()) {
+      BuildTrailers(status, nullptr, &trailers_);
+    }
+    // The trailers go out from OnEndOfData once the body is drained.
+    outgoing_.set_end_of_data();
+    if (outgoing_.deferred) {
+      outgoing_.deferred = false;
+      nghttp2_session_resume_data(connection_->session(), stream_id_);
+    }
+  }
+  connection_->RequestFlush();
+}
+
+void ServerStream::Cancel() {
+  if (cancelled()) return;
+  cancelled_.store(true, std::memory_order_release);
+  loop_->Cancel(this);
+  if (observer != nullptr) observer->OnCancel();
+}
+
+void ServerStream::Abort(const Status& status) {
+  Finish(status, nullptr);
+  Cancel();
+}
+
+void ServerStream::OnTimer() {
+  Abort(Status(StatusCode::kDeadlineExceeded, "deadline exceeded"));
+}
+
+void ServerStream::Release() {
+  if (!finished_ && !cancelled()) {
+    Finish(Status(StatusCode::kUnknown, "the handler ended without a status"),
+           nullptr);
+  }
+  observer = nullptr;
+  Unref();
+}
+
+void ServerStream::Unref() {
+  if (--refs_ > 0) return;
+  loop_->Cancel(this);
+  if (connection_ != nullptr) {
+    connection_->Recycle(this);
+  } else {
+    delete this;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// ServerConnection
+
+ServerConnection::ServerConnection(io::EventLoop* loop,
+                                   io::FileDescriptor socket, std::string peer,
+                                   const ConnectionOptions& options,
+                                   ServerDispatcher* dispatcher,
+                                   Listener* listener)
+    : Connection(loop, std::move(socket), std::move(peer), options),
+      dispatcher_(dispatcher),
+      listener_(listener) {
+  InitSession(/*server=*/true);
+}
+
+ServerConnection::~ServerConnection() {
+  while (free_streams_ != nullptr) {
+    ServerStream* stream = free_streams_;
+    free_streams_ = stream->next_;
+    delete stream;
+  }
+}
+
+ServerStream* ServerConnection::NewStream() {
+  ServerStream* stream = free_streams_;
+  if (stream != nullptr) {
+    free_streams_ = stream->next_;
+  } else {
+    stream = new ServerStream(this, loop());
+  }
+  stream->prev_ = nullptr;
+  stream->next_ = streams_;
+  if (streams_ != nullptr) streams_->prev_ = stream;
+  streams_ = stream;
+  ++open_streams_;
+  return stream;
+}
+
+void ServerConnection::Recycle(ServerStream* stream) {
+  if (stream->prev_ != nullptr) stream->prev_->next_ = stream->next_;
+  if (stream->next_ != nullptr) stream->next_->prev_ = stream->prev_;
+  if (streams_ == stream) streams_ = stream->next_;
+  --open_streams_;
+  stream->Reset();
+  stream->prev_ = nullptr;
+  stream->next_ = free_streams_;
+  free_streams_ = stream;
+}
+
+ServerStream* ServerConnection::StreamFor(int32_t stream_id) {
+  return static_cast<ServerStream*>(
+      nghttp2_session_get_stream_user_data(session(), stream_id));
+}
+
+int ServerConnection::OnBeginHeaders(const nghttp2_frame* frame) {
+  if (frame->headers.cat != NGHTTP2_HCAT_REQUEST) {
+    ServerStream* stream = StreamFor(frame->hd.stream_id);
+    if (stream != nullptr) {
+      stream->block_.Release();
+      stream->header_bytes_ = 0;
+    }
+    return 0;
+  }
+  ServerStream* stream = NewStream();
+  stream->stream_id_ = frame->hd.stream_id;
+  stream->refs_ = 1;  // the transport's, until nghttp2 closes the stream
+  stream->open_in_nghttp2_ = true;
+  nghttp2_session_set_stream_user_data(session(), frame->hd.stream_id, stream);
+  return 0;
+}
+
+int ServerConnection::OnHeader(const nghttp2_frame* frame, nghttp2_rcbuf* name,
+                               nghttp2_rcbuf* value) {
+  ServerStream* stream = StreamFor(frame->hd.stream_id);
+  if (stream == nullptr) return 0;
+  // HPACK counts 32 bytes of overhead per field (RFC 7541 section 4.1).
+  stream->header_bytes_ += nghttp2_rcbuf_get_buf(name).len +
+                           nghttp2_rcbuf_get_buf(value).len + 32;
+  if (stream->header_bytes_ > options().max_header_list_size) {
+    // Resets the stream with INTERNAL_ERROR.
+    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+  }
+  stream->block_.Add(name, value);
+  return 0;
+}
+
+int ServerConnection::OnFrameRecv(const nghttp2_frame* frame) {
+  ServerStream* stream = StreamFor(frame->hd.stream_id);
+  if (stream == nullptr) return 0;
+  const bool end_stream = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
+  if (frame->hd.type == NGHTTP2_HEADERS &&
+      frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
+    OnRequestHeaders(stream, end_stream);
+    return 0;
+  }
+  if (frame->hd.type == NGHTTP2_HEADERS) stream->block_.Release();
+  if (!end_stream || stream->half_closed_) return 0;
+  stream->half_closed_ = true;
+  if (stream->finished_ || stream->cancelled() || stream->observer == nullptr) {
+    return 0;
+  }
+  Status status = stream->deframer_.Finish();
+  if (!status.ok()) {
+    stream->Abort(status);
+    return 0;
+  }
+  stream->observer->OnHalfClose();
+  return 0;
+}
+
+void ServerConnection::Refuse(ServerStream* stream, const Status& status,
+                              int http_status) {
+  stream->finished_ = true;
+  stream->headers_sent_ = true;
+  if (http_status == 200) {
+    ResponseDescription response;
+    response.accept_encodings = "identity";
+    BuildTrailersOnly(response, status, nullptr, &stream->trailers_);
+  } else {
+    BuildHttpErrorResponse(http_status, status, &stream->trailers_);
+  }
+  nghttp2_submit_response(session(), stream->stream_id_,
+                          stream->trailers_.fields().data(),
+                          stream->trailers_.size(), nullptr);
+  RequestFlush();
+}
+
+void ServerConnection::OnRequestHeaders(ServerStream* stream,
+                                        bool end_stream) {
+  ReservedHeaderValues reserved;
+  const Status parsed = ParseReceivedHeaders(stream->block_.fields(), &reserved,
+                                             &stream->client_metadata_);
+  // Copy what outlives the header block before releasing it.
+  if (reserved.path.has_value()) {
+    stream->method_.assign(reserved.path->data(), reserved.path->size());
+  }
+  if (reserved.authority.has_value()) {
+    stream->authority_.assign(reserved.authority->data(),
+                              reserved.authority->size());
+  }
+  const bool is_post = reserved.method == absl::string_view("POST");
+  const bool is_grpc = reserved.content_type.has_value() &&
+                       IsGrpcContentType(*reserved.content_type);
+  std::string content_type(reserved.content_type.value_or(""));
+  absl::optional<absl::Duration> timeout;
+  bool bad_timeout = false;
+  if (reserved.grpc_timeout.has_value()) {
+    timeout = DecodeGrpcTimeout(*reserved.grpc_timeout);
+    bad_timeout = !timeout.has_value();
+  }
+  std::string encoding(reserved.grpc_encoding.value_or("identity"));
+  stream->block_.Release();
+  stream->half_closed_ = end_stream;
+
+  if (!is_post) {
+    Refuse(stream,
+           Status(StatusCode::kInternal, "gRPC requests must use POST"), 405);
+    return;
+  }
+  if (!is_grpc) {
+    Refuse(stream,
+           Status(StatusCode::kInternal,
+                  absl::StrCat("invalid gRPC request content-type '",
+                               content_type, "'")),
+           415);
+    return;
+  }
+  if (!parsed.ok()) {
+    Refuse(stream, parsed, 200);
+    return;
+  }
+  if (bad_timeout) {
+    Refuse(stream, Status(StatusCode::kInternal, "malformed grpc-timeout"),
+           200);
+    return;
+  }
+  if (encoding != "identity") {
+    Refuse(stream,
+           Status(StatusCode::kUnimplemented,
+                  absl::StrCat("grpc-encoding '", encoding,
+                               "' is not supported; supported: identity")),
+           200);
+    return;
+  }
+  if (timeout.has_value()) {
+    stream->deadline_ = loop()->Now() + *timeout;
+    loop()->Schedule(stream, stream->deadline_);
+  }
+  MessageDeframer::Options deframer_options;
+  deframer_options.max_message_size = options().max_receive_message_size;
+  stream->deframer_.Reset(deframer_options);
+
+  ++stream->refs_;  // the rpc layer's, until Release()
+  const Status dispatched = dispatcher_->Dispatch(stream);
+  if (!dispatched.ok()) {
+    --stream->refs_;
+    loop()->Cancel(stream);
+    Refuse(stream, dispatched, 200);
+    return;
+  }
+  if (end_stream && !stream->finished_ && !stream->cancelled() &&
+      stream->observer != nullptr) {
+    stream->observer->OnHalfClose();
+  }
+}
+
+int ServerConnection::OnDataChunk(int32_t stream_id, const uint8_t* data,
+                                  size_t size) {
+  ServerStream* stream = StreamFor(stream_id);
+  if (stream == nullptr || stream->finished_ || stream->cancelled() ||
+      stream->observer == nullptr) {
+    return 0;
+  }
+  ObserverListener listener(stream->observer);
+  const Status status = stream->deframer_.Feed(
+      absl::string_view(reinterpret_cast<const char*>(data), size), listener);
+  if (!status.ok()) stream->Abort(status);
+  return 0;
+}
+
+bool ServerConnection::OnEndOfData(int32_t stream_id) {
+  ServerStream* stream = StreamFor(stream_id);
+  if (stream == nullptr || !stream->finished_) return false;
+  nghttp2_submit_trailer(session(), stream_id, stream->trailers_.fields().data(),
+                         stream->trailers_.size());
+  return true;
+}
+
+void ServerConnection::OnFrameSent(const nghttp2_frame* frame) {
+  // After our END_STREAM, a client still sending is told to stop
+  // (RST_STREAM NO_ERROR, as PROTOCOL-HTTP2 asks).
+  if (frame->hd.type == NGHTTP2_HEADERS &&
+      (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) &&
+      nghttp2_session_get_stream_remote_close(session(), frame->hd.stream_id) ==
+          0) {
+    nghttp2_submit_rst_stream(session(), NGHTTP2_FLAG_NONE, frame->hd.stream_id,
+                              NGHTTP2_NO_ERROR);
+  }
+}
+
+int ServerConnection::OnStreamClose(int32_t stream_id, uint32_t error_code) {
+  ServerStream* stream = StreamFor(stream_id);
+  if (stream == nullptr) return 0;
+  nghttp2_session_set_stream_user_data(session(), stream_id, nullptr);
+  stream->open_in_nghttp2_ = false;
+  if (!stream->finished_) stream->Cancel();
+  stream->Unref();
+  return 0;
+}
+
+void ServerConnection::OnClosed(const Status& why) {
+  // Detach every live stream: those the rpc layer still holds outlive us.
+  while (streams_ != nullptr) {
+    ServerStream* stream = streams_;
+    streams_ = stream->next_;
+    if (streams_ != nullptr) streams_->prev_ = nullptr;
+    stream->prev_ = stream->next_ = nullptr;
+    --open_streams_;
+    stream->connection_ = nullptr;
+    if (stream->open_in_nghttp2_) {
+      stream->open_in_nghttp2_ = false;
+      if (!stream->finished_) stream->Cancel();
+      stream->Unref();
+    }
+  }
+  listener_->OnConnectionClosed(this);
+}
+
+}  // namespace h2rpc::transport::http2

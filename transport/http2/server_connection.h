@@ -1,0 +1,183 @@
+#ifndef H2RPC_TRANSPORT_HTTP2_SERVER_CONNECTION_H_
+#define H2RPC_TRANSPORT_HTTP2_SERVER_CONNECTION_H_
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "transport/header_list.h"
+#include "transport/http2/connection.h"
+#include "transport/http2/stream_base.h"
+#include "transport/io/event_loop.h"
+#include "transport/message_deframer.h"
+#include "transport/metadata.h"
+#include "transport/status.h"
+
+namespace h2rpc::transport::http2 {
+
+class ServerConnection;
+
+// One incoming RPC on a server connection. Created by the connection when a
+// valid gRPC request's headers arrive, handed to the ServerDispatcher, and
+// used by the rpc layer on the loop thread to answer. Reference-counted
+// between the transport (until nghttp2 closes the stream) and the rpc layer
+// (until Release()); outlives its connection if need be.
+class ServerStream : private io::Timer {
+ public:
+  // Events of the stream, on the loop thread.
+  class Observer {
+   public:
+    // A complete request message; the view is valid during the call only.
+    // A non-OK return finishes the stream with that status.
+    virtual Status OnMessage(absl::string_view message) = 0;
+    // The client half-closed: no more messages.
+    virtual void OnHalfClose() = 0;
+    // The call ended without Finish(): client reset (CANCEL), deadline,
+    // connection lost, or a request the transport refused. Finish() and
+    // SendMessage() are no-ops from now on.
+    virtual void OnCancel() = 0;
+
+   protected:
+    ~Observer() = default;
+  };
+
+  ServerStream(const ServerStream&) = delete;
+  ServerStream& operator=(const ServerStream&) = delete;
+
+  // Request facts, valid until Release().
+  absl::string_view method() const { return method_; }
+  absl::string_view authority() const { return authority_; }
+  const std::string& peer() const;
+  const Metadata& client_metadata() const { return client_metadata_; }
+  // InfiniteFuture when the client sent no grpc-timeout.
+  absl::Time deadline() const { return deadline_; }
+  // True once the call ended without this side's Finish (see
+  // Observer::OnCancel). Safe from any thread.
+  bool cancelled() const { return cancelled_.load(std::memory_order_acquire); }
+
+  // Set by the dispatcher.
+  Observer* observer = nullptr;
+
+  // Loop thread. Sends the response headers with a copy of `metadata` (may
+  // be null) now, instead of with the first message or Finish.
+  void SendInitialMetadata(const Metadata* metadata);
+  // Loop thread. Appends a framed message (see message_framer.h) and sends
+  // it (after the response headers if not yet sent).
+  OutgoingData& outgoing() { return outgoing_; }
+  void ResumeSend();
+  // Loop thread. Ends the call: trailers with `status` and a copy of
+  // `trailing` metadata (may be null), or a Trailers-Only response if
+  // nothing was sent yet.
+  void Finish(const Status& status, const Metadata* trailing);
+  bool finished() const { return finished_; }
+
+  // Loop thread. The rpc layer is done with the stream.
+  void Release();
+
+ private:
+  friend class ServerConnection;
+  ServerStream(ServerConnection* connection, io::EventLoop* loop)
+      : connection_(connection), loop_(loop) {}
+  ~ServerStream() = default;
+  void OnTimer() override;
+  void Unref();
+  // Marks the call cancelled and tells the observer, once.
+  void Cancel();
+  // Finishes with `status` on the transport's initiative (bad request
+  // message, deadline) and cancels the call for the rpc layer.
+  void Abort(const Status& status);
+  void SubmitResponseHeaders();
+  void Reset();
+
+  ServerConnection* connection_;
+  io::EventLoop* const loop_;
+  int32_t stream_id_ = -1;
+  int refs_ = 0;
+  ServerStream* prev_ = nullptr;  // in the connection's list of open streams
+  ServerStream* next_ = nullptr;
+  bool open_in_nghttp2_ = false;
+  std::string method_;
+  std::string authority_;
+  Metadata client_metadata_;
+  absl::Time deadline_ = absl::InfiniteFuture();
+  std::atomic<bool> cancelled_{false};
+  bool headers_sent_ = false;
+  bool finished_ = false;
+  bool half_closed_ = false;
+  size_t header_bytes_ = 0;
+  // Copies of what the rpc layer sends: the header lists point into them
+  // until nghttp2 has written the frames. Capacity is kept across calls.
+  Metadata initial_metadata_;
+  Metadata trailing_metadata_;
+  ReceivedHeaderBlock block_;
+  MessageDeframer deframer_{MessageDeframer::Options()};
+  OutgoingData outgoing_;
+  HeaderList response_headers_;
+  HeaderList trailers_;
+};
+
+// Routes validated requests to handlers (implemented by the rpc Server).
+class ServerDispatcher {
+ public:
+  // Loop thread. Returns OK after taking the stream (setting its observer
+  // and eventually calling Release()), or the status to answer with
+  // (UNIMPLEMENTED for an unknown method) without taking it.
+  virtual Status Dispatch(ServerStream* stream) = 0;
+
+ protected:
+  ~ServerDispatcher() = default;
+};
+
+// The server side of an HTTP/2 connection.
+class ServerConnection : public Connection {
+ public:
+  class Listener {
+   public:
+    // The connection closed; the owner may destroy it once this returns
+    // (not from inside).
+    virtual void OnConnectionClosed(ServerConnection* connection) = 0;
+
+   protected:
+    ~Listener() = default;
+  };
+
+  ServerConnection(io::EventLoop* loop, io::FileDescriptor socket,
+                   std::string peer, const ConnectionOptions& options,
+                   ServerDispatcher* dispatcher, Listener* listener);
+  ~ServerConnection() override;
+
+  int open_streams() const { return open_streams_; }
+
+ private:
+  friend class ServerStream;
+
+  int OnBeginHeaders(const nghttp2_frame* frame) override;
+  int OnHeader(const nghttp2_frame* frame, nghttp2_rcbuf* name,
+               nghttp2_rcbuf* value) override;
+  int OnFrameRecv(const nghttp2_frame* frame) override;
+  int OnDataChunk(int32_t stream_id, const uint8_t* data,
+                  size_t size) override;
+  int OnStreamClose(int32_t stream_id, uint32_t error_code) override;
+  bool OnEndOfData(int32_t stream_id) override;
+  void OnFrameSent(const nghttp2_frame* frame) override;
+  void OnClosed(const Status& why) override;
+
+  ServerStream* StreamFor(int32_t stream_id);
+  void OnRequestHeaders(ServerStream* stream, bool end_stream);
+  // Answers a request the transport itself refuses.
+  void Refuse(ServerStream* stream, const Status& status, int http_status);
+  ServerStream* NewStream();
+  void Recycle(ServerStream* stream);
+
+  ServerDispatcher* const dispatcher_;
+  Listener* const listener_;
+  ServerStream* streams_ = nullptr;  // open streams, intrusive list
+  int open_streams_ = 0;
+  ServerStream* free_streams_ = nullptr;  // recycled, linked through next_
+};
+
+}  // namespace h2rpc::transport::http2
+
+#endif  // H2RPC_TRANSPORT_HTTP2_SERVER_CONNECTION_H_

@@ -1,0 +1,50 @@
+#include "transport/http2/stream_base.h"
+
+#include <algorithm>
+
+namespace h2rpc::transport::http2 {
+
+size_t OutgoingData::Reserve(size_t max) {
+  const size_t n = std::min(max, unreserved());
+  reserved_ += n;
+  return n;
+}
+
+void OutgoingData::CopyReserved(size_t n, std::string* out) {
+  out->append(buffer_.data() + written_, n);
+  written_ += n;
+  if (written_ == buffer_.size()) {
+    // Everything went out: start over at the front, keeping capacity.
+    buffer_.clear();
+    reserved_ = written_ = 0;
+  }
+}
+
+void OutgoingData::Clear() {
+  buffer_.clear();
+  reserved_ = written_ = 0;
+  end_of_data_ = false;
+  deferred = false;
+}
+
+void ReceivedHeaderBlock::Add(nghttp2_rcbuf* name, nghttp2_rcbuf* value) {
+  nghttp2_rcbuf_incref(name);
+  nghttp2_rcbuf_incref(value);
+  rcbufs_.emplace_back(name, value);
+  const nghttp2_vec n = nghttp2_rcbuf_get_buf(name);
+  const nghttp2_vec v = nghttp2_rcbuf_get_buf(value);
+  fields_.push_back(
+      HeaderField{absl::string_view(reinterpret_cast<const char*>(n.base), n.len),
+                  absl::string_view(reinterpret_cast<const char*>(v.base), v.len)});
+}
+
+void ReceivedHeaderBlock::Release() {
+  for (auto& [name, value] : rcbufs_) {
+    nghttp2_rcbuf_decref(name);
+    nghttp2_rcbuf_decref(value);
+  }
+  rcbufs_.clear();
+  fields_.clear();
+}
+
+}  // namespace h2rpc::transport::http2

@@ -1,0 +1,76 @@
+#ifndef H2RPC_TRANSPORT_HTTP2_STREAM_BASE_H_
+#define H2RPC_TRANSPORT_HTTP2_STREAM_BASE_H_
+
+#include <nghttp2/nghttp2.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "transport/header_field.h"
+
+namespace h2rpc::transport::http2 {
+
+// Bytes queued to go out as a stream's DATA frames. nghttp2 pulls them with
+// NGHTTP2_DATA_FLAG_NO_COPY: the read callback only reserves a length, and
+// the send-data callback copies the bytes straight into the connection's
+// coalesced write buffer (the one user-space copy). The buffer keeps its
+// capacity across messages and calls.
+class OutgoingData {
+ public:
+  // Appends bytes; the caller then resumes the stream's data.
+  std::string& buffer() { return buffer_; }
+  // No more bytes will be appended: the last DATA frame ends the body.
+  void set_end_of_data() { end_of_data_ = true; }
+  bool end_of_data() const { return end_of_data_; }
+
+  // Bytes not yet handed to nghttp2 by Reserve().
+  size_t unreserved() const { return buffer_.size() - reserved_; }
+  // Hands up to `max` bytes to the next DATA frame; returns how many.
+  size_t Reserve(size_t max);
+  // Copies the next `n` reserved bytes to `out` (the send-data callback).
+  void CopyReserved(size_t n, std::string* out);
+  // True when every appended byte has been written.
+  bool drained() const { return written_ == buffer_.size(); }
+
+  // Set while nghttp2 holds the stream's data deferred (nothing to send).
+  bool deferred = false;
+
+  // Empties the queue for reuse, keeping capacity.
+  void Clear();
+
+ private:
+  std::string buffer_;
+  size_t reserved_ = 0;
+  size_t written_ = 0;
+  bool end_of_data_ = false;
+};
+
+// The fields of one received header block, held without copying: the
+// nghttp2 rcbufs are referenced until Release(). Reused across blocks.
+class ReceivedHeaderBlock {
+ public:
+  ReceivedHeaderBlock() = default;
+  ReceivedHeaderBlock(const ReceivedHeaderBlock&) = delete;
+  ReceivedHeaderBlock& operator=(const ReceivedHeaderBlock&) = delete;
+  ~ReceivedHeaderBlock() { Release(); }
+
+  void Add(nghttp2_rcbuf* name, nghttp2_rcbuf* value);
+  // Views of the fields, valid until Release().
+  absl::Span<const HeaderField> fields() const { return fields_; }
+  bool empty() const { return fields_.empty(); }
+  // Drops the references, keeping capacity.
+  void Release();
+
+ private:
+  std::vector<std::pair<nghttp2_rcbuf*, nghttp2_rcbuf*>> rcbufs_;
+  std::vector<HeaderField> fields_;
+};
+
+}  // namespace h2rpc::transport::http2
+
+#endif  // H2RPC_TRANSPORT_HTTP2_STREAM_BASE_H_

@@ -1,0 +1,251 @@
+#ifndef H2RPC_TRANSPORT_IO_EVENT_LOOP_H_
+#define H2RPC_TRANSPORT_IO_EVENT_LOOP_H_
+
+#include <sys/epoll.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "transport/status.h"
+
+namespace h2rpc::transport::io {
+
+// Work handed to an EventLoop without allocating: embed a Task in a pooled
+// object (a call, a stream) and Post() it. A Task may be queued at most once
+// at a time in each of the two queues (Post() and RunAtEndOfIteration()); it
+// may be queued again as soon as its Run() has started. A posted task must
+// stay alive until it has run.
+class Task {
+ public:
+  // Runs on the loop thread.
+  virtual void Run() = 0;
+
+ protected:
+  ~Task() = default;
+
+ private:
+  friend class EventLoop;
+  // Posted-task queue: `next_` is guarded by the loop's mutex while queued and
+  // owned by the loop thread once the queue has been taken; `queued_` is set
+  // by the poster and cleared by the loop thread just before Run().
+  Task* next_ = nullptr;
+  std::atomic<bool> queued_{false};
+  // End-of-iteration queues (loop thread only): a doubly-linked list so that
+  // CancelEndOfIteration() is O(1); `end_list_` is the list index or -1.
+  Task* end_prev_ = nullptr;
+  Task* end_next_ = nullptr;
+  int8_t end_list_ = -1;
+};
+
+// Reacts to readiness of one file descriptor registered with AddFd().
+class FdWatcher {
+ public:
+  // Runs on the loop thread. `events` is the epoll mask (EPOLLIN, EPOLLOUT,
+  // EPOLLERR, EPOLLHUP, EPOLLRDHUP).
+  virtual void OnFdReady(uint32_t events) = 0;
+
+ protected:
+  ~FdWatcher() = default;
+};
+
+// A one-shot timer embedded in its owner; scheduling and cancelling never
+// allocate once the loop's timer heap has grown to its working size (it
+// starts with room for 1024 timers). The owner must Cancel() a scheduled
+// timer before destroying it.
+class Timer {
+ public:
+  // Runs on the loop thread when the deadline passes (unless cancelled). The
+  // timer is no longer scheduled when this runs, so it may Schedule() itself
+  // again.
+  virtual void OnTimer() = 0;
+  // True from Schedule() until the timer fires or is cancelled.
+  bool scheduled() const { return heap_index_ != kNotScheduled; }
+  // The deadline of the last Schedule().
+  absl::Time deadline() const { return deadline_; }
+
+ protected:
+  ~Timer() = default;
+
+ private:
+  friend class EventLoop;
+  static constexpr size_t kNotScheduled = static_cast<size_t>(-1);
+  absl::Time deadline_;
+  // Breaks ties between equal deadlines (first scheduled fires first) and
+  // keeps a timer re-armed from a callback for a past deadline from firing
+  // again in the same iteration.
+  uint64_t sequence_ = 0;
+  size_t heap_index_ = kNotScheduled;
+};
+
+// One thread running epoll: file-descriptor readiness, timers, and work
+// posted from other threads (queue + eventfd wake-up). Everything that
+// touches a connection runs on its loop's thread.
+//
+// Each iteration of the loop:
+//   1. waits in epoll_wait: not at all if posted or end-of-iteration tasks
+//      are pending or Stop() was called, otherwise until the earliest timer
+//      (rounded up to the next millisecond) or forever if there is none;
+//   2. sets Now();
+//   3. calls OnFdReady() for every ready descriptor;
+//   4. fires the timers whose deadline is at or before Now(), earliest first
+//      (equal deadlines in scheduling order);
+//   5. runs the tasks posted so far, in posting order (tasks posted while they
+//      run, even by themselves, run in the next iteration);
+//   6. runs the RunAtEndOfIteration() tasks, in request order (tasks
+//      requested while they run, even by themselves, run at the end of the
+//      next iteration, which does not wait in epoll);
+//   7. exits if Stop() was called.
+//
+// Thread safety: Post(), Stop() and InLoopThread() may be called from any
+// thread; every other method only from the loop thread (or before Start()).
+//
+// Under ThreadSanitizer: the loop synchronizes with std::mutex and atomics,
+// which TSan sees; Debian's libabsl is not built with TSan, so absl::Mutex
+// would produce false race reports.
+class EventLoop {
+ public:
+  // Creates the epoll instance and the wake-up eventfd; a failure is
+  // reported by Start() (and AddFd()).
+  EventLoop();
+  // Stop()s and joins. Must not run on the loop thread.
+  ~EventLoop();
+  EventLoop(const EventLoop&) = delete;
+  EventLoop& operator=(const EventLoop&) = delete;
+
+  // Starts the loop thread, named `name` (truncated to 15 characters, the
+  // kernel's limit). `cpu` >= 0 pins it to that CPU. Call at most once.
+  // Returns once the thread runs; UNAVAILABLE if epoll or the eventfd could
+  // not be created, INVALID_ARGUMENT if the thread cannot be pinned to `cpu`
+  // (then no thread is left running).
+  Status Start(absl::string_view name, int cpu = -1);
+  // Asks the loop to exit after the current iteration and joins it (unless
+  // called from the loop thread itself, which only asks). Tasks still queued
+  // (and tasks they post or request at end of iteration) are run before the
+  // thread exits; descriptors and timers are no longer serviced. Tasks posted
+  // after the thread has exited never run (Post(AnyInvocable) ones are
+  // destroyed by ~EventLoop). Idempotent; may be called before Start().
+  void Stop();
+
+  // True on the loop thread while it runs.
+  bool InLoopThread() const;
+
+  // Queues `task` to run on the loop thread; wakes the loop (one eventfd
+  // write, skipped when the loop is known to be awake or a wake-up is
+  // already on its way). Never allocates. A task already queued is not
+  // queued twice.
+  void Post(Task* task);
+  // Convenience for cold paths; allocates.
+  void Post(absl::AnyInvocable<void()> fn);
+
+  // Loop thread only. Registers `fd` for `events` (epoll mask; level- or
+  // edge-triggered as the caller asks). `watcher` must outlive the
+  // registration. UNAVAILABLE with the errno text if epoll_ctl fails.
+  Status AddFd(int fd, uint32_t events, FdWatcher* watcher);
+  // Loop thread only. Changes the mask and watcher of a registered `fd`.
+  // INVALID_ARGUMENT if `fd` was never added, UNAVAILABLE with the errno
+  // text if epoll_ctl fails.
+  Status ModifyFd(int fd, uint32_t events, FdWatcher* watcher);
+  // Loop thread only. Unregisters `fd`; call it before closing `fd`. Events
+  // of `fd` already reported by the current epoll_wait but not yet
+  // delivered are dropped, so the watcher may be destroyed right after.
+  void RemoveFd(int fd);
+
+  // Loop thread only. (Re)schedules `timer` for `deadline`. A deadline
+  // already passed fires in the next timer phase: this iteration's if called
+  // from an fd callback, else the next iteration's. O(log n).
+  void Schedule(Timer* timer, absl::Time deadline);
+  // Loop thread only. Unschedules `timer`; cancelling an unscheduled timer
+  // is a no-op. O(log n).
+  void Cancel(Timer* timer);
+
+  // Loop thread only. Runs `task` once after the current iteration has
+  // handled every ready descriptor, timer and posted task: connections flush
+  // their coalesced writes here, one send per connection per iteration.
+  // Requesting a task already requested is a no-op. Never allocates.
+  void RunAtEndOfIteration(Task* task);
+  // Loop thread only. Withdraws a RunAtEndOfIteration() request (no-op if
+  // there is none): call it before destroying an object whose task may still
+  // be pending, e.g. a connection closed from another connection's flush.
+  void CancelEndOfIteration(Task* task);
+
+  // The time at the start of the current iteration (loop thread).
+  absl::Time Now() const { return now_; }
+
+ private:
+  struct StartSignal;
+  struct TaskList {
+    Task* head = nullptr;
+    Task* tail = nullptr;
+  };
+
+  // Loop thread body.
+  void Run(std::string name, int cpu, StartSignal* started);
+  // Steps 1-6 of an iteration.
+  void RunIteration();
+  int ComputeTimeoutMs() const;
+  void DispatchFdEvents(int count);
+  void RunExpiredTimers();
+  void RunPostedTasks();
+  void RunEndOfIterationTasks();
+  void UnlinkEndTask(Task* task);
+  // Writes the eventfd if the loop may be sleeping and no wake-up is pending.
+  void MaybeWake();
+  void DrainWakeFd();
+
+  // Timer heap, ordered by (deadline_, sequence_).
+  static bool Earlier(const Timer* a, const Timer* b);
+  void HeapSet(size_t index, Timer* timer);
+  void SiftUp(size_t index);
+  void SiftDown(size_t index);
+  void HeapRemove(size_t index);
+
+  int epoll_fd_ = -1;
+  int wake_fd_ = -1;
+  Status init_status_;
+
+  // Loop thread state (or owner state before Start()).
+  absl::Time now_;
+  std::vector<epoll_event> events_;
+  // Index: file descriptor. The watcher of each registered descriptor.
+  std::vector<FdWatcher*> watchers_;
+  // Ready events of the current epoll_wait, for RemoveFd() to scrub.
+  int ready_count_ = 0;
+  std::vector<Timer*> timers_;
+  uint64_t next_timer_sequence_ = 0;
+  // End-of-iteration tasks: requests go to end_lists_[end_add_]; while one
+  // list runs, new requests go to the other one (the next iteration).
+  TaskList end_lists_[2];
+  int end_add_ = 0;
+
+  // Posted tasks: an intrusive FIFO.
+  std::mutex mu_;
+  Task* posted_head_ = nullptr;  // Guarded by mu_.
+  Task* posted_tail_ = nullptr;  // Guarded by mu_.
+  // True while the posted queue may be non-empty (written under mu_).
+  std::atomic<bool> has_posted_{false};
+  // Set by the loop just before it may block in epoll_wait, cleared when it
+  // returns. Together with has_posted_ (Dekker-style, sequentially
+  // consistent) it lets Post() skip the eventfd write while the loop is
+  // awake: either Post() sees the loop asleep, or the loop sees the task.
+  std::atomic<bool> sleeping_{false};
+  // An eventfd write has been made (or is about to be) and not yet drained.
+  std::atomic<bool> wake_pending_{false};
+  std::atomic<bool> stop_requested_{false};
+
+  std::atomic<std::thread::id> loop_thread_id_{std::thread::id()};
+  std::mutex thread_mu_;
+  bool started_ = false;  // Guarded by thread_mu_.
+  std::thread thread_;    // Guarded by thread_mu_.
+};
+
+}  // namespace h2rpc::transport::io
+
+#endif  // H2RPC_TRANSPORT_IO_EVENT_LOOP_H_
