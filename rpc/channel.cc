@@ -110,13 +110,13 @@ Channel::Channel(absl::string_view target, const ChannelOptions& options)
       options_(options),
       connector_(std::make_unique<internal::ChannelConnector>(this)),
       next_backoff_(options.initial_backoff) {
-  loop_.Start("h2rpc-channel", options_.loop_cpu);
+  loop_status_ = loop_.Start("h2rpc-channel", options_.loop_cpu);
 }
 
 Channel::~Channel() {
   loop_.Post([this] { Shutdown(); });
   loop_.Stop();
-  absl::MutexLock lock(&pool_mu_);
+  std::lock_guard<std::mutex> lock(pool_mu_);
   for (ClientCall* call : free_calls_) delete call;
 }
 
@@ -130,8 +130,7 @@ void Channel::Shutdown() {
 }
 
 ClientCall* Channel::TakeCall() {
-  absl::MutexLock lock(&pool_mu_);
-  ++live_calls_;
+  std::lock_guard<std::mutex> lock(pool_mu_);
   if (free_calls_.empty()) return new ClientCall(this);
   ClientCall* call = free_calls_.back();
   free_calls_.pop_back();
@@ -140,14 +139,14 @@ ClientCall* Channel::TakeCall() {
 
 void Channel::ReturnCall(ClientCall* call) {
   call->ResetForReuse();
-  absl::MutexLock lock(&pool_mu_);
-  --live_calls_;
+  std::lock_guard<std::mutex> lock(pool_mu_);
   free_calls_.push_back(call);
 }
 
 Status Channel::UnaryCall(ClientContext* context, absl::string_view method,
                           const google::protobuf::MessageLite& request,
                           google::protobuf::MessageLite* response) {
+  if (!loop_status_.ok()) return loop_status_;
   ClientCall* call = TakeCall();
   Status status = call->Prepare(context, method, &request, {});
   if (!status.ok()) {
@@ -165,6 +164,7 @@ Status Channel::GenericUnaryCall(ClientContext* context,
                                  absl::string_view method,
                                  absl::string_view request,
                                  std::string* response) {
+  if (!loop_status_.ok()) return loop_status_;
   ClientCall* call = TakeCall();
   Status status = call->Prepare(context, method, nullptr, request);
   if (!status.ok()) {
@@ -182,6 +182,10 @@ void Channel::AsyncUnaryCall(ClientContext* context, absl::string_view method,
                              const google::protobuf::MessageLite& request,
                              google::protobuf::MessageLite* response,
                              absl::AnyInvocable<void(const Status&)> done) {
+  if (!loop_status_.ok()) {
+    done(loop_status_);
+    return;
+  }
   ClientCall* call = TakeCall();
   Status status = call->Prepare(context, method, &request, {});
   if (!status.ok()) {
@@ -197,6 +201,10 @@ void Channel::AsyncUnaryCall(ClientContext* context, absl::string_view method,
 void Channel::AsyncGenericUnaryCall(
     ClientContext* context, absl::string_view method, absl::string_view request,
     std::string* response, absl::AnyInvocable<void(const Status&)> done) {
+  if (!loop_status_.ok()) {
+    done(loop_status_);
+    return;
+  }
   ClientCall* call = TakeCall();
   Status status = call->Prepare(context, method, nullptr, request);
   if (!status.ok()) {

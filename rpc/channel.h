@@ -2,12 +2,12 @@
 #define H2RPC_RPC_CHANNEL_H_
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "absl/functional/any_invocable.h"
 #include "absl/strings/string_view.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "google/protobuf/message_lite.h"
 #include "rpc/client_context.h"
@@ -101,6 +101,7 @@ class Channel : private transport::http2::ClientConnection::Listener {
   const std::string target_;
   const ChannelOptions options_;
   transport::io::EventLoop loop_;
+  Status loop_status_;  // why the loop could not start, if it could not
 
   // Loop thread only.
   State state_ = State::kIdle;
@@ -113,9 +114,8 @@ class Channel : private transport::http2::ClientConnection::Listener {
   absl::Duration next_backoff_;
   bool shut_down_ = false;
 
-  absl::Mutex pool_mu_;
-  std::vector<internal::ClientCall*> free_calls_ ABSL_GUARDED_BY(pool_mu_);
-  int live_calls_ ABSL_GUARDED_BY(pool_mu_) = 0;
+  std::mutex pool_mu_;
+  std::vector<internal::ClientCall*> free_calls_;  // guarded by pool_mu_
 };
 
 }  // namespace h2rpc

@@ -12,7 +12,7 @@ void ClientContext::set_timeout(absl::Duration timeout) {
 }
 
 void ClientContext::TryCancel() {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   cancelled_ = true;
   if (call_ != nullptr) call_->RequestCancel();
 }

@@ -1,11 +1,10 @@
 #ifndef H2RPC_RPC_CLIENT_CONTEXT_H_
 #define H2RPC_RPC_CLIENT_CONTEXT_H_
 
+#include <mutex>
 #include <string>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/strings/string_view.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "rpc/metadata.h"
 #include "rpc/status.h"
@@ -68,9 +67,11 @@ class ClientContext {
   Metadata initial_metadata_;
   Metadata trailing_metadata_;
 
-  absl::Mutex mu_;
-  internal::ClientCall* call_ ABSL_GUARDED_BY(mu_) = nullptr;
-  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  // std::mutex rather than absl::Mutex throughout: Debian's Abseil is not
+  // built for ThreadSanitizer, which then cannot see absl::Mutex locking.
+  std::mutex mu_;
+  internal::ClientCall* call_ = nullptr;  // guarded by mu_
+  bool cancelled_ = false;                // guarded by mu_
 };
 
 }  // namespace h2rpc

@@ -23,7 +23,7 @@ using transport::http2::ServerStream;
 // ServerLoop
 
 ServerLoop::ServerLoop(Server* server, int cpu) : server_(server) {
-  loop_.Start("h2rpc-server", cpu);
+  start_status_ = loop_.Start("h2rpc-server", cpu);
 }
 
 ServerLoop::~ServerLoop() {
@@ -177,6 +177,12 @@ std::unique_ptr<Server> Server::Builder::BuildAndStart(Status* status) {
   }
   std::unique_ptr<Server> server(
       new Server(std::move(options_), std::move(methods_)));
+  for (const auto& loop : server->loops_) {
+    if (!loop->start_status().ok()) {
+      *status = loop->start_status();
+      return nullptr;
+    }
+  }
   for (auto& socket : sockets) {
     server->listeners_.push_back(std::make_unique<internal::ServerListener>(
         server.get(), std::move(socket)));
@@ -244,30 +250,30 @@ Status Server::Dispatch(ServerLoop* loop, transport::http2::ServerStream* stream
 }
 
 void Server::CallStarted() {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   ++live_calls_;
 }
 
 void Server::CallEnded() {
-  absl::MutexLock lock(&mu_);
-  --live_calls_;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (--live_calls_ == 0) changed_.notify_all();
 }
 
 void Server::ConnectionOpened() {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   ++live_connections_;
 }
 
 void Server::ConnectionClosed() {
-  absl::MutexLock lock(&mu_);
-  --live_connections_;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (--live_connections_ == 0) changed_.notify_all();
 }
 
 void Server::Shutdown(absl::Time deadline) {
   {
-    absl::MutexLock lock(&mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     if (shutdown_started_) {
-      mu_.Await(absl::Condition(&shutdown_done_));
+      changed_.wait(lock, [this] { return shutdown_done_; });
       return;
     }
     shutdown_started_ = true;
@@ -279,33 +285,36 @@ void Server::Shutdown(absl::Time deadline) {
   for (auto& loop : loops_) {
     loop->loop().Post([l = loop.get()] { l->DrainConnections(); });
   }
-  auto all_closed = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  auto all_closed = [this] {
     return live_connections_ == 0 && live_calls_ == 0;
   };
   {
-    absl::MutexLock lock(&mu_);
-    mu_.AwaitWithDeadline(absl::Condition(&all_closed), deadline);
+    std::unique_lock<std::mutex> lock(mu_);
+    changed_.wait_for(lock, absl::ToChronoNanoseconds(std::max(
+                                deadline - absl::Now(), absl::ZeroDuration())),
+                      all_closed);
   }
   // Past the deadline: cancel whatever is left.
   for (auto& loop : loops_) {
     loop->loop().Post([l = loop.get()] { l->CloseConnections(); });
   }
   {
-    absl::MutexLock lock(&mu_);
-    mu_.Await(absl::Condition(&all_closed));
+    std::unique_lock<std::mutex> lock(mu_);
+    changed_.wait(lock, all_closed);
   }
   // Handlers have returned; loops run their last tasks and join; only then
   // may the listeners (watched by the first loop) go.
   workers_.reset();
   loops_.clear();
   listeners_.clear();
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   shutdown_done_ = true;
+  changed_.notify_all();
 }
 
 void Server::Wait() {
-  absl::MutexLock lock(&mu_);
-  mu_.Await(absl::Condition(&shutdown_done_));
+  std::unique_lock<std::mutex> lock(mu_);
+  changed_.wait(lock, [this] { return shutdown_done_; });
 }
 
 }  // namespace h2rpc

@@ -2,16 +2,17 @@
 #define H2RPC_RPC_SERVER_H_
 
 #include <atomic>
+#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/string_view.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "google/protobuf/message_lite.h"
 #include "rpc/server_context.h"
@@ -239,11 +240,12 @@ class Server {
   std::unique_ptr<internal::WorkerPool> workers_;
   std::atomic<size_t> next_loop_{0};
 
-  absl::Mutex mu_;
-  bool shutdown_started_ ABSL_GUARDED_BY(mu_) = false;
-  bool shutdown_done_ ABSL_GUARDED_BY(mu_) = false;
-  int live_connections_ ABSL_GUARDED_BY(mu_) = 0;
-  int live_calls_ ABSL_GUARDED_BY(mu_) = 0;
+  std::mutex mu_;
+  std::condition_variable changed_;  // any of the fields below changed
+  bool shutdown_started_ = false;    // guarded by mu_
+  bool shutdown_done_ = false;       // guarded by mu_
+  int live_connections_ = 0;         // guarded by mu_
+  int live_calls_ = 0;               // guarded by mu_
 };
 
 }  // namespace h2rpc

@@ -48,7 +48,7 @@ Status ClientCall::Prepare(ClientContext* context, absl::string_view method,
 
   context_ = context;
   refs_.store(1, std::memory_order_relaxed);
-  absl::MutexLock lock(&context->mu_);
+  std::lock_guard<std::mutex> lock(context->mu_);
   if (context->cancelled_) {
     return Status(StatusCode::kCancelled, "the call was cancelled");
   }
@@ -61,8 +61,8 @@ void ClientCall::Start() { channel_->loop_.Post(&start_task_); }
 void ClientCall::StartTask::Run() { call_->channel_->StartOnLoop(call_); }
 
 Status ClientCall::Wait() {
-  absl::MutexLock lock(&mu_);
-  mu_.Await(absl::Condition(&completed_));
+  std::unique_lock<std::mutex> lock(mu_);
+  completed_cv_.wait(lock, [this] { return completed_; });
   return status_;
 }
 
@@ -154,7 +154,7 @@ void ClientCall::OnClose(const Status& status, Metadata& trailing) {
 void ClientCall::Complete(const Status& status) {
   finished_ = true;
   {
-    absl::MutexLock lock(&context_->mu_);
+    std::lock_guard<std::mutex> lock(context_->mu_);
     context_->call_ = nullptr;
   }
   if (done) {
@@ -165,9 +165,10 @@ void ClientCall::Complete(const Status& status) {
     Unref();
     return;
   }
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   status_ = status;
   completed_ = true;
+  completed_cv_.notify_one();
 }
 
 void ClientCall::Unref() {
@@ -186,7 +187,7 @@ void ClientCall::ResetForReuse() {
   finished_ = false;
   pending_list_ = nullptr;
   next_pending_ = prev_pending_ = nullptr;
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   completed_ = false;
   status_ = Status();
 }

@@ -2,10 +2,11 @@
 #define H2RPC_RPC_INTERNAL_CLIENT_CALL_H_
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <string>
 
 #include "absl/functional/any_invocable.h"
-#include "absl/synchronization/mutex.h"
 #include "google/protobuf/message_lite.h"
 #include "rpc/client_context.h"
 #include "rpc/status.h"
@@ -108,9 +109,10 @@ class ClientCall final : public transport::http2::ClientStream::Observer {
   std::atomic<bool> cancel_posted_{false};
   std::atomic<int> refs_{0};
 
-  absl::Mutex mu_;
-  bool completed_ ABSL_GUARDED_BY(mu_) = false;
-  Status status_ ABSL_GUARDED_BY(mu_);
+  std::mutex mu_;
+  std::condition_variable completed_cv_;
+  bool completed_ = false;  // guarded by mu_
+  Status status_;           // guarded by mu_
 };
 
 }  // namespace internal

@@ -22,6 +22,8 @@ class ServerLoop final : public transport::http2::ServerDispatcher,
   ~ServerLoop();
 
   transport::io::EventLoop& loop() { return loop_; }
+  // Why the loop thread could not start (e.g. a CPU it cannot pin to).
+  const Status& start_status() const { return start_status_; }
 
   // Any thread: serve a newly accepted socket on this loop.
   void Adopt(transport::io::FileDescriptor socket, std::string peer);
@@ -43,6 +45,7 @@ class ServerLoop final : public transport::http2::ServerDispatcher,
       connections_;
   std::vector<ServerCall*> free_calls_;
   bool draining_ = false;
+  Status start_status_;
 };
 
 }  // namespace h2rpc::internal

@@ -9,26 +9,27 @@ WorkerPool::WorkerPool(int threads) {
 
 WorkerPool::~WorkerPool() {
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
   }
+  ready_.notify_all();
   for (std::thread& thread : threads_) thread.join();
 }
 
 void WorkerPool::Submit(transport::io::Task* task) {
-  absl::MutexLock lock(&mu_);
-  queue_.push_back(task);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(task);
+  }
+  ready_.notify_one();
 }
 
 void WorkerPool::Work() {
   for (;;) {
     transport::io::Task* task;
     {
-      absl::MutexLock lock(&mu_);
-      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return head_ < queue_.size() || stopping_;
-      };
-      mu_.Await(absl::Condition(&ready));
+      std::unique_lock<std::mutex> lock(mu_);
+      ready_.wait(lock, [this] { return head_ < queue_.size() || stopping_; });
       if (head_ == queue_.size()) return;  // stopping, nothing left
       task = queue_[head_++];
       if (head_ == queue_.size()) {

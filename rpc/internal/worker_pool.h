@@ -1,11 +1,12 @@
 #ifndef H2RPC_RPC_INTERNAL_WORKER_POOL_H_
 #define H2RPC_RPC_INTERNAL_WORKER_POOL_H_
 
+#include <condition_variable>
 #include <cstddef>
+#include <mutex>
 #include <thread>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
 #include "transport/io/event_loop.h"
 
 namespace h2rpc::internal {
@@ -26,10 +27,11 @@ class WorkerPool {
  private:
   void Work();
 
-  absl::Mutex mu_;
-  std::vector<transport::io::Task*> queue_ ABSL_GUARDED_BY(mu_);
-  size_t head_ ABSL_GUARDED_BY(mu_) = 0;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::mutex mu_;
+  std::condition_variable ready_;
+  std::vector<transport::io::Task*> queue_;  // guarded by mu_
+  size_t head_ = 0;                          // guarded by mu_
+  bool stopping_ = false;                    // guarded by mu_
   std::vector<std::thread> threads_;
 };
 

@@ -1,24 +1,26 @@
 // h2rpc client <-> h2rpc server, unary calls over real loopback sockets.
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/grpc/testing/messages.pb.h"
 #include "rpc/channel.h"
 #include "rpc/server.h"
+#include "test/util/notification.h"
 
 namespace h2rpc {
 namespace {
 
 using grpc::testing::SimpleRequest;
 using grpc::testing::SimpleResponse;
+using ::h2rpc::testing::Notification;
 using ::testing::HasSubstr;
 
 constexpr char kEcho[] = "/h2rpc.test.Echo/Echo";
@@ -83,8 +85,8 @@ class UnaryTest : public ::testing::Test {
   int port_ = 0;
   std::unique_ptr<Server> server_;
   std::unique_ptr<Channel> channel_;
-  absl::Notification sleeping_;
-  absl::Notification saw_cancel_;
+  Notification sleeping_;
+  Notification saw_cancel_;
 };
 
 TEST_F(UnaryTest, BlockingCallRoundTrips) {
@@ -178,7 +180,7 @@ TEST_F(UnaryTest, ClientCancelReachesTheHandler) {
   SimpleRequest request;
   SimpleResponse response;
   ClientContext context;
-  absl::Notification done;
+  Notification done;
   Status result;
   channel_->AsyncUnaryCall(&context, kSleep, request, &response,
                            [&](const Status& status) {
@@ -211,7 +213,8 @@ TEST_F(UnaryTest, ThousandConcurrentCallsOnOneConnection) {
     Status status;
   };
   std::vector<std::unique_ptr<Call>> calls;
-  absl::Mutex mu;
+  std::mutex mu;
+  std::condition_variable cv;
   int remaining = kCalls;
   for (int i = 0; i < kCalls; ++i) {
     auto call = std::make_unique<Call>();
@@ -220,16 +223,17 @@ TEST_F(UnaryTest, ThousandConcurrentCallsOnOneConnection) {
     calls.push_back(std::move(call));
     channel_->AsyncUnaryCall(&raw->context, i % 2 ? kEcho : kEchoCallback,
                              raw->request, &raw->response,
-                             [raw, &mu, &remaining](const Status& status) {
+                             [raw, &mu, &cv, &remaining](const Status& status) {
                                raw->status = status;
-                               absl::MutexLock lock(&mu);
-                               --remaining;
+                               std::lock_guard<std::mutex> lock(mu);
+                               if (--remaining == 0) cv.notify_all();
                              });
   }
-  absl::MutexLock lock(&mu);
-  ASSERT_TRUE(mu.AwaitWithTimeout(
-      absl::Condition(+[](int* r) { return *r == 0; }, &remaining),
-      absl::Seconds(60)));
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(60),
+                            [&] { return remaining == 0; }));
+  }
   for (int i = 0; i < kCalls; ++i) {
     ASSERT_TRUE(calls[i]->status.ok()) << i << calls[i]->status.ToString();
     EXPECT_EQ(calls[i]->response.payload().body(), std::to_string(i));
@@ -279,7 +283,7 @@ TEST(UnaryConnectTest, NoServerIsUnavailableNamingTheAddress) {
 }
 
 TEST(UnaryShutdownTest, GracefulShutdownLosesNoCallInFlight) {
-  absl::Notification release;
+  Notification release;
   std::atomic<int> started{0};
   int port = 0;
   Status status;
@@ -303,7 +307,7 @@ TEST(UnaryShutdownTest, GracefulShutdownLosesNoCallInFlight) {
     SimpleRequest request;
     SimpleResponse response;
     Status status;
-    absl::Notification done;
+    Notification done;
   };
   std::vector<std::unique_ptr<Call>> calls;
   for (int i = 0; i < kCalls; ++i) {

@@ -87,6 +87,11 @@ void Connection::Start() {
 void Connection::Close(const Status& why) {
   if (closed_) return;
   closed_ = true;
+  if (flush_requested_) {
+    // The owner may destroy us before the end of this iteration.
+    loop_->CancelEndOfIteration(&flush_task_);
+    flush_requested_ = false;
+  }
   loop_->RemoveFd(socket_.get());
   socket_.reset();
   OnClosed(why);
