@@ -1,10 +1,17 @@
 #include "rpc/internal/worker_pool.h"
 
+#include <pthread.h>
+
 namespace h2rpc::internal {
 
 WorkerPool::WorkerPool(int threads) {
   queue_.reserve(256);
-  for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { Work(); });
+  for (int i = 0; i < threads; ++i) {
+    threads_.emplace_back([this] {
+      pthread_setname_np(pthread_self(), "h2rpc-worker");
+      Work();
+    });
+  }
 }
 
 WorkerPool::~WorkerPool() {

@@ -2,9 +2,11 @@
 #include "test/util/allocation_counter.h"
 
 #include <malloc.h>
+#include <pthread.h>
 
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 
 namespace h2rpc::testing {
@@ -13,11 +15,37 @@ namespace {
 thread_local int64_t thread_allocations = 0;
 thread_local int64_t thread_bytes = 0;
 std::atomic<int64_t> live_bytes{0};
+
+constexpr int kRoles = 3;
+std::atomic<int64_t> role_allocations[kRoles];
+std::atomic<int64_t> role_bytes[kRoles];
+// -1 until the thread has an h2rpc name (it may get one after its first
+// allocations); looked up again until then.
+thread_local int thread_role = -1;
+
+int CurrentRole() {
+  if (thread_role >= 0) return thread_role;
+  char name[16] = {};
+  pthread_getname_np(pthread_self(), name, sizeof(name));
+  if (std::strncmp(name, "h2rpc-channel", 13) == 0) {
+    thread_role = static_cast<int>(ThreadRole::kClient);
+  } else if (std::strncmp(name, "h2rpc-server", 12) == 0 ||
+             std::strncmp(name, "h2rpc-worker", 12) == 0) {
+    thread_role = static_cast<int>(ThreadRole::kServer);
+  } else {
+    return static_cast<int>(ThreadRole::kOther);
+  }
+  return thread_role;
+}
 std::atomic<int64_t> peak_live_bytes{0};
 
 void RecordAllocation(void* p, std::size_t size) {
   ++thread_allocations;
   thread_bytes += static_cast<int64_t>(size);
+  const int role = CurrentRole();
+  role_allocations[role].fetch_add(1, std::memory_order_relaxed);
+  role_bytes[role].fetch_add(static_cast<int64_t>(size),
+                             std::memory_order_relaxed);
   const int64_t live =
       live_bytes.fetch_add(malloc_usable_size(p), std::memory_order_relaxed) +
       static_cast<int64_t>(malloc_usable_size(p));
@@ -60,6 +88,12 @@ int64_t AllocationCounter::bytes() const { return thread_bytes - start_bytes_; }
 void AllocationCounter::Reset() {
   start_allocations_ = thread_allocations;
   start_bytes_ = thread_bytes;
+}
+
+AllocationTotals AllocationsByRole(ThreadRole role) {
+  const int i = static_cast<int>(role);
+  return {role_allocations[i].load(std::memory_order_relaxed),
+          role_bytes[i].load(std::memory_order_relaxed)};
 }
 
 int64_t LiveHeapBytes() { return live_bytes.load(std::memory_order_relaxed); }

@@ -32,6 +32,17 @@ class AllocationCounter {
   int64_t start_bytes_;
 };
 
+// Process-wide counts by the role of the allocating thread, for benchmarks
+// that run client and server in one process: threads named "h2rpc-channel*"
+// are the client, "h2rpc-server*" and "h2rpc-worker*" the server, any other
+// thread is kOther.
+enum class ThreadRole { kClient = 0, kServer = 1, kOther = 2 };
+struct AllocationTotals {
+  int64_t allocations = 0;
+  int64_t bytes = 0;
+};
+AllocationTotals AllocationsByRole(ThreadRole role);
+
 // Process-wide bytes currently held through operator new, and the peak since
 // the last ResetPeakLiveBytes(). Uses malloc_usable_size, so figures include
 // the allocator's rounding.

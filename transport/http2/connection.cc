@@ -54,9 +54,9 @@ void Connection::InitSession(bool server) {
   nghttp2_option_set_no_closed_streams(option, 1);
   nghttp2_option_set_max_send_header_block_length(option, 64 << 10);
   if (server) {
-    nghttp2_session_server_new2(&session_, cbs, this, option);
+    nghttp2_session_server_new3(&session_, cbs, this, option, memory_.mem());
   } else {
-    nghttp2_session_client_new2(&session_, cbs, this, option);
+    nghttp2_session_client_new3(&session_, cbs, this, option, memory_.mem());
   }
   nghttp2_option_del(option);
   nghttp2_session_callbacks_del(cbs);

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "transport/http2/nghttp2_compat.h"
+#include "transport/http2/nghttp2_memory_pool.h"
 #include "transport/http2/stream_base.h"
 #include "transport/io/event_loop.h"
 #include "transport/io/socket.h"
@@ -149,6 +150,7 @@ class Connection : private io::FdWatcher {
   io::FileDescriptor socket_;
   const std::string peer_;
   const ConnectionOptions options_;
+  Nghttp2MemoryPool memory_;  // outlives session_ (deleted in ~Connection)
   nghttp2_session* session_ = nullptr;
   FlushTask flush_task_{this};
   bool flush_requested_ = false;

@@ -1,0 +1,66 @@
+#include "transport/http2/nghttp2_memory_pool.h"
+
+#include <cstring>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "test/util/allocation_counter.h"
+
+namespace h2rpc::transport::http2 {
+namespace {
+
+using ::h2rpc::testing::AllocationCounter;
+
+TEST(Nghttp2MemoryPoolTest, FreedBlocksAreReusedWithoutAllocating) {
+  Nghttp2MemoryPool pool;
+  nghttp2_mem* mem = pool.mem();
+  std::vector<void*> blocks;
+  for (size_t size : {1u, 31u, 32u, 33u, 200u, 4000u, 8192u}) {
+    blocks.push_back(mem->malloc(size, mem->mem_user_data));
+  }
+  for (void* p : blocks) mem->free(p, mem->mem_user_data);
+  EXPECT_GT(pool.cached_bytes(), 0u);
+  AllocationCounter counter;
+  for (size_t size : {1u, 31u, 32u, 33u, 200u, 4000u, 8192u}) {
+    void* p = mem->malloc(size, mem->mem_user_data);
+    std::memset(p, 0xab, size);
+    mem->free(p, mem->mem_user_data);
+  }
+  EXPECT_EQ(counter.allocations(), 0);
+}
+
+TEST(Nghttp2MemoryPoolTest, LargeBlocksGoStraightToTheAllocator) {
+  Nghttp2MemoryPool pool;
+  nghttp2_mem* mem = pool.mem();
+  void* p = mem->malloc(100000, mem->mem_user_data);
+  mem->free(p, mem->mem_user_data);
+  EXPECT_EQ(pool.cached_bytes(), 0u);
+}
+
+TEST(Nghttp2MemoryPoolTest, CallocZeroesAndReallocKeepsContents) {
+  Nghttp2MemoryPool pool;
+  nghttp2_mem* mem = pool.mem();
+  void* dirty = mem->malloc(64, mem->mem_user_data);
+  std::memset(dirty, 0xff, 64);
+  mem->free(dirty, mem->mem_user_data);
+  auto* zeroed = static_cast<unsigned char*>(mem->calloc(8, 8, mem->mem_user_data));
+  for (int i = 0; i < 64; ++i) ASSERT_EQ(zeroed[i], 0) << i;
+  std::memcpy(zeroed, "0123456789", 10);
+  auto* grown = static_cast<char*>(mem->realloc(zeroed, 5000, mem->mem_user_data));
+  EXPECT_EQ(std::memcmp(grown, "0123456789", 10), 0);
+  EXPECT_EQ(mem->calloc(static_cast<size_t>(-1) / 2, 4, mem->mem_user_data),
+            nullptr);
+  mem->free(grown, mem->mem_user_data);
+}
+
+TEST(Nghttp2MemoryPoolTest, CacheIsBounded) {
+  Nghttp2MemoryPool pool(/*max_cached_bytes=*/1024);
+  nghttp2_mem* mem = pool.mem();
+  std::vector<void*> blocks;
+  for (int i = 0; i < 100; ++i) blocks.push_back(mem->malloc(256, mem->mem_user_data));
+  for (void* p : blocks) mem->free(p, mem->mem_user_data);
+  EXPECT_LE(pool.cached_bytes(), 1024u);
+}
+
+}  // namespace
+}  // namespace h2rpc::transport::http2
