@@ -293,48 +293,37 @@ void ServerConnection::OnRequestHeaders(ServerStream* stream,
     stream->authority_.assign(reserved.authority->data(),
                               reserved.authority->size());
   }
-  const bool is_post = reserved.method == absl::string_view("POST");
-  const bool is_grpc = reserved.content_type.has_value() &&
-                       IsGrpcContentType(*reserved.content_type);
-  std::string content_type(reserved.content_type.value_or(""));
+  // Decide everything that needs the header values before releasing the
+  // block; error messages (cold path) are built here too.
+  Status refusal;
+  int refusal_http_status = 200;
   absl::optional<absl::Duration> timeout;
-  bool bad_timeout = false;
-  if (reserved.grpc_timeout.has_value()) {
-    timeout = DecodeGrpcTimeout(*reserved.grpc_timeout);
-    bad_timeout = !timeout.has_value();
+  if (reserved.method != absl::string_view("POST")) {
+    refusal = Status(StatusCode::kInternal, "gRPC requests must use POST");
+    refusal_http_status = 405;
+  } else if (!reserved.content_type.has_value() ||
+             !IsGrpcContentType(*reserved.content_type)) {
+    refusal = Status(StatusCode::kInternal,
+                     absl::StrCat("invalid gRPC request content-type '",
+                                  reserved.content_type.value_or(""), "'"));
+    refusal_http_status = 415;
+  } else if (!parsed.ok()) {
+    refusal = parsed;
+  } else if (reserved.grpc_timeout.has_value() &&
+             !(timeout = DecodeGrpcTimeout(*reserved.grpc_timeout))) {
+    refusal = Status(StatusCode::kInternal,
+                     absl::StrCat("malformed grpc-timeout '",
+                                  *reserved.grpc_timeout, "'"));
+  } else if (reserved.grpc_encoding.has_value() &&
+             *reserved.grpc_encoding != "identity") {
+    refusal = Status(StatusCode::kUnimplemented,
+                     absl::StrCat("grpc-encoding '", *reserved.grpc_encoding,
+                                  "' is not supported; supported: identity"));
   }
-  std::string encoding(reserved.grpc_encoding.value_or("identity"));
   stream->block_.Release();
   stream->half_closed_ = end_stream;
-
-  if (!is_post) {
-    Refuse(stream,
-           Status(StatusCode::kInternal, "gRPC requests must use POST"), 405);
-    return;
-  }
-  if (!is_grpc) {
-    Refuse(stream,
-           Status(StatusCode::kInternal,
-                  absl::StrCat("invalid gRPC request content-type '",
-                               content_type, "'")),
-           415);
-    return;
-  }
-  if (!parsed.ok()) {
-    Refuse(stream, parsed, 200);
-    return;
-  }
-  if (bad_timeout) {
-    Refuse(stream, Status(StatusCode::kInternal, "malformed grpc-timeout"),
-           200);
-    return;
-  }
-  if (encoding != "identity") {
-    Refuse(stream,
-           Status(StatusCode::kUnimplemented,
-                  absl::StrCat("grpc-encoding '", encoding,
-                               "' is not supported; supported: identity")),
-           200);
+  if (!refusal.ok()) {
+    Refuse(stream, refusal, refusal_http_status);
     return;
   }
   if (timeout.has_value()) {
