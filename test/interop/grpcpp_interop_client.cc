@@ -1,0 +1,779 @@
+// The gRPC interop test client (doc/interop-test-descriptions.md upstream)
+// on stock gRPC C++ over plaintext HTTP/2: the reference peer that h2rpc's
+// interop servers are checked against.
+//
+//   grpcpp_interop_client --server_host=127.0.0.1 --server_port=N
+//       --test_case=large_unary
+//
+// Runs one test case and exits 0 when every assertion of the description
+// held, 1 (with the reason on stderr) when one did not, 2 for a bad command
+// line or an unknown test case. Every RPC carries a deadline (--deadline_ms,
+// 20 s by default, unless the case sets its own), so a hung server cannot
+// hang the client.
+//
+// half_duplex has no entry in the description; it follows gRPC's own C++
+// client: four requests of sizes 31415, 9, 2653, 58979 on HalfDuplexCall,
+// half-close, then exactly four responses of those sizes and OK.
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "proto/grpc/testing/test.grpc.pb.h"
+#include "test/interop/grpcpp_call_inspector.h"
+
+ABSL_FLAG(std::string, server_host, "localhost", "Server host to connect to.");
+ABSL_FLAG(int, server_port, 0, "Server port to connect to.");
+ABSL_FLAG(std::string, test_case, "", "Name of the test case to run.");
+ABSL_FLAG(int, deadline_ms, 20000,
+          "Deadline of every RPC whose test case does not set its own, in "
+          "milliseconds.");
+
+namespace h2rpc::testing {
+namespace {
+
+using grpc::ClientContext;
+using grpc::Status;
+using grpc::StatusCode;
+using grpc::testing::Empty;
+using grpc::testing::SimpleRequest;
+using grpc::testing::SimpleResponse;
+using grpc::testing::StreamingInputCallRequest;
+using grpc::testing::StreamingInputCallResponse;
+using grpc::testing::StreamingOutputCallRequest;
+using grpc::testing::StreamingOutputCallResponse;
+
+constexpr int kLargeRequestSize = 271828;
+constexpr int kLargeResponseSize = 314159;
+const std::vector<int> kRequestStreamSizes = {27182, 8, 1828, 45904};
+const std::vector<int> kResponseStreamSizes = {31415, 9, 2653, 58979};
+
+constexpr char kEchoInitialMetadataKey[] = "x-grpc-test-echo-initial";
+constexpr char kEchoInitialMetadataValue[] = "test_initial_metadata_value";
+constexpr char kEchoTrailingBinMetadataKey[] = "x-grpc-test-echo-trailing-bin";
+const std::string kEchoTrailingBinMetadataValue = "\xab\xab\xab";
+
+const char* StatusCodeName(StatusCode code) {
+  switch (code) {
+    case StatusCode::OK:
+      return "OK";
+    case StatusCode::CANCELLED:
+      return "CANCELLED";
+    case StatusCode::UNKNOWN:
+      return "UNKNOWN";
+    case StatusCode::INVALID_ARGUMENT:
+      return "INVALID_ARGUMENT";
+    case StatusCode::DEADLINE_EXCEEDED:
+      return "DEADLINE_EXCEEDED";
+    case StatusCode::NOT_FOUND:
+      return "NOT_FOUND";
+    case StatusCode::ALREADY_EXISTS:
+      return "ALREADY_EXISTS";
+    case StatusCode::PERMISSION_DENIED:
+      return "PERMISSION_DENIED";
+    case StatusCode::RESOURCE_EXHAUSTED:
+      return "RESOURCE_EXHAUSTED";
+    case StatusCode::FAILED_PRECONDITION:
+      return "FAILED_PRECONDITION";
+    case StatusCode::ABORTED:
+      return "ABORTED";
+    case StatusCode::OUT_OF_RANGE:
+      return "OUT_OF_RANGE";
+    case StatusCode::UNIMPLEMENTED:
+      return "UNIMPLEMENTED";
+    case StatusCode::INTERNAL:
+      return "INTERNAL";
+    case StatusCode::UNAVAILABLE:
+      return "UNAVAILABLE";
+    case StatusCode::DATA_LOSS:
+      return "DATA_LOSS";
+    case StatusCode::UNAUTHENTICATED:
+      return "UNAUTHENTICATED";
+    default:
+      return "(unknown code)";
+  }
+}
+
+std::string Describe(const Status& status) {
+  return absl::StrCat(StatusCodeName(status.error_code()), " (",
+                      static_cast<int>(status.error_code()), ") \"",
+                      status.error_message(), "\"");
+}
+
+// Reports a failed assertion on stderr; always returns false.
+bool Fail(const std::string& what) {
+  std::fprintf(stderr, "FAILED: %s\n", what.c_str());
+  return false;
+}
+
+// Checks that `status` has code `want`; `what` names the call.
+bool ExpectCode(const Status& status, StatusCode want, const std::string& what,
+                ClientContext* context) {
+  if (status.error_code() == want) return true;
+  return Fail(absl::StrCat(what, ": expected status ", StatusCodeName(want),
+                           ", got ", Describe(status),
+                           "; debug: ", context->debug_error_string()));
+}
+
+bool ExpectOk(const Status& status, const std::string& what,
+              ClientContext* context) {
+  return ExpectCode(status, StatusCode::OK, what, context);
+}
+
+// Checks that `body` is `size` zero bytes.
+bool ExpectZeros(const std::string& body, size_t size,
+                 const std::string& what) {
+  if (body.size() != size) {
+    return Fail(absl::StrCat(what, ": payload body is ", body.size(),
+                             " bytes, expected ", size));
+  }
+  if (body.find_first_not_of('\0') != std::string::npos) {
+    return Fail(absl::StrCat(what, ": payload body of ", size,
+                             " bytes is not all zeros"));
+  }
+  return true;
+}
+
+// Checks one metadata entry received from the server.
+bool ExpectMetadata(
+    const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,
+    const std::string& key, const std::string& value,
+    const std::string& where) {
+  auto range = metadata.equal_range(key);
+  if (range.first == range.second) {
+    return Fail(absl::StrCat(where, ": metadata \"", key, "\" missing"));
+  }
+  int count = 0;
+  for (auto it = range.first; it != range.second; ++it) {
+    ++count;
+    const std::string got(it->second.data(), it->second.size());
+    if (got != value) {
+      return Fail(absl::StrCat(where, ": metadata \"", key,
+                               "\" has the wrong value (", got.size(),
+                               " bytes, expected ", value.size(), ")"));
+    }
+  }
+  if (count != 1) {
+    return Fail(absl::StrCat(where, ": metadata \"", key, "\" received ", count,
+                             " times, expected once"));
+  }
+  return true;
+}
+
+class InteropClient {
+ public:
+  explicit InteropClient(std::shared_ptr<grpc::Channel> channel)
+      : stub_(grpc::testing::TestService::NewStub(channel)),
+        unimplemented_stub_(
+            grpc::testing::UnimplementedService::NewStub(channel)) {}
+
+  bool EmptyUnary() {
+    ClientContext context;
+    SetDeadline(&context);
+    Empty request;
+    Empty response;
+    Status status = stub_->EmptyCall(&context, request, &response);
+    if (!ExpectOk(status, "EmptyCall", &context)) return false;
+    if (response.ByteSizeLong() != 0) {
+      return Fail("EmptyCall: response is not an empty message");
+    }
+    return true;
+  }
+
+  bool LargeUnary() {
+    ClientContext context;
+    SetDeadline(&context);
+    SimpleRequest request = LargeUnaryRequest();
+    SimpleResponse response;
+    Status status = stub_->UnaryCall(&context, request, &response);
+    if (!ExpectOk(status, "UnaryCall", &context)) return false;
+    return ExpectZeros(response.payload().body(), kLargeResponseSize,
+                       "UnaryCall response");
+  }
+
+  bool ClientStreaming() {
+    ClientContext context;
+    SetDeadline(&context);
+    StreamingInputCallResponse response;
+    auto stream = stub_->StreamingInputCall(&context, &response);
+    for (int size : kRequestStreamSizes) {
+      StreamingInputCallRequest request;
+      request.mutable_payload()->set_body(std::string(size, '\0'));
+      if (!stream->Write(request)) {
+        return Fail(absl::StrCat("StreamingInputCall: writing the ", size,
+                                 "-byte request failed; call ended with ",
+                                 Describe(stream->Finish())));
+      }
+    }
+    stream->WritesDone();
+    Status status = stream->Finish();
+    if (!ExpectOk(status, "StreamingInputCall", &context)) return false;
+    if (response.aggregated_payload_size() != 74922) {
+      return Fail(absl::StrCat("StreamingInputCall: aggregated_payload_size ",
+                               response.aggregated_payload_size(),
+                               ", expected 74922"));
+    }
+    return true;
+  }
+
+  bool ServerStreaming() {
+    ClientContext context;
+    SetDeadline(&context);
+    StreamingOutputCallRequest request;
+    for (int size : kResponseStreamSizes) {
+      request.add_response_parameters()->set_size(size);
+    }
+    auto stream = stub_->StreamingOutputCall(&context, request);
+    return ReadSizedResponses(stream.get(), kResponseStreamSizes,
+                              "StreamingOutputCall") &&
+           ExpectOk(stream->Finish(), "StreamingOutputCall", &context);
+  }
+
+  bool PingPong() {
+    ClientContext context;
+    SetDeadline(&context);
+    auto stream = stub_->FullDuplexCall(&context);
+    for (size_t i = 0; i < kRequestStreamSizes.size(); ++i) {
+      StreamingOutputCallRequest request;
+      request.add_response_parameters()->set_size(kResponseStreamSizes[i]);
+      request.mutable_payload()->set_body(
+          std::string(kRequestStreamSizes[i], '\0'));
+      const std::string what = absl::StrCat("FullDuplexCall message ", i + 1);
+      if (!stream->Write(request)) {
+        return Fail(absl::StrCat(what, ": write failed; call ended with ",
+                                 Describe(stream->Finish())));
+      }
+      StreamingOutputCallResponse response;
+      if (!stream->Read(&response)) {
+        return Fail(absl::StrCat(what, ": no response; call ended with ",
+                                 Describe(stream->Finish())));
+      }
+      if (!ExpectZeros(response.payload().body(), kResponseStreamSizes[i],
+                       what + " response")) {
+        return false;
+      }
+    }
+    stream->WritesDone();
+    StreamingOutputCallResponse extra;
+    if (stream->Read(&extra)) {
+      return Fail("FullDuplexCall: a fifth response arrived after half-close");
+    }
+    return ExpectOk(stream->Finish(), "FullDuplexCall", &context);
+  }
+
+  bool EmptyStream() {
+    ClientContext context;
+    SetDeadline(&context);
+    auto stream = stub_->FullDuplexCall(&context);
+    stream->WritesDone();
+    StreamingOutputCallResponse response;
+    if (stream->Read(&response)) {
+      return Fail("FullDuplexCall: got a response on an empty stream");
+    }
+    return ExpectOk(stream->Finish(), "FullDuplexCall", &context);
+  }
+
+  bool CancelAfterBegin() {
+    ClientContext context;
+    SetDeadline(&context);
+    StreamingInputCallResponse response;
+    auto stream = stub_->StreamingInputCall(&context, &response);
+    context.TryCancel();
+    return ExpectCode(stream->Finish(), StatusCode::CANCELLED,
+                      "StreamingInputCall cancelled after begin", &context);
+  }
+
+  bool CancelAfterFirstResponse() {
+    ClientContext context;
+    SetDeadline(&context);
+    auto stream = stub_->FullDuplexCall(&context);
+    StreamingOutputCallRequest request;
+    request.add_response_parameters()->set_size(31415);
+    request.mutable_payload()->set_body(std::string(27182, '\0'));
+    if (!stream->Write(request)) {
+      return Fail(absl::StrCat("FullDuplexCall: write failed; call ended with ",
+                               Describe(stream->Finish())));
+    }
+    StreamingOutputCallResponse response;
+    if (!stream->Read(&response)) {
+      return Fail(absl::StrCat("FullDuplexCall: no response; call ended with ",
+                               Describe(stream->Finish())));
+    }
+    if (!ExpectZeros(response.payload().body(), 31415,
+                     "FullDuplexCall response")) {
+      return false;
+    }
+    context.TryCancel();
+    return ExpectCode(stream->Finish(), StatusCode::CANCELLED,
+                      "FullDuplexCall cancelled after first response",
+                      &context);
+  }
+
+  bool TimeoutOnSleepingServer() {
+    ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::milliseconds(1));
+    auto stream = stub_->FullDuplexCall(&context);
+    StreamingOutputCallRequest request;
+    request.mutable_payload()->set_body(std::string(27182, '\0'));
+    stream->Write(request);  // may already fail: the deadline is 1 ms
+    return ExpectCode(stream->Finish(), StatusCode::DEADLINE_EXCEEDED,
+                      "FullDuplexCall with a 1 ms deadline", &context);
+  }
+
+  bool CustomMetadata() {
+    {
+      ClientContext context;
+      SetDeadline(&context);
+      AddEchoMetadata(&context);
+      SimpleRequest request = LargeUnaryRequest();
+      SimpleResponse response;
+      Status status = stub_->UnaryCall(&context, request, &response);
+      if (!ExpectOk(status, "UnaryCall with custom metadata", &context) ||
+          !ExpectZeros(response.payload().body(), kLargeResponseSize,
+                       "UnaryCall response") ||
+          !ExpectEchoedMetadata(context, "UnaryCall")) {
+        return false;
+      }
+    }
+    ClientContext context;
+    SetDeadline(&context);
+    AddEchoMetadata(&context);
+    auto stream = stub_->FullDuplexCall(&context);
+    StreamingOutputCallRequest request;
+    request.add_response_parameters()->set_size(kLargeResponseSize);
+    request.mutable_payload()->set_body(std::string(kLargeRequestSize, '\0'));
+    if (!stream->Write(request)) {
+      return Fail(absl::StrCat("FullDuplexCall: write failed; call ended with ",
+                               Describe(stream->Finish())));
+    }
+    stream->WritesDone();
+    StreamingOutputCallResponse response;
+    if (!stream->Read(&response)) {
+      return Fail(absl::StrCat("FullDuplexCall: no response; call ended with ",
+                               Describe(stream->Finish())));
+    }
+    if (!ExpectZeros(response.payload().body(), kLargeResponseSize,
+                     "FullDuplexCall response")) {
+      return false;
+    }
+    if (stream->Read(&response)) {
+      return Fail("FullDuplexCall: a second response arrived");
+    }
+    return ExpectOk(stream->Finish(), "FullDuplexCall with custom metadata",
+                    &context) &&
+           ExpectEchoedMetadata(context, "FullDuplexCall");
+  }
+
+  bool StatusCodeAndMessage() {
+    const std::string message = "test status message";
+    {
+      ClientContext context;
+      SetDeadline(&context);
+      SimpleRequest request;
+      request.mutable_response_status()->set_code(2);
+      request.mutable_response_status()->set_message(message);
+      SimpleResponse response;
+      if (!ExpectStatus(stub_->UnaryCall(&context, request, &response),
+                        StatusCode::UNKNOWN, message, "UnaryCall", &context)) {
+        return false;
+      }
+    }
+    ClientContext context;
+    SetDeadline(&context);
+    auto stream = stub_->FullDuplexCall(&context);
+    StreamingOutputCallRequest request;
+    request.mutable_response_status()->set_code(2);
+    request.mutable_response_status()->set_message(message);
+    stream->Write(request);  // the server may already have ended the call
+    stream->WritesDone();
+    StreamingOutputCallResponse response;
+    while (stream->Read(&response)) {
+    }
+    return ExpectStatus(stream->Finish(), StatusCode::UNKNOWN, message,
+                        "FullDuplexCall", &context);
+  }
+
+  bool SpecialStatusMessage() {
+    const std::string message =
+        "\t\ntest with whitespace\r\nand Unicode BMP \u263A and non-BMP "
+        "\U0001F608\t\n";
+    ClientContext context;
+    SetDeadline(&context);
+    SimpleRequest request;
+    request.mutable_response_status()->set_code(2);
+    request.mutable_response_status()->set_message(message);
+    SimpleResponse response;
+    return ExpectStatus(stub_->UnaryCall(&context, request, &response),
+                        StatusCode::UNKNOWN, message, "UnaryCall", &context);
+  }
+
+  bool UnimplementedMethod() {
+    ClientContext context;
+    SetDeadline(&context);
+    Empty request;
+    Empty response;
+    return ExpectCode(stub_->UnimplementedCall(&context, request, &response),
+                      StatusCode::UNIMPLEMENTED,
+                      "TestService/UnimplementedCall", &context);
+  }
+
+  bool UnimplementedService() {
+    ClientContext context;
+    SetDeadline(&context);
+    Empty request;
+    Empty response;
+    return ExpectCode(
+        unimplemented_stub_->UnimplementedCall(&context, request, &response),
+        StatusCode::UNIMPLEMENTED, "UnimplementedService/UnimplementedCall",
+        &context);
+  }
+
+  bool ClientCompressedUnary() {
+    {
+      // Feature probe: claims compression but sends the message plain.
+      ClientContext context;
+      SetDeadline(&context);
+      context.set_compression_algorithm(GRPC_COMPRESS_NONE);
+      SimpleRequest request = LargeUnaryRequest();
+      request.mutable_expect_compressed()->set_value(true);
+      SimpleResponse response;
+      if (!ExpectCode(stub_->UnaryCall(&context, request, &response),
+                      StatusCode::INVALID_ARGUMENT,
+                      "UnaryCall probe (expect_compressed=true, sent "
+                      "uncompressed)",
+                      &context)) {
+        return false;
+      }
+    }
+    for (bool compressed : {true, false}) {
+      const std::string what = absl::StrCat(
+          "UnaryCall (expect_compressed=", compressed ? "true" : "false", ")");
+      ClientContext context;
+      SetDeadline(&context);
+      context.set_compression_algorithm(compressed ? GRPC_COMPRESS_GZIP
+                                                   : GRPC_COMPRESS_NONE);
+      SimpleRequest request = LargeUnaryRequest();
+      request.mutable_expect_compressed()->set_value(compressed);
+      SimpleResponse response;
+      if (!ExpectOk(stub_->UnaryCall(&context, request, &response), what,
+                    &context) ||
+          !ExpectZeros(response.payload().body(), kLargeResponseSize,
+                       what + " response")) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  bool ServerCompressedUnary() {
+    for (bool compressed : {true, false}) {
+      const std::string what = absl::StrCat("UnaryCall (response_compressed=",
+                                            compressed ? "true" : "false", ")");
+      ClientContext context;
+      SetDeadline(&context);
+      SimpleRequest request = LargeUnaryRequest();
+      request.mutable_response_compressed()->set_value(compressed);
+      SimpleResponse response;
+      if (!ExpectOk(stub_->UnaryCall(&context, request, &response), what,
+                    &context) ||
+          !ExpectResponseCompression(&context, compressed, what) ||
+          !ExpectZeros(response.payload().body(), kLargeResponseSize,
+                       what + " response")) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  bool ClientCompressedStreaming() {
+    {
+      // Feature probe: claims compression but sends the message plain.
+      ClientContext context;
+      SetDeadline(&context);
+      context.set_compression_algorithm(GRPC_COMPRESS_NONE);
+      StreamingInputCallResponse response;
+      auto stream = stub_->StreamingInputCall(&context, &response);
+      StreamingInputCallRequest request;
+      request.mutable_expect_compressed()->set_value(true);
+      request.mutable_payload()->set_body(std::string(27182, '\0'));
+      stream->Write(request);  // the server may end the call at once
+      stream->WritesDone();
+      if (!ExpectCode(stream->Finish(), StatusCode::INVALID_ARGUMENT,
+                      "StreamingInputCall probe (expect_compressed=true, "
+                      "sent uncompressed)",
+                      &context)) {
+        return false;
+      }
+    }
+    ClientContext context;
+    SetDeadline(&context);
+    context.set_compression_algorithm(GRPC_COMPRESS_GZIP);
+    StreamingInputCallResponse response;
+    auto stream = stub_->StreamingInputCall(&context, &response);
+    StreamingInputCallRequest request;
+    request.mutable_expect_compressed()->set_value(true);
+    request.mutable_payload()->set_body(std::string(27182, '\0'));
+    if (!stream->Write(request)) {
+      return Fail(absl::StrCat(
+          "StreamingInputCall: writing the compressed message failed; call "
+          "ended with ",
+          Describe(stream->Finish())));
+    }
+    request.mutable_expect_compressed()->set_value(false);
+    request.mutable_payload()->set_body(std::string(45904, '\0'));
+    grpc::WriteOptions uncompressed;
+    uncompressed.set_no_compression();
+    if (!stream->Write(request, uncompressed)) {
+      return Fail(absl::StrCat(
+          "StreamingInputCall: writing the uncompressed message failed; call "
+          "ended with ",
+          Describe(stream->Finish())));
+    }
+    stream->WritesDone();
+    if (!ExpectOk(stream->Finish(),
+                  "StreamingInputCall (compressed, then "
+                  "uncompressed message)",
+                  &context)) {
+      return false;
+    }
+    if (response.aggregated_payload_size() != 73086) {
+      return Fail(absl::StrCat("StreamingInputCall: aggregated_payload_size ",
+                               response.aggregated_payload_size(),
+                               ", expected 73086"));
+    }
+    return true;
+  }
+
+  bool ServerCompressedStreaming() {
+    const std::vector<bool> compressed = {true, false};
+    const std::vector<int> sizes = {31415, 92653};
+    ClientContext context;
+    SetDeadline(&context);
+    StreamingOutputCallRequest request;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      auto* params = request.add_response_parameters();
+      params->mutable_compressed()->set_value(compressed[i]);
+      params->set_size(sizes[i]);
+    }
+    auto stream = stub_->StreamingOutputCall(&context, request);
+    StreamingOutputCallResponse response;
+    size_t count = 0;
+    while (stream->Read(&response)) {
+      const std::string what =
+          absl::StrCat("StreamingOutputCall response ", count + 1);
+      if (count >= sizes.size()) {
+        return Fail(
+            absl::StrCat(what, ": more than ", sizes.size(), " responses"));
+      }
+      if (!ExpectZeros(response.payload().body(), sizes[count], what) ||
+          !ExpectResponseCompression(&context, compressed[count], what)) {
+        return false;
+      }
+      ++count;
+    }
+    Status status = stream->Finish();
+    if (count < sizes.size()) {
+      return Fail(absl::StrCat("StreamingOutputCall: got ", count,
+                               " responses, expected ", sizes.size(),
+                               "; call ended with ", Describe(status)));
+    }
+    return ExpectOk(status, "StreamingOutputCall", &context);
+  }
+
+  bool HalfDuplex() {
+    ClientContext context;
+    SetDeadline(&context);
+    auto stream = stub_->HalfDuplexCall(&context);
+    for (int size : kResponseStreamSizes) {
+      StreamingOutputCallRequest request;
+      request.add_response_parameters()->set_size(size);
+      if (!stream->Write(request)) {
+        return Fail(absl::StrCat("HalfDuplexCall: write failed; call ended ",
+                                 "with ", Describe(stream->Finish())));
+      }
+    }
+    stream->WritesDone();
+    return ReadSizedResponses(stream.get(), kResponseStreamSizes,
+                              "HalfDuplexCall") &&
+           ExpectOk(stream->Finish(), "HalfDuplexCall", &context);
+  }
+
+ private:
+  static void SetDeadline(ClientContext* context) {
+    context->set_deadline(
+        std::chrono::system_clock::now() +
+        std::chrono::milliseconds(absl::GetFlag(FLAGS_deadline_ms)));
+  }
+
+  static SimpleRequest LargeUnaryRequest() {
+    SimpleRequest request;
+    request.set_response_size(kLargeResponseSize);
+    request.mutable_payload()->set_body(std::string(kLargeRequestSize, '\0'));
+    return request;
+  }
+
+  static void AddEchoMetadata(ClientContext* context) {
+    context->AddMetadata(kEchoInitialMetadataKey, kEchoInitialMetadataValue);
+    context->AddMetadata(kEchoTrailingBinMetadataKey,
+                         kEchoTrailingBinMetadataValue);
+  }
+
+  static bool ExpectEchoedMetadata(const ClientContext& context,
+                                   const std::string& call) {
+    return ExpectMetadata(context.GetServerInitialMetadata(),
+                          kEchoInitialMetadataKey, kEchoInitialMetadataValue,
+                          call + " initial metadata") &&
+           ExpectMetadata(
+               context.GetServerTrailingMetadata(), kEchoTrailingBinMetadataKey,
+               kEchoTrailingBinMetadataValue, call + " trailing metadata");
+  }
+
+  static bool ExpectStatus(const Status& status, StatusCode code,
+                           const std::string& message, const std::string& what,
+                           ClientContext* context) {
+    if (!ExpectCode(status, code, what, context)) return false;
+    if (status.error_message() != message) {
+      return Fail(absl::StrCat(what, ": status message \"",
+                               status.error_message(), "\", expected \"",
+                               message, "\""));
+    }
+    return true;
+  }
+
+  // Checks the compressed flag of the last message received on `context`.
+  static bool ExpectResponseCompression(ClientContext* context, bool want,
+                                        const std::string& what) {
+    grpc_call* call = context->c_call();
+    const bool was_compressed = LastReceivedMessageWasCompressed(call);
+    if (want) {
+      if (IncomingCompressionAlgorithm(call) == GRPC_COMPRESS_NONE) {
+        return Fail(what +
+                    ": compression requested, but the response "
+                    "announced no grpc-encoding");
+      }
+      if (!was_compressed) {
+        return Fail(what +
+                    ": compression requested, but the response's "
+                    "compressed flag is not set");
+      }
+    } else if (was_compressed) {
+      return Fail(what +
+                  ": compression not requested, but the response's "
+                  "compressed flag is set");
+    }
+    return true;
+  }
+
+  // Reads exactly sizes.size() responses of those sizes (all zeros), then
+  // the end of the stream.
+  template <typename Reader>
+  static bool ReadSizedResponses(Reader* stream, const std::vector<int>& sizes,
+                                 const std::string& call) {
+    StreamingOutputCallResponse response;
+    size_t count = 0;
+    while (stream->Read(&response)) {
+      const std::string what = absl::StrCat(call, " response ", count + 1);
+      if (count >= sizes.size()) {
+        return Fail(
+            absl::StrCat(call, ": more than ", sizes.size(), " responses"));
+      }
+      if (!ExpectZeros(response.payload().body(), sizes[count], what)) {
+        return false;
+      }
+      ++count;
+    }
+    if (count < sizes.size()) {
+      return Fail(absl::StrCat(call, ": got ", count, " responses, expected ",
+                               sizes.size(), "; call ended with ",
+                               Describe(stream->Finish())));
+    }
+    return true;
+  }
+
+  std::unique_ptr<grpc::testing::TestService::Stub> stub_;
+  std::unique_ptr<grpc::testing::UnimplementedService::Stub>
+      unimplemented_stub_;
+};
+
+using TestCase = bool (InteropClient::*)();
+
+const std::map<std::string, TestCase>& TestCases() {
+  static const auto* cases = new std::map<std::string, TestCase>{
+      {"empty_unary", &InteropClient::EmptyUnary},
+      {"large_unary", &InteropClient::LargeUnary},
+      {"client_streaming", &InteropClient::ClientStreaming},
+      {"server_streaming", &InteropClient::ServerStreaming},
+      {"ping_pong", &InteropClient::PingPong},
+      {"empty_stream", &InteropClient::EmptyStream},
+      {"cancel_after_begin", &InteropClient::CancelAfterBegin},
+      {"cancel_after_first_response", &InteropClient::CancelAfterFirstResponse},
+      {"timeout_on_sleeping_server", &InteropClient::TimeoutOnSleepingServer},
+      {"custom_metadata", &InteropClient::CustomMetadata},
+      {"status_code_and_message", &InteropClient::StatusCodeAndMessage},
+      {"special_status_message", &InteropClient::SpecialStatusMessage},
+      {"unimplemented_method", &InteropClient::UnimplementedMethod},
+      {"unimplemented_service", &InteropClient::UnimplementedService},
+      {"client_compressed_unary", &InteropClient::ClientCompressedUnary},
+      {"server_compressed_unary", &InteropClient::ServerCompressedUnary},
+      {"client_compressed_streaming",
+       &InteropClient::ClientCompressedStreaming},
+      {"server_compressed_streaming",
+       &InteropClient::ServerCompressedStreaming},
+      {"half_duplex", &InteropClient::HalfDuplex},
+  };
+  return *cases;
+}
+
+int Run() {
+  const std::string test_case = absl::GetFlag(FLAGS_test_case);
+  const auto& cases = TestCases();
+  auto it = cases.find(test_case);
+  if (it == cases.end()) {
+    std::vector<std::string> names;
+    for (const auto& entry : cases) names.push_back(entry.first);
+    std::fprintf(stderr, "unknown --test_case=\"%s\"; known cases: %s\n",
+                 test_case.c_str(), absl::StrJoin(names, ", ").c_str());
+    return 2;
+  }
+  const int port = absl::GetFlag(FLAGS_server_port);
+  if (port <= 0 || port > 65535) {
+    std::fprintf(stderr, "--server_port=%d is not a TCP port\n", port);
+    return 2;
+  }
+  if (absl::GetFlag(FLAGS_deadline_ms) <= 0) {
+    std::fprintf(stderr, "--deadline_ms must be positive\n");
+    return 2;
+  }
+  const std::string host = absl::GetFlag(FLAGS_server_host);
+  const std::string target = host.find(':') != std::string::npos
+                                 ? absl::StrCat("[", host, "]:", port)
+                                 : absl::StrCat(host, ":", port);
+
+  bool passed;
+  {
+    InteropClient client(
+        grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
+    passed = (client.*(it->second))();
+  }
+  std::fprintf(stderr, "%s: %s against %s\n", test_case.c_str(),
+               passed ? "PASSED" : "FAILED", target.c_str());
+  return passed ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace h2rpc::testing
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  return h2rpc::testing::Run();
+}
