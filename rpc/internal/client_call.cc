@@ -140,6 +140,16 @@ Status ClientCall::OnMessage(absl::string_view message) {
   return Status();
 }
 
+bool ClientCall::OnRefused() {
+  // The server did not process the request: start it again (on a new
+  // connection if this one is going away), a bounded number of times.
+  constexpr int kMaxTransparentRetries = 3;
+  if (transparent_retries_ >= kMaxTransparentRetries) return false;
+  ++transparent_retries_;
+  channel_->loop_.Post(&start_task_);
+  return true;
+}
+
 void ClientCall::OnClose(const Status& status, Metadata& trailing) {
   using std::swap;
   swap(context_->trailing_metadata_, trailing);
@@ -185,6 +195,7 @@ void ClientCall::ResetForReuse() {
   context_ = nullptr;
   got_message_ = false;
   finished_ = false;
+  transparent_retries_ = 0;
   pending_list_ = nullptr;
   next_pending_ = prev_pending_ = nullptr;
   std::lock_guard<std::mutex> lock(mu_);

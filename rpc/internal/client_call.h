@@ -90,6 +90,7 @@ class ClientCall final : public transport::http2::ClientStream::Observer {
   // ClientStream::Observer, loop thread.
   void OnInitialMetadata(Metadata& metadata) override;
   Status OnMessage(absl::string_view message) override;
+  bool OnRefused() override;
   void OnClose(const Status& status, Metadata& trailing) override;
 
   void Complete(const Status& status);
@@ -99,6 +100,7 @@ class ClientCall final : public transport::http2::ClientStream::Observer {
   ClientContext* context_ = nullptr;
   bool got_message_ = false;
   bool finished_ = false;  // loop thread
+  int transparent_retries_ = 0;
   ClientCall** pending_list_ = nullptr;
   ClientCall* next_pending_ = nullptr;
   ClientCall* prev_pending_ = nullptr;

@@ -262,6 +262,47 @@ TEST_F(UnaryTest, CallsFromEightThreads) {
   EXPECT_EQ(failures.load(), 0);
 }
 
+// Beyond the server's SETTINGS_MAX_CONCURRENT_STREAMS calls wait instead of
+// failing; streams the server refuses before its SETTINGS arrive are retried
+// transparently.
+TEST(UnaryConcurrencyTest, CallsBeyondMaxConcurrentStreamsWait) {
+  ServerOptions options;
+  options.connection.max_concurrent_streams = 4;
+  int port = 0;
+  Status status;
+  auto server = Server::Builder()
+                    .SetOptions(options)
+                    .AddListeningPort("127.0.0.1:0", &port)
+                    .RegisterUnary<SimpleRequest, SimpleResponse>(kEcho, Echo)
+                    .BuildAndStart(&status);
+  ASSERT_TRUE(status.ok());
+  Channel channel("127.0.0.1:" + std::to_string(port));
+  constexpr int kCalls = 200;
+  struct Call {
+    ClientContext context;
+    SimpleRequest request;
+    SimpleResponse response;
+    Status status;
+    Notification done;
+  };
+  std::vector<std::unique_ptr<Call>> calls;
+  for (int i = 0; i < kCalls; ++i) {
+    calls.push_back(std::make_unique<Call>());
+    Call* c = calls.back().get();
+    c->request.mutable_payload()->set_body(std::to_string(i));
+    channel.AsyncUnaryCall(&c->context, kEcho, c->request, &c->response,
+                           [c](const Status& s) {
+                             c->status = s;
+                             c->done.Notify();
+                           });
+  }
+  for (int i = 0; i < kCalls; ++i) {
+    ASSERT_TRUE(calls[i]->done.WaitForNotificationWithTimeout(absl::Seconds(60)));
+    EXPECT_TRUE(calls[i]->status.ok()) << i << ": " << calls[i]->status.ToString();
+    EXPECT_EQ(calls[i]->response.payload().body(), std::to_string(i));
+  }
+}
+
 TEST(UnaryConnectTest, NoServerIsUnavailableNamingTheAddress) {
   // Bind and close a port so nothing listens on it.
   int port = 0;

@@ -22,7 +22,6 @@ void ClientStream::Reset() {
   trailing_metadata_.Clear();
   status_known_ = false;
   status_ = Status();
-  sent_end_stream_ = false;
 }
 
 void ClientStream::Cancel(const Status& status) {
@@ -277,6 +276,20 @@ int ClientConnection::OnStreamClose(int32_t stream_id, uint32_t error_code) {
   ClientStream* stream = StreamFor(stream_id);
   if (stream == nullptr) return 0;
   nghttp2_session_set_stream_user_data(session(), stream_id, nullptr);
+  if (!stream->status_known_ && error_code == NGHTTP2_REFUSED_STREAM &&
+      stream->header_blocks_ == 0 && stream->outgoing_.Rewind()) {
+    // Nothing was processed: offer the call a transparent retry.
+    Unlink(stream);
+    loop()->Cancel(stream);
+    stream->connection_ = nullptr;
+    stream->stream_id_ = -1;
+    stream->block_.Release();
+    if (stream->observer->OnRefused()) return 0;
+    stream->status_known_ = true;
+    stream->status_ = StatusFromRstStream(error_code, false);
+    Deliver(stream);
+    return 0;
+  }
   if (!stream->status_known_) {
     stream->status_known_ = true;
     const bool deadline_passed =

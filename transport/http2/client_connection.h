@@ -34,6 +34,11 @@ class ClientStream : private io::Timer {
     // A complete response message; the view is valid during the call only.
     // A non-OK return cancels the stream with that status.
     virtual Status OnMessage(absl::string_view message) = 0;
+    // The server refused the stream before processing it (REFUSED_STREAM,
+    // also for streams beyond a GOAWAY's last stream id), so the call can be
+    // retried transparently. Return true to take the stream back for another
+    // StartCall (no OnClose follows); false closes it with UNAVAILABLE.
+    virtual bool OnRefused() { return false; }
     // Exactly once, when the stream is over and no longer referenced by the
     // transport. After it returns the ClientStream may be reused. The
     // observer may take the trailing entries.
@@ -85,7 +90,6 @@ class ClientStream : private io::Timer {
   // when nghttp2 closes the stream.
   bool status_known_ = false;
   Status status_;
-  bool sent_end_stream_ = false;
 };
 
 // The client side of an HTTP/2 connection: opens one stream per call. Any

@@ -13,17 +13,27 @@ size_t OutgoingData::Reserve(size_t max) {
 void OutgoingData::CopyReserved(size_t n, std::string* out) {
   out->append(buffer_.data() + written_, n);
   written_ += n;
-  if (written_ == buffer_.size()) {
-    // Everything went out: start over at the front, keeping capacity.
+  if (written_ == buffer_.size() && !end_of_data_) {
+    // A stream still writing: start over at the front, keeping capacity. A
+    // finished body stays until Clear(), so a refused stream can resend it.
     buffer_.clear();
     reserved_ = written_ = 0;
+    dropped_sent_bytes_ = true;
   }
+}
+
+bool OutgoingData::Rewind() {
+  if (!end_of_data_ || dropped_sent_bytes_) return false;
+  reserved_ = written_ = 0;
+  deferred = false;
+  return true;
 }
 
 void OutgoingData::Clear() {
   buffer_.clear();
   reserved_ = written_ = 0;
   end_of_data_ = false;
+  dropped_sent_bytes_ = false;
   deferred = false;
 }
 

@@ -40,6 +40,11 @@ class OutgoingData {
   // Set while nghttp2 holds the stream's data deferred (nothing to send).
   bool deferred = false;
 
+  // Makes every byte unsent again, for a transparent retry of a stream the
+  // server refused. Possible only for a body that was complete
+  // (end_of_data) before any byte was dropped; returns false otherwise.
+  bool Rewind();
+
   // Empties the queue for reuse, keeping capacity.
   void Clear();
 
@@ -48,6 +53,7 @@ class OutgoingData {
   size_t reserved_ = 0;
   size_t written_ = 0;
   bool end_of_data_ = false;
+  bool dropped_sent_bytes_ = false;
 };
 
 // The fields of one received header block, held without copying: the

@@ -1,0 +1,720 @@
+// An h2rpc Channel against servers that misbehave: fake servers made of
+// plain sockets (closing, silent, or speaking broken HTTP/2), a real h2rpc
+// server torn down mid-call, and a TCP proxy that resets the connection.
+// Every call must end with a sensible status, never hang.
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "proto/grpc/testing/messages.pb.h"
+#include "rpc/channel.h"
+#include "rpc/server.h"
+#include "test/util/notification.h"
+#include "test/util/raw_h2_client.h"
+
+namespace h2rpc {
+namespace {
+
+using grpc::testing::SimpleRequest;
+using grpc::testing::SimpleResponse;
+using ::h2rpc::testing::Notification;
+using ::h2rpc::testing::ParseFrames;
+using ::h2rpc::testing::RawFrame;
+using ::testing::AnyOf;
+using ::testing::HasSubstr;
+
+constexpr char kEcho[] = "/h2rpc.test.Fault/Echo";
+constexpr char kBlock[] = "/h2rpc.test.Fault/Block";
+constexpr size_t kClientPrefaceSize = 24;
+
+// Milliseconds for poll(), at least 0.
+int PollMillis(absl::Time deadline) {
+  const absl::Duration left = deadline - absl::Now();
+  if (left <= absl::ZeroDuration()) return 0;
+  return static_cast<int>(absl::ToInt64Milliseconds(left)) + 1;
+}
+
+// A listening socket on 127.0.0.1:port (0: any), or -1.
+int Listen(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  const int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      listen(fd, 16) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+int LocalPort(int fd) {
+  sockaddr_in addr{};
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  return ntohs(addr.sin_port);
+}
+
+// Closes `fd` with an RST instead of a FIN.
+void CloseWithReset(int fd) {
+  const linger abortive{1, 0};
+  setsockopt(fd, SOL_SOCKET, SO_LINGER, &abortive, sizeof(abortive));
+  close(fd);
+}
+
+void WriteAll(int fd, absl::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    if (n <= 0) {
+      if (n < 0 && errno == EINTR) continue;
+      return;
+    }
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+// Reads from `fd` into `*received` until `enough` says so, EOF, an error,
+// or `timeout`. Returns whether `enough` was satisfied.
+bool ReadUntil(int fd, std::string* received,
+               const std::function<bool(const std::string&)>& enough,
+               absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  char buffer[16 * 1024];
+  while (!enough(*received)) {
+    pollfd p{fd, POLLIN, 0};
+    const int rv = poll(&p, 1, PollMillis(deadline));
+    if (rv < 0 && errno == EINTR) continue;
+    if (rv <= 0) return false;
+    const ssize_t n = recv(fd, buffer, sizeof(buffer), 0);
+    if (n <= 0) return false;
+    received->append(buffer, static_cast<size_t>(n));
+  }
+  return true;
+}
+
+// True once `bytes` (what a client sent) hold the preface and a HEADERS
+// frame.
+bool HasClientHeaders(const std::string& bytes) {
+  if (bytes.size() < kClientPrefaceSize) return false;
+  for (const RawFrame& frame :
+       ParseFrames(absl::string_view(bytes).substr(kClientPrefaceSize))) {
+    if (frame.type == 0x1) return true;
+  }
+  return false;
+}
+
+// An HTTP/2 frame.
+std::string Frame(uint8_t type, uint8_t flags, uint32_t stream_id,
+                  absl::string_view payload) {
+  std::string f(9, '\0');
+  const uint32_t length = static_cast<uint32_t>(payload.size());
+  f[0] = static_cast<char>(length >> 16);
+  f[1] = static_cast<char>(length >> 8);
+  f[2] = static_cast<char>(length);
+  f[3] = static_cast<char>(type);
+  f[4] = static_cast<char>(flags);
+  f[5] = static_cast<char>(stream_id >> 24);
+  f[6] = static_cast<char>(stream_id >> 16);
+  f[7] = static_cast<char>(stream_id >> 8);
+  f[8] = static_cast<char>(stream_id);
+  return f + std::string(payload);
+}
+
+std::string U32(uint32_t v) {
+  return std::string{static_cast<char>(v >> 24), static_cast<char>(v >> 16),
+                     static_cast<char>(v >> 8), static_cast<char>(v)};
+}
+
+// Server preface: an empty SETTINGS frame, and an ACK of the client's.
+std::string ServerPreface() {
+  return Frame(0x4, 0, 0, "") + Frame(0x4, 0x1, 0, "");
+}
+
+// HPACK for ":status: 200" and "content-type: application/grpc" (static
+// table index 8; literal without indexing, name index 31).
+std::string GrpcResponseHeaderBlock() {
+  return std::string("\x88", 1) + std::string("\x0f\x10", 2) + "\x10" +
+         "application/grpc";
+}
+
+// A TCP server on 127.0.0.1 whose connections are handled by `handler` on
+// the server's own thread, one at a time. The handler may keep the socket
+// (return true: it is closed when the server is destroyed) or close it.
+class FakeServer {
+ public:
+  using Handler = std::function<bool(int fd)>;
+
+  explicit FakeServer(Handler handler, int port = 0)
+      : handler_(std::move(handler)) {
+    listen_fd_ = Listen(port);
+    if (listen_fd_ >= 0) port_ = LocalPort(listen_fd_);
+    if (pipe2(wake_, O_CLOEXEC) != 0) wake_[0] = wake_[1] = -1;
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~FakeServer() {
+    const char c = 0;
+    (void)!write(wake_[1], &c, 1);
+    thread_.join();
+    for (int fd : kept_) close(fd);
+    if (listen_fd_ >= 0) close(listen_fd_);
+    close(wake_[0]);
+    close(wake_[1]);
+  }
+
+  bool ok() const { return listen_fd_ >= 0 && wake_[0] >= 0; }
+  int port() const { return port_; }
+  std::string target() const { return absl::StrCat("127.0.0.1:", port_); }
+  int accepted() const { return accepted_.load(); }
+
+ private:
+  void Run() {
+    for (;;) {
+      pollfd p[2] = {{listen_fd_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
+      if (poll(p, 2, -1) < 0) {
+        if (errno == EINTR) continue;
+        return;
+      }
+      if (p[1].revents != 0) return;
+      if (p[0].revents & POLLIN) {
+        const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+        if (fd < 0) continue;
+        accepted_.fetch_add(1);
+        if (handler_(fd)) kept_.push_back(fd);
+      }
+    }
+  }
+
+  Handler handler_;
+  int listen_fd_ = -1;
+  int port_ = 0;
+  int wake_[2] = {-1, -1};
+  std::atomic<int> accepted_{0};
+  std::vector<int> kept_;  // server thread, then the destructor
+  std::thread thread_;
+};
+
+// Forwards TCP connections from its own port to 127.0.0.1:upstream_port,
+// until ResetAll() closes every client-side socket with an RST (SO_LINGER
+// 0) and the upstream sockets with a FIN.
+class ResettingProxy {
+ public:
+  explicit ResettingProxy(int upstream_port) : upstream_port_(upstream_port) {
+    listen_fd_ = Listen(0);
+    if (listen_fd_ >= 0) port_ = LocalPort(listen_fd_);
+    if (pipe2(wake_, O_CLOEXEC) != 0) wake_[0] = wake_[1] = -1;
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~ResettingProxy() {
+    Command('q');
+    thread_.join();
+    for (auto& [client, upstream] : pairs_) {
+      close(client);
+      close(upstream);
+    }
+    if (listen_fd_ >= 0) close(listen_fd_);
+    close(wake_[0]);
+    close(wake_[1]);
+  }
+
+  bool ok() const { return listen_fd_ >= 0 && wake_[0] >= 0; }
+  std::string target() const { return absl::StrCat("127.0.0.1:", port_); }
+
+  // Resets every proxied connection now; returns once done.
+  void ResetAll() {
+    Command('r');
+    reset_done_.WaitForNotificationWithTimeout(absl::Seconds(30));
+  }
+
+ private:
+  void Command(char c) { (void)!write(wake_[1], &c, 1); }
+
+  static int ConnectTo(int port) {
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) !=
+        0) {
+      close(fd);
+      return -1;
+    }
+    return fd;
+  }
+
+  // Copies what is readable on `from` to `to`; false on EOF or error.
+  static bool Pump(int from, int to) {
+    char buffer[64 * 1024];
+    const ssize_t n = recv(from, buffer, sizeof(buffer), 0);
+    if (n <= 0) return false;
+    WriteAll(to, absl::string_view(buffer, static_cast<size_t>(n)));
+    return true;
+  }
+
+  void Run() {
+    for (;;) {
+      std::vector<pollfd> p = {{wake_[0], POLLIN, 0}, {listen_fd_, POLLIN, 0}};
+      for (auto& [client, upstream] : pairs_) {
+        p.push_back({client, POLLIN, 0});
+        p.push_back({upstream, POLLIN, 0});
+      }
+      if (poll(p.data(), p.size(), -1) < 0) {
+        if (errno == EINTR) continue;
+        return;
+      }
+      if (p[0].revents != 0) {
+        char c = 0;
+        if (read(wake_[0], &c, 1) != 1 || c == 'q') return;
+        for (auto& [client, upstream] : pairs_) {
+          CloseWithReset(client);
+          close(upstream);
+        }
+        pairs_.clear();
+        reset_done_.Notify();
+        continue;
+      }
+      if (p[1].revents & POLLIN) {
+        const int client = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+        if (client >= 0) {
+          const int upstream = ConnectTo(upstream_port_);
+          if (upstream < 0) {
+            close(client);
+          } else {
+            pairs_.emplace_back(client, upstream);
+          }
+        }
+        continue;
+      }
+      for (size_t i = 0; i < pairs_.size(); ++i) {
+        const auto [client, upstream] = pairs_[i];
+        const bool ok = (!(p[2 + 2 * i].revents & (POLLIN | POLLHUP | POLLERR)) ||
+                         Pump(client, upstream)) &&
+                        (!(p[3 + 2 * i].revents & (POLLIN | POLLHUP | POLLERR)) ||
+                         Pump(upstream, client));
+        if (!ok) {
+          close(client);
+          close(upstream);
+          pairs_.erase(pairs_.begin() + i);
+          break;  // the poll set changed
+        }
+      }
+    }
+  }
+
+  const int upstream_port_;
+  int listen_fd_ = -1;
+  int port_ = 0;
+  int wake_[2] = {-1, -1};
+  std::vector<std::pair<int, int>> pairs_;  // proxy thread, then destructor
+  Notification reset_done_;
+  std::thread thread_;
+};
+
+Status Echo(ServerContext*, const SimpleRequest& request,
+            SimpleResponse* response) {
+  response->mutable_payload()->set_body(
+      request.response_size() > 0 ? std::string(request.response_size(), 'r')
+                                  : request.payload().body());
+  return Status();
+}
+
+// A real h2rpc server with an echo method and one that blocks until the
+// call is cancelled.
+struct RealServer {
+  explicit RealServer(int port = 0) {
+    Status status;
+    server = Server::Builder()
+                 .AddListeningPort(absl::StrCat("127.0.0.1:", port), &this->port)
+                 .RegisterUnary<SimpleRequest, SimpleResponse>(kEcho, Echo)
+                 .RegisterUnary<SimpleRequest, SimpleResponse>(
+                     kBlock,
+                     [this](ServerContext* context, const SimpleRequest&,
+                            SimpleResponse*) {
+                       started.Notify();
+                       const absl::Time give_up =
+                           absl::Now() + absl::Seconds(60);
+                       while (!context->IsCancelled() &&
+                              absl::Now() < give_up) {
+                         absl::SleepFor(absl::Milliseconds(1));
+                       }
+                       if (context->IsCancelled()) saw_cancel.Notify();
+                       return Status(StatusCode::kAborted, "unblocked");
+                     })
+                 .BuildAndStart(&status);
+    start_status = status;
+  }
+  std::string target() const { return absl::StrCat("127.0.0.1:", port); }
+
+  int port = 0;
+  Status start_status;
+  Notification started;
+  Notification saw_cancel;
+  std::unique_ptr<Server> server;  // last: destroyed first
+};
+
+Status Call(Channel* channel, absl::Duration timeout,
+            const SimpleRequest& request = SimpleRequest(),
+            SimpleResponse* response = nullptr) {
+  SimpleResponse unused;
+  ClientContext context;
+  context.set_timeout(timeout);
+  return channel->UnaryCall(&context, kEcho, request,
+                            response != nullptr ? response : &unused);
+}
+
+ChannelOptions FastBackoff() {
+  ChannelOptions options;
+  options.initial_backoff = absl::Milliseconds(20);
+  options.max_backoff = absl::Milliseconds(100);
+  return options;
+}
+
+// Calls `channel` until a call succeeds or `timeout` passes; returns the
+// last status.
+Status CallUntilOk(Channel* channel, absl::Duration timeout) {
+  const absl::Time give_up = absl::Now() + timeout;
+  Status status;
+  while (absl::Now() < give_up) {
+    status = Call(channel, absl::Seconds(10));
+    if (status.ok()) return status;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  return status;
+}
+
+// ---------------------------------------------------------------------------
+// (a) The server closes the connection.
+
+TEST(ClientFaultTest, ServerClosesAfterFirstBytesIsUnavailableNamingAddress) {
+  FakeServer fake([](int fd) {
+    std::string received;
+    ReadUntil(
+        fd, &received, [](const std::string& r) { return !r.empty(); },
+        absl::Seconds(10));
+    close(fd);
+    return false;
+  });
+  ASSERT_TRUE(fake.ok());
+  Channel channel(fake.target());
+  const Status status = Call(&channel, absl::Seconds(30));
+  EXPECT_EQ(status.code(), StatusCode::kUnavailable) << status.ToString();
+  EXPECT_THAT(status.message(), HasSubstr(fake.target()));
+}
+
+TEST(ClientFaultTest, ServerResetsAfterClientHeadersIsUnavailable) {
+  FakeServer fake([](int fd) {
+    std::string received;
+    ReadUntil(fd, &received, HasClientHeaders, absl::Seconds(10));
+    CloseWithReset(fd);
+    return false;
+  });
+  ASSERT_TRUE(fake.ok());
+  Channel channel(fake.target());
+  const Status status = Call(&channel, absl::Seconds(30));
+  EXPECT_EQ(status.code(), StatusCode::kUnavailable) << status.ToString();
+  EXPECT_THAT(status.message(), HasSubstr(fake.target()));
+}
+
+TEST(ClientFaultTest, ServerClosesAtOnceIsUnavailable) {
+  FakeServer fake([](int fd) {
+    close(fd);
+    return false;
+  });
+  ASSERT_TRUE(fake.ok());
+  Channel channel(fake.target());
+  const Status status = Call(&channel, absl::Seconds(30));
+  EXPECT_EQ(status.code(), StatusCode::kUnavailable) << status.ToString();
+  EXPECT_THAT(status.message(), HasSubstr(fake.target()));
+}
+
+TEST(ClientFaultTest, Http1AnswerIsAFailureNotAHang) {
+  FakeServer fake([](int fd) {
+    std::string received;
+    ReadUntil(
+        fd, &received, [](const std::string& r) { return !r.empty(); },
+        absl::Seconds(10));
+    WriteAll(fd,
+             "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n"
+             "Connection: close\r\n\r\n");
+    close(fd);
+    return false;
+  });
+  ASSERT_TRUE(fake.ok());
+  Channel channel(fake.target());
+  const Status status = Call(&channel, absl::Seconds(30));
+  EXPECT_THAT(status.code(),
+              AnyOf(StatusCode::kUnavailable, StatusCode::kInternal))
+      << status.ToString();
+}
+
+TEST(ClientFaultTest, ResponseHeadersThenCloseIsUnavailable) {
+  FakeServer fake([](int fd) {
+    std::string received;
+    ReadUntil(fd, &received, HasClientHeaders, absl::Seconds(10));
+    WriteAll(fd, ServerPreface() +
+                     Frame(0x1, 0x4 /*END_HEADERS*/, 1,
+                           GrpcResponseHeaderBlock()) +
+                     // Half of a 100-byte message.
+                     Frame(0x0, 0, 1, std::string("\0\0\0\0\x64", 5) + "half"));
+    // Let the client read it all before the FIN.
+    absl::SleepFor(absl::Milliseconds(50));
+    close(fd);
+    return false;
+  });
+  ASSERT_TRUE(fake.ok());
+  Channel channel(fake.target());
+  const Status status = Call(&channel, absl::Seconds(30));
+  EXPECT_EQ(status.code(), StatusCode::kUnavailable) << status.ToString();
+  EXPECT_THAT(status.message(), HasSubstr(fake.target()));
+}
+
+// ---------------------------------------------------------------------------
+// Streams ended by the server without a status.
+
+// A fake server that answers the first request with `frames`, sent after the
+// server preface, then keeps the connection open.
+std::unique_ptr<FakeServer> AnswerWith(std::string frames) {
+  return std::make_unique<FakeServer>([frames](int fd) {
+    std::string received;
+    ReadUntil(fd, &received, HasClientHeaders, absl::Seconds(10));
+    WriteAll(fd, ServerPreface() + frames);
+    return true;
+  });
+}
+
+TEST(ClientFaultTest, RstStreamRefusedIsUnavailable) {
+  auto fake = AnswerWith(Frame(0x3, 0, 1, U32(NGHTTP2_REFUSED_STREAM)));
+  ASSERT_TRUE(fake->ok());
+  Channel channel(fake->target());
+  const Status status = Call(&channel, absl::Seconds(30));
+  EXPECT_EQ(status.code(), StatusCode::kUnavailable) << status.ToString();
+}
+
+TEST(ClientFaultTest, RstStreamNoErrorBeforeStatusIsInternal) {
+  auto fake = AnswerWith(Frame(0x3, 0, 1, U32(NGHTTP2_NO_ERROR)));
+  ASSERT_TRUE(fake->ok());
+  Channel channel(fake->target());
+  const Status status = Call(&channel, absl::Seconds(30));
+  EXPECT_EQ(status.code(), StatusCode::kInternal) << status.ToString();
+}
+
+TEST(ClientFaultTest, GoAwayBeforeTheStreamIsUnavailable) {
+  // GOAWAY(last stream 0): stream 1 was never processed.
+  auto fake =
+      AnswerWith(Frame(0x7, 0, 0, U32(0) + U32(NGHTTP2_NO_ERROR)));
+  ASSERT_TRUE(fake->ok());
+  Channel channel(fake->target());
+  const Status status = Call(&channel, absl::Seconds(30));
+  EXPECT_EQ(status.code(), StatusCode::kUnavailable) << status.ToString();
+}
+
+TEST(ClientFaultTest, DataWithoutTrailersIsInternal) {
+  // A whole message, then END_STREAM on DATA: no trailers, no status.
+  auto fake = AnswerWith(
+      Frame(0x1, 0x4, 1, GrpcResponseHeaderBlock()) +
+      Frame(0x0, 0x1 /*END_STREAM*/, 1, std::string("\0\0\0\0\0", 5)));
+  ASSERT_TRUE(fake->ok());
+  Channel channel(fake->target());
+  const Status status = Call(&channel, absl::Seconds(30));
+  EXPECT_EQ(status.code(), StatusCode::kInternal) << status.ToString();
+}
+
+// ---------------------------------------------------------------------------
+// (b) The server never answers.
+
+TEST(ClientFaultTest, SilentServerHitsTheDeadline) {
+  FakeServer fake([](int fd) { return true; });  // accept, never read
+  ASSERT_TRUE(fake.ok());
+  Channel channel(fake.target());
+  const absl::Time start = absl::Now();
+  const Status status = Call(&channel, absl::Milliseconds(300));
+  EXPECT_EQ(status.code(), StatusCode::kDeadlineExceeded) << status.ToString();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(30));
+}
+
+TEST(ClientFaultTest, Http2ServerThatNeverRespondsHitsTheDeadline) {
+  auto fake = AnswerWith("");  // SETTINGS, then nothing for the stream
+  ASSERT_TRUE(fake->ok());
+  Channel channel(fake->target());
+  const Status status = Call(&channel, absl::Milliseconds(300));
+  EXPECT_EQ(status.code(), StatusCode::kDeadlineExceeded) << status.ToString();
+  // The channel still works for the next call (same outcome, no hang).
+  EXPECT_EQ(Call(&channel, absl::Milliseconds(300)).code(),
+            StatusCode::kDeadlineExceeded);
+}
+
+TEST(ClientFaultTest, DestroyingTheChannelEndsACallToASilentServer) {
+  FakeServer fake([](int fd) { return true; });
+  ASSERT_TRUE(fake.ok());
+  auto channel = std::make_unique<Channel>(fake.target());
+  ClientContext context;  // no deadline
+  SimpleResponse response;
+  Notification done;
+  Status result;
+  channel->AsyncUnaryCall(&context, kEcho, SimpleRequest(), &response,
+                          [&](const Status& status) {
+                            result = status;
+                            done.Notify();
+                          });
+  // Let the call reach the wire.
+  while (fake.accepted() == 0) absl::SleepFor(absl::Milliseconds(1));
+  channel.reset();
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  EXPECT_EQ(result.code(), StatusCode::kCancelled) << result.ToString();
+}
+
+// ---------------------------------------------------------------------------
+// (c) A real server goes away mid-call.
+
+TEST(ClientFaultTest, ServerShutdownNowDuringACall) {
+  RealServer real;
+  ASSERT_TRUE(real.start_status.ok()) << real.start_status.ToString();
+  Channel channel(real.target());
+  ClientContext context;
+  context.set_timeout(absl::Seconds(60));
+  SimpleResponse response;
+  Notification done;
+  Status result;
+  channel.AsyncUnaryCall(&context, kBlock, SimpleRequest(), &response,
+                         [&](const Status& status) {
+                           result = status;
+                           done.Notify();
+                         });
+  ASSERT_TRUE(real.started.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  real.server->Shutdown(absl::Now());  // cancels the handler, closes sockets
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  EXPECT_THAT(result.code(),
+              AnyOf(StatusCode::kUnavailable, StatusCode::kCancelled))
+      << result.ToString();
+  EXPECT_TRUE(real.saw_cancel.HasBeenNotified());
+}
+
+TEST(ClientFaultTest, ConnectionResetDuringACall) {
+  RealServer real;
+  ASSERT_TRUE(real.start_status.ok()) << real.start_status.ToString();
+  ResettingProxy proxy(real.port);
+  ASSERT_TRUE(proxy.ok());
+  Channel channel(proxy.target());
+  ClientContext context;
+  context.set_timeout(absl::Seconds(60));
+  SimpleResponse response;
+  Notification done;
+  Status result;
+  channel.AsyncUnaryCall(&context, kBlock, SimpleRequest(), &response,
+                         [&](const Status& status) {
+                           result = status;
+                           done.Notify();
+                         });
+  ASSERT_TRUE(real.started.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  proxy.ResetAll();
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  EXPECT_THAT(result.code(),
+              AnyOf(StatusCode::kUnavailable, StatusCode::kCancelled))
+      << result.ToString();
+  EXPECT_THAT(result.message(), HasSubstr(proxy.target()));
+  // The server notices the lost connection too.
+  EXPECT_TRUE(real.saw_cancel.WaitForNotificationWithTimeout(absl::Seconds(30)));
+}
+
+// ---------------------------------------------------------------------------
+// (d) Reconnecting.
+
+TEST(ClientFaultTest, ReconnectsToAServerBackOnTheSamePort) {
+  auto first = std::make_unique<RealServer>();
+  ASSERT_TRUE(first->start_status.ok()) << first->start_status.ToString();
+  const int port = first->port;
+  Channel channel(first->target(), FastBackoff());
+  ASSERT_TRUE(Call(&channel, absl::Seconds(30)).ok());
+
+  first.reset();
+  // Nobody listens now: calls fail, quickly.
+  const Status down = Call(&channel, absl::Seconds(30));
+  EXPECT_EQ(down.code(), StatusCode::kUnavailable) << down.ToString();
+
+  RealServer second(port);
+  ASSERT_TRUE(second.start_status.ok()) << second.start_status.ToString();
+  ASSERT_EQ(second.port, port);
+  const Status up = CallUntilOk(&channel, absl::Seconds(30));
+  EXPECT_TRUE(up.ok()) << up.ToString();
+}
+
+TEST(ClientFaultTest, ReconnectsAfterAFakeServerFailure) {
+  auto fake = std::make_unique<FakeServer>([](int fd) {
+    close(fd);
+    return false;
+  });
+  ASSERT_TRUE(fake->ok());
+  const int port = fake->port();
+  Channel channel(fake->target(), FastBackoff());
+  const Status failed = Call(&channel, absl::Seconds(30));
+  EXPECT_EQ(failed.code(), StatusCode::kUnavailable) << failed.ToString();
+  fake.reset();
+
+  RealServer real(port);
+  ASSERT_TRUE(real.start_status.ok()) << real.start_status.ToString();
+  const Status up = CallUntilOk(&channel, absl::Seconds(30));
+  EXPECT_TRUE(up.ok()) << up.ToString();
+}
+
+TEST(ClientFaultTest, ReconnectsAfterConnectionRefused) {
+  // A port with nothing behind it.
+  int port = 0;
+  {
+    RealServer probe;
+    ASSERT_TRUE(probe.start_status.ok());
+    port = probe.port;
+  }
+  Channel channel(absl::StrCat("127.0.0.1:", port), FastBackoff());
+  const Status refused = Call(&channel, absl::Seconds(30));
+  EXPECT_EQ(refused.code(), StatusCode::kUnavailable) << refused.ToString();
+  RealServer real(port);
+  ASSERT_TRUE(real.start_status.ok()) << real.start_status.ToString();
+  const Status up = CallUntilOk(&channel, absl::Seconds(30));
+  EXPECT_TRUE(up.ok()) << up.ToString();
+}
+
+// ---------------------------------------------------------------------------
+// (e) Response size limit.
+
+TEST(ClientFaultTest, ResponseOverReceiveLimitIsResourceExhausted) {
+  RealServer real;
+  ASSERT_TRUE(real.start_status.ok()) << real.start_status.ToString();
+  ChannelOptions options;
+  options.connection.max_receive_message_size = 1024;
+  Channel channel(real.target(), options);
+  SimpleRequest request;
+  request.set_response_size(4096);
+  const Status status = Call(&channel, absl::Seconds(30), request);
+  EXPECT_EQ(status.code(), StatusCode::kResourceExhausted) << status.ToString();
+  EXPECT_THAT(status.message(), HasSubstr("1024"));
+  // Small responses still get through on the same channel.
+  request.set_response_size(100);
+  SimpleResponse response;
+  const Status small = Call(&channel, absl::Seconds(30), request, &response);
+  EXPECT_TRUE(small.ok()) << small.ToString();
+  EXPECT_EQ(response.payload().body().size(), 100u);
+}
+
+}  // namespace
+}  // namespace h2rpc
