@@ -58,7 +58,15 @@ Status ClientCall::Prepare(ClientContext* context, absl::string_view method,
 
 void ClientCall::Start() { channel_->loop_.Post(&start_task_); }
 
-void ClientCall::StartTask::Run() { call_->channel_->StartOnLoop(call_); }
+void ClientCall::StartTask::Run() {
+  if (call_->cancel_requested_) {
+    // Cancelled while a transparent retry was on its way.
+    call_->FailBeforeStream(
+        Status(StatusCode::kCancelled, "the call was cancelled"));
+    return;
+  }
+  call_->channel_->StartOnLoop(call_);
+}
 
 Status ClientCall::Wait() {
   std::unique_lock<std::mutex> lock(mu_);
@@ -76,6 +84,7 @@ void ClientCall::CancelTask::Run() {
   ClientCall* call = call_;
   call->cancel_posted_.store(false);
   const Status cancelled(StatusCode::kCancelled, "the call was cancelled");
+  call->cancel_requested_ = true;
   if (!call->finished_) {
     if (call->stream_.active()) {
       call->stream_.Cancel(cancelled);
@@ -196,6 +205,7 @@ void ClientCall::ResetForReuse() {
   got_message_ = false;
   finished_ = false;
   transparent_retries_ = 0;
+  cancel_requested_ = false;
   pending_list_ = nullptr;
   next_pending_ = prev_pending_ = nullptr;
   std::lock_guard<std::mutex> lock(mu_);

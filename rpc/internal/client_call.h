@@ -101,6 +101,7 @@ class ClientCall final : public transport::http2::ClientStream::Observer {
   bool got_message_ = false;
   bool finished_ = false;  // loop thread
   int transparent_retries_ = 0;
+  bool cancel_requested_ = false;  // loop thread
   ClientCall** pending_list_ = nullptr;
   ClientCall* next_pending_ = nullptr;
   ClientCall* prev_pending_ = nullptr;

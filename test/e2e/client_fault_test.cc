@@ -26,6 +26,7 @@
 #include "proto/grpc/testing/messages.pb.h"
 #include "rpc/channel.h"
 #include "rpc/server.h"
+#include "test/util/allocation_counter.h"
 #include "test/util/notification.h"
 #include "test/util/raw_h2_client.h"
 
@@ -156,6 +157,60 @@ std::string ServerPreface() {
 std::string GrpcResponseHeaderBlock() {
   return std::string("\x88", 1) + std::string("\x0f\x10", 2) + "\x10" +
          "application/grpc";
+}
+
+// HPACK for trailers "grpc-status: 0" (literal, new name).
+std::string OkTrailerBlock() {
+  return std::string("\x00\x0bgrpc-status\x01", 14) + "0";
+}
+
+// A whole OK response on `stream_id`: headers, one message, trailers.
+std::string OkResponse(uint32_t stream_id, absl::string_view message = "") {
+  const std::string framed =
+      std::string{'\0', static_cast<char>(message.size() >> 24),
+                  static_cast<char>(message.size() >> 16),
+                  static_cast<char>(message.size() >> 8),
+                  static_cast<char>(message.size())} +
+      std::string(message);
+  return Frame(0x1, 0x4 /*END_HEADERS*/, stream_id, GrpcResponseHeaderBlock()) +
+         Frame(0x0, 0, stream_id, framed) +
+         Frame(0x1, 0x4 | 0x1 /*END_STREAM*/, stream_id, OkTrailerBlock());
+}
+
+std::string RefuseStream(uint32_t stream_id) {
+  return Frame(0x3, 0, stream_id, U32(NGHTTP2_REFUSED_STREAM));
+}
+
+// Serves one HTTP/2 connection by script: sends the server preface, then for
+// the n-th request HEADERS frame the client sends (n = 0, 1, ...) writes
+// `respond(stream_id, n)`. Returns after `max_requests` requests, at EOF, or
+// after `idle` without input.
+void ServeH2(
+    int fd,
+    const std::function<std::string(uint32_t stream_id, int n)>& respond,
+    int max_requests = 1 << 30, absl::Duration idle = absl::Seconds(10)) {
+  WriteAll(fd, ServerPreface());
+  std::string received;
+  size_t parsed = kClientPrefaceSize;
+  int requests = 0;
+  while (requests < max_requests) {
+    const size_t before = received.size();
+    if (!ReadUntil(
+            fd, &received,
+            [before](const std::string& r) { return r.size() > before; },
+            idle)) {
+      return;
+    }
+    if (received.size() < parsed) continue;
+    const std::vector<RawFrame> frames =
+        ParseFrames(absl::string_view(received).substr(parsed));
+    for (const RawFrame& frame : frames) {
+      parsed += 9 + frame.payload.size();
+      if (frame.type == 0x1 && requests < max_requests) {
+        WriteAll(fd, respond(frame.stream_id, requests++));
+      }
+    }
+  }
 }
 
 // A TCP server on 127.0.0.1 whose connections are handled by `handler` on
@@ -308,10 +363,11 @@ class ResettingProxy {
       }
       for (size_t i = 0; i < pairs_.size(); ++i) {
         const auto [client, upstream] = pairs_[i];
-        const bool ok = (!(p[2 + 2 * i].revents & (POLLIN | POLLHUP | POLLERR)) ||
-                         Pump(client, upstream)) &&
-                        (!(p[3 + 2 * i].revents & (POLLIN | POLLHUP | POLLERR)) ||
-                         Pump(upstream, client));
+        const bool ok =
+            (!(p[2 + 2 * i].revents & (POLLIN | POLLHUP | POLLERR)) ||
+             Pump(client, upstream)) &&
+            (!(p[3 + 2 * i].revents & (POLLIN | POLLHUP | POLLERR)) ||
+             Pump(upstream, client));
         if (!ok) {
           close(client);
           close(upstream);
@@ -344,24 +400,23 @@ Status Echo(ServerContext*, const SimpleRequest& request,
 struct RealServer {
   explicit RealServer(int port = 0) {
     Status status;
-    server = Server::Builder()
-                 .AddListeningPort(absl::StrCat("127.0.0.1:", port), &this->port)
-                 .RegisterUnary<SimpleRequest, SimpleResponse>(kEcho, Echo)
-                 .RegisterUnary<SimpleRequest, SimpleResponse>(
-                     kBlock,
-                     [this](ServerContext* context, const SimpleRequest&,
-                            SimpleResponse*) {
-                       started.Notify();
-                       const absl::Time give_up =
-                           absl::Now() + absl::Seconds(60);
-                       while (!context->IsCancelled() &&
-                              absl::Now() < give_up) {
-                         absl::SleepFor(absl::Milliseconds(1));
-                       }
-                       if (context->IsCancelled()) saw_cancel.Notify();
-                       return Status(StatusCode::kAborted, "unblocked");
-                     })
-                 .BuildAndStart(&status);
+    server =
+        Server::Builder()
+            .AddListeningPort(absl::StrCat("127.0.0.1:", port), &this->port)
+            .RegisterUnary<SimpleRequest, SimpleResponse>(kEcho, Echo)
+            .RegisterUnary<SimpleRequest, SimpleResponse>(
+                kBlock,
+                [this](ServerContext* context, const SimpleRequest&,
+                       SimpleResponse*) {
+                  started.Notify();
+                  const absl::Time give_up = absl::Now() + absl::Seconds(60);
+                  while (!context->IsCancelled() && absl::Now() < give_up) {
+                    absl::SleepFor(absl::Milliseconds(1));
+                  }
+                  if (context->IsCancelled()) saw_cancel.Notify();
+                  return Status(StatusCode::kAborted, "unblocked");
+                })
+            .BuildAndStart(&status);
     start_status = status;
   }
   std::string target() const { return absl::StrCat("127.0.0.1:", port); }
@@ -472,11 +527,11 @@ TEST(ClientFaultTest, ResponseHeadersThenCloseIsUnavailable) {
   FakeServer fake([](int fd) {
     std::string received;
     ReadUntil(fd, &received, HasClientHeaders, absl::Seconds(10));
-    WriteAll(fd, ServerPreface() +
-                     Frame(0x1, 0x4 /*END_HEADERS*/, 1,
-                           GrpcResponseHeaderBlock()) +
-                     // Half of a 100-byte message.
-                     Frame(0x0, 0, 1, std::string("\0\0\0\0\x64", 5) + "half"));
+    WriteAll(fd,
+             ServerPreface() +
+                 Frame(0x1, 0x4 /*END_HEADERS*/, 1, GrpcResponseHeaderBlock()) +
+                 // Half of a 100-byte message.
+                 Frame(0x0, 0, 1, std::string("\0\0\0\0\x64", 5) + "half"));
     // Let the client read it all before the FIN.
     absl::SleepFor(absl::Milliseconds(50));
     close(fd);
@@ -503,12 +558,95 @@ std::unique_ptr<FakeServer> AnswerWith(std::string frames) {
   });
 }
 
-TEST(ClientFaultTest, RstStreamRefusedIsUnavailable) {
-  auto fake = AnswerWith(Frame(0x3, 0, 1, U32(NGHTTP2_REFUSED_STREAM)));
-  ASSERT_TRUE(fake->ok());
-  Channel channel(fake->target());
+TEST(ClientFaultTest, RefusedEveryTimeIsUnavailableAfterRetries) {
+  // REFUSED_STREAM means "not processed": the channel retries transparently,
+  // a bounded number of times, then fails with UNAVAILABLE.
+  std::atomic<int> requests{0};
+  FakeServer fake([&requests](int fd) {
+    ServeH2(fd, [&requests](uint32_t stream_id, int) {
+      requests.fetch_add(1);
+      return RefuseStream(stream_id);
+    });
+    return false;
+  });
+  ASSERT_TRUE(fake.ok());
+  Channel channel(fake.target());
   const Status status = Call(&channel, absl::Seconds(30));
   EXPECT_EQ(status.code(), StatusCode::kUnavailable) << status.ToString();
+  EXPECT_GT(requests.load(), 1);
+  EXPECT_LT(requests.load(), 10);
+}
+
+TEST(ClientFaultTest, RefusedStreamIsRetriedTransparently) {
+  FakeServer fake([](int fd) {
+    ServeH2(fd, [](uint32_t stream_id, int n) {
+      return n == 0 ? RefuseStream(stream_id) : OkResponse(stream_id);
+    });
+    return false;
+  });
+  ASSERT_TRUE(fake.ok());
+  Channel channel(fake.target());
+  const Status status = Call(&channel, absl::Seconds(30));
+  EXPECT_TRUE(status.ok()) << status.ToString();
+}
+
+// Regression: a TryCancel() whose cancel task runs while a refused stream's
+// transparent retry is on its way (stream detached, restart posted) must
+// still end the call CANCELLED, not let the retry go out. Triggered by
+// cancelling call A from call B's completion callback while the same read
+// carries B's response and A's RST_STREAM(REFUSED_STREAM).
+TEST(ClientFaultTest, CancelDuringTransparentRetryIsNotLost) {
+  std::mutex mu;
+  uint32_t stream_a = 0;  // guarded by mu
+  std::atomic<int> requests{0};
+  FakeServer fake([&](int fd) {
+    ServeH2(fd, [&](uint32_t stream_id, int n) -> std::string {
+      requests.fetch_add(1);
+      std::lock_guard<std::mutex> lock(mu);
+      switch (n) {
+        case 0:  // warm-up call
+          return OkResponse(stream_id);
+        case 1:  // call A: hold it
+          stream_a = stream_id;
+          return "";
+        case 2:  // call B: answer it, and refuse A in the same write
+          return OkResponse(stream_id) + RefuseStream(stream_a);
+        default:  // A's retry, if it happens
+          return OkResponse(stream_id);
+      }
+    });
+    return false;
+  });
+  ASSERT_TRUE(fake.ok());
+  Channel channel(fake.target());
+  ASSERT_TRUE(Call(&channel, absl::Seconds(30)).ok());
+
+  ClientContext context_a;
+  context_a.set_timeout(absl::Seconds(30));
+  SimpleResponse response_a;
+  Notification done_a;
+  Status status_a;
+  channel.AsyncUnaryCall(&context_a, kEcho, SimpleRequest(), &response_a,
+                         [&](const Status& status) {
+                           status_a = status;
+                           done_a.Notify();
+                         });
+  // B starts once the server has seen A.
+  while (requests.load() < 2) absl::SleepFor(absl::Milliseconds(1));
+  ClientContext context_b;
+  context_b.set_timeout(absl::Seconds(30));
+  SimpleResponse response_b;
+  Notification done_b;
+  channel.AsyncUnaryCall(&context_b, kEcho, SimpleRequest(), &response_b,
+                         [&](const Status&) {
+                           context_a.TryCancel();
+                           done_b.Notify();
+                         });
+  ASSERT_TRUE(done_b.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  ASSERT_TRUE(done_a.WaitForNotificationWithTimeout(absl::Seconds(60)));
+  EXPECT_EQ(status_a.code(), StatusCode::kCancelled)
+      << status_a.ToString()
+      << " (requests seen by the server: " << requests.load() << ")";
 }
 
 TEST(ClientFaultTest, RstStreamNoErrorBeforeStatusIsInternal) {
@@ -521,8 +659,7 @@ TEST(ClientFaultTest, RstStreamNoErrorBeforeStatusIsInternal) {
 
 TEST(ClientFaultTest, GoAwayBeforeTheStreamIsUnavailable) {
   // GOAWAY(last stream 0): stream 1 was never processed.
-  auto fake =
-      AnswerWith(Frame(0x7, 0, 0, U32(0) + U32(NGHTTP2_NO_ERROR)));
+  auto fake = AnswerWith(Frame(0x7, 0, 0, U32(0) + U32(NGHTTP2_NO_ERROR)));
   ASSERT_TRUE(fake->ok());
   Channel channel(fake->target());
   const Status status = Call(&channel, absl::Seconds(30));
@@ -538,6 +675,89 @@ TEST(ClientFaultTest, DataWithoutTrailersIsInternal) {
   Channel channel(fake->target());
   const Status status = Call(&channel, absl::Seconds(30));
   EXPECT_EQ(status.code(), StatusCode::kInternal) << status.ToString();
+}
+
+TEST(ClientFaultTest, MaxConcurrentStreamsZeroHitsTheDeadlineNotAHang) {
+  // SETTINGS_MAX_CONCURRENT_STREAMS = 0: no stream may open; calls wait for
+  // a slot until their deadline.
+  FakeServer fake([](int fd) {
+    WriteAll(fd, Frame(0x4, 0, 0, std::string("\0\x03", 2) + U32(0)));
+    std::string received;
+    ReadUntil(
+        fd, &received,
+        [](const std::string& r) { return r.size() >= kClientPrefaceSize; },
+        absl::Seconds(10));
+    WriteAll(fd, Frame(0x4, 0x1, 0, ""));
+    return true;
+  });
+  ASSERT_TRUE(fake.ok());
+  Channel channel(fake.target());
+  for (int i = 0; i < 3; ++i) {
+    const Status status = Call(&channel, absl::Milliseconds(300));
+    EXPECT_EQ(status.code(), StatusCode::kDeadlineExceeded)
+        << i << ": " << status.ToString();
+  }
+}
+
+TEST(ClientFaultTest, AfterGoAwayTheNextCallUsesANewConnection) {
+  // Each connection answers one call, then says GOAWAY (last stream: that
+  // call's) and stays open.
+  FakeServer fake([](int fd) {
+    ServeH2(
+        fd,
+        [](uint32_t stream_id, int) {
+          return OkResponse(stream_id) +
+                 Frame(0x7, 0, 0, U32(stream_id) + U32(NGHTTP2_NO_ERROR));
+        },
+        /*max_requests=*/1);
+    return true;
+  });
+  ASSERT_TRUE(fake.ok());
+  Channel channel(fake.target(), FastBackoff());
+  for (int i = 0; i < 3; ++i) {
+    const Status status = Call(&channel, absl::Seconds(30));
+    EXPECT_TRUE(status.ok()) << i << ": " << status.ToString();
+  }
+  EXPECT_EQ(fake.accepted(), 3);
+}
+
+// HPACK for response headers that decode to far more than the client's
+// advertised SETTINGS_MAX_HEADER_LIST_SIZE (16 KiB): ":status 200",
+// content-type, one 4000-byte field added to the dynamic table, then
+// `refs` one-byte references to it.
+std::string AmplifiedResponseHeaderBlock(int refs) {
+  std::string block = GrpcResponseHeaderBlock();
+  block += std::string("\x40\x05x-amp\x7f\xa1\x1e", 10);  // 4000 = 127+3873
+  block += std::string(4000, 'A');
+  block += std::string(refs, '\xbe');  // indexed: dynamic entry 62
+  return block;
+}
+
+// Regression: the client bounds the decoded size of a response header block
+// by its advertised SETTINGS_MAX_HEADER_LIST_SIZE (16 KiB). A server's single
+// 16 KiB HEADERS frame that HPACK-decodes to ~48 MB (a 4000-byte dynamic
+// table entry referenced 12000 times) must fail the call with
+// RESOURCE_EXHAUSTED without buffering the block.
+TEST(ClientFaultTest, HpackAmplifiedResponseHeadersAreRefused) {
+  const std::string block = AmplifiedResponseHeaderBlock(12000);
+  ASSERT_LE(block.size(), 16384u);
+  auto fake = AnswerWith(Frame(0x1, 0x4 /*END_HEADERS*/, 1, block));
+  ASSERT_TRUE(fake->ok());
+  Channel channel(fake->target());
+  ::h2rpc::testing::ResetPeakLiveHeapBytes();
+  const int64_t live_before = ::h2rpc::testing::LiveHeapBytes();
+  ClientContext context;
+  context.set_timeout(absl::Seconds(2));
+  SimpleResponse response;
+  const Status status =
+      channel.UnaryCall(&context, kEcho, SimpleRequest(), &response);
+  const int64_t peak_growth =
+      ::h2rpc::testing::PeakLiveHeapBytes() - live_before;
+  EXPECT_THAT(status.code(),
+              AnyOf(StatusCode::kResourceExhausted, StatusCode::kInternal))
+      << status.ToString();
+  EXPECT_LT(peak_growth, 4 << 20);
+  EXPECT_LT(context.GetServerInitialMetadata().byte_size(), 16384u);
 }
 
 // ---------------------------------------------------------------------------
@@ -634,7 +854,8 @@ TEST(ClientFaultTest, ConnectionResetDuringACall) {
       << result.ToString();
   EXPECT_THAT(result.message(), HasSubstr(proxy.target()));
   // The server notices the lost connection too.
-  EXPECT_TRUE(real.saw_cancel.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  EXPECT_TRUE(
+      real.saw_cancel.WaitForNotificationWithTimeout(absl::Seconds(30)));
 }
 
 // ---------------------------------------------------------------------------

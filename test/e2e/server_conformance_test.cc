@@ -54,6 +54,22 @@ constexpr char kResourceExhausted[] = "8";
 constexpr char kUnimplemented[] = "12";
 constexpr char kInternal[] = "13";
 
+// A frame header: 24-bit length, type, flags, stream id.
+std::string FrameHeader(uint32_t length, uint8_t type, uint8_t flags,
+                        uint32_t stream_id) {
+  std::string h(9, '\0');
+  h[0] = static_cast<char>(length >> 16);
+  h[1] = static_cast<char>(length >> 8);
+  h[2] = static_cast<char>(length);
+  h[3] = static_cast<char>(type);
+  h[4] = static_cast<char>(flags);
+  h[5] = static_cast<char>(stream_id >> 24);
+  h[6] = static_cast<char>(stream_id >> 16);
+  h[7] = static_cast<char>(stream_id >> 8);
+  h[8] = static_cast<char>(stream_id);
+  return h;
+}
+
 std::string SerializedRequest(absl::string_view body) {
   SimpleRequest request;
   request.mutable_payload()->set_body(std::string(body));
@@ -206,8 +222,8 @@ TEST_F(ServerConformanceTest, ValidRequestGetsFramedResponseAndOkTrailers) {
 }
 
 TEST_F(ServerConformanceTest, ContentTypeSuffixesAreAccepted) {
-  for (const char* type : {"application/grpc+proto",
-                           "application/grpc;charset=utf-8"}) {
+  for (const char* type :
+       {"application/grpc+proto", "application/grpc;charset=utf-8"}) {
     RawRequest request = EchoRequest("typed");
     SetHeader(&request.headers, "content-type", type);
     const RawResponse response = client_->Call(request);
@@ -291,16 +307,16 @@ TEST_F(ServerConformanceTest, GetIs405) {
 // gRPC-level refusals
 
 TEST_F(ServerConformanceTest, UnknownMethodIsTrailersOnlyUnimplemented) {
-  const RawResponse response = client_->Call(
-      Request("/h2rpc.test.Conformance/Nope", GrpcFrame(SerializedRequest(""))));
+  const RawResponse response = client_->Call(Request(
+      "/h2rpc.test.Conformance/Nope", GrpcFrame(SerializedRequest(""))));
   ExpectTrailersOnly(response, kUnimplemented);
   EXPECT_THAT(PercentDecode(response.Trailer("grpc-message").value_or("")),
               HasSubstr("Nope"));
 }
 
 TEST_F(ServerConformanceTest, UnknownServiceIsTrailersOnlyUnimplemented) {
-  const RawResponse response =
-      client_->Call(Request("/no.Such/Thing", GrpcFrame(SerializedRequest(""))));
+  const RawResponse response = client_->Call(
+      Request("/no.Such/Thing", GrpcFrame(SerializedRequest(""))));
   ExpectTrailersOnly(response, kUnimplemented);
   EXPECT_THAT(PercentDecode(response.Trailer("grpc-message").value_or("")),
               HasSubstr("no.Such"));
@@ -423,8 +439,8 @@ TEST_F(ServerConformanceTest, UnparsableRequestMessageIsInternal) {
 }
 
 TEST_F(ServerConformanceTest, MalformedGrpcTimeoutIsInternal) {
-  for (const char* timeout : {"abc", "123456789S", "1x", "", "S", "-1S",
-                              "1.5S", "1s", "99999999n0"}) {
+  for (const char* timeout : {"abc", "123456789S", "1x", "", "S", "-1S", "1.5S",
+                              "1s", "99999999n0"}) {
     RawRequest request = EchoRequest("timed");
     request.headers.emplace_back("grpc-timeout", timeout);
     const RawResponse response = client_->Call(request);
@@ -456,13 +472,12 @@ TEST_F(ServerConformanceTest, OneMillisecondTimeoutOnSlowHandler) {
                   absl::optional<std::string>(kDeadlineExceeded) ||
               response.rst_received)
       << response.DebugString();
-  EXPECT_NE(response.Trailer("grpc-status"),
-            absl::optional<std::string>(kOk));
+  EXPECT_NE(response.Trailer("grpc-status"), absl::optional<std::string>(kOk));
   // The deadline may pass before the handler starts (then it never runs);
   // if it did start, it must see the call cancelled.
   if (slow_started_.HasBeenNotified()) {
-    EXPECT_TRUE(slow_saw_cancel_.WaitForNotificationWithTimeout(
-        absl::Seconds(30)));
+    EXPECT_TRUE(
+        slow_saw_cancel_.WaitForNotificationWithTimeout(absl::Seconds(30)));
   }
   ExpectEchoWorks(client_.get());
 }
@@ -519,6 +534,61 @@ TEST_F(ServerConformanceTest, ClientRstStreamBeforeBodyEnds) {
   ExpectEchoWorks(client_.get());
 }
 
+TEST_F(ServerConformanceTest, RapidResetOfManyStreamsLeavesServerHealthy) {
+  // Open streams and reset them at once, some before and some after the
+  // handler could run (CVE-2023-44487 style, at a modest rate).
+  for (int i = 0; i < 200; ++i) {
+    RawRequest request =
+        i % 2 == 0 ? EchoRequest("reset me") : Request(kSlow, GrpcFrame(""));
+    request.end_stream = i % 4 < 2;
+    const int32_t id = client_->Start(request);
+    ASSERT_GT(id, 0) << client_->error();
+    client_->ResetStream(id, NGHTTP2_CANCEL);
+    if (client_->closed()) break;
+  }
+  // The server may or may not have tolerated the burst (nghttp2 rate-limits
+  // resets with a GOAWAY), but it must keep serving.
+  if (!client_->closed()) client_->Ping();
+  ExpectServerStillServes();
+}
+
+TEST_F(ServerConformanceTest, ClientDisconnectCancelsRunningHandler) {
+  const int32_t id =
+      client_->Start(Request(kSlow, GrpcFrame(SerializedRequest(""))));
+  ASSERT_GT(id, 0);
+  ASSERT_TRUE(client_->RunUntil(
+      [this] { return slow_started_.HasBeenNotified(); }, absl::Seconds(30)));
+  client_.reset();  // closes the socket
+  EXPECT_TRUE(
+      slow_saw_cancel_.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  ExpectServerStillServes();
+}
+
+TEST_F(ServerConformanceTest, ConcurrentStreamsOnOneConnection) {
+  std::vector<int32_t> ids;
+  for (int i = 0; i < 100; ++i) {
+    ids.push_back(client_->Start(EchoRequest(absl::StrCat("stream ", i))));
+    ASSERT_GT(ids.back(), 0);
+  }
+  ASSERT_TRUE(client_->RunUntil(
+      [&] {
+        for (int32_t id : ids) {
+          if (!client_->Response(id).stream_closed) return false;
+        }
+        return true;
+      },
+      absl::Seconds(30)));
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const RawResponse response = client_->Response(ids[i]);
+    std::vector<std::string> messages;
+    ASSERT_TRUE(ParseGrpcFrames(response.body, &messages));
+    ASSERT_EQ(messages.size(), 1u) << response.DebugString();
+    SimpleResponse decoded;
+    ASSERT_TRUE(decoded.ParseFromString(messages[0]));
+    EXPECT_EQ(decoded.payload().body(), absl::StrCat("stream ", i));
+  }
+}
+
 // ---------------------------------------------------------------------------
 // Header blocks
 
@@ -530,15 +600,16 @@ TEST_F(ServerConformanceTest, OversizedHeaderValueIsRefusedConnectionSurvives) {
   EXPECT_FALSE(response.connection_closed) << response.DebugString();
   EXPECT_NE(response.Trailer("grpc-status"), absl::optional<std::string>(kOk))
       << response.DebugString();
-  EXPECT_TRUE(response.rst_received ||
-              (response.Trailer("grpc-status").has_value() &&
-               response.Trailer("grpc-status") !=
-                   absl::optional<std::string>(kOk)))
+  EXPECT_TRUE(
+      response.rst_received ||
+      (response.Trailer("grpc-status").has_value() &&
+       response.Trailer("grpc-status") != absl::optional<std::string>(kOk)))
       << response.DebugString();
   ExpectEchoWorks(client_.get());
 }
 
-TEST_F(ServerConformanceTest, ManyHeadersOverTheLimitAreRefusedConnectionSurvives) {
+TEST_F(ServerConformanceTest,
+       ManyHeadersOverTheLimitAreRefusedConnectionSurvives) {
   RawRequest request = EchoRequest("many");
   for (int i = 0; i < 600; ++i) {
     request.headers.emplace_back(absl::StrCat("x-h-", i),
@@ -550,6 +621,65 @@ TEST_F(ServerConformanceTest, ManyHeadersOverTheLimitAreRefusedConnectionSurvive
   EXPECT_NE(response.Trailer("grpc-status"), absl::optional<std::string>(kOk))
       << response.DebugString();
   ExpectEchoWorks(client_.get());
+}
+
+TEST_F(ServerConformanceTest, HeaderValueOverHpackFieldLimitDoesNotKillServer) {
+  // 70000 bytes: past nghttp2's 64 KiB limit on one decoded field as well.
+  RawRequest request = EchoRequest("huge");
+  request.headers.emplace_back("x-huge", std::string(70000, 'h'));
+  const RawResponse response = client_->Call(request);
+  ASSERT_FALSE(response.timed_out) << response.DebugString();
+  EXPECT_NE(response.Trailer("grpc-status"), absl::optional<std::string>(kOk))
+      << response.DebugString();
+  ExpectServerStillServes();
+}
+
+// HPACK for a request header block whose small wire size decodes to far
+// more than max_header_list_size: one 4000-byte field added to the dynamic
+// table, then referenced `refs` times with one byte each.
+std::string AmplifiedRequestHeaderBlock(absl::string_view path, int refs) {
+  std::string block;
+  block += "\x83";  // :method POST
+  block += "\x86";  // :scheme http
+  block += "\x04";  // :path, literal without indexing, name index 4
+  block += static_cast<char>(path.size());
+  block += std::string(path);
+  block += std::string("\x0f\x10", 2);  // content-type, name index 31
+  block += static_cast<char>(16);
+  block += "application/grpc";
+  block += std::string("\x00\x02te\x08trailers", 13);
+  // Literal with incremental indexing, new name "x-amp", 4000-byte value
+  // (length 4000 = 127 + 3873 as a 7-bit-prefix integer).
+  block += std::string("\x40\x05x-amp\x7f\xa1\x1e", 10);
+  block += std::string(4000, 'A');
+  block += std::string(refs, '\xbe');  // indexed: dynamic entry 62
+  return block;
+}
+
+TEST_F(ServerConformanceTest, HpackAmplifiedHeaderBlockIsRefusedCheaply) {
+  const std::string block = AmplifiedRequestHeaderBlock(kEcho, 10000);
+  ASSERT_LE(block.size(), 16384u);
+  const std::string bytes = absl::StrCat(
+      kPreface, FrameHeader(0, NGHTTP2_SETTINGS, 0, 0),
+      FrameHeader(block.size(), NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, 1),
+      block);
+  ::h2rpc::testing::ResetPeakLiveHeapBytes();
+  const int64_t live_before = ::h2rpc::testing::LiveHeapBytes();
+  // The connection stays open: read for a while, then look at the frames.
+  const RawBytesResult result =
+      SendRawBytes(port_, bytes, absl::Milliseconds(1000));
+  const int64_t peak_growth =
+      ::h2rpc::testing::PeakLiveHeapBytes() - live_before;
+  ASSERT_TRUE(result.connected);
+  bool reset = false;
+  for (const RawFrame& frame : result.frames) {
+    if (frame.type == NGHTTP2_RST_STREAM && frame.stream_id == 1) reset = true;
+    EXPECT_NE(frame.type, NGHTTP2_GOAWAY) << "the whole connection was closed";
+  }
+  EXPECT_TRUE(reset) << absl::CHexEscape(result.received);
+  // 10000 x 4 KB decoded would be 40 MB.
+  EXPECT_LT(peak_growth, 4 << 20);
+  ExpectServerStillServes();
 }
 
 TEST_F(ServerConformanceTest, HeadersJustUnderTheLimitAreAccepted) {
@@ -647,22 +777,6 @@ TEST_F(ServerConformanceTest, TruncatedPrefaceThenSilenceDoesNotBlockOthers) {
   EXPECT_TRUE(result.connected);
 }
 
-// A frame header: 24-bit length, type, flags, stream id.
-std::string FrameHeader(uint32_t length, uint8_t type, uint8_t flags,
-                        uint32_t stream_id) {
-  std::string h(9, '\0');
-  h[0] = static_cast<char>(length >> 16);
-  h[1] = static_cast<char>(length >> 8);
-  h[2] = static_cast<char>(length);
-  h[3] = static_cast<char>(type);
-  h[4] = static_cast<char>(flags);
-  h[5] = static_cast<char>(stream_id >> 24);
-  h[6] = static_cast<char>(stream_id >> 16);
-  h[7] = static_cast<char>(stream_id >> 8);
-  h[8] = static_cast<char>(stream_id);
-  return h;
-}
-
 bool HasGoAway(const RawBytesResult& result, uint32_t* error_code) {
   for (const RawFrame& frame : result.frames) {
     if (frame.type == NGHTTP2_GOAWAY && frame.payload.size() >= 8) {
@@ -676,9 +790,9 @@ bool HasGoAway(const RawBytesResult& result, uint32_t* error_code) {
 }
 
 TEST_F(ServerConformanceTest, DataOnStreamZeroGetsGoAwayAndClose) {
-  const std::string bytes = absl::StrCat(
-      kPreface, FrameHeader(0, NGHTTP2_SETTINGS, 0, 0),
-      FrameHeader(4, NGHTTP2_DATA, 0, 0), "oops");
+  const std::string bytes =
+      absl::StrCat(kPreface, FrameHeader(0, NGHTTP2_SETTINGS, 0, 0),
+                   FrameHeader(4, NGHTTP2_DATA, 0, 0), "oops");
   const RawBytesResult result = SendRawBytes(port_, bytes);
   ASSERT_TRUE(result.connected);
   EXPECT_FALSE(result.timed_out);
@@ -690,7 +804,8 @@ TEST_F(ServerConformanceTest, DataOnStreamZeroGetsGoAwayAndClose) {
 }
 
 TEST_F(ServerConformanceTest, OversizedFrameGetsGoAwayAndClose) {
-  // 1 MiB DATA frame header, over the advertised 16 KiB SETTINGS_MAX_FRAME_SIZE.
+  // 1 MiB DATA frame header, over the advertised 16 KiB
+  // SETTINGS_MAX_FRAME_SIZE.
   const std::string bytes = absl::StrCat(
       kPreface, FrameHeader(0, NGHTTP2_SETTINGS, 0, 0),
       FrameHeader(1 << 20, NGHTTP2_DATA, 0, 1), std::string(100, 'z'));

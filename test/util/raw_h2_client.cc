@@ -20,6 +20,8 @@ namespace {
 
 // Poll granularity while a RST_STREAM trigger is pending.
 constexpr absl::Duration kTick = absl::Milliseconds(2);
+// Poll granularity for RunUntil's predicate.
+constexpr absl::Duration kDoneTick = absl::Milliseconds(5);
 // nghttp2 stops producing frames while this much waits to be written.
 constexpr size_t kMaxPendingOutput = 1 << 20;
 
@@ -124,8 +126,8 @@ std::string RawResponse::DebugString() const {
                       "\n");
     }
   }
-  absl::StrAppend(&out, "data frames: ", data_frames, ", body: ",
-                  Printable(body), "\n");
+  absl::StrAppend(&out, "data frames: ", data_frames,
+                  ", body: ", Printable(body), "\n");
   absl::StrAppend(&out, "end_stream_received: ", end_stream_received,
                   ", rst_received: ", rst_received);
   if (rst_received) {
@@ -150,8 +152,7 @@ std::string RawResponse::DebugString() const {
 // ---------------------------------------------------------------------------
 // RawH2Client
 
-std::unique_ptr<RawH2Client> RawH2Client::Connect(int port,
-                                                  std::string* error,
+std::unique_ptr<RawH2Client> RawH2Client::Connect(int port, std::string* error,
                                                   absl::Duration timeout) {
   std::string why;
   const int fd = ConnectLoopback(port, timeout, &why);
@@ -180,8 +181,7 @@ bool RawH2Client::InitSession() {
   nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks,
                                                           &OnBeginHeaders);
   nghttp2_session_callbacks_set_on_header_callback(callbacks, &OnHeader);
-  nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks,
-                                                       &OnFrameRecv);
+  nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, &OnFrameRecv);
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks,
                                                             &OnDataChunk);
   nghttp2_session_callbacks_set_on_stream_close_callback(callbacks,
@@ -198,7 +198,8 @@ bool RawH2Client::InitSession() {
   nghttp2_session_callbacks_del(callbacks);
   if (rv != 0) {
     session_ = nullptr;
-    error_ = absl::StrCat("nghttp2_session_client_new2: ", nghttp2_strerror(rv));
+    error_ =
+        absl::StrCat("nghttp2_session_client_new2: ", nghttp2_strerror(rv));
     return false;
   }
   const nghttp2_settings_entry settings[] = {
@@ -236,14 +237,12 @@ bool RawH2Client::Flush() {
       const uint8_t* data = nullptr;
       const ssize_t n = nghttp2_session_mem_send(session_, &data);
       if (n < 0) {
-        CloseWithError(
-            absl::StrCat("nghttp2_session_mem_send: ",
-                         nghttp2_strerror(static_cast<int>(n))));
+        CloseWithError(absl::StrCat("nghttp2_session_mem_send: ",
+                                    nghttp2_strerror(static_cast<int>(n))));
         return false;
       }
       if (n == 0) break;
-      out_.append(reinterpret_cast<const char*>(data),
-                  static_cast<size_t>(n));
+      out_.append(reinterpret_cast<const char*>(data), static_cast<size_t>(n));
     }
     if (out_.empty()) return true;
     const ssize_t n = send(fd_, out_.data(), out_.size(), MSG_NOSIGNAL);
@@ -276,8 +275,9 @@ void RawH2Client::ReadAvailable() {
         session_, reinterpret_cast<const uint8_t*>(buffer),
         static_cast<size_t>(n));
     if (consumed < 0) {
-      CloseWithError(absl::StrCat("HTTP/2 error in what the server sent: ",
-                                  nghttp2_strerror(static_cast<int>(consumed))));
+      CloseWithError(
+          absl::StrCat("HTTP/2 error in what the server sent: ",
+                       nghttp2_strerror(static_cast<int>(consumed))));
       return;
     }
     if (static_cast<size_t>(n) < sizeof(buffer)) return;
@@ -305,8 +305,7 @@ absl::Time RawH2Client::FireResets() {
 void RawH2Client::ResetStream(int32_t stream_id, uint32_t error_code) {
   Stream* stream = StreamFor(stream_id);
   if (stream != nullptr) stream->response.rst_sent = true;
-  nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream_id,
-                            error_code);
+  nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream_id, error_code);
   Flush();
 }
 
@@ -335,9 +334,8 @@ int32_t RawH2Client::Start(const RawRequest& request) {
   nghttp2_data_provider provider;
   provider.source.ptr = stream.get();
   provider.read_callback = &ReadBody;
-  const bool headers_only =
-      request.end_stream_on_headers && request.body.empty() &&
-      request.end_stream;
+  const bool headers_only = request.end_stream_on_headers &&
+                            request.body.empty() && request.end_stream;
   const int32_t id =
       nghttp2_submit_request(session_, nullptr, nva.data(), nva.size(),
                              headers_only ? nullptr : &provider, stream.get());
@@ -366,9 +364,11 @@ bool RawH2Client::RunUntil(const std::function<bool()>& done,
     }
     const absl::Time now = absl::Now();
     if (now >= deadline) return false;
-    pollfd p{fd_, static_cast<short>(POLLIN | (out_.empty() ? 0 : POLLOUT)),
-             0};
-    const int rv = poll(&p, 1, PollMillis(std::min(deadline, next_reset) - now));
+    pollfd p{fd_, static_cast<short>(POLLIN | (out_.empty() ? 0 : POLLOUT)), 0};
+    // `done` may depend on things other than this socket (another thread's
+    // progress): look again at least every kDoneTick.
+    const absl::Time wake = std::min({deadline, next_reset, now + kDoneTick});
+    const int rv = poll(&p, 1, PollMillis(wake - now));
     if (rv < 0 && errno != EINTR) {
       CloseWithError(absl::StrCat("poll: ", strerror(errno)));
       return done();
@@ -413,8 +413,7 @@ bool RawH2Client::Ping(absl::Duration timeout) {
   if (closed_) return false;
   const int target = pings_acked_ + 1;
   nghttp2_submit_ping(session_, NGHTTP2_FLAG_NONE, nullptr);
-  return RunUntil([this, target] { return pings_acked_ >= target; },
-                  timeout) &&
+  return RunUntil([this, target] { return pings_acked_ >= target; }, timeout) &&
          !closed_;
 }
 
@@ -546,11 +545,10 @@ void SetHeader(RawHeaders* headers, absl::string_view name,
 }
 
 void RemoveHeader(RawHeaders* headers, absl::string_view name) {
-  headers->erase(std::remove_if(headers->begin(), headers->end(),
-                                [name](const auto& field) {
-                                  return field.first == name;
-                                }),
-                 headers->end());
+  headers->erase(
+      std::remove_if(headers->begin(), headers->end(),
+                     [name](const auto& field) { return field.first == name; }),
+      headers->end());
 }
 
 std::string GrpcPrefix(uint8_t flag, uint32_t length) {
@@ -596,7 +594,8 @@ std::string PercentDecode(absl::string_view text) {
   for (size_t i = 0; i < text.size(); ++i) {
     if (text[i] == '%' && i + 2 < text.size() && hex(text[i + 1]) >= 0 &&
         hex(text[i + 2]) >= 0) {
-      out.push_back(static_cast<char>(hex(text[i + 1]) * 16 + hex(text[i + 2])));
+      out.push_back(
+          static_cast<char>(hex(text[i + 1]) * 16 + hex(text[i + 2])));
       i += 2;
     } else {
       out.push_back(text[i]);
@@ -640,14 +639,15 @@ RawBytesResult SendRawBytes(int port, absl::string_view bytes,
       result.timed_out = true;
       break;
     }
-    pollfd p{fd, static_cast<short>(POLLIN | (sent < bytes.size() ? POLLOUT : 0)),
+    pollfd p{fd,
+             static_cast<short>(POLLIN | (sent < bytes.size() ? POLLOUT : 0)),
              0};
     const int rv = poll(&p, 1, PollMillis(deadline - now));
     if (rv < 0 && errno != EINTR) break;
     if (rv <= 0) continue;
     if ((p.revents & POLLOUT) && sent < bytes.size()) {
-      const ssize_t n = send(fd, bytes.data() + sent, bytes.size() - sent,
-                             MSG_NOSIGNAL);
+      const ssize_t n =
+          send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
       if (n > 0) {
         sent += static_cast<size_t>(n);
       } else if (n < 0 && errno != EAGAIN && errno != EINTR) {

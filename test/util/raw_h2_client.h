@@ -132,10 +132,12 @@ class RawH2Client {
                    absl::Duration timeout = absl::Seconds(30));
 
   // Lower level, for several streams at once. Start() submits a request and
-  // returns its stream id (negative on failure); RunUntil() drives the
+  // returns its stream id (negative on failure). RunUntil() drives the
   // connection until `done` returns true (true), or the connection ends or
-  // `timeout` passes (false, unless `done` is then true); Response() is the
-  // stream's record so far (with the connection-level fields filled in).
+  // `timeout` passes (false, unless `done` is then true); `done` is checked
+  // after every event and at least every 5 ms, so it may watch other
+  // threads. Response() is the stream's record so far (with the
+  // connection-level fields filled in).
   int32_t Start(const RawRequest& request);
   bool RunUntil(const std::function<bool()>& done, absl::Duration timeout);
   RawResponse Response(int32_t stream_id) const;
@@ -182,9 +184,8 @@ class RawH2Client {
   static int OnBeginHeaders(nghttp2_session* session,
                             const nghttp2_frame* frame, void* user);
   static int OnHeader(nghttp2_session* session, const nghttp2_frame* frame,
-                      const uint8_t* name, size_t namelen,
-                      const uint8_t* value, size_t valuelen, uint8_t flags,
-                      void* user);
+                      const uint8_t* name, size_t namelen, const uint8_t* value,
+                      size_t valuelen, uint8_t flags, void* user);
   static int OnFrameRecv(nghttp2_session* session, const nghttp2_frame* frame,
                          void* user);
   static int OnDataChunk(nghttp2_session* session, uint8_t flags,

@@ -18,6 +18,7 @@ void ClientStream::Reset() {
   outgoing_.Clear();
   block_.Release();
   header_blocks_ = 0;
+  header_bytes_ = 0;
   initial_metadata_.Clear();
   trailing_metadata_.Clear();
   status_known_ = false;
@@ -148,16 +149,32 @@ ClientStream* ClientConnection::StreamFor(int32_t stream_id) {
 
 int ClientConnection::OnBeginHeaders(const nghttp2_frame* frame) {
   ClientStream* stream = StreamFor(frame->hd.stream_id);
-  if (stream != nullptr) stream->block_.Release();
+  if (stream != nullptr) {
+    stream->block_.Release();
+    stream->header_bytes_ = 0;
+  }
   return 0;
 }
 
 int ClientConnection::OnHeader(const nghttp2_frame* frame, nghttp2_rcbuf* name,
                                nghttp2_rcbuf* value) {
   ClientStream* stream = StreamFor(frame->hd.stream_id);
-  if (stream != nullptr && !stream->status_known_) {
-    stream->block_.Add(name, value);
+  if (stream == nullptr || stream->status_known_) return 0;
+  // HPACK counts 32 bytes of overhead per field (RFC 7541 section 4.1). A
+  // small frame can reference a large table entry many times, so the decoded
+  // size is what is bounded.
+  stream->header_bytes_ += nghttp2_rcbuf_get_buf(name).len +
+                           nghttp2_rcbuf_get_buf(value).len + 32;
+  if (stream->header_bytes_ > options().max_header_list_size) {
+    stream->block_.Release();
+    FailStream(stream,
+               Status(StatusCode::kResourceExhausted,
+                      absl::StrCat("received header list of more than ",
+                                   options().max_header_list_size,
+                                   " bytes (max_header_list_size)")));
+    return 0;
   }
+  stream->block_.Add(name, value);
   return 0;
 }
 

@@ -83,6 +83,7 @@ class ClientStream : private io::Timer {
   OutgoingData outgoing_;
   ReceivedHeaderBlock block_;
   int header_blocks_ = 0;
+  size_t header_bytes_ = 0;  // of the block being received, HPACK-counted
   MessageDeframer deframer_{MessageDeframer::Options()};
   Metadata initial_metadata_;
   Metadata trailing_metadata_;
