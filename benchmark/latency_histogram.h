@@ -34,7 +34,8 @@ class LatencyHistogram {
     for (size_t i = 0; i < buckets_.size(); ++i) {
       seen += buckets_[i];
       if (seen >= rank && seen > 0) {
-        return absl::Microseconds(std::pow(kGrowth, static_cast<double>(i + 1)));
+        return absl::Microseconds(
+            std::pow(kGrowth, static_cast<double>(i + 1)));
       }
     }
     return absl::ZeroDuration();

@@ -28,7 +28,8 @@ ABSL_FLAG(std::string, max_concurrent_calls, "1,120",
           "Comma-separated numbers of calls in flight; one run each.");
 ABSL_FLAG(int, req_size_bytes, 1024, "Request payload size, bytes.");
 ABSL_FLAG(int, resp_size_bytes, 1024, "Response payload size, bytes.");
-ABSL_FLAG(absl::Duration, benchtime, absl::Seconds(5), "Measured time per run.");
+ABSL_FLAG(absl::Duration, benchtime, absl::Seconds(5),
+          "Measured time per run.");
 ABSL_FLAG(absl::Duration, warmup, absl::Seconds(1), "Unmeasured time first.");
 ABSL_FLAG(int, server_cpu, 0, "CPU for the server loop; -1: not pinned.");
 ABSL_FLAG(int, client_cpu, 1, "CPU for the client loop; -1: not pinned.");
@@ -99,9 +100,8 @@ class ClosedLoop {
     slot->context.emplace();
     slot->start = absl::Now();
     channel_->AsyncUnaryCall(&*slot->context, kMethod, request_,
-                             &slot->response, [this, slot](const Status& s) {
-                               Done(slot, s);
-                             });
+                             &slot->response,
+                             [this, slot](const Status& s) { Done(slot, s); });
   }
 
   void Done(Slot* slot, const Status& status) {
@@ -161,11 +161,11 @@ int Run() {
   channel_options.loop_cpu = absl::GetFlag(FLAGS_client_cpu);
   Channel channel(absl::StrFormat("127.0.0.1:%d", port), channel_options);
 
-  std::printf("h2rpc unary benchmark: req %d B, resp %d B, one connection, "
-              "server loop on cpu %d, client loop on cpu %d\n",
-              absl::GetFlag(FLAGS_req_size_bytes),
-              absl::GetFlag(FLAGS_resp_size_bytes),
-              absl::GetFlag(FLAGS_server_cpu), absl::GetFlag(FLAGS_client_cpu));
+  std::printf(
+      "h2rpc unary benchmark: req %d B, resp %d B, one connection, "
+      "server loop on cpu %d, client loop on cpu %d\n",
+      absl::GetFlag(FLAGS_req_size_bytes), absl::GetFlag(FLAGS_resp_size_bytes),
+      absl::GetFlag(FLAGS_server_cpu), absl::GetFlag(FLAGS_client_cpu));
   std::printf("%-11s %10s %10s %10s %10s %10s %14s %14s %8s\n", "concurrency",
               "QPS", "p50", "p90", "p99", "avg", "client allocs",
               "server allocs", "errors");

@@ -3,11 +3,11 @@
 // out by hand from the published field numbers and types, so a wrong number,
 // wire type or package shows up here rather than as a confused interop peer.
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <initializer_list>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "proto/grpc/testing/messages.pb.h"
 
@@ -113,10 +113,12 @@ TEST(InteropProtoTest, SimpleRequestAllFieldsBytes) {
       0x48, 0x01,                               // 9 fill_server_id
       0x50, 0x01,                               // 10 fill_grpclb_route_type
       0x5a, 0x17,                               // 11 orca_per_query_report
-      0x09, 0, 0, 0, 0, 0, 0, 0xe0, 0x3f,       //   1 cpu_utilization 0.5
-      0x1a, 0x0c,                               //   3 request_cost entry
-      0x0a, 0x01, 'q',                          //     key
-      0x11, 0, 0, 0, 0, 0, 0, 0xe0, 0x3f,       //     value 0.5
+      0x09, 0,    0,    0,    0,    0,    0,
+      0xe0, 0x3f,       //   1 cpu_utilization 0.5
+      0x1a, 0x0c,       //   3 request_cost entry
+      0x0a, 0x01, 'q',  //     key
+      0x11, 0,    0,    0,    0,    0,    0,
+      0xe0, 0x3f,  //     value 0.5
   });
   EXPECT_EQ(Hex(req.SerializeAsString()), Hex(want));
 
@@ -192,15 +194,16 @@ TEST(InteropProtoTest, StreamingOutputCallRequestBytes) {
   req.mutable_payload()->set_body("z");
   req.mutable_response_status()->set_code(13);
   req.mutable_orca_oob_report()->set_memory_utilization(0.5);
-  EXPECT_EQ(Hex(req.SerializeAsString()),
-            Hex(Bytes({
-                0x12, 0x02, 0x08, 0x01,        // 2 response_parameters
-                0x12, 0x02, 0x08, 0x02,        // 2 response_parameters
-                0x1a, 0x03, 0x12, 0x01, 'z',   // 3 payload{body}
-                0x3a, 0x02, 0x08, 0x0d,        // 7 response_status{code 13}
-                0x42, 0x09,                    // 8 orca_oob_report
-                0x11, 0, 0, 0, 0, 0, 0, 0xe0, 0x3f,  // 2 memory_util 0.5
-            })));
+  EXPECT_EQ(
+      Hex(req.SerializeAsString()),
+      Hex(Bytes({
+          0x12, 0x02, 0x08, 0x01,       // 2 response_parameters
+          0x12, 0x02, 0x08, 0x02,       // 2 response_parameters
+          0x1a, 0x03, 0x12, 0x01, 'z',  // 3 payload{body}
+          0x3a, 0x02, 0x08, 0x0d,       // 7 response_status{code 13}
+          0x42, 0x09,                   // 8 orca_oob_report
+          0x11, 0,    0,    0,    0,   0, 0, 0xe0, 0x3f,  // 2 memory_util 0.5
+      })));
 
   StreamingOutputCallResponse resp;
   resp.mutable_payload()->set_body("r");
@@ -214,7 +217,7 @@ TEST(InteropProtoTest, StreamingInputCallBytes) {
   req.mutable_expect_compressed()->set_value(true);
   EXPECT_EQ(Hex(req.SerializeAsString()),
             Hex(Bytes({0x0a, 0x03, 0x12, 0x01, 'i',  // 1 payload
-                       0x12, 0x02, 0x08, 0x01})));  // 2 expect_compressed
+                       0x12, 0x02, 0x08, 0x01})));   // 2 expect_compressed
 
   // The interop client_streaming total: 27182 + 8 + 1828 + 45904 = 74922.
   StreamingInputCallResponse resp;

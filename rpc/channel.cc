@@ -81,10 +81,11 @@ class ChannelConnector : private transport::io::FdWatcher,
       channel_->loop_.RemoveFd(socket_.get());
       socket_.reset();
     }
-    channel_->OnConnectFailed(Status(
-        StatusCode::kUnavailable,
-        absl::StrCat("connect to ", current_.ToString(), " timed out after ",
-                     absl::FormatDuration(channel_->options_.connect_timeout))));
+    channel_->OnConnectFailed(
+        Status(StatusCode::kUnavailable,
+               absl::StrCat(
+                   "connect to ", current_.ToString(), " timed out after ",
+                   absl::FormatDuration(channel_->options_.connect_timeout))));
   }
 
   void Succeed() {
@@ -143,53 +144,59 @@ void Channel::ReturnCall(ClientCall* call) {
   free_calls_.push_back(call);
 }
 
+ClientCall* Channel::PrepareCall(ClientContext* context,
+                                 absl::string_view method,
+                                 const google::protobuf::MessageLite* request,
+                                 absl::string_view request_bytes,
+                                 Status* status) {
+  if (!loop_status_.ok()) {
+    *status = loop_status_;
+    return nullptr;
+  }
+  ClientCall* call = TakeCall();
+  *status = call->Prepare(context, method, request, request_bytes);
+  if (!status->ok()) {
+    ReturnCall(call);
+    return nullptr;
+  }
+  return call;
+}
+
+Status Channel::RunBlocking(ClientCall* call) {
+  call->Start();
+  Status status = call->Wait();
+  call->Unref();
+  return status;
+}
+
 Status Channel::UnaryCall(ClientContext* context, absl::string_view method,
                           const google::protobuf::MessageLite& request,
                           google::protobuf::MessageLite* response) {
-  if (!loop_status_.ok()) return loop_status_;
-  ClientCall* call = TakeCall();
-  Status status = call->Prepare(context, method, &request, {});
-  if (!status.ok()) {
-    ReturnCall(call);
-    return status;
-  }
+  Status status;
+  ClientCall* call = PrepareCall(context, method, &request, {}, &status);
+  if (call == nullptr) return status;
   call->response = response;
-  call->Start();
-  status = call->Wait();
-  call->Unref();
-  return status;
+  return RunBlocking(call);
 }
 
 Status Channel::GenericUnaryCall(ClientContext* context,
                                  absl::string_view method,
                                  absl::string_view request,
                                  std::string* response) {
-  if (!loop_status_.ok()) return loop_status_;
-  ClientCall* call = TakeCall();
-  Status status = call->Prepare(context, method, nullptr, request);
-  if (!status.ok()) {
-    ReturnCall(call);
-    return status;
-  }
+  Status status;
+  ClientCall* call = PrepareCall(context, method, nullptr, request, &status);
+  if (call == nullptr) return status;
   call->response_bytes = response;
-  call->Start();
-  status = call->Wait();
-  call->Unref();
-  return status;
+  return RunBlocking(call);
 }
 
 void Channel::AsyncUnaryCall(ClientContext* context, absl::string_view method,
                              const google::protobuf::MessageLite& request,
                              google::protobuf::MessageLite* response,
                              absl::AnyInvocable<void(const Status&)> done) {
-  if (!loop_status_.ok()) {
-    done(loop_status_);
-    return;
-  }
-  ClientCall* call = TakeCall();
-  Status status = call->Prepare(context, method, &request, {});
-  if (!status.ok()) {
-    ReturnCall(call);
+  Status status;
+  ClientCall* call = PrepareCall(context, method, &request, {}, &status);
+  if (call == nullptr) {
     done(status);
     return;
   }
@@ -201,14 +208,9 @@ void Channel::AsyncUnaryCall(ClientContext* context, absl::string_view method,
 void Channel::AsyncGenericUnaryCall(
     ClientContext* context, absl::string_view method, absl::string_view request,
     std::string* response, absl::AnyInvocable<void(const Status&)> done) {
-  if (!loop_status_.ok()) {
-    done(loop_status_);
-    return;
-  }
-  ClientCall* call = TakeCall();
-  Status status = call->Prepare(context, method, nullptr, request);
-  if (!status.ok()) {
-    ReturnCall(call);
+  Status status;
+  ClientCall* call = PrepareCall(context, method, nullptr, request, &status);
+  if (call == nullptr) {
     done(status);
     return;
   }
@@ -292,10 +294,9 @@ void Channel::OnConnectionClosed(ClientConnection* connection,
     closed = std::move(connection_);
     state_ = State::kIdle;
   } else {
-    auto it = std::find_if(draining_.begin(), draining_.end(),
-                           [connection](const auto& c) {
-                             return c.get() == connection;
-                           });
+    auto it = std::find_if(
+        draining_.begin(), draining_.end(),
+        [connection](const auto& c) { return c.get() == connection; });
     if (it == draining_.end()) return;
     closed = std::move(*it);
     draining_.erase(it);

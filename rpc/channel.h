@@ -63,8 +63,9 @@ class Channel : private transport::http2::ClientConnection::Listener {
 
   // Asynchronous unary call: returns at once (the request is serialized
   // before it does); `done` runs on the channel's loop thread when the call
-  // is over and must not block. `context`, `method` and `response` must live
-  // until then.
+  // is over and must not block (or inline, before this returns, when the call
+  // cannot start: past deadline, cancelled context, oversized request).
+  // `context`, `method` and `response` must live until then.
   void AsyncUnaryCall(ClientContext* context, absl::string_view method,
                       const google::protobuf::MessageLite& request,
                       google::protobuf::MessageLite* response,
@@ -84,6 +85,13 @@ class Channel : private transport::http2::ClientConnection::Listener {
   enum class State { kIdle, kConnecting, kReady, kBackoff };
 
   internal::ClientCall* TakeCall();
+  // A pooled call set up for `request` (or `request_bytes`), or null with
+  // `*status` saying why the call cannot start.
+  internal::ClientCall* PrepareCall(
+      ClientContext* context, absl::string_view method,
+      const google::protobuf::MessageLite* request,
+      absl::string_view request_bytes, Status* status);
+  Status RunBlocking(internal::ClientCall* call);
   void ReturnCall(internal::ClientCall* call);
 
   // Loop thread.

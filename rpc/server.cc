@@ -146,9 +146,10 @@ Server::Builder& Server::Builder::Register(
   const size_t slash = method.rfind('/');
   if (method.size() < 4 || method[0] != '/' || slash == 0 ||
       slash == method.size() - 1) {
-    error_ = Status(StatusCode::kInvalidArgument,
-                    absl::StrCat("method '", method,
-                                 "' is not of the form /package.Service/Method"));
+    error_ =
+        Status(StatusCode::kInvalidArgument,
+               absl::StrCat("method '", method,
+                            "' is not of the form /package.Service/Method"));
   } else if (!methods_.emplace(method, std::move(handler)).second) {
     error_ = Status(StatusCode::kInvalidArgument,
                     absl::StrCat("method '", method, "' registered twice"));
@@ -227,7 +228,8 @@ ServerLoop* Server::NextLoop() {
       .get();
 }
 
-Status Server::Dispatch(ServerLoop* loop, transport::http2::ServerStream* stream) {
+Status Server::Dispatch(ServerLoop* loop,
+                        transport::http2::ServerStream* stream) {
   const absl::string_view path = stream->method();
   auto it = methods_.find(path);
   if (it == methods_.end()) {
@@ -290,8 +292,9 @@ void Server::Shutdown(absl::Time deadline) {
   };
   {
     std::unique_lock<std::mutex> lock(mu_);
-    changed_.wait_for(lock, absl::ToChronoNanoseconds(std::max(
-                                deadline - absl::Now(), absl::ZeroDuration())),
+    changed_.wait_for(lock,
+                      absl::ToChronoNanoseconds(std::max(deadline - absl::Now(),
+                                                         absl::ZeroDuration())),
                       all_closed);
   }
   // Past the deadline: cancel whatever is left.

@@ -95,8 +95,8 @@ class SyncUnaryMethod final : public UnaryMethod {
 template <class Request, class Response>
 class CallbackUnaryMethod final : public UnaryMethod {
  public:
-  using Handler = std::function<void(ServerContext*, const Request*,
-                                     Response*, UnaryDone)>;
+  using Handler =
+      std::function<void(ServerContext*, const Request*, Response*, UnaryDone)>;
   explicit CallbackUnaryMethod(Handler handler)
       : UnaryMethod(/*sync=*/false), handler_(std::move(handler)) {}
   std::unique_ptr<google::protobuf::MessageLite> NewRequest() const override {
@@ -161,9 +161,10 @@ class Server {
         std::string method,
         std::function<Status(ServerContext*, const Request&, Response*)>
             handler) {
-      return Register(std::move(method),
-                      std::make_unique<internal::SyncUnaryMethod<Request, Response>>(
-                          std::move(handler)));
+      return Register(
+          std::move(method),
+          std::make_unique<internal::SyncUnaryMethod<Request, Response>>(
+              std::move(handler)));
     }
 
     // A callback handler: runs on the connection's loop thread and must not
@@ -171,10 +172,9 @@ class Server {
     // from any thread.
     template <class Request, class Response>
     Builder& RegisterCallbackUnary(
-        std::string method,
-        std::function<void(ServerContext*, const Request*, Response*,
-                           UnaryDone)>
-            handler) {
+        std::string method, std::function<void(ServerContext*, const Request*,
+                                               Response*, UnaryDone)>
+                                handler) {
       return Register(
           std::move(method),
           std::make_unique<internal::CallbackUnaryMethod<Request, Response>>(
@@ -215,10 +215,10 @@ class Server {
   friend class internal::ServerListener;
   friend class internal::ServerLoop;
 
-  Server(ServerOptions options,
-         std::map<std::string, std::unique_ptr<internal::UnaryMethod>,
-                  std::less<>>
-             methods);
+  Server(
+      ServerOptions options,
+      std::map<std::string, std::unique_ptr<internal::UnaryMethod>, std::less<>>
+          methods);
   // Loop thread: routes a new call (ServerLoop is the transport's
   // dispatcher and forwards here).
   Status Dispatch(internal::ServerLoop* loop,

@@ -55,8 +55,9 @@ Status BuildRequestHeaders(const CallDescription& call, absl::Time now,
            ? HeaderList::DecimalDigits(
                  static_cast<uint32_t>(call.previous_attempts))
            : 0) +
-      (call.metadata != nullptr ? HeaderList::MetadataScratchBytes(*call.metadata)
-                                : 0);
+      (call.metadata != nullptr
+           ? HeaderList::MetadataScratchBytes(*call.metadata)
+           : 0);
 
   headers->Start(CountRequestHeaderFields(call), scratch_bytes);
   headers->Add(":method", "POST");

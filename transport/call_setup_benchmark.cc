@@ -33,9 +33,9 @@ CallDescription MakeCall(const Metadata* md, absl::Time now) {
 
 void ReportAllocations(benchmark::State& state,
                        const AllocationCounter& counter) {
-  state.counters["allocs/op"] = benchmark::Counter(
-      static_cast<double>(counter.allocations()),
-      benchmark::Counter::kAvgIterations);
+  state.counters["allocs/op"] =
+      benchmark::Counter(static_cast<double>(counter.allocations()),
+                         benchmark::Counter::kAvgIterations);
   state.counters["bytes/op"] = benchmark::Counter(
       static_cast<double>(counter.bytes()), benchmark::Counter::kAvgIterations);
 }

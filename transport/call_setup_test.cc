@@ -25,8 +25,9 @@ std::vector<std::pair<std::string, std::string>> Fields(
     const HeaderList& list) {
   std::vector<std::pair<std::string, std::string>> out;
   for (const nghttp2_nv& nv : list.fields()) {
-    out.emplace_back(std::string(reinterpret_cast<char*>(nv.name), nv.namelen),
-                     std::string(reinterpret_cast<char*>(nv.value), nv.valuelen));
+    out.emplace_back(
+        std::string(reinterpret_cast<char*>(nv.name), nv.namelen),
+        std::string(reinterpret_cast<char*>(nv.value), nv.valuelen));
   }
   return out;
 }
@@ -62,7 +63,8 @@ CallDescription MakeCall(int optional_fields, const Metadata* metadata) {
   call.authority = "localhost:50051";
   if (optional_fields & kDeadline) call.deadline = kNow + absl::Seconds(5);
   if (optional_fields & kSendEncoding) call.send_encoding = "gzip";
-  if (optional_fields & kAcceptEncodings) call.accept_encodings = "gzip,deflate";
+  if (optional_fields & kAcceptEncodings)
+    call.accept_encodings = "gzip,deflate";
   if (optional_fields & kUserAgent) call.user_agent = "h2rpc-cpp/0.1";
   if (optional_fields & kPreviousAttempts) call.previous_attempts = 2;
   call.metadata = metadata;
@@ -84,7 +86,8 @@ std::vector<std::pair<std::string, std::string>> ExpectedFields(
   if (optional_fields & kAcceptEncodings) {
     out.push_back({"grpc-accept-encoding", "gzip,deflate"});
   }
-  if (optional_fields & kUserAgent) out.push_back({"user-agent", "h2rpc-cpp/0.1"});
+  if (optional_fields & kUserAgent)
+    out.push_back({"user-agent", "h2rpc-cpp/0.1"});
   if (optional_fields & kPreviousAttempts) {
     out.push_back({"grpc-previous-rpc-attempts", "2"});
   }
@@ -118,7 +121,8 @@ TEST(CallSetupTest, RealNghttp2ServerAcceptsEveryCombination) {
   for (int optional = 0; optional <= kAllOptionalFields; ++optional) {
     SCOPED_TRACE(absl::StrCat("optional=", optional));
     HeaderList headers;
-    ASSERT_TRUE(BuildRequestHeaders(MakeCall(optional, &md), kNow, &headers).ok());
+    ASSERT_TRUE(
+        BuildRequestHeaders(MakeCall(optional, &md), kNow, &headers).ok());
     const HeaderExchange exchange = ExchangeRequestHeaders(headers.fields());
     ASSERT_TRUE(exchange.accepted) << exchange.error;
     EXPECT_EQ(Fields(exchange.headers), ExpectedFields(optional, md));
@@ -129,12 +133,14 @@ TEST(CallSetupTest, OnlyGrpcTimeoutIsNeverIndexed) {
   const Metadata md = MakeMetadata(2);
   HeaderList headers;
   ASSERT_TRUE(
-      BuildRequestHeaders(MakeCall(kAllOptionalFields, &md), kNow, &headers).ok());
+      BuildRequestHeaders(MakeCall(kAllOptionalFields, &md), kNow, &headers)
+          .ok());
   for (const nghttp2_nv& nv : headers.fields()) {
     const std::string name(reinterpret_cast<char*>(nv.name), nv.namelen);
     EXPECT_TRUE(nv.flags & NGHTTP2_NV_FLAG_NO_COPY_NAME) << name;
     EXPECT_TRUE(nv.flags & NGHTTP2_NV_FLAG_NO_COPY_VALUE) << name;
-    EXPECT_EQ((nv.flags & NGHTTP2_NV_FLAG_NO_INDEX) != 0, name == "grpc-timeout")
+    EXPECT_EQ((nv.flags & NGHTTP2_NV_FLAG_NO_INDEX) != 0,
+              name == "grpc-timeout")
         << name;
   }
   const HeaderExchange exchange = ExchangeRequestHeaders(headers.fields());
@@ -148,10 +154,12 @@ TEST(CallSetupTest, ReusedHeaderListDoesNotAllocate) {
   const Metadata md = MakeMetadata(10);
   HeaderList headers;
   ASSERT_TRUE(
-      BuildRequestHeaders(MakeCall(kAllOptionalFields, &md), kNow, &headers).ok());
+      BuildRequestHeaders(MakeCall(kAllOptionalFields, &md), kNow, &headers)
+          .ok());
   for (int optional = 0; optional <= kAllOptionalFields; ++optional) {
     AllocationCounter counter;
-    ASSERT_TRUE(BuildRequestHeaders(MakeCall(optional, &md), kNow, &headers).ok());
+    ASSERT_TRUE(
+        BuildRequestHeaders(MakeCall(optional, &md), kNow, &headers).ok());
     EXPECT_EQ(counter.allocations(), 0) << optional;
     EXPECT_EQ(Fields(headers), ExpectedFields(optional, md));
   }
@@ -162,8 +170,8 @@ TEST(CallSetupTest, TimeoutIsTheRemainingTimeRoundedUp) {
   HeaderList headers;
   call.deadline = kNow + absl::Nanoseconds(1500);
   ASSERT_TRUE(BuildRequestHeaders(call, kNow, &headers).ok());
-  EXPECT_EQ(Fields(headers)[5], std::make_pair(std::string("grpc-timeout"),
-                                               std::string("1500n")));
+  EXPECT_EQ(Fields(headers)[5],
+            std::make_pair(std::string("grpc-timeout"), std::string("1500n")));
   call.deadline = kNow + absl::Hours(1000000);  // 60000000M is finer
   ASSERT_TRUE(BuildRequestHeaders(call, kNow, &headers).ok());
   EXPECT_EQ(Fields(headers)[5].second, "60000000M");
@@ -173,8 +181,8 @@ TEST(CallSetupTest, TimeoutIsTheRemainingTimeRoundedUp) {
 }
 
 TEST(CallSetupTest, DeadlineAlreadyPassedFailsWithoutBuilding) {
-  for (absl::Duration remaining : {absl::ZeroDuration(), -absl::Nanoseconds(1),
-                                   -absl::Hours(1)}) {
+  for (absl::Duration remaining :
+       {absl::ZeroDuration(), -absl::Nanoseconds(1), -absl::Hours(1)}) {
     CallDescription call = MakeCall(kAllOptionalFields, nullptr);
     call.deadline = kNow + remaining;
     HeaderList headers;
@@ -197,8 +205,8 @@ TEST(CallSetupTest, BinaryMetadataIsSentAsUnpaddedBase64) {
   EXPECT_EQ(counter.allocations(), 1);
   const auto fields = Fields(headers);
   ASSERT_EQ(fields.size(), 9u);
-  EXPECT_EQ(fields[6], std::make_pair(std::string("trace-bin"),
-                                      std::string("AAH+/w")));
+  EXPECT_EQ(fields[6],
+            std::make_pair(std::string("trace-bin"), std::string("AAH+/w")));
   EXPECT_EQ(fields[7].second, "plain");
   EXPECT_EQ(fields[8], std::make_pair(std::string("empty-bin"), std::string()));
   const HeaderExchange exchange = ExchangeRequestHeaders(headers.fields());
@@ -211,9 +219,9 @@ TEST(CallSetupTest, LargeBinaryMetadataCostsOneMoreAllocation) {
   for (int i = 0; i < 10; ++i) md.Add("blob-bin", std::string(100, '\xab'));
   HeaderList headers;
   AllocationCounter counter;
-  ASSERT_TRUE(BuildRequestHeaders(MakeCall(kAllOptionalFields, &md), kNow,
-                                  &headers)
-                  .ok());
+  ASSERT_TRUE(
+      BuildRequestHeaders(MakeCall(kAllOptionalFields, &md), kNow, &headers)
+          .ok());
   EXPECT_EQ(counter.allocations(), 2);
   EXPECT_EQ(headers.capacity(), headers.size());
 }
@@ -224,10 +232,16 @@ TEST(CallSetupTest, InvalidUserMetadataFailsBeforeAStreamOpens) {
     std::string value;
   };
   const std::vector<Case> cases = {
-      {"Upper", "v"},          {"sp ace", "v"},    {"", "v"},
-      {":path", "/evil"},      {"grpc-timeout", "1S"}, {"te", "gzip"},
-      {"content-type", "x"},   {"connection", "close"},
-      {"x-ok", "bad\nvalue"},  {"x-ok", std::string("nul\0", 4)},
+      {"Upper", "v"},
+      {"sp ace", "v"},
+      {"", "v"},
+      {":path", "/evil"},
+      {"grpc-timeout", "1S"},
+      {"te", "gzip"},
+      {"content-type", "x"},
+      {"connection", "close"},
+      {"x-ok", "bad\nvalue"},
+      {"x-ok", std::string("nul\0", 4)},
   };
   for (const Case& c : cases) {
     Metadata md;
@@ -268,7 +282,8 @@ TEST(CallSetupTest, IdentityEncodingIsNotSent) {
   EXPECT_EQ(CountRequestHeaderFields(call), 6u);
   HeaderList headers;
   ASSERT_TRUE(BuildRequestHeaders(call, kNow, &headers).ok());
-  for (const auto& field : Fields(headers)) EXPECT_NE(field.first, "grpc-encoding");
+  for (const auto& field : Fields(headers))
+    EXPECT_NE(field.first, "grpc-encoding");
 }
 
 }  // namespace

@@ -30,7 +30,8 @@ namespace h2rpc::transport {
 //   list.Start(/*field_count=*/2, /*scratch_bytes=*/0);
 //   list.Add(":status", "200");
 //   list.Add("content-type", "application/grpc");
-//   nghttp2_submit_headers(..., list.fields().data(), list.fields().size(), ...);
+//   nghttp2_submit_headers(..., list.fields().data(), list.fields().size(),
+//   ...);
 class HeaderList {
  public:
   HeaderList() = default;

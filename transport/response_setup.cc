@@ -50,11 +50,10 @@ void AddStatusFields(const Status& status, HeaderList* headers) {
                       "grpc-message", PercentEncodedLength(status.message())));
   }
   if (!status.details().empty()) {
-    Base64EncodeUnpadded(
-        status.details(),
-        headers->AddScratchValue(
-            "grpc-status-details-bin",
-            Base64UnpaddedLength(status.details().size())));
+    Base64EncodeUnpadded(status.details(),
+                         headers->AddScratchValue(
+                             "grpc-status-details-bin",
+                             Base64UnpaddedLength(status.details().size())));
   }
 }
 
@@ -70,8 +69,7 @@ size_t CountTrailerFields(const Status& status, const Metadata* trailing) {
 }
 
 size_t CountTrailersOnlyFields(const ResponseDescription& response,
-                               const Status& status,
-                               const Metadata* trailing) {
+                               const Status& status, const Metadata* trailing) {
   return 2 + !response.accept_encodings.empty() + StatusFieldCount(status) +
          MetadataSize(response.metadata) + MetadataSize(trailing);
 }

@@ -29,8 +29,7 @@ struct ResponseDescription {
 size_t CountResponseHeaderFields(const ResponseDescription& response);
 size_t CountTrailerFields(const Status& status, const Metadata* trailing);
 size_t CountTrailersOnlyFields(const ResponseDescription& response,
-                               const Status& status,
-                               const Metadata* trailing);
+                               const Status& status, const Metadata* trailing);
 
 // :status 200, content-type: application/grpc, [grpc-encoding],
 // [grpc-accept-encoding], initial metadata. INTERNAL (naming the key) for

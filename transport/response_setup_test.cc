@@ -23,8 +23,9 @@ using FieldList = std::vector<std::pair<std::string, std::string>>;
 FieldList Fields(const HeaderList& list) {
   FieldList out;
   for (const nghttp2_nv& nv : list.fields()) {
-    out.emplace_back(std::string(reinterpret_cast<char*>(nv.name), nv.namelen),
-                     std::string(reinterpret_cast<char*>(nv.value), nv.valuelen));
+    out.emplace_back(
+        std::string(reinterpret_cast<char*>(nv.name), nv.namelen),
+        std::string(reinterpret_cast<char*>(nv.value), nv.valuelen));
   }
   return out;
 }
@@ -72,8 +73,8 @@ TEST(ResponseSetupTest, OptionalResponseFieldsAreOmitted) {
   response.send_encoding = "identity";
   HeaderList headers;
   ASSERT_TRUE(BuildResponseHeaders(response, &headers).ok());
-  EXPECT_EQ(Fields(headers),
-            (FieldList{{":status", "200"}, {"content-type", "application/grpc"}}));
+  EXPECT_EQ(Fields(headers), (FieldList{{":status", "200"},
+                                        {"content-type", "application/grpc"}}));
 }
 
 TEST(ResponseSetupTest, TrailersCarryPercentEncodedMessageAndDetails) {
@@ -116,10 +117,9 @@ TEST(ResponseSetupTest, RealNghttp2ClientDecodesHeadersAndTrailers) {
       ExchangeResponseHeaders(headers.fields(), trailers.fields(), false);
   ASSERT_TRUE(exchange.accepted) << exchange.error;
   EXPECT_EQ(Fields(exchange.headers), Fields(headers));
-  EXPECT_EQ(Fields(exchange.trailers),
-            (FieldList{{"grpc-status", "10"},
-                       {"grpc-message", "try again"},
-                       {"x-trailing-bin", "AP8"}}));
+  EXPECT_EQ(Fields(exchange.trailers), (FieldList{{"grpc-status", "10"},
+                                                  {"grpc-message", "try again"},
+                                                  {"x-trailing-bin", "AP8"}}));
 }
 
 TEST(ResponseSetupTest, TrailersOnlyIsOneValidBlock) {
@@ -133,7 +133,8 @@ TEST(ResponseSetupTest, TrailersOnlyIsOneValidBlock) {
                       "grpc-encoding 'br' is not supported");
   HeaderList headers;
   ASSERT_TRUE(BuildTrailersOnly(response, status, &trailing, &headers).ok());
-  EXPECT_EQ(headers.size(), CountTrailersOnlyFields(response, status, &trailing));
+  EXPECT_EQ(headers.size(),
+            CountTrailersOnlyFields(response, status, &trailing));
   EXPECT_EQ(headers.capacity(), headers.size());
   const FieldList expected = {
       {":status", "200"},

@@ -19,7 +19,9 @@ class Status {
   // OK.
   Status() = default;
   Status(StatusCode code, std::string message, std::string details = {})
-      : code_(code), message_(std::move(message)), details_(std::move(details)) {}
+      : code_(code),
+        message_(std::move(message)),
+        details_(std::move(details)) {}
 
   static Status Ok() { return Status(); }
 

@@ -41,7 +41,8 @@ int main() {
   MessageDeframer deframer(MessageDeframer::Options{});
   PrintingListener listener;
   status = deframer.Feed(absl::string_view(wire).substr(0, 3), listener);
-  if (status.ok()) status = deframer.Feed(absl::string_view(wire).substr(3), listener);
+  if (status.ok())
+    status = deframer.Feed(absl::string_view(wire).substr(3), listener);
   if (status.ok()) status = deframer.Finish();
   std::printf("stream status: %s\n", status.ToString().c_str());
   return status.ok() ? 0 : 1;

@@ -39,8 +39,8 @@ Status ClientCall::Prepare(ClientContext* context, absl::string_view method,
 
   transport::CallDescription& call = stream_.description;
   call.method_path = method;
-  call.authority = context->authority().empty() ? channel_->target()
-                                                : context->authority();
+  call.authority =
+      context->authority().empty() ? channel_->target() : context->authority();
   call.user_agent = channel_->options_.user_agent;
   call.deadline = context->deadline();
   call.metadata = &context->send_metadata();
@@ -119,9 +119,9 @@ void ClientCall::LeavePending() {
 
 void ClientCall::PendingDeadline::OnTimer() {
   call_->LeavePending();
-  call_->FailBeforeStream(Status(StatusCode::kDeadlineExceeded,
-                                 "deadline exceeded while connecting to " +
-                                     call_->channel_->target()));
+  call_->FailBeforeStream(Status(
+      StatusCode::kDeadlineExceeded,
+      "deadline exceeded while connecting to " + call_->channel_->target()));
 }
 
 void ClientCall::FailBeforeStream(const Status& status) { Complete(status); }

@@ -41,8 +41,7 @@ class ServerLoop final : public transport::http2::ServerDispatcher,
 
   Server* const server_;
   transport::io::EventLoop loop_;
-  std::vector<std::unique_ptr<transport::http2::ServerConnection>>
-      connections_;
+  std::vector<std::unique_ptr<transport::http2::ServerConnection>> connections_;
   std::vector<ServerCall*> free_calls_;
   bool draining_ = false;
   Status start_status_;

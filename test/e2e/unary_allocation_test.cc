@@ -33,17 +33,16 @@ class UnaryAllocationTest : public ::testing::Test {
     options.num_loops = 1;
     options.num_workers = 1;
     Status status;
-    server_ = Server::Builder()
-                  .SetOptions(options)
-                  .AddListeningPort("127.0.0.1:0", &port_)
-                  .RegisterUnary<Empty, Empty>(
-                      kSync, [](ServerContext*, const Empty&, Empty*) {
-                        return Status();
-                      })
-                  .RegisterCallbackUnary<Empty, Empty>(
-                      kCallback, [](ServerContext*, const Empty*, Empty*,
-                                    UnaryDone done) { done(Status()); })
-                  .BuildAndStart(&status);
+    server_ =
+        Server::Builder()
+            .SetOptions(options)
+            .AddListeningPort("127.0.0.1:0", &port_)
+            .RegisterUnary<Empty, Empty>(kSync, [](ServerContext*, const Empty&,
+                                                   Empty*) { return Status(); })
+            .RegisterCallbackUnary<Empty, Empty>(
+                kCallback, [](ServerContext*, const Empty*, Empty*,
+                              UnaryDone done) { done(Status()); })
+            .BuildAndStart(&status);
     ASSERT_TRUE(status.ok()) << status.ToString();
     channel_ = std::make_unique<Channel>("127.0.0.1:" + std::to_string(port_));
   }
@@ -59,11 +58,11 @@ class UnaryAllocationTest : public ::testing::Test {
     const auto client1 = AllocationsByRole(ThreadRole::kClient);
     const auto other1 = AllocationsByRole(ThreadRole::kOther);
     const auto server1 = AllocationsByRole(ThreadRole::kServer);
-    return {static_cast<double>(client1.allocations - client0.allocations +
-                                other1.allocations - other0.allocations) /
-                calls,
-            static_cast<double>(server1.allocations - server0.allocations) /
-                calls};
+    return {
+        static_cast<double>(client1.allocations - client0.allocations +
+                            other1.allocations - other0.allocations) /
+            calls,
+        static_cast<double>(server1.allocations - server0.allocations) / calls};
   }
 
   void Call(const char* method, const Empty& request, Empty* response) {

@@ -1,8 +1,8 @@
 // h2rpc client <-> h2rpc server, unary calls over real loopback sockets.
 #include <atomic>
 #include <condition_variable>
-#include <mutex>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,9 +32,8 @@ constexpr char kSleep[] = "/h2rpc.test.Echo/Sleep";
 Status Echo(ServerContext* context, const SimpleRequest& request,
             SimpleResponse* response) {
   response->mutable_payload()->set_body(
-      request.response_size() > 0
-          ? std::string(request.response_size(), 'r')
-          : request.payload().body());
+      request.response_size() > 0 ? std::string(request.response_size(), 'r')
+                                  : request.payload().body());
   if (auto v = context->client_metadata().Get("x-echo-initial")) {
     context->AddInitialMetadata("x-echo-initial", *v);
   }
@@ -54,29 +53,28 @@ class UnaryTest : public ::testing::Test {
     ServerOptions options;
     options.num_loops = 2;
     Status status;
-    server_ =
-        Server::Builder()
-            .SetOptions(options)
-            .AddListeningPort("127.0.0.1:0", &port_)
-            .RegisterUnary<SimpleRequest, SimpleResponse>(kEcho, Echo)
-            .RegisterCallbackUnary<SimpleRequest, SimpleResponse>(
-                kEchoCallback,
-                [](ServerContext* context, const SimpleRequest* request,
-                   SimpleResponse* response, UnaryDone done) {
-                  done(Echo(context, *request, response));
-                })
-            .RegisterUnary<SimpleRequest, SimpleResponse>(
-                kSleep,
-                [this](ServerContext* context, const SimpleRequest&,
-                       SimpleResponse*) {
-                  sleeping_.Notify();
-                  while (!context->IsCancelled()) {
-                    absl::SleepFor(absl::Milliseconds(1));
-                  }
-                  saw_cancel_.Notify();
-                  return Status(StatusCode::kCancelled, "noticed");
-                })
-            .BuildAndStart(&status);
+    server_ = Server::Builder()
+                  .SetOptions(options)
+                  .AddListeningPort("127.0.0.1:0", &port_)
+                  .RegisterUnary<SimpleRequest, SimpleResponse>(kEcho, Echo)
+                  .RegisterCallbackUnary<SimpleRequest, SimpleResponse>(
+                      kEchoCallback,
+                      [](ServerContext* context, const SimpleRequest* request,
+                         SimpleResponse* response, UnaryDone done) {
+                        done(Echo(context, *request, response));
+                      })
+                  .RegisterUnary<SimpleRequest, SimpleResponse>(
+                      kSleep,
+                      [this](ServerContext* context, const SimpleRequest&,
+                             SimpleResponse*) {
+                        sleeping_.Notify();
+                        while (!context->IsCancelled()) {
+                          absl::SleepFor(absl::Milliseconds(1));
+                        }
+                        saw_cancel_.Notify();
+                        return Status(StatusCode::kCancelled, "noticed");
+                      })
+                  .BuildAndStart(&status);
     ASSERT_TRUE(status.ok()) << status.ToString();
     ASSERT_GT(port_, 0);
     channel_ = std::make_unique<Channel>("127.0.0.1:" + std::to_string(port_));
@@ -94,7 +92,8 @@ TEST_F(UnaryTest, BlockingCallRoundTrips) {
   request.mutable_payload()->set_body("hello");
   SimpleResponse response;
   ClientContext context;
-  const Status status = channel_->UnaryCall(&context, kEcho, request, &response);
+  const Status status =
+      channel_->UnaryCall(&context, kEcho, request, &response);
   ASSERT_TRUE(status.ok()) << status.ToString();
   EXPECT_EQ(response.payload().body(), "hello");
 }
@@ -118,7 +117,8 @@ TEST_F(UnaryTest, MetadataIsEchoed) {
   SimpleResponse response;
   ClientContext context;
   context.AddMetadata("x-echo-initial", "test_initial_metadata_value");
-  context.AddMetadata("x-echo-trailing-bin", std::string("\x0a\x0b\x0a\x0b\x0a\x0b", 6));
+  context.AddMetadata("x-echo-trailing-bin",
+                      std::string("\x0a\x0b\x0a\x0b\x0a\x0b", 6));
   ASSERT_TRUE(channel_->UnaryCall(&context, kEcho, request, &response).ok());
   EXPECT_EQ(context.GetServerInitialMetadata().Get("x-echo-initial"),
             absl::string_view("test_initial_metadata_value"));
@@ -161,7 +161,8 @@ TEST_F(UnaryTest, PastDeadlineFailsWithoutAStream) {
   SimpleResponse response;
   ClientContext context;
   context.set_deadline(absl::Now() - absl::Seconds(1));
-  const Status status = channel_->UnaryCall(&context, kEcho, request, &response);
+  const Status status =
+      channel_->UnaryCall(&context, kEcho, request, &response);
   EXPECT_EQ(status.code(), StatusCode::kDeadlineExceeded);
 }
 
@@ -170,7 +171,8 @@ TEST_F(UnaryTest, DeadlineExpiresOnASleepingServer) {
   SimpleResponse response;
   ClientContext context;
   context.set_timeout(absl::Milliseconds(200));
-  const Status status = channel_->UnaryCall(&context, kSleep, request, &response);
+  const Status status =
+      channel_->UnaryCall(&context, kSleep, request, &response);
   EXPECT_EQ(status.code(), StatusCode::kDeadlineExceeded) << status.ToString();
   // The handler's context expires too.
   EXPECT_TRUE(saw_cancel_.WaitForNotificationWithTimeout(absl::Seconds(30)));
@@ -199,7 +201,8 @@ TEST_F(UnaryTest, InvalidMetadataFailsWithInternal) {
   SimpleResponse response;
   ClientContext context;
   context.AddMetadata("Bad-Key", "v");
-  const Status status = channel_->UnaryCall(&context, kEcho, request, &response);
+  const Status status =
+      channel_->UnaryCall(&context, kEcho, request, &response);
   EXPECT_EQ(status.code(), StatusCode::kInternal);
   EXPECT_THAT(status.message(), HasSubstr("Bad-Key"));
 }
@@ -252,7 +255,8 @@ TEST_F(UnaryTest, CallsFromEightThreads) {
         ClientContext context;
         const Status status =
             channel_->UnaryCall(&context, kEcho, request, &response);
-        if (!status.ok() || response.payload().body() != request.payload().body()) {
+        if (!status.ok() ||
+            response.payload().body() != request.payload().body()) {
           failures.fetch_add(1);
         }
       }
@@ -297,8 +301,10 @@ TEST(UnaryConcurrencyTest, CallsBeyondMaxConcurrentStreamsWait) {
                            });
   }
   for (int i = 0; i < kCalls; ++i) {
-    ASSERT_TRUE(calls[i]->done.WaitForNotificationWithTimeout(absl::Seconds(60)));
-    EXPECT_TRUE(calls[i]->status.ok()) << i << ": " << calls[i]->status.ToString();
+    ASSERT_TRUE(
+        calls[i]->done.WaitForNotificationWithTimeout(absl::Seconds(60)));
+    EXPECT_TRUE(calls[i]->status.ok())
+        << i << ": " << calls[i]->status.ToString();
     EXPECT_EQ(calls[i]->response.payload().body(), std::to_string(i));
   }
 }
@@ -317,8 +323,7 @@ TEST(UnaryConnectTest, NoServerIsUnavailableNamingTheAddress) {
   SimpleRequest request;
   SimpleResponse response;
   ClientContext context;
-  const Status status =
-      channel.UnaryCall(&context, kEcho, request, &response);
+  const Status status = channel.UnaryCall(&context, kEcho, request, &response);
   EXPECT_EQ(status.code(), StatusCode::kUnavailable);
   EXPECT_THAT(status.message(), HasSubstr("127.0.0.1:" + std::to_string(port)));
 }
@@ -362,20 +367,23 @@ TEST(UnaryShutdownTest, GracefulShutdownLosesNoCallInFlight) {
                            });
   }
   while (started.load() < kCalls) absl::SleepFor(absl::Milliseconds(1));
-  std::thread shutdown([&] { server->Shutdown(absl::Now() + absl::Seconds(30)); });
+  std::thread shutdown(
+      [&] { server->Shutdown(absl::Now() + absl::Seconds(30)); });
   absl::SleepFor(absl::Milliseconds(100));
   release.Notify();
   shutdown.join();
   for (int i = 0; i < kCalls; ++i) {
-    ASSERT_TRUE(calls[i]->done.WaitForNotificationWithTimeout(absl::Seconds(30)));
+    ASSERT_TRUE(
+        calls[i]->done.WaitForNotificationWithTimeout(absl::Seconds(30)));
     EXPECT_TRUE(calls[i]->status.ok()) << calls[i]->status.ToString();
     EXPECT_EQ(calls[i]->response.payload().body(), "x" + std::to_string(i));
   }
   // After shutdown, new calls fail with UNAVAILABLE.
   ClientContext context;
   SimpleResponse response;
-  EXPECT_EQ(channel.UnaryCall(&context, kEcho, SimpleRequest(), &response).code(),
-            StatusCode::kUnavailable);
+  EXPECT_EQ(
+      channel.UnaryCall(&context, kEcho, SimpleRequest(), &response).code(),
+      StatusCode::kUnavailable);
 }
 
 }  // namespace

@@ -63,8 +63,8 @@ std::string Mutate(std::string input, const std::vector<std::string>& corpus,
         break;
       case 4:  // set a byte to an interesting value
         if (!input.empty()) {
-          static const char kValues[] = {0, 1, '\x7f', '\x80', '\xff', ',',
-                                         '=', '%', ':', '-'};
+          static const char kValues[] = {0,   1,   '\x7f', '\x80', '\xff',
+                                         ',', '=', '%',    ':',    '-'};
           input[rng() % input.size()] = kValues[rng() % sizeof(kValues)];
         }
         break;

@@ -58,8 +58,8 @@ void RecordAllocation(void* p, std::size_t size) {
 void* Allocate(std::size_t size, std::size_t alignment, bool nothrow) {
   if (size == 0) size = 1;
   void* p = alignment > alignof(std::max_align_t)
-                ? std::aligned_alloc(alignment,
-                                     (size + alignment - 1) / alignment * alignment)
+                ? std::aligned_alloc(
+                      alignment, (size + alignment - 1) / alignment * alignment)
                 : std::malloc(size);
   if (p == nullptr) {
     if (nothrow) return nullptr;

@@ -27,9 +27,10 @@ int OnHeader(nghttp2_session*, const nghttp2_frame*, const uint8_t* name,
              size_t namelen, const uint8_t* value, size_t valuelen,
              uint8_t flags, void* data) {
   auto* peer = static_cast<Peer*>(data);
-  DecodedField field{std::string(reinterpret_cast<const char*>(name), namelen),
-                     std::string(reinterpret_cast<const char*>(value), valuelen),
-                     (flags & NGHTTP2_NV_FLAG_NO_INDEX) != 0};
+  DecodedField field{
+      std::string(reinterpret_cast<const char*>(name), namelen),
+      std::string(reinterpret_cast<const char*>(value), valuelen),
+      (flags & NGHTTP2_NV_FLAG_NO_INDEX) != 0};
   (peer->header_blocks <= 1 ? peer->result.headers : peer->result.trailers)
       .push_back(std::move(field));
   return 0;
@@ -104,7 +105,8 @@ const nghttp2_nv kMinimalRequest[] = {
     {(uint8_t*)":method", (uint8_t*)"POST", 7, 4, NGHTTP2_NV_FLAG_NONE},
     {(uint8_t*)":scheme", (uint8_t*)"http", 7, 4, NGHTTP2_NV_FLAG_NONE},
     {(uint8_t*)":path", (uint8_t*)"/a.B/C", 5, 6, NGHTTP2_NV_FLAG_NONE},
-    {(uint8_t*)":authority", (uint8_t*)"localhost", 10, 9, NGHTTP2_NV_FLAG_NONE},
+    {(uint8_t*)":authority", (uint8_t*)"localhost", 10, 9,
+     NGHTTP2_NV_FLAG_NONE},
     {(uint8_t*)"te", (uint8_t*)"trailers", 2, 8, NGHTTP2_NV_FLAG_NONE},
     {(uint8_t*)"content-type", (uint8_t*)"application/grpc", 12, 16,
      NGHTTP2_NV_FLAG_NONE},
@@ -126,12 +128,12 @@ HeaderExchange ExchangeRequestHeaders(absl::Span<const nghttp2_nv> request) {
   Peer client, server;
   client.session = NewSession(&client, /*server=*/false);
   server.session = NewSession(&server, /*server=*/true);
-  const int32_t stream = nghttp2_submit_request(
-      client.session, nullptr, request.data(), request.size(), nullptr,
-      nullptr);
+  const int32_t stream =
+      nghttp2_submit_request(client.session, nullptr, request.data(),
+                             request.size(), nullptr, nullptr);
   if (stream < 0) {
-    server.result.error = absl::StrCat("submit_request: ",
-                                       nghttp2_strerror(stream));
+    server.result.error =
+        absl::StrCat("submit_request: ", nghttp2_strerror(stream));
     return Finish(server, client, false);
   }
   const bool ok = PumpBoth(client, server);

@@ -96,10 +96,9 @@ void ClientConnection::StartCall(ClientStream* stream) {
   const int32_t id = SubmitRequest(session(), stream->headers_.fields().data(),
                                    stream->headers_.size(), &provider, stream);
   if (id < 0) {
-    stream->status_ =
-        Status(StatusCode::kUnavailable,
-               absl::StrCat("cannot open a stream to ", peer(), ": ",
-                            nghttp2_strerror(id)));
+    stream->status_ = Status(StatusCode::kUnavailable,
+                             absl::StrCat("cannot open a stream to ", peer(),
+                                          ": ", nghttp2_strerror(id)));
     Deliver(stream);
     return;
   }
@@ -163,15 +162,14 @@ int ClientConnection::OnHeader(const nghttp2_frame* frame, nghttp2_rcbuf* name,
   // HPACK counts 32 bytes of overhead per field (RFC 7541 section 4.1). A
   // small frame can reference a large table entry many times, so the decoded
   // size is what is bounded.
-  stream->header_bytes_ += nghttp2_rcbuf_get_buf(name).len +
-                           nghttp2_rcbuf_get_buf(value).len + 32;
+  stream->header_bytes_ +=
+      nghttp2_rcbuf_get_buf(name).len + nghttp2_rcbuf_get_buf(value).len + 32;
   if (stream->header_bytes_ > options().max_header_list_size) {
     stream->block_.Release();
-    FailStream(stream,
-               Status(StatusCode::kResourceExhausted,
-                      absl::StrCat("received header list of more than ",
-                                   options().max_header_list_size,
-                                   " bytes (max_header_list_size)")));
+    FailStream(stream, Status(StatusCode::kResourceExhausted,
+                              absl::StrCat("received header list of more than ",
+                                           options().max_header_list_size,
+                                           " bytes (max_header_list_size)")));
     return 0;
   }
   stream->block_.Add(name, value);
@@ -207,9 +205,8 @@ void ClientConnection::OnResponseHeaderBlock(ClientStream* stream,
                                              bool end_stream) {
   const bool first_block = stream->header_blocks_++ == 0;
   ReservedHeaderValues reserved;
-  Metadata& metadata =
-      first_block && !end_stream ? stream->initial_metadata_
-                                 : stream->trailing_metadata_;
+  Metadata& metadata = first_block && !end_stream ? stream->initial_metadata_
+                                                  : stream->trailing_metadata_;
   Status status =
       ParseReceivedHeaders(stream->block_.fields(), &reserved, &metadata);
   stream->block_.Release();
@@ -250,28 +247,11 @@ void ClientConnection::OnResponseHeaderBlock(ClientStream* stream,
   // finish before reading the whole request).
   if (nghttp2_session_get_stream_local_close(session(), stream->stream_id_) ==
       0) {
-    nghttp2_submit_rst_stream(session(), NGHTTP2_FLAG_NONE,
-                              stream->stream_id_, NGHTTP2_NO_ERROR);
+    nghttp2_submit_rst_stream(session(), NGHTTP2_FLAG_NONE, stream->stream_id_,
+                              NGHTTP2_NO_ERROR);
     RequestFlush();
   }
 }
-
-namespace {
-
-// Feeds deframed messages to the stream's observer.
-class ObserverListener : public MessageDeframer::Listener {
- public:
-  explicit ObserverListener(ClientStream::Observer* observer)
-      : observer_(observer) {}
-  Status OnMessage(absl::string_view message, bool compressed) override {
-    return observer_->OnMessage(message);
-  }
-
- private:
-  ClientStream::Observer* observer_;
-};
-
-}  // namespace
 
 int ClientConnection::OnDataChunk(int32_t stream_id, const uint8_t* data,
                                   size_t size) {
@@ -282,7 +262,7 @@ int ClientConnection::OnDataChunk(int32_t stream_id, const uint8_t* data,
                               "DATA received before response headers"));
     return 0;
   }
-  ObserverListener listener(stream->observer);
+  DeliverToObserver<ClientStream::Observer> listener(stream->observer);
   Status status = stream->deframer_.Feed(
       absl::string_view(reinterpret_cast<const char*>(data), size), listener);
   if (!status.ok()) FailStream(stream, std::move(status));
@@ -312,10 +292,10 @@ int ClientConnection::OnStreamClose(int32_t stream_id, uint32_t error_code) {
     const bool deadline_passed =
         stream->description.deadline != absl::InfiniteFuture() &&
         loop()->Now() >= stream->description.deadline;
-    stream->status_ = error_code == NGHTTP2_NO_ERROR
-                          ? Status(StatusCode::kInternal,
-                                   "stream closed without a status")
-                          : StatusFromRstStream(error_code, deadline_passed);
+    stream->status_ =
+        error_code == NGHTTP2_NO_ERROR
+            ? Status(StatusCode::kInternal, "stream closed without a status")
+            : StatusFromRstStream(error_code, deadline_passed);
   }
   Unlink(stream);
   Deliver(stream);

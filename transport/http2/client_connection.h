@@ -136,8 +136,7 @@ class ClientConnection : public Connection {
   int OnHeader(const nghttp2_frame* frame, nghttp2_rcbuf* name,
                nghttp2_rcbuf* value) override;
   int OnFrameRecv(const nghttp2_frame* frame) override;
-  int OnDataChunk(int32_t stream_id, const uint8_t* data,
-                  size_t size) override;
+  int OnDataChunk(int32_t stream_id, const uint8_t* data, size_t size) override;
   int OnStreamClose(int32_t stream_id, uint32_t error_code) override;
   void OnGoAway(int32_t last_stream_id, uint32_t error_code) override;
   void OnClosed(const Status& why) override;

@@ -33,12 +33,12 @@ void Connection::InitSession(bool server) {
   nghttp2_session_callbacks* cbs;
   nghttp2_session_callbacks_new(&cbs);
   SetSendCallback(cbs, &Connection::SendCallback);
-  nghttp2_session_callbacks_set_send_data_callback(cbs,
-                                                   &Connection::SendDataCallback);
+  nghttp2_session_callbacks_set_send_data_callback(
+      cbs, &Connection::SendDataCallback);
   nghttp2_session_callbacks_set_on_begin_headers_callback(
       cbs, &Connection::BeginHeadersCallback);
-  nghttp2_session_callbacks_set_on_header_callback2(cbs,
-                                                    &Connection::HeaderCallback);
+  nghttp2_session_callbacks_set_on_header_callback2(
+      cbs, &Connection::HeaderCallback);
   nghttp2_session_callbacks_set_on_frame_recv_callback(
       cbs, &Connection::FrameRecvCallback);
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(
@@ -71,7 +71,8 @@ Nghttp2DataProvider Connection::DataProvider(OutgoingData* data) {
 
 void Connection::Start() {
   const nghttp2_settings_entry settings[] = {
-      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, options_.max_concurrent_streams},
+      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS,
+       options_.max_concurrent_streams},
       {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, options_.initial_stream_window},
       {NGHTTP2_SETTINGS_MAX_FRAME_SIZE, options_.max_frame_size},
       {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, options_.max_header_list_size},
@@ -135,13 +136,13 @@ void Connection::ReadAvailable() {
     if (n < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) return;
       if (errno == EINTR) continue;
-      Close(Status(StatusCode::kUnavailable,
-                   absl::StrCat("read from ", peer_,
-                                " failed: ", strerror(errno))));
+      Close(Status(
+          StatusCode::kUnavailable,
+          absl::StrCat("read from ", peer_, " failed: ", strerror(errno))));
       return;
     }
-    const Nghttp2Ssize consumed = MemRecv(
-        session_, reinterpret_cast<const uint8_t*>(read_buffer_), n);
+    const Nghttp2Ssize consumed =
+        MemRecv(session_, reinterpret_cast<const uint8_t*>(read_buffer_), n);
     if (closed_) return;
     if (consumed < 0) {
       // nghttp2 has queued a GOAWAY for protocol errors; try to send it.
@@ -182,9 +183,9 @@ void Connection::Flush() {
         WatchWritable(true);
         return;
       }
-      Close(Status(StatusCode::kUnavailable,
-                   absl::StrCat("write to ", peer_, " failed: ",
-                                strerror(errno))));
+      Close(Status(
+          StatusCode::kUnavailable,
+          absl::StrCat("write to ", peer_, " failed: ", strerror(errno))));
       return;
     }
     write_offset_ += static_cast<size_t>(n);
@@ -205,8 +206,8 @@ void Connection::Flush() {
 void Connection::WatchWritable(bool on) {
   if (watching_writable_ == on || closed_) return;
   watching_writable_ = on;
-  loop_->ModifyFd(socket_.get(),
-                  EPOLLIN | EPOLLRDHUP | (on ? EPOLLOUT : 0u), this);
+  loop_->ModifyFd(socket_.get(), EPOLLIN | EPOLLRDHUP | (on ? EPOLLOUT : 0u),
+                  this);
 }
 
 Nghttp2Ssize Connection::SendCallback(nghttp2_session*, const uint8_t* data,
@@ -277,8 +278,7 @@ int Connection::FrameRecvCallback(nghttp2_session*, const nghttp2_frame* frame,
 }
 
 int Connection::DataChunkCallback(nghttp2_session*, uint8_t, int32_t stream_id,
-                                  const uint8_t* data, size_t len,
-                                  void* user) {
+                                  const uint8_t* data, size_t len, void* user) {
   return Self(user)->OnDataChunk(stream_id, data, len);
 }
 

@@ -48,8 +48,8 @@ struct ConnectionOptions {
 // callbacks. Everything runs on the loop thread.
 class Connection : private io::FdWatcher {
  public:
-  Connection(io::EventLoop* loop, io::FileDescriptor socket,
-             std::string peer, const ConnectionOptions& options);
+  Connection(io::EventLoop* loop, io::FileDescriptor socket, std::string peer,
+             const ConnectionOptions& options);
   virtual ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -129,8 +129,7 @@ class Connection : private io::FdWatcher {
   static Nghttp2Ssize ReadDataCallback(nghttp2_session*, int32_t stream_id,
                                        uint8_t* buf, size_t length,
                                        uint32_t* data_flags,
-                                       nghttp2_data_source* source,
-                                       void* user);
+                                       nghttp2_data_source* source, void* user);
   static int BeginHeadersCallback(nghttp2_session*, const nghttp2_frame*,
                                   void* user);
   static int HeaderCallback(nghttp2_session*, const nghttp2_frame* frame,

@@ -22,8 +22,7 @@ inline void SetSendCallback(nghttp2_session_callbacks* cbs,
                             Nghttp2SendCallback cb) {
   nghttp2_session_callbacks_set_send_callback2(cbs, cb);
 }
-inline Nghttp2Ssize MemRecv(nghttp2_session* s, const uint8_t* in,
-                            size_t len) {
+inline Nghttp2Ssize MemRecv(nghttp2_session* s, const uint8_t* in, size_t len) {
   return nghttp2_session_mem_recv2(s, in, len);
 }
 inline int32_t SubmitRequest(nghttp2_session* s, const nghttp2_nv* nva,
@@ -46,15 +45,13 @@ inline void SetSendCallback(nghttp2_session_callbacks* cbs,
                             Nghttp2SendCallback cb) {
   nghttp2_session_callbacks_set_send_callback(cbs, cb);
 }
-inline Nghttp2Ssize MemRecv(nghttp2_session* s, const uint8_t* in,
-                            size_t len) {
+inline Nghttp2Ssize MemRecv(nghttp2_session* s, const uint8_t* in, size_t len) {
   return nghttp2_session_mem_recv(s, in, len);
 }
 inline int32_t SubmitRequest(nghttp2_session* s, const nghttp2_nv* nva,
                              size_t nvlen, const Nghttp2DataProvider* data,
                              void* stream_user_data) {
-  return nghttp2_submit_request(s, nullptr, nva, nvlen, data,
-                                stream_user_data);
+  return nghttp2_submit_request(s, nullptr, nva, nvlen, data, stream_user_data);
 }
 inline int SubmitData(nghttp2_session* s, uint8_t flags, int32_t stream_id,
                       const Nghttp2DataProvider* data) {

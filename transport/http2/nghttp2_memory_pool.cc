@@ -51,8 +51,8 @@ void* Nghttp2MemoryPool::Allocate(size_t size) {
     return block;
   }
   const size_t capacity = index >= 0 ? ClassCapacity(index) : size;
-  char* raw = static_cast<char*>(::operator new(kHeader + capacity,
-                                                std::nothrow));
+  char* raw =
+      static_cast<char*>(::operator new(kHeader + capacity, std::nothrow));
   if (raw == nullptr) return nullptr;
   void* user = raw + kHeader;
   CapacityOf(user) = capacity;

@@ -43,10 +43,12 @@ TEST(Nghttp2MemoryPoolTest, CallocZeroesAndReallocKeepsContents) {
   void* dirty = mem->malloc(64, mem->mem_user_data);
   std::memset(dirty, 0xff, 64);
   mem->free(dirty, mem->mem_user_data);
-  auto* zeroed = static_cast<unsigned char*>(mem->calloc(8, 8, mem->mem_user_data));
+  auto* zeroed =
+      static_cast<unsigned char*>(mem->calloc(8, 8, mem->mem_user_data));
   for (int i = 0; i < 64; ++i) ASSERT_EQ(zeroed[i], 0) << i;
   std::memcpy(zeroed, "0123456789", 10);
-  auto* grown = static_cast<char*>(mem->realloc(zeroed, 5000, mem->mem_user_data));
+  auto* grown =
+      static_cast<char*>(mem->realloc(zeroed, 5000, mem->mem_user_data));
   EXPECT_EQ(std::memcmp(grown, "0123456789", 10), 0);
   EXPECT_EQ(mem->calloc(static_cast<size_t>(-1) / 2, 4, mem->mem_user_data),
             nullptr);
@@ -57,7 +59,8 @@ TEST(Nghttp2MemoryPoolTest, CacheIsBounded) {
   Nghttp2MemoryPool pool(/*max_cached_bytes=*/1024);
   nghttp2_mem* mem = pool.mem();
   std::vector<void*> blocks;
-  for (int i = 0; i < 100; ++i) blocks.push_back(mem->malloc(256, mem->mem_user_data));
+  for (int i = 0; i < 100; ++i)
+    blocks.push_back(mem->malloc(256, mem->mem_user_data));
   for (void* p : blocks) mem->free(p, mem->mem_user_data);
   EXPECT_LE(pool.cached_bytes(), 1024u);
 }

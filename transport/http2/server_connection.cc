@@ -7,23 +7,6 @@
 #include "transport/timeout.h"
 
 namespace h2rpc::transport::http2 {
-namespace {
-
-// Feeds deframed request messages to the stream's observer.
-class ObserverListener : public MessageDeframer::Listener {
- public:
-  explicit ObserverListener(ServerStream::Observer* observer)
-      : observer_(observer) {}
-  Status OnMessage(absl::string_view message, bool compressed) override {
-    return observer_->OnMessage(message);
-  }
-
- private:
-  ServerStream::Observer* observer_;
-};
-
-}  // namespace
-
 // ---------------------------------------------------------------------------
 // ServerStream
 
@@ -229,8 +212,8 @@ int ServerConnection::OnHeader(const nghttp2_frame* frame, nghttp2_rcbuf* name,
   ServerStream* stream = StreamFor(frame->hd.stream_id);
   if (stream == nullptr) return 0;
   // HPACK counts 32 bytes of overhead per field (RFC 7541 section 4.1).
-  stream->header_bytes_ += nghttp2_rcbuf_get_buf(name).len +
-                           nghttp2_rcbuf_get_buf(value).len + 32;
+  stream->header_bytes_ +=
+      nghttp2_rcbuf_get_buf(name).len + nghttp2_rcbuf_get_buf(value).len + 32;
   if (stream->header_bytes_ > options().max_header_list_size) {
     // Resets the stream with INTERNAL_ERROR.
     return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
@@ -280,8 +263,7 @@ void ServerConnection::Refuse(ServerStream* stream, const Status& status,
   RequestFlush();
 }
 
-void ServerConnection::OnRequestHeaders(ServerStream* stream,
-                                        bool end_stream) {
+void ServerConnection::OnRequestHeaders(ServerStream* stream, bool end_stream) {
   ReservedHeaderValues reserved;
   const Status parsed = ParseReceivedHeaders(stream->block_.fields(), &reserved,
                                              &stream->client_metadata_);
@@ -311,9 +293,9 @@ void ServerConnection::OnRequestHeaders(ServerStream* stream,
     refusal = parsed;
   } else if (reserved.grpc_timeout.has_value() &&
              !(timeout = DecodeGrpcTimeout(*reserved.grpc_timeout))) {
-    refusal = Status(StatusCode::kInternal,
-                     absl::StrCat("malformed grpc-timeout '",
-                                  *reserved.grpc_timeout, "'"));
+    refusal = Status(
+        StatusCode::kInternal,
+        absl::StrCat("malformed grpc-timeout '", *reserved.grpc_timeout, "'"));
   } else if (reserved.grpc_encoding.has_value() &&
              *reserved.grpc_encoding != "identity") {
     refusal = Status(StatusCode::kUnimplemented,
@@ -355,7 +337,7 @@ int ServerConnection::OnDataChunk(int32_t stream_id, const uint8_t* data,
       stream->observer == nullptr) {
     return 0;
   }
-  ObserverListener listener(stream->observer);
+  DeliverToObserver<ServerStream::Observer> listener(stream->observer);
   const Status status = stream->deframer_.Feed(
       absl::string_view(reinterpret_cast<const char*>(data), size), listener);
   if (!status.ok()) stream->Abort(status);
@@ -365,7 +347,8 @@ int ServerConnection::OnDataChunk(int32_t stream_id, const uint8_t* data,
 bool ServerConnection::OnEndOfData(int32_t stream_id) {
   ServerStream* stream = StreamFor(stream_id);
   if (stream == nullptr || !stream->finished_) return false;
-  nghttp2_submit_trailer(session(), stream_id, stream->trailers_.fields().data(),
+  nghttp2_submit_trailer(session(), stream_id,
+                         stream->trailers_.fields().data(),
                          stream->trailers_.size());
   return true;
 }

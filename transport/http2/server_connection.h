@@ -157,8 +157,7 @@ class ServerConnection : public Connection {
   int OnHeader(const nghttp2_frame* frame, nghttp2_rcbuf* name,
                nghttp2_rcbuf* value) override;
   int OnFrameRecv(const nghttp2_frame* frame) override;
-  int OnDataChunk(int32_t stream_id, const uint8_t* data,
-                  size_t size) override;
+  int OnDataChunk(int32_t stream_id, const uint8_t* data, size_t size) override;
   int OnStreamClose(int32_t stream_id, uint32_t error_code) override;
   bool OnEndOfData(int32_t stream_id) override;
   void OnFrameSent(const nghttp2_frame* frame) override;

@@ -12,6 +12,8 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "transport/header_field.h"
+#include "transport/message_deframer.h"
+#include "transport/status.h"
 
 namespace h2rpc::transport::http2 {
 
@@ -75,6 +77,21 @@ class ReceivedHeaderBlock {
  private:
   std::vector<std::pair<nghttp2_rcbuf*, nghttp2_rcbuf*>> rcbufs_;
   std::vector<HeaderField> fields_;
+};
+
+// Hands each deframed message to a stream observer's OnMessage (client and
+// server observers alike); compression is not negotiated yet, so the flag
+// never reaches them set.
+template <class Observer>
+class DeliverToObserver final : public MessageDeframer::Listener {
+ public:
+  explicit DeliverToObserver(Observer* observer) : observer_(observer) {}
+  Status OnMessage(absl::string_view message, bool compressed) override {
+    return observer_->OnMessage(message);
+  }
+
+ private:
+  Observer* observer_;
 };
 
 }  // namespace h2rpc::transport::http2
