@@ -54,7 +54,6 @@ void ClientConnection::Link(ClientStream* stream) {
   stream->next_ = streams_;
   if (streams_ != nullptr) streams_->prev_ = stream;
   streams_ = stream;
-  ++open_streams_;
 }
 
 void ClientConnection::Unlink(ClientStream* stream) {
@@ -62,7 +61,6 @@ void ClientConnection::Unlink(ClientStream* stream) {
   if (stream->next_ != nullptr) stream->next_->prev_ = stream->prev_;
   if (streams_ == stream) streams_ = stream->next_;
   stream->prev_ = stream->next_ = nullptr;
-  --open_streams_;
 }
 
 // Hands the outcome to the observer; the stream is free after this.
@@ -221,11 +219,8 @@ void ClientConnection::OnResponseHeaderBlock(ClientStream* stream,
       return;
     }
     if (!end_stream) {
-      if (reserved.grpc_encoding.has_value() &&
-          *reserved.grpc_encoding != "identity") {
-        // Compression arrives with its own issue; until then any message
-        // flagged compressed is refused by the deframer.
-      }
+      // No compression is negotiated yet: the deframer refuses any message
+      // flagged compressed, whatever grpc-encoding says.
       stream->observer->OnInitialMetadata(stream->initial_metadata_);
       return;
     }

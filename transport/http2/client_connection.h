@@ -59,9 +59,6 @@ class ClientStream : private io::Timer {
   // Framed request messages; set_end_of_data() half-closes after them.
   OutgoingData& outgoing() { return outgoing_; }
 
-  const Metadata& initial_metadata() const { return initial_metadata_; }
-  int32_t stream_id() const { return stream_id_; }
-
   // Loop thread. Cancels the stream (RST_STREAM CANCEL) and closes it with
   // `status`; no-op when not started or already over.
   void Cancel(const Status& status);
@@ -129,7 +126,6 @@ class ClientConnection : public Connection {
 
   // False once the connection is closing or the server sent GOAWAY.
   bool accepting_calls() const { return !closed() && !draining_; }
-  int open_streams() const { return open_streams_; }
 
  private:
   int OnBeginHeaders(const nghttp2_frame* frame) override;
@@ -151,7 +147,6 @@ class ClientConnection : public Connection {
 
   Listener* const listener_;
   ClientStream* streams_ = nullptr;  // open streams, intrusive list
-  int open_streams_ = 0;
   bool draining_ = false;
 };
 

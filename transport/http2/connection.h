@@ -79,7 +79,6 @@ class Connection : private io::FdWatcher {
 
  protected:
   nghttp2_session* session() const { return session_; }
-  bool going_away() const { return going_away_; }
 
   // Creates the nghttp2 session; called by the subclass constructor.
   void InitSession(bool server);

@@ -170,7 +170,6 @@ ServerStream* ServerConnection::NewStream() {
   stream->next_ = streams_;
   if (streams_ != nullptr) streams_->prev_ = stream;
   streams_ = stream;
-  ++open_streams_;
   return stream;
 }
 
@@ -178,7 +177,6 @@ void ServerConnection::Recycle(ServerStream* stream) {
   if (stream->prev_ != nullptr) stream->prev_->next_ = stream->next_;
   if (stream->next_ != nullptr) stream->next_->prev_ = stream->prev_;
   if (streams_ == stream) streams_ = stream->next_;
-  --open_streams_;
   stream->Reset();
   stream->prev_ = nullptr;
   stream->next_ = free_streams_;
@@ -382,7 +380,6 @@ void ServerConnection::OnClosed(const Status& why) {
     streams_ = stream->next_;
     if (streams_ != nullptr) streams_->prev_ = nullptr;
     stream->prev_ = stream->next_ = nullptr;
-    --open_streams_;
     stream->connection_ = nullptr;
     if (stream->open_in_nghttp2_) {
       stream->open_in_nghttp2_ = false;

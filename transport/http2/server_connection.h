@@ -148,8 +148,6 @@ class ServerConnection : public Connection {
                    ServerDispatcher* dispatcher, Listener* listener);
   ~ServerConnection() override;
 
-  int open_streams() const { return open_streams_; }
-
  private:
   friend class ServerStream;
 
@@ -172,8 +170,7 @@ class ServerConnection : public Connection {
 
   ServerDispatcher* const dispatcher_;
   Listener* const listener_;
-  ServerStream* streams_ = nullptr;  // open streams, intrusive list
-  int open_streams_ = 0;
+  ServerStream* streams_ = nullptr;       // open streams, intrusive list
   ServerStream* free_streams_ = nullptr;  // recycled, linked through next_
 };
 
