@@ -48,6 +48,7 @@
 #include "absl/strings/str_cat.h"
 #include "proto/grpc/testing/test.grpc.pb.h"
 #include "test/interop/grpcpp_call_inspector.h"
+#include "test/interop/interop_peer_util.h"
 
 ABSL_FLAG(int, port, 0, "TCP port to listen on; 0 picks a free port.");
 ABSL_FLAG(std::string, host, "127.0.0.1",
@@ -351,26 +352,14 @@ class TestServiceImpl final : public grpc::testing::TestService::Service {
 
 int Run() {
   // Block the shutdown signals before gRPC starts any thread, so that every
-  // thread inherits the mask and only sigwait() below receives them.
+  // thread inherits the mask and only the sigwait() below receives them.
   sigset_t shutdown_signals;
-  sigemptyset(&shutdown_signals);
-  sigaddset(&shutdown_signals, SIGTERM);
-  sigaddset(&shutdown_signals, SIGINT);
-  if (pthread_sigmask(SIG_BLOCK, &shutdown_signals, nullptr) != 0) {
-    std::fprintf(stderr, "pthread_sigmask failed\n");
-    return 1;
+  if (!BlockShutdownSignals(&shutdown_signals)) return 1;
+  std::string address;
+  if (const int bad = CheckServerFlags(absl::GetFlag(FLAGS_host),
+                                       absl::GetFlag(FLAGS_port), &address)) {
+    return bad;
   }
-
-  const int requested_port = absl::GetFlag(FLAGS_port);
-  if (requested_port < 0 || requested_port > 65535) {
-    std::fprintf(stderr, "--port=%d is not a TCP port\n", requested_port);
-    return 2;
-  }
-  const std::string host = absl::GetFlag(FLAGS_host);
-  const std::string address =
-      host.find(':') != std::string::npos
-          ? absl::StrCat("[", host, "]:", requested_port)
-          : absl::StrCat(host, ":", requested_port);
 
   TestServiceImpl service;
   grpc::ServerBuilder builder;
@@ -383,12 +372,8 @@ int Run() {
     std::fprintf(stderr, "could not listen on %s\n", address.c_str());
     return 1;
   }
-  std::printf("listening on port %d\n", selected_port);
-  std::fflush(stdout);
-
-  int signal_number = 0;
-  while (sigwait(&shutdown_signals, &signal_number) != 0) {
-  }
+  AnnounceListening(selected_port);
+  const int signal_number = WaitForShutdownSignal(shutdown_signals);
   std::fprintf(stderr, "grpcpp_interop_server: signal %d, shutting down\n",
                signal_number);
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));

@@ -33,6 +33,7 @@
 #include "rpc/client_context.h"
 #include "rpc/metadata.h"
 #include "rpc/status.h"
+#include "test/interop/interop_peer_util.h"
 
 ABSL_FLAG(std::string, server_host, "localhost", "Server host to connect to.");
 ABSL_FLAG(int, server_port, 0, "Server port to connect to.");
@@ -273,19 +274,12 @@ int Run() {
                  test_case.c_str(), absl::StrJoin(names, ", ").c_str());
     return 2;
   }
-  const int port = absl::GetFlag(FLAGS_server_port);
-  if (port <= 0 || port > 65535) {
-    std::fprintf(stderr, "--server_port=%d is not a TCP port\n", port);
-    return 2;
+  std::string target;
+  if (const int bad = CheckClientFlags(
+          absl::GetFlag(FLAGS_server_host), absl::GetFlag(FLAGS_server_port),
+          absl::GetFlag(FLAGS_deadline_ms), &target)) {
+    return bad;
   }
-  if (absl::GetFlag(FLAGS_deadline_ms) <= 0) {
-    std::fprintf(stderr, "--deadline_ms must be positive\n");
-    return 2;
-  }
-  const std::string host = absl::GetFlag(FLAGS_server_host);
-  const std::string target = host.find(':') != std::string::npos
-                                 ? absl::StrCat("[", host, "]:", port)
-                                 : absl::StrCat(host, ":", port);
 
   bool passed;
   {

@@ -45,6 +45,7 @@
 #include "rpc/server.h"
 #include "rpc/server_context.h"
 #include "rpc/status.h"
+#include "test/interop/interop_peer_util.h"
 
 ABSL_FLAG(int, port, 0, "TCP port to listen on; 0 picks a free port.");
 ABSL_FLAG(std::string, host, "127.0.0.1",
@@ -153,26 +154,14 @@ Status UnimplementedCall(ServerContext* /*context*/, const Empty& /*request*/,
 
 int Run() {
   // Block the shutdown signals before h2rpc starts any thread, so that every
-  // thread inherits the mask and only sigwait() below receives them.
+  // thread inherits the mask and only the sigwait() below receives them.
   sigset_t shutdown_signals;
-  sigemptyset(&shutdown_signals);
-  sigaddset(&shutdown_signals, SIGTERM);
-  sigaddset(&shutdown_signals, SIGINT);
-  if (pthread_sigmask(SIG_BLOCK, &shutdown_signals, nullptr) != 0) {
-    std::fprintf(stderr, "pthread_sigmask failed\n");
-    return 1;
+  if (!BlockShutdownSignals(&shutdown_signals)) return 1;
+  std::string address;
+  if (const int bad = CheckServerFlags(absl::GetFlag(FLAGS_host),
+                                       absl::GetFlag(FLAGS_port), &address)) {
+    return bad;
   }
-
-  const int requested_port = absl::GetFlag(FLAGS_port);
-  if (requested_port < 0 || requested_port > 65535) {
-    std::fprintf(stderr, "--port=%d is not a TCP port\n", requested_port);
-    return 2;
-  }
-  const std::string host = absl::GetFlag(FLAGS_host);
-  const std::string address =
-      host.find(':') != std::string::npos
-          ? absl::StrCat("[", host, "]:", requested_port)
-          : absl::StrCat(host, ":", requested_port);
 
   int selected_port = 0;
   Status status;
@@ -193,12 +182,8 @@ int Run() {
                  status.ToString().c_str());
     return 1;
   }
-  std::printf("listening on port %d\n", selected_port);
-  std::fflush(stdout);
-
-  int signal_number = 0;
-  while (sigwait(&shutdown_signals, &signal_number) != 0) {
-  }
+  AnnounceListening(selected_port);
+  const int signal_number = WaitForShutdownSignal(shutdown_signals);
   std::fprintf(stderr, "h2rpc_interop_server: signal %d, shutting down\n",
                signal_number);
   server->Shutdown(absl::Now() + absl::Seconds(2));
