@@ -1,6 +1,7 @@
 #include "transport/http2/client_connection.h"
 
 #include "absl/strings/str_cat.h"
+#include "transport/message_framer.h"
 #include "transport/received_headers.h"
 #include "transport/status_synthesis.h"
 
@@ -17,12 +18,26 @@ void ClientStream::Reset() {
   prev_ = next_ = nullptr;
   outgoing_.Clear();
   block_.Release();
+  window_.Reset();
   header_blocks_ = 0;
   header_bytes_ = 0;
   initial_metadata_.Clear();
   trailing_metadata_.Clear();
   status_known_ = false;
   status_ = Status();
+}
+
+size_t ClientStream::HoldMessage(absl::string_view message) {
+  const size_t bytes = kMessagePrefixSize + message.size();
+  window_.Hold(bytes);
+  return bytes;
+}
+
+void ClientStream::ReleaseMessage(size_t held_bytes) {
+  window_.Release(held_bytes);
+  if (connection_ != nullptr && stream_id_ >= 0) {
+    connection_->ReturnCredit(stream_id_, &window_);
+  }
 }
 
 void ClientStream::Cancel(const Status& status) {
@@ -66,6 +81,7 @@ void ClientConnection::Unlink(ClientStream* stream) {
 // Hands the outcome to the observer; the stream is free after this.
 void ClientConnection::Deliver(ClientStream* stream) {
   loop()->Cancel(stream);
+  ReturnAllCredit(&stream->window_);
   stream->connection_ = nullptr;
   stream->block_.Release();
   stream->observer->OnClose(stream->status_, stream->trailing_metadata_);
@@ -251,16 +267,24 @@ void ClientConnection::OnResponseHeaderBlock(ClientStream* stream,
 int ClientConnection::OnDataChunk(int32_t stream_id, const uint8_t* data,
                                   size_t size) {
   ClientStream* stream = StreamFor(stream_id);
-  if (stream == nullptr || stream->status_known_) return 0;
-  if (stream->header_blocks_ == 0) {
-    FailStream(stream, Status(StatusCode::kInternal,
-                              "DATA received before response headers"));
+  if (stream == nullptr) {
+    nghttp2_session_consume(session(), stream_id, size);
     return 0;
   }
-  DeliverToObserver<ClientStream::Observer> listener(stream->observer);
-  Status status = stream->deframer_.Feed(
-      absl::string_view(reinterpret_cast<const char*>(data), size), listener);
-  if (!status.ok()) FailStream(stream, std::move(status));
+  stream->window_.Received(size);
+  if (stream->status_known_) {
+    // Ignored: returned at once below.
+  } else if (stream->header_blocks_ == 0) {
+    FailStream(stream, Status(StatusCode::kInternal,
+                              "DATA received before response headers"));
+  } else {
+    DeliverToObserver<ClientStream::Observer> listener(stream->observer);
+    Status status = stream->deframer_.Feed(
+        absl::string_view(reinterpret_cast<const char*>(data), size),
+        listener);
+    if (!status.ok()) FailStream(stream, std::move(status));
+  }
+  ReturnCredit(stream_id, &stream->window_);
   return 0;
 }
 

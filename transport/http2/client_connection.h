@@ -59,6 +59,13 @@ class ClientStream : private io::Timer {
   // Framed request messages; set_end_of_data() half-closes after them.
   OutgoingData& outgoing() { return outgoing_; }
 
+  // Inside Observer::OnMessage: keeps the message's bytes counted against
+  // the peer's flow-control windows until ReleaseMessage(returned value), so
+  // a reader that falls behind stops the sender (see ReceiveWindow).
+  size_t HoldMessage(absl::string_view message);
+  // Loop thread: the application is done with a held message.
+  void ReleaseMessage(size_t held_bytes);
+
   // Loop thread. Cancels the stream (RST_STREAM CANCEL) and closes it with
   // `status`; no-op when not started or already over.
   void Cancel(const Status& status);
@@ -79,6 +86,7 @@ class ClientStream : private io::Timer {
   HeaderList headers_;
   OutgoingData outgoing_;
   ReceivedHeaderBlock block_;
+  ReceiveWindow window_;
   int header_blocks_ = 0;
   size_t header_bytes_ = 0;  // of the block being received, HPACK-counted
   MessageDeframer deframer_{MessageDeframer::Options()};

@@ -53,6 +53,9 @@ void Connection::InitSession(bool server) {
   // Keep memory bounded: no closed-stream retention for priorities.
   nghttp2_option_set_no_closed_streams(option, 1);
   nghttp2_option_set_max_send_header_block_length(option, 64 << 10);
+  // Flow control is backpressure: received bytes go back to the peer's
+  // windows only once the application has taken them (ReturnCredit).
+  nghttp2_option_set_no_auto_window_update(option, 1);
   if (server) {
     nghttp2_session_server_new3(&session_, cbs, this, option, memory_.mem());
   } else {
@@ -67,6 +70,20 @@ Nghttp2DataProvider Connection::DataProvider(OutgoingData* data) {
   provider.source.ptr = data;
   provider.read_callback = &Connection::ReadDataCallback;
   return provider;
+}
+
+void Connection::ReturnCredit(int32_t stream_id, ReceiveWindow* window) {
+  const size_t credit = window->TakeCredit();
+  if (credit == 0 || closed_) return;
+  nghttp2_session_consume(session_, stream_id, credit);
+  RequestFlush();
+}
+
+void Connection::ReturnAllCredit(ReceiveWindow* window) {
+  const size_t credit = window->CloseAndTakeAll();
+  if (credit == 0 || closed_) return;
+  nghttp2_session_consume_connection(session_, credit);
+  RequestFlush();
 }
 
 void Connection::Start() {

@@ -72,6 +72,13 @@ class Connection : private io::FdWatcher {
   // nghttp2_submit_request / submit_response / submit_data).
   static Nghttp2DataProvider DataProvider(OutgoingData* data);
 
+  // Returns to the peer the bytes `window` allows (see ReceiveWindow):
+  // nghttp2 sends WINDOW_UPDATE once enough has been returned.
+  void ReturnCredit(int32_t stream_id, ReceiveWindow* window);
+  // The stream is closed: returns every byte it still holds to the
+  // connection window.
+  void ReturnAllCredit(ReceiveWindow* window);
+
   bool closed() const { return closed_; }
   io::EventLoop* loop() const { return loop_; }
   const std::string& peer() const { return peer_; }

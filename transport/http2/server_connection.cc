@@ -1,6 +1,7 @@
 #include "transport/http2/server_connection.h"
 
 #include "absl/strings/str_cat.h"
+#include "transport/message_framer.h"
 #include "transport/received_headers.h"
 #include "transport/response_setup.h"
 #include "transport/status_synthesis.h"
@@ -30,7 +31,21 @@ void ServerStream::Reset() {
   initial_metadata_.Clear();
   trailing_metadata_.Clear();
   block_.Release();
+  window_.Reset();
   outgoing_.Clear();
+}
+
+size_t ServerStream::HoldMessage(absl::string_view message) {
+  const size_t bytes = kMessagePrefixSize + message.size();
+  window_.Hold(bytes);
+  return bytes;
+}
+
+void ServerStream::ReleaseMessage(size_t held_bytes) {
+  window_.Release(held_bytes);
+  if (connection_ != nullptr && open_in_nghttp2_) {
+    connection_->ReturnCredit(stream_id_, &window_);
+  }
 }
 
 void ServerStream::SendInitialMetadata(const Metadata* metadata) {
@@ -331,14 +346,20 @@ void ServerConnection::OnRequestHeaders(ServerStream* stream, bool end_stream) {
 int ServerConnection::OnDataChunk(int32_t stream_id, const uint8_t* data,
                                   size_t size) {
   ServerStream* stream = StreamFor(stream_id);
-  if (stream == nullptr || stream->finished_ || stream->cancelled() ||
-      stream->observer == nullptr) {
+  if (stream == nullptr) {
+    nghttp2_session_consume(session(), stream_id, size);
     return 0;
   }
-  DeliverToObserver<ServerStream::Observer> listener(stream->observer);
-  const Status status = stream->deframer_.Feed(
-      absl::string_view(reinterpret_cast<const char*>(data), size), listener);
-  if (!status.ok()) stream->Abort(status);
+  stream->window_.Received(size);
+  if (!stream->finished_ && !stream->cancelled() &&
+      stream->observer != nullptr) {
+    DeliverToObserver<ServerStream::Observer> listener(stream->observer);
+    const Status status = stream->deframer_.Feed(
+        absl::string_view(reinterpret_cast<const char*>(data), size),
+        listener);
+    if (!status.ok()) stream->Abort(status);
+  }
+  ReturnCredit(stream_id, &stream->window_);
   return 0;
 }
 
@@ -368,6 +389,7 @@ int ServerConnection::OnStreamClose(int32_t stream_id, uint32_t error_code) {
   if (stream == nullptr) return 0;
   nghttp2_session_set_stream_user_data(session(), stream_id, nullptr);
   stream->open_in_nghttp2_ = false;
+  ReturnAllCredit(&stream->window_);
   if (!stream->finished_) stream->Cancel();
   stream->Unref();
   return 0;

@@ -67,6 +67,12 @@ class ServerStream : private io::Timer {
   // it (after the response headers if not yet sent).
   OutgoingData& outgoing() { return outgoing_; }
   void ResumeSend();
+  // Inside Observer::OnMessage: keeps the message's bytes counted against
+  // the peer's flow-control windows until ReleaseMessage(returned value), so
+  // a reader that falls behind stops the sender (see ReceiveWindow).
+  size_t HoldMessage(absl::string_view message);
+  // Loop thread: the application is done with a held message.
+  void ReleaseMessage(size_t held_bytes);
   // Loop thread. Ends the call: trailers with `status` and a copy of
   // `trailing` metadata (may be null), or a Trailers-Only response if
   // nothing was sent yet.
@@ -112,6 +118,7 @@ class ServerStream : private io::Timer {
   Metadata initial_metadata_;
   Metadata trailing_metadata_;
   ReceivedHeaderBlock block_;
+  ReceiveWindow window_;
   MessageDeframer deframer_{MessageDeframer::Options()};
   OutgoingData outgoing_;
   HeaderList response_headers_;

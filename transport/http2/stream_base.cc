@@ -13,12 +13,26 @@ size_t OutgoingData::Reserve(size_t max) {
 void OutgoingData::CopyReserved(size_t n, std::string* out) {
   out->append(buffer_.data() + written_, n);
   written_ += n;
-  if (written_ == buffer_.size() && !end_of_data_) {
-    // A stream still writing: start over at the front, keeping capacity. A
-    // finished body stays until Clear(), so a refused stream can resend it.
-    buffer_.clear();
-    reserved_ = written_ = 0;
-    dropped_sent_bytes_ = true;
+  if (!end_of_data_) {
+    // A stream still writing: drop what was written, keeping capacity, so a
+    // long stream reuses one buffer. A finished body stays until Clear(), so
+    // a refused stream can resend it. Moving the unwritten tail costs at
+    // most as much as the bytes written since the last move.
+    if (written_ == buffer_.size()) {
+      buffer_.clear();
+      reserved_ = written_ = 0;
+      dropped_sent_bytes_ = true;
+    } else if (written_ >= pending()) {
+      buffer_.erase(0, written_);
+      reserved_ -= written_;
+      written_ = 0;
+      dropped_sent_bytes_ = true;
+    }
+  }
+  if (drain_listener_ != nullptr && pending() <= drain_threshold_) {
+    DrainListener* listener = drain_listener_;
+    drain_listener_ = nullptr;
+    listener->OnOutgoingDrained();
   }
 }
 
@@ -31,6 +45,8 @@ bool OutgoingData::Rewind() {
 
 void OutgoingData::Clear() {
   buffer_.clear();
+  drain_listener_ = nullptr;
+  drain_threshold_ = 0;
   reserved_ = written_ = 0;
   end_of_data_ = false;
   dropped_sent_bytes_ = false;

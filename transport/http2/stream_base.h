@@ -24,6 +24,17 @@ namespace h2rpc::transport::http2 {
 // capacity across messages and calls.
 class OutgoingData {
  public:
+  // Told when the bytes not yet written drop to a threshold (see
+  // NotifyWhenPendingAtMost). Runs inside nghttp2's send callback: it must
+  // not call into the connection (post a task instead).
+  class DrainListener {
+   public:
+    virtual void OnOutgoingDrained() = 0;
+
+   protected:
+    ~DrainListener() = default;
+  };
+
   // Appends bytes; the caller then resumes the stream's data.
   std::string& buffer() { return buffer_; }
   // No more bytes will be appended: the last DATA frame ends the body.
@@ -38,6 +49,15 @@ class OutgoingData {
   void CopyReserved(size_t n, std::string* out);
   // True when every appended byte has been written.
   bool drained() const { return written_ == buffer_.size(); }
+  // Appended bytes not yet written to the connection.
+  size_t pending() const { return buffer_.size() - written_; }
+  // Calls `listener` once, when pending() <= `bytes` after a write (the
+  // caller checks the current value itself). Replaces an earlier request;
+  // null cancels.
+  void NotifyWhenPendingAtMost(size_t bytes, DrainListener* listener) {
+    drain_threshold_ = bytes;
+    drain_listener_ = listener;
+  }
 
   // Set while nghttp2 holds the stream's data deferred (nothing to send).
   bool deferred = false;
@@ -52,10 +72,52 @@ class OutgoingData {
 
  private:
   std::string buffer_;
+  DrainListener* drain_listener_ = nullptr;
+  size_t drain_threshold_ = 0;
   size_t reserved_ = 0;
   size_t written_ = 0;
   bool end_of_data_ = false;
   bool dropped_sent_bytes_ = false;
+};
+
+// Receive-side flow control of one stream. The connection runs with manual
+// window updates: bytes return to the peer's windows (nghttp2_session_consume)
+// only when the application is done with them. Bytes of a message the
+// application has not taken yet are "held"; everything else (prefixes,
+// messages consumed at once, a message still being gathered, data of a
+// stream being ignored) is returned as soon as it is received. So a reader
+// that stops reading stops the sender once the stream window is full of held
+// messages, while a message larger than the window still gets through.
+class ReceiveWindow {
+ public:
+  void Received(size_t bytes) { received_ += bytes; }
+  // Bytes of a delivered message the application keeps for later.
+  void Hold(size_t bytes) { held_ += bytes; }
+  void Release(size_t bytes) { held_ -= bytes; }
+  // Bytes that may be returned to the peer now (and counts them returned).
+  // Zero while held bytes exceed what was not yet returned, e.g. when a
+  // large message was returned while being gathered and is now held whole.
+  size_t TakeCredit() {
+    const size_t returnable = received_ - held_;
+    if (closed_ || returnable <= credited_) return 0;
+    const size_t credit = returnable - credited_;
+    credited_ = returnable;
+    return credit;
+  }
+  // The stream is gone: every byte not yet returned, for the connection
+  // window. Later calls return nothing.
+  size_t CloseAndTakeAll() {
+    if (closed_) return 0;
+    closed_ = true;
+    return received_ - credited_;
+  }
+  void Reset() { *this = ReceiveWindow(); }
+
+ private:
+  size_t received_ = 0;
+  size_t held_ = 0;
+  size_t credited_ = 0;
+  bool closed_ = false;
 };
 
 // The fields of one received header block, held without copying: the
