@@ -103,6 +103,7 @@ class ChannelConnector : private transport::io::FdWatcher,
 
 }  // namespace internal
 
+using internal::ChannelCall;
 using internal::ClientCall;
 using transport::http2::ClientConnection;
 
@@ -165,7 +166,7 @@ ClientCall* Channel::PrepareCall(ClientContext* context,
 Status Channel::RunBlocking(ClientCall* call) {
   call->Start();
   Status status = call->Wait();
-  call->Unref();
+  call->Release();
   return status;
 }
 
@@ -219,7 +220,7 @@ void Channel::AsyncGenericUnaryCall(
   call->Start();
 }
 
-void Channel::StartOnLoop(ClientCall* call) {
+void Channel::StartOnLoop(ChannelCall* call) {
   if (shut_down_) {
     call->FailBeforeStream(
         Status(StatusCode::kCancelled, "the channel was destroyed"));
@@ -258,7 +259,7 @@ void Channel::OnConnected(transport::io::FileDescriptor socket,
   state_ = State::kReady;
   next_backoff_ = options_.initial_backoff;
   while (pending_ != nullptr) {
-    ClientCall* call = pending_;
+    ChannelCall* call = pending_;
     call->LeavePending();
     connection_->StartCall(&call->stream());
   }
@@ -275,7 +276,7 @@ void Channel::OnConnectFailed(const Status& why) {
 
 void Channel::FailPending(const Status& why) {
   while (pending_ != nullptr) {
-    ClientCall* call = pending_;
+    ChannelCall* call = pending_;
     call->LeavePending();
     call->FailBeforeStream(why);
   }

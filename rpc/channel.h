@@ -18,6 +18,7 @@
 namespace h2rpc {
 
 namespace internal {
+class ChannelCall;
 class ClientCall;
 class ChannelConnector;
 }  // namespace internal
@@ -79,6 +80,7 @@ class Channel : private transport::http2::ClientConnection::Listener {
                              absl::AnyInvocable<void(const Status&)> done);
 
  private:
+  friend class internal::ChannelCall;
   friend class internal::ClientCall;
   friend class internal::ChannelConnector;
 
@@ -95,7 +97,7 @@ class Channel : private transport::http2::ClientConnection::Listener {
   void ReturnCall(internal::ClientCall* call);
 
   // Loop thread.
-  void StartOnLoop(internal::ClientCall* call);
+  void StartOnLoop(internal::ChannelCall* call);
   void Connect();
   void OnConnected(transport::io::FileDescriptor socket, std::string peer);
   void OnConnectFailed(const Status& why);
@@ -116,7 +118,7 @@ class Channel : private transport::http2::ClientConnection::Listener {
   std::unique_ptr<transport::http2::ClientConnection> connection_;
   std::vector<std::unique_ptr<transport::http2::ClientConnection>> draining_;
   std::unique_ptr<internal::ChannelConnector> connector_;
-  internal::ClientCall* pending_ = nullptr;  // waiting for a connection
+  internal::ChannelCall* pending_ = nullptr;  // waiting for a connection
   Status last_error_;
   absl::Time backoff_until_ = absl::InfinitePast();
   absl::Duration next_backoff_;

@@ -1,7 +1,7 @@
 #include "rpc/client_context.h"
 
 #include "absl/time/clock.h"
-#include "rpc/internal/client_call.h"
+#include "rpc/internal/channel_call.h"
 
 namespace h2rpc {
 

@@ -12,7 +12,9 @@
 namespace h2rpc {
 
 namespace internal {
+class ChannelCall;
 class ClientCall;
+class ClientStreamCall;
 }  // namespace internal
 
 // Per-call settings and results on the client, as in gRPC C++: a deadline,
@@ -59,7 +61,9 @@ class ClientContext {
   void TryCancel();
 
  private:
+  friend class internal::ChannelCall;
   friend class internal::ClientCall;
+  friend class internal::ClientStreamCall;
 
   absl::Time deadline_ = absl::InfiniteFuture();
   Metadata send_metadata_;
@@ -70,7 +74,7 @@ class ClientContext {
   // std::mutex rather than absl::Mutex throughout: Debian's Abseil is not
   // built for ThreadSanitizer, which then cannot see absl::Mutex locking.
   std::mutex mu_;
-  internal::ClientCall* call_ = nullptr;  // guarded by mu_
+  internal::ChannelCall* call_ = nullptr;  // guarded by mu_
   bool cancelled_ = false;                // guarded by mu_
 };
 

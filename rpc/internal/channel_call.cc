@@ -1,0 +1,115 @@
+#include "rpc/internal/channel_call.h"
+
+#include "absl/time/clock.h"
+#include "rpc/channel.h"
+
+namespace h2rpc::internal {
+
+transport::io::EventLoop* ChannelCall::loop() const { return &channel_->loop_; }
+
+Status ChannelCall::Describe(ClientContext* context, absl::string_view method) {
+  if (context->deadline() <= absl::Now()) {
+    return Status(StatusCode::kDeadlineExceeded,
+                  "deadline exceeded before the call started");
+  }
+  transport::CallDescription& call = stream_.description;
+  call.method_path = method;
+  call.authority =
+      context->authority().empty() ? channel_->target() : context->authority();
+  call.user_agent = channel_->options_.user_agent;
+  call.deadline = context->deadline();
+  call.metadata = &context->send_metadata();
+  return Status();
+}
+
+Status ChannelCall::BindContext(ClientContext* context) {
+  context_ = context;
+  refs_.store(1, std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(context->mu_);
+  if (context->cancelled_) {
+    return Status(StatusCode::kCancelled, "the call was cancelled");
+  }
+  context->call_ = this;
+  return Status();
+}
+
+void ChannelCall::UnbindContext() {
+  finished_ = true;
+  std::lock_guard<std::mutex> lock(context_->mu_);
+  context_->call_ = nullptr;
+}
+
+void ChannelCall::StartTask::Run() {
+  if (call_->cancel_requested_) {
+    // Cancelled while a transparent retry was on its way.
+    call_->FailBeforeStream(
+        Status(StatusCode::kCancelled, "the call was cancelled"));
+    return;
+  }
+  call_->channel_->StartOnLoop(call_);
+}
+
+void ChannelCall::RequestCancel() {
+  if (cancel_posted_.exchange(true)) return;
+  Ref();
+  loop()->Post(&cancel_task_);
+}
+
+void ChannelCall::CancelTask::Run() {
+  ChannelCall* call = call_;
+  call->cancel_posted_.store(false);
+  const Status cancelled(StatusCode::kCancelled, "the call was cancelled");
+  call->cancel_requested_ = true;
+  if (!call->finished_) {
+    if (call->stream_.active()) {
+      call->stream_.Cancel(cancelled);
+    } else if (call->pending_list_ != nullptr) {
+      call->LeavePending();
+      call->FailBeforeStream(cancelled);
+    }
+  }
+  call->Unref();
+}
+
+void ChannelCall::WaitForConnection(ChannelCall** list_head) {
+  pending_list_ = list_head;
+  prev_pending_ = nullptr;
+  next_pending_ = *list_head;
+  if (next_pending_ != nullptr) next_pending_->prev_pending_ = this;
+  *list_head = this;
+  if (stream_.description.deadline != absl::InfiniteFuture()) {
+    loop()->Schedule(&pending_deadline_, stream_.description.deadline);
+  }
+}
+
+void ChannelCall::LeavePending() {
+  if (pending_list_ == nullptr) return;
+  if (prev_pending_ != nullptr) prev_pending_->next_pending_ = next_pending_;
+  if (next_pending_ != nullptr) next_pending_->prev_pending_ = prev_pending_;
+  if (*pending_list_ == this) *pending_list_ = next_pending_;
+  pending_list_ = nullptr;
+  next_pending_ = prev_pending_ = nullptr;
+  loop()->Cancel(&pending_deadline_);
+}
+
+void ChannelCall::PendingDeadline::OnTimer() {
+  call_->LeavePending();
+  call_->FailBeforeStream(Status(
+      StatusCode::kDeadlineExceeded,
+      "deadline exceeded while connecting to " + call_->channel_->target()));
+}
+
+void ChannelCall::Unref() {
+  if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) OnLastUnref();
+}
+
+void ChannelCall::ResetChannelCall() {
+  stream_.Reset();
+  context_ = nullptr;
+  finished_ = false;
+  cancel_requested_ = false;
+  pending_list_ = nullptr;
+  next_pending_ = prev_pending_ = nullptr;
+}
+
+}  // namespace h2rpc::internal

@@ -1,0 +1,109 @@
+#ifndef H2RPC_RPC_INTERNAL_CHANNEL_CALL_H_
+#define H2RPC_RPC_INTERNAL_CHANNEL_CALL_H_
+
+#include <atomic>
+
+#include "absl/strings/string_view.h"
+#include "rpc/client_context.h"
+#include "rpc/status.h"
+#include "transport/http2/client_connection.h"
+#include "transport/io/event_loop.h"
+
+namespace h2rpc {
+class Channel;
+
+namespace internal {
+
+// What every call on a Channel shares, unary or streaming: its transport
+// stream, the wait for a connection, the start on the loop, and
+// cancellation from any thread through its ClientContext.
+//
+// Reference-counted: one reference for the call itself (dropped by the
+// derived class when its result has been consumed), one per queued cancel
+// task. The last reference calls OnLastUnref().
+class ChannelCall {
+ public:
+  // Loop thread: ends the call before it reached a stream.
+  virtual void FailBeforeStream(const Status& status) = 0;
+  // Loop thread: the call waits for a connection (with its deadline).
+  void WaitForConnection(ChannelCall** list_head);
+  void LeavePending();
+  ChannelCall* next_pending() const { return next_pending_; }
+
+  transport::http2::ClientStream& stream() { return stream_; }
+
+  // Any thread (ClientContext::TryCancel, under the context's mutex).
+  void RequestCancel();
+
+  // Any thread: hands the call to the loop (again, for a transparent retry).
+  void Start() { loop()->Post(&start_task_); }
+
+ protected:
+  explicit ChannelCall(Channel* channel) : channel_(channel) {}
+  virtual ~ChannelCall() = default;
+
+  // Fills the stream's description (method, authority, user agent,
+  // deadline, metadata from `context`). Returns DEADLINE_EXCEEDED for a
+  // deadline already past.
+  Status Describe(ClientContext* context, absl::string_view method);
+  // Links the call to `context` for TryCancel; CANCELLED if the context was
+  // cancelled already. Takes the call's own reference.
+  Status BindContext(ClientContext* context);
+  // Loop thread: the call's result is known; TryCancel no longer reaches it.
+  void UnbindContext();
+
+  void Ref() { refs_.fetch_add(1, std::memory_order_relaxed); }
+  void Unref();
+  virtual void OnLastUnref() = 0;
+
+  // Clears the shared state for reuse.
+  void ResetChannelCall();
+
+  transport::io::EventLoop* loop() const;
+
+  Channel* const channel_;
+  transport::http2::ClientStream stream_;
+  ClientContext* context_ = nullptr;
+  bool finished_ = false;          // loop thread: the result is known
+  bool cancel_requested_ = false;  // loop thread
+
+ private:
+  class StartTask : public transport::io::Task {
+   public:
+    explicit StartTask(ChannelCall* call) : call_(call) {}
+    void Run() override;
+
+   private:
+    ChannelCall* call_;
+  };
+  class CancelTask : public transport::io::Task {
+   public:
+    explicit CancelTask(ChannelCall* call) : call_(call) {}
+    void Run() override;
+
+   private:
+    ChannelCall* call_;
+  };
+  class PendingDeadline : public transport::io::Timer {
+   public:
+    explicit PendingDeadline(ChannelCall* call) : call_(call) {}
+    void OnTimer() override;
+
+   private:
+    ChannelCall* call_;
+  };
+
+  ChannelCall** pending_list_ = nullptr;
+  ChannelCall* next_pending_ = nullptr;
+  ChannelCall* prev_pending_ = nullptr;
+  StartTask start_task_{this};
+  CancelTask cancel_task_{this};
+  PendingDeadline pending_deadline_{this};
+  std::atomic<bool> cancel_posted_{false};
+  std::atomic<int> refs_{0};
+};
+
+}  // namespace internal
+}  // namespace h2rpc
+
+#endif  // H2RPC_RPC_INTERNAL_CHANNEL_CALL_H_
