@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "rpc/internal/client_call.h"
+#include "rpc/internal/client_stream_call.h"
 #include "transport/io/socket.h"
 
 namespace h2rpc {
@@ -218,6 +219,27 @@ void Channel::AsyncGenericUnaryCall(
   call->response_bytes = response;
   call->done = std::move(done);
   call->Start();
+}
+
+void Channel::BindStreamingCall(ClientContext* context,
+                                absl::string_view method,
+                                const google::protobuf::MessageLite* request,
+                                google::protobuf::MessageLite* response,
+                                ClientStreamReactor* reactor) {
+  auto* call = new internal::ClientStreamCall(this, reactor);
+  reactor->call_ = call;
+  call->Prepare(context, method, request, response);
+}
+
+void Channel::StartBlockingStream(ClientContext* context,
+                                  absl::string_view method,
+                                  const google::protobuf::MessageLite* request,
+                                  google::protobuf::MessageLite* response,
+                                  internal::BlockingClientStream* stream) {
+  BindStreamingCall(context, method, request, response, stream);
+  // Released by the wrapper's destructor, which may still reach the call.
+  stream->call_->KeepAlive();
+  stream->StartCall();
 }
 
 void Channel::StartOnLoop(ChannelCall* call) {

@@ -11,6 +11,7 @@
 #include "absl/time/time.h"
 #include "google/protobuf/message_lite.h"
 #include "rpc/client_context.h"
+#include "rpc/client_stream.h"
 #include "rpc/status.h"
 #include "transport/http2/client_connection.h"
 #include "transport/io/event_loop.h"
@@ -20,6 +21,7 @@ namespace h2rpc {
 namespace internal {
 class ChannelCall;
 class ClientCall;
+class ClientStreamCall;
 class ChannelConnector;
 }  // namespace internal
 
@@ -38,6 +40,9 @@ struct ChannelOptions {
   absl::Duration max_backoff = absl::Seconds(120);
   // CPU to pin the channel's event loop thread to; -1: not pinned.
   int loop_cpu = -1;
+  // A streaming call's write completes once at most this many bytes wait
+  // in its send buffer (see ClientStreamReactor). Bytes.
+  size_t stream_write_buffer = 64 << 10;
 };
 
 // A client's link to one server ("host:port", "[v6]:port"). Connects lazily
@@ -79,12 +84,71 @@ class Channel : private transport::http2::ClientConnection::Listener {
                              absl::string_view request, std::string* response,
                              absl::AnyInvocable<void(const Status&)> done);
 
+  // Streaming calls with a reactor (callbacks on the channel's loop
+  // thread): bind the call, then call reactor->StartCall(). `context`
+  // and the reactor must live until OnDone. Server streaming sends `request`
+  // (serialized here) and half-closes; client streaming puts the single
+  // response in `*response` before OnDone(OK).
+  template <class Request, class Response>
+  void AsyncBidiStreamingCall(ClientContext* context, absl::string_view method,
+                              ClientBidiReactor<Request, Response>* reactor) {
+    BindStreamingCall(context, method, nullptr, nullptr, reactor);
+  }
+  template <class Request, class Response>
+  void AsyncServerStreamingCall(ClientContext* context,
+                                absl::string_view method,
+                                const Request& request,
+                                ClientReadReactor<Response>* reactor) {
+    BindStreamingCall(context, method, &request, nullptr, reactor);
+  }
+  template <class Request, class Response>
+  void AsyncClientStreamingCall(ClientContext* context,
+                                absl::string_view method, Response* response,
+                                ClientWriteReactor<Request>* reactor) {
+    BindStreamingCall(context, method, nullptr, response, reactor);
+  }
+
+  // Blocking streaming calls, started at once. `context` (and `response`)
+  // must outlive the returned object.
+  template <class Request, class Response>
+  std::unique_ptr<ClientReaderWriter<Request, Response>> BidiStreamingCall(
+      ClientContext* context, absl::string_view method) {
+    auto call = std::make_unique<ClientReaderWriter<Request, Response>>();
+    StartBlockingStream(context, method, nullptr, nullptr, &call->stream_);
+    return call;
+  }
+  template <class Request, class Response>
+  std::unique_ptr<ClientReader<Response>> ServerStreamingCall(
+      ClientContext* context, absl::string_view method,
+      const Request& request) {
+    auto call = std::make_unique<ClientReader<Response>>();
+    StartBlockingStream(context, method, &request, nullptr, &call->stream_);
+    return call;
+  }
+  template <class Request, class Response>
+  std::unique_ptr<ClientWriter<Request>> ClientStreamingCall(
+      ClientContext* context, absl::string_view method, Response* response) {
+    auto call = std::make_unique<ClientWriter<Request>>();
+    StartBlockingStream(context, method, nullptr, response, &call->stream_);
+    return call;
+  }
+
  private:
   friend class internal::ChannelCall;
   friend class internal::ClientCall;
+  friend class internal::ClientStreamCall;
   friend class internal::ChannelConnector;
 
   enum class State { kIdle, kConnecting, kReady, kBackoff };
+
+  void BindStreamingCall(ClientContext* context, absl::string_view method,
+                         const google::protobuf::MessageLite* request,
+                         google::protobuf::MessageLite* response,
+                         ClientStreamReactor* reactor);
+  void StartBlockingStream(ClientContext* context, absl::string_view method,
+                           const google::protobuf::MessageLite* request,
+                           google::protobuf::MessageLite* response,
+                           internal::BlockingClientStream* stream);
 
   internal::ClientCall* TakeCall();
   // A pooled call set up for `request` (or `request_bytes`), or null with

@@ -40,13 +40,33 @@ void ChannelCall::UnbindContext() {
 }
 
 void ChannelCall::StartTask::Run() {
-  if (call_->cancel_requested_) {
-    // Cancelled while a transparent retry was on its way.
-    call_->FailBeforeStream(
-        Status(StatusCode::kCancelled, "the call was cancelled"));
+  if (!call_->start_error_.ok()) {
+    call_->FailBeforeStream(call_->start_error_);
     return;
   }
   call_->channel_->StartOnLoop(call_);
+}
+
+void ChannelCall::CancelOnLoop(const Status& status) {
+  if (finished_) return;
+  if (stream_.active()) {
+    stream_.Cancel(status);
+  } else if (pending_list_ != nullptr) {
+    LeavePending();
+    FailBeforeStream(status);
+  } else {
+    start_error_ = status;
+  }
+}
+
+bool ChannelCall::RetryTransparently() {
+  // The server did not process the request: start it again (on a new
+  // connection if this one is going away), a bounded number of times.
+  constexpr int kMaxTransparentRetries = 3;
+  if (transparent_retries_ >= kMaxTransparentRetries) return false;
+  ++transparent_retries_;
+  Start();
+  return true;
 }
 
 void ChannelCall::RequestCancel() {
@@ -58,16 +78,7 @@ void ChannelCall::RequestCancel() {
 void ChannelCall::CancelTask::Run() {
   ChannelCall* call = call_;
   call->cancel_posted_.store(false);
-  const Status cancelled(StatusCode::kCancelled, "the call was cancelled");
-  call->cancel_requested_ = true;
-  if (!call->finished_) {
-    if (call->stream_.active()) {
-      call->stream_.Cancel(cancelled);
-    } else if (call->pending_list_ != nullptr) {
-      call->LeavePending();
-      call->FailBeforeStream(cancelled);
-    }
-  }
+  call->CancelOnLoop(Status(StatusCode::kCancelled, "the call was cancelled"));
   call->Unref();
 }
 
@@ -107,7 +118,8 @@ void ChannelCall::ResetChannelCall() {
   stream_.Reset();
   context_ = nullptr;
   finished_ = false;
-  cancel_requested_ = false;
+  start_error_ = Status();
+  transparent_retries_ = 0;
   pending_list_ = nullptr;
   next_pending_ = prev_pending_ = nullptr;
 }

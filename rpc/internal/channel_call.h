@@ -51,6 +51,13 @@ class ChannelCall {
   Status BindContext(ClientContext* context);
   // Loop thread: the call's result is known; TryCancel no longer reaches it.
   void UnbindContext();
+  // Loop thread: ends the call with `status` wherever it is: resets its
+  // stream, takes it out of the wait for a connection, or (not started yet)
+  // makes its start fail.
+  void CancelOnLoop(const Status& status);
+  // Loop thread, from ClientStream::Observer::OnRefused: starts the call
+  // again, a bounded number of times; false when out of retries.
+  bool RetryTransparently();
 
   void Ref() { refs_.fetch_add(1, std::memory_order_relaxed); }
   void Unref();
@@ -64,8 +71,10 @@ class ChannelCall {
   Channel* const channel_;
   transport::http2::ClientStream stream_;
   ClientContext* context_ = nullptr;
-  bool finished_ = false;          // loop thread: the result is known
-  bool cancel_requested_ = false;  // loop thread
+  bool finished_ = false;  // loop thread: the result is known
+  // Loop thread. Set before the call reaches the loop, or by a cancel that
+  // finds it between streams: the next start fails with it.
+  Status start_error_;
 
  private:
   class StartTask : public transport::io::Task {
@@ -93,6 +102,7 @@ class ChannelCall {
     ChannelCall* call_;
   };
 
+  int transparent_retries_ = 0;
   ChannelCall** pending_list_ = nullptr;
   ChannelCall* next_pending_ = nullptr;
   ChannelCall* prev_pending_ = nullptr;

@@ -66,15 +66,7 @@ Status ClientCall::OnMessage(absl::string_view message) {
   return Status();
 }
 
-bool ClientCall::OnRefused() {
-  // The server did not process the request: start it again (on a new
-  // connection if this one is going away), a bounded number of times.
-  constexpr int kMaxTransparentRetries = 3;
-  if (transparent_retries_ >= kMaxTransparentRetries) return false;
-  ++transparent_retries_;
-  Start();
-  return true;
-}
+bool ClientCall::OnRefused() { return RetryTransparently(); }
 
 void ClientCall::OnClose(const Status& status, Metadata& trailing) {
   using std::swap;
@@ -111,7 +103,6 @@ void ClientCall::ResetForReuse() {
   response_bytes = nullptr;
   done = nullptr;
   got_message_ = false;
-  transparent_retries_ = 0;
   std::lock_guard<std::mutex> lock(mu_);
   completed_ = false;
   status_ = Status();

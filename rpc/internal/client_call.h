@@ -58,7 +58,6 @@ class ClientCall final : public ChannelCall,
   void Complete(const Status& status);
 
   bool got_message_ = false;
-  int transparent_retries_ = 0;
 
   std::mutex mu_;
   std::condition_variable completed_cv_;

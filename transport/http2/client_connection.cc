@@ -40,6 +40,10 @@ void ClientStream::ReleaseMessage(size_t held_bytes) {
   }
 }
 
+void ClientStream::ResumeSend() {
+  if (connection_ != nullptr) connection_->ResumeSend(this);
+}
+
 void ClientStream::Cancel(const Status& status) {
   if (connection_ != nullptr) connection_->CancelCall(this, status);
 }

@@ -59,6 +59,8 @@ class ClientStream : private io::Timer {
   // Framed request messages; set_end_of_data() half-closes after them.
   OutgoingData& outgoing() { return outgoing_; }
 
+  // Loop thread: more data was appended to outgoing() (or it was ended).
+  void ResumeSend();
   // Inside Observer::OnMessage: keeps the message's bytes counted against
   // the peer's flow-control windows until ReleaseMessage(returned value), so
   // a reader that falls behind stops the sender (see ReceiveWindow).

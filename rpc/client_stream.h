@@ -1,0 +1,179 @@
+#ifndef H2RPC_RPC_CLIENT_STREAM_H_
+#define H2RPC_RPC_CLIENT_STREAM_H_
+
+#include <condition_variable>
+#include <mutex>
+
+#include "google/protobuf/message_lite.h"
+#include "rpc/status.h"
+
+namespace h2rpc {
+
+class Channel;
+namespace internal {
+class BlockingClientStream;
+class ClientStreamCall;
+}  // namespace internal
+
+// The events of a streaming call on the client, as in gRPC's callback API.
+// They run on the channel's loop thread and must not block. Start the call
+// with one of Channel's Async*StreamingCall methods, then StartCall(); the
+// typed reactors below add StartRead/StartWrite/StartWritesDone, which may be
+// called from any thread (before StartCall too) while the call is not done,
+// with at most one read and one write outstanding.
+//
+// Reads: read until OnReadDone(false); with an OK status the call is done
+// only once every message the server sent has been read.
+// Writes: OnWriteDone(true) means the message is in the transport's send
+// buffer and no more than ChannelOptions::stream_write_buffer bytes wait
+// there, so a writer that waits for it never runs ahead of the network.
+class ClientStreamReactor {
+ public:
+  virtual ~ClientStreamReactor() = default;
+
+  // The server's initial metadata arrived (ok) or never will (the call
+  // ended first); it is in the ClientContext.
+  virtual void OnReadInitialMetadataDone(bool ok) {}
+  // A StartRead completed: true with a message, false at the end of the
+  // stream or when the call failed.
+  virtual void OnReadDone(bool ok) {}
+  // A StartWrite completed: false when the call is over.
+  virtual void OnWriteDone(bool ok) {}
+  // StartWritesDone completed (the half-close is queued after the writes).
+  virtual void OnWritesDoneDone(bool ok) {}
+  // The last event, once the status is known and every operation has
+  // completed. Trailing metadata is in the ClientContext. The reactor may
+  // delete itself here.
+  virtual void OnDone(const Status& status) = 0;
+
+  void StartCall();
+
+ protected:
+  void StartReadMessage(google::protobuf::MessageLite* message);
+  void StartWriteMessage(const google::protobuf::MessageLite* message);
+  void StartWritesDone();
+
+ private:
+  friend class Channel;
+  friend class internal::BlockingClientStream;
+  friend class internal::ClientStreamCall;
+  internal::ClientStreamCall* call_ = nullptr;
+};
+
+// Bidirectional streaming: the reactor sends and reads freely.
+template <class Request, class Response>
+class ClientBidiReactor : public ClientStreamReactor {
+ public:
+  void StartRead(Response* response) { StartReadMessage(response); }
+  void StartWrite(const Request* request) { StartWriteMessage(request); }
+  using ClientStreamReactor::StartWritesDone;
+};
+
+// Server streaming: the request was given when the call was created.
+template <class Response>
+class ClientReadReactor : public ClientStreamReactor {
+ public:
+  void StartRead(Response* response) { StartReadMessage(response); }
+};
+
+// Client streaming: the single response lands in the message given when the
+// call was created, before OnDone(OK).
+template <class Request>
+class ClientWriteReactor : public ClientStreamReactor {
+ public:
+  void StartWrite(const Request* request) { StartWriteMessage(request); }
+  using ClientStreamReactor::StartWritesDone;
+};
+
+namespace internal {
+
+// The blocking form of a streaming call, on top of the reactor. One thread
+// may read while another writes.
+class BlockingClientStream final : public ClientStreamReactor {
+ public:
+  BlockingClientStream() = default;
+  BlockingClientStream(const BlockingClientStream&) = delete;
+  BlockingClientStream& operator=(const BlockingClientStream&) = delete;
+  // Cancels the call if Finish() was not called, and waits for it to end.
+  ~BlockingClientStream() override;
+
+  bool Read(google::protobuf::MessageLite* message);
+  bool Write(const google::protobuf::MessageLite& message);
+  bool WritesDone();
+  void WaitForInitialMetadata();
+  Status Finish();
+
+ private:
+  void OnReadInitialMetadataDone(bool ok) override;
+  void OnReadDone(bool ok) override;
+  void OnWriteDone(bool ok) override;
+  void OnWritesDoneDone(bool ok) override;
+  void OnDone(const Status& status) override;
+
+  std::mutex mu_;
+  std::condition_variable changed_;
+  // Guarded by mu_. An operation's flag is cleared when it starts and set
+  // with its result when it completes.
+  bool initial_metadata_done_ = false;
+  bool read_done_ = false;
+  bool read_ok_ = false;
+  bool write_done_ = false;
+  bool write_ok_ = false;
+  bool writes_done_called_ = false;
+  bool writes_done_done_ = false;
+  bool done_ = false;
+  Status status_;
+};
+
+}  // namespace internal
+
+// Blocking streaming calls, as gRPC's ClientReaderWriter / ClientReader /
+// ClientWriter. Read() returns false at the end of the stream (or when the
+// call failed); Write() returns false once the call is over; WritesDone()
+// half-closes; Finish() waits for the status (dropping unread messages) and
+// fills the context's trailing metadata. Destroying one before Finish()
+// cancels the call.
+template <class Request, class Response>
+class ClientReaderWriter {
+ public:
+  bool Read(Response* response) { return stream_.Read(response); }
+  bool Write(const Request& request) { return stream_.Write(request); }
+  bool WritesDone() { return stream_.WritesDone(); }
+  void WaitForInitialMetadata() { stream_.WaitForInitialMetadata(); }
+  Status Finish() { return stream_.Finish(); }
+
+ private:
+  friend class Channel;
+  internal::BlockingClientStream stream_;
+};
+
+template <class Response>
+class ClientReader {
+ public:
+  bool Read(Response* response) { return stream_.Read(response); }
+  void WaitForInitialMetadata() { stream_.WaitForInitialMetadata(); }
+  Status Finish() { return stream_.Finish(); }
+
+ private:
+  friend class Channel;
+  internal::BlockingClientStream stream_;
+};
+
+// Finish() half-closes first if WritesDone() was not called, then waits for
+// the response (written to the message given at creation) and the status.
+template <class Request>
+class ClientWriter {
+ public:
+  bool Write(const Request& request) { return stream_.Write(request); }
+  bool WritesDone() { return stream_.WritesDone(); }
+  void WaitForInitialMetadata() { stream_.WaitForInitialMetadata(); }
+  Status Finish() { return stream_.Finish(); }
+
+ private:
+  friend class Channel;
+  internal::BlockingClientStream stream_;
+};
+
+}  // namespace h2rpc
+
+#endif  // H2RPC_RPC_CLIENT_STREAM_H_

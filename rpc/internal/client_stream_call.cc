@@ -1,0 +1,142 @@
+#include "rpc/internal/client_stream_call.h"
+
+#include <utility>
+
+#include "rpc/channel.h"
+#include "transport/message_framer.h"
+
+namespace h2rpc::internal {
+
+ClientStreamCall::ClientStreamCall(Channel* channel,
+                                   ClientStreamReactor* reactor)
+    : ChannelCall(channel),
+      StreamOps(&channel->loop_, channel->options_.stream_write_buffer,
+                channel->options_.connection.max_send_message_size),
+      reactor_(reactor) {
+  stream_.observer = this;
+}
+
+void ClientStreamCall::Prepare(ClientContext* context, absl::string_view method,
+                               const google::protobuf::MessageLite* request,
+                               google::protobuf::MessageLite* response) {
+  start_error_ = BindContext(context);
+  if (start_error_.ok()) start_error_ = channel_->loop_status_;
+  if (start_error_.ok()) start_error_ = Describe(context, method);
+  single_response_ = response;
+  if (request == nullptr || !start_error_.ok()) return;
+  const size_t size = request->ByteSizeLong();
+  start_error_ = transport::CheckSendMessageSize(
+      size, channel_->options_.connection.max_send_message_size);
+  if (!start_error_.ok()) return;
+  std::string& frame = stream_.outgoing().buffer();
+  frame.resize(transport::kMessagePrefixSize + size);
+  transport::EncodeMessagePrefix(/*compressed=*/false,
+                                 static_cast<uint32_t>(size), frame.data());
+  request->SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(
+      frame.data() + transport::kMessagePrefixSize));
+  stream_.outgoing().set_end_of_data();
+}
+
+void ClientStreamCall::StartCall() {
+  if (!channel_->loop_status_.ok()) {
+    // No loop will ever run the call: end it here.
+    reactor_->OnDone(channel_->loop_status_);
+    Unref();
+    return;
+  }
+  Start();
+}
+
+void ClientStreamCall::StartWritesDone() {
+  BeginOp();
+  loop_->Post(&writes_done_task_);
+}
+
+void ClientStreamCall::RunWritesDone() {
+  CloseWrites();
+  if (!closed_) {
+    stream_.outgoing().set_end_of_data();
+    stream_.ResumeSend();
+  }
+  EndOp([&] { reactor_->OnWritesDoneDone(!closed_); });
+}
+
+void ClientStreamCall::DiscardUnread() {
+  BeginOp();
+  loop_->Post(&discard_task_);
+}
+
+void ClientStreamCall::RunDiscard() {
+  discard_unread_ = true;
+  if (closed_) EndReadsAndWrites();
+  EndOp([] {});
+}
+
+void ClientStreamCall::OnInitialMetadata(Metadata& metadata) {
+  using std::swap;
+  swap(context_->initial_metadata_, metadata);
+  initial_metadata_reported_ = true;
+  reactor_->OnReadInitialMetadataDone(true);
+}
+
+Status ClientStreamCall::OnMessage(absl::string_view message) {
+  if (single_response_ == nullptr) return OnMessageReceived(message);
+  if (got_single_response_) {
+    return Status(
+        StatusCode::kInternal,
+        "received a second response message for a client-streaming call");
+  }
+  got_single_response_ = true;
+  if (!single_response_->ParseFromArray(message.data(),
+                                        static_cast<int>(message.size()))) {
+    return Status(StatusCode::kInternal,
+                  "failed to parse the response message");
+  }
+  return Status();
+}
+
+void ClientStreamCall::OnClose(const Status& status, Metadata& trailing) {
+  using std::swap;
+  swap(context_->trailing_metadata_, trailing);
+  if (status.ok() && single_response_ != nullptr && !got_single_response_) {
+    Close(Status(StatusCode::kInternal,
+                 "the server sent no response message for a client-streaming "
+                 "call"));
+    return;
+  }
+  Close(status);
+}
+
+void ClientStreamCall::Close(const Status& status) {
+  status_ = status;
+  closed_ = true;
+  UnbindContext();
+  if (!initial_metadata_reported_) {
+    initial_metadata_reported_ = true;
+    reactor_->OnReadInitialMetadataDone(false);
+  }
+  // With an OK status every message sent is still readable; otherwise the
+  // unread ones are dropped.
+  if (status.ok() && !discard_unread_) {
+    EndReads();
+    EndWrites();
+  } else {
+    EndReadsAndWrites();
+  }
+  MaybeDone();
+}
+
+void ClientStreamCall::MaybeDone() {
+  if (!closed_ || done_posted_ || ops_outstanding() || has_unread_messages()) {
+    return;
+  }
+  done_posted_ = true;
+  loop_->Post(&done_task_);
+}
+
+void ClientStreamCall::RunDone() {
+  reactor_->OnDone(status_);
+  Unref();
+}
+
+}  // namespace h2rpc::internal

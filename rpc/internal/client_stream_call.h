@@ -1,0 +1,93 @@
+#ifndef H2RPC_RPC_INTERNAL_CLIENT_STREAM_CALL_H_
+#define H2RPC_RPC_INTERNAL_CLIENT_STREAM_CALL_H_
+
+#include "google/protobuf/message_lite.h"
+#include "rpc/client_context.h"
+#include "rpc/client_stream.h"
+#include "rpc/internal/channel_call.h"
+#include "rpc/internal/stream_ops.h"
+#include "rpc/status.h"
+#include "transport/http2/client_connection.h"
+
+namespace h2rpc::internal {
+
+// One streaming call on a Channel (client, server or bidi streaming),
+// driving a ClientStreamReactor. Created when the call is bound to its
+// reactor, deleted after OnDone (and after any cancel task still queued).
+class ClientStreamCall final : public ChannelCall,
+                               public StreamOps,
+                               public transport::http2::ClientStream::Observer {
+ public:
+  ClientStreamCall(Channel* channel, ClientStreamReactor* reactor);
+
+  // User thread. `request` (server streaming) is serialized now, sent as the
+  // only message and followed by the half-close; `response` (client
+  // streaming) receives the single response message. A problem found here
+  // (past deadline, oversized request, cancelled context) ends the call
+  // with it once started.
+  void Prepare(ClientContext* context, absl::string_view method,
+               const google::protobuf::MessageLite* request,
+               google::protobuf::MessageLite* response);
+  // Any thread.
+  void StartCall();
+  void StartWritesDone();
+  // Any thread. An extra reference for a blocking wrapper, which may still
+  // call DiscardUnread() and RequestCancel() after OnDone.
+  void KeepAlive() { Ref(); }
+  void ReleaseKeepAlive() { Unref(); }
+  // Any thread: unread messages are dropped, so the call ends as soon as its
+  // status is known (the blocking Finish).
+  void DiscardUnread();
+
+ private:
+  // StreamOps.
+  transport::http2::OutgoingData& outgoing() override {
+    return stream_.outgoing();
+  }
+  void ResumeSend() override { stream_.ResumeSend(); }
+  size_t HoldMessage(absl::string_view message) override {
+    return stream_.HoldMessage(message);
+  }
+  void ReleaseMessage(size_t held_bytes) override {
+    stream_.ReleaseMessage(held_bytes);
+  }
+  void FailCall(const Status& status) override { CancelOnLoop(status); }
+  void ReadDone(bool ok) override { reactor_->OnReadDone(ok); }
+  void WriteDone(bool ok) override { reactor_->OnWriteDone(ok); }
+  void OpCompleted() override { MaybeDone(); }
+
+  // ClientStream::Observer.
+  void OnInitialMetadata(Metadata& metadata) override;
+  Status OnMessage(absl::string_view message) override;
+  bool OnRefused() override { return RetryTransparently(); }
+  void OnClose(const Status& status, Metadata& trailing) override;
+
+  // ChannelCall.
+  void FailBeforeStream(const Status& status) override { Close(status); }
+  void OnLastUnref() override { delete this; }
+
+  void Close(const Status& status);
+  void MaybeDone();
+  void RunWritesDone();
+  void RunDiscard();
+  void RunDone();
+
+  ClientStreamReactor* const reactor_;
+  google::protobuf::MessageLite* single_response_ = nullptr;
+  bool got_single_response_ = false;
+  // Loop thread.
+  bool initial_metadata_reported_ = false;
+  bool closed_ = false;
+  bool discard_unread_ = false;
+  bool done_posted_ = false;
+  Status status_;
+  MemberTask<ClientStreamCall, &ClientStreamCall::RunWritesDone>
+      writes_done_task_{this};
+  MemberTask<ClientStreamCall, &ClientStreamCall::RunDiscard> discard_task_{
+      this};
+  MemberTask<ClientStreamCall, &ClientStreamCall::RunDone> done_task_{this};
+};
+
+}  // namespace h2rpc::internal
+
+#endif  // H2RPC_RPC_INTERNAL_CLIENT_STREAM_CALL_H_

@@ -1,0 +1,60 @@
+#ifndef H2RPC_RPC_INTERNAL_RECEIVED_MESSAGES_H_
+#define H2RPC_RPC_INTERNAL_RECEIVED_MESSAGES_H_
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+
+namespace h2rpc::internal {
+
+// Messages a stream received before the application asked for them, in
+// order, each with the flow-control bytes it holds. A ring of buffers that
+// keep their capacity, so a stream that queues messages of a steady size
+// stops allocating once warm. Its length is bounded by the stream's receive
+// window (held messages stop the sender).
+class ReceivedMessages {
+ public:
+  bool empty() const { return size_ == 0; }
+  size_t size() const { return size_; }
+
+  void Push(absl::string_view message, size_t held_bytes) {
+    if (size_ == slots_.size()) Grow();
+    Slot& slot = slots_[(head_ + size_) % slots_.size()];
+    slot.bytes.assign(message.data(), message.size());
+    slot.held_bytes = held_bytes;
+    ++size_;
+  }
+  // The oldest message; valid until Pop().
+  absl::string_view front() const { return slots_[head_].bytes; }
+  size_t front_held_bytes() const { return slots_[head_].held_bytes; }
+  void Pop() {
+    head_ = (head_ + 1) % slots_.size();
+    --size_;
+  }
+
+ private:
+  struct Slot {
+    std::string bytes;
+    size_t held_bytes = 0;
+  };
+
+  // Doubles the ring, unrolling it so the oldest message is first.
+  void Grow() {
+    std::vector<Slot> grown(slots_.empty() ? 4 : 2 * slots_.size());
+    for (size_t i = 0; i < size_; ++i) {
+      grown[i] = std::move(slots_[(head_ + i) % slots_.size()]);
+    }
+    slots_ = std::move(grown);
+    head_ = 0;
+  }
+
+  std::vector<Slot> slots_;
+  size_t head_ = 0;
+  size_t size_ = 0;
+};
+
+}  // namespace h2rpc::internal
+
+#endif  // H2RPC_RPC_INTERNAL_RECEIVED_MESSAGES_H_

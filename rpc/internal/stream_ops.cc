@@ -1,0 +1,153 @@
+#include "rpc/internal/stream_ops.h"
+
+#include "transport/message_framer.h"
+
+namespace h2rpc::internal {
+
+using transport::kMessagePrefixSize;
+
+StreamOps::StreamOps(transport::io::EventLoop* loop, size_t write_buffer_size,
+                     size_t max_send_message_size)
+    : loop_(loop),
+      write_buffer_size_(write_buffer_size),
+      max_send_message_size_(max_send_message_size) {}
+
+void StreamOps::StartRead(google::protobuf::MessageLite* message) {
+  read_target_ = message;
+  BeginOp();
+  loop_->Post(&read_task_);
+}
+
+void StreamOps::StartWrite(const google::protobuf::MessageLite* message) {
+  write_message_ = message;
+  BeginOp();
+  loop_->Post(&write_task_);
+}
+
+// ---------------------------------------------------------------------------
+// Reads
+
+void StreamOps::RunRead() {
+  if (!queue_.empty()) {
+    const size_t held = queue_.front_held_bytes();
+    read_waiting_ = true;
+    const Status status = CompleteReadWith(queue_.front());
+    queue_.Pop();
+    ReleaseMessage(held);
+    if (!status.ok()) FailCall(status);
+    return;
+  }
+  if (reads_ended_) {
+    CompleteRead(false);
+    return;
+  }
+  read_waiting_ = true;
+}
+
+Status StreamOps::OnMessageReceived(absl::string_view message) {
+  if (read_waiting_) return CompleteReadWith(message);
+  queue_.Push(message, HoldMessage(message));
+  return Status();
+}
+
+Status StreamOps::CompleteReadWith(absl::string_view message) {
+  if (!read_target_->ParseFromArray(message.data(),
+                                    static_cast<int>(message.size()))) {
+    CompleteRead(false);
+    return Status(StatusCode::kInternal, "failed to parse a received message");
+  }
+  CompleteRead(true);
+  return Status();
+}
+
+void StreamOps::CompleteRead(bool ok) {
+  read_waiting_ = false;
+  EndOp([&] { ReadDone(ok); });
+}
+
+void StreamOps::EndReads() {
+  reads_ended_ = true;
+  if (read_waiting_ && queue_.empty()) CompleteRead(false);
+}
+
+void StreamOps::EndReadsAndWrites() {
+  while (!queue_.empty()) {
+    ReleaseMessage(queue_.front_held_bytes());
+    queue_.Pop();
+  }
+  EndReads();
+  EndWrites();
+}
+
+// ---------------------------------------------------------------------------
+// Writes
+
+void StreamOps::RunWrite() {
+  if (writes_ended_) {
+    CompleteWrite(false);
+    return;
+  }
+  const size_t size = write_message_->ByteSizeLong();
+  const Status status =
+      transport::CheckSendMessageSize(size, max_send_message_size_);
+  if (!status.ok()) {
+    CompleteWrite(false);
+    FailCall(status);
+    return;
+  }
+  transport::http2::OutgoingData& out = outgoing();
+  std::string& buffer = out.buffer();
+  const size_t start = buffer.size();
+  buffer.resize(start + kMessagePrefixSize + size);
+  transport::EncodeMessagePrefix(/*compressed=*/false,
+                                 static_cast<uint32_t>(size),
+                                 buffer.data() + start);
+  write_message_->SerializeWithCachedSizesToArray(
+      reinterpret_cast<uint8_t*>(buffer.data() + start + kMessagePrefixSize));
+  ResumeSend();
+  if (out.pending() <= write_buffer_size_) {
+    CompleteWrite(true);
+    return;
+  }
+  write_waiting_ = true;
+  out.NotifyWhenPendingAtMost(write_buffer_size_, this);
+}
+
+void StreamOps::OnOutgoingDrained() {
+  // Inside nghttp2's send callback: continue on a fresh task (counted as an
+  // operation, so the call outlives it).
+  if (drained_task_posted_) return;
+  drained_task_posted_ = true;
+  BeginOp();
+  loop_->Post(&drained_task_);
+}
+
+void StreamOps::RunWriteDrained() {
+  drained_task_posted_ = false;
+  if (write_waiting_) {
+    if (outgoing().pending() > write_buffer_size_) {
+      // A stale notice (the write it was for failed and a new one waits).
+      outgoing().NotifyWhenPendingAtMost(write_buffer_size_, this);
+    } else {
+      CompleteWrite(true);
+    }
+  }
+  EndOp([] {});
+}
+
+void StreamOps::CompleteWrite(bool ok) {
+  write_waiting_ = false;
+  EndOp([&] { WriteDone(ok); });
+}
+
+void StreamOps::CloseWrites() { writes_ended_ = true; }
+
+void StreamOps::EndWrites() {
+  writes_ended_ = true;
+  if (write_waiting_) {
+    outgoing().NotifyWhenPendingAtMost(0, nullptr);
+    CompleteWrite(false);
+  }
+}
+
+}  // namespace h2rpc::internal

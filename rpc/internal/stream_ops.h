@@ -1,0 +1,134 @@
+#ifndef H2RPC_RPC_INTERNAL_STREAM_OPS_H_
+#define H2RPC_RPC_INTERNAL_STREAM_OPS_H_
+
+#include <atomic>
+#include <cstddef>
+
+#include "absl/strings/string_view.h"
+#include "google/protobuf/message_lite.h"
+#include "rpc/internal/received_messages.h"
+#include "rpc/status.h"
+#include "transport/http2/stream_base.h"
+#include "transport/io/event_loop.h"
+
+namespace h2rpc::internal {
+
+// A task that calls a member function: an intrusive, allocation-free way for
+// a call object to run a step on its loop.
+template <class T, void (T::*kRun)()>
+class MemberTask : public transport::io::Task {
+ public:
+  explicit MemberTask(T* object) : object_(object) {}
+  void Run() override { (object_->*kRun)(); }
+
+ private:
+  T* object_;
+};
+
+// The read and write operations of a streaming call, shared by the client
+// and the server side. The application starts at most one read and one
+// write at a time, from any thread; each runs on the loop thread and
+// completes through ReadDone / WriteDone (on the loop thread).
+//
+// Backpressure, both ways:
+//  * A message that arrives while no read is waiting is queued and *held*:
+//    its bytes stay counted against the peer's flow-control windows until a
+//    read takes it, so a reader that stops reading stops the sender. A
+//    message arriving for a waiting read is parsed at once and never held.
+//  * A write serializes its message straight into the stream's outgoing
+//    buffer and completes once no more than `write_buffer_size` bytes wait
+//    there (at once if so already; otherwise when the connection has taken
+//    enough). So a writer holds at most one message plus that much.
+class StreamOps : private transport::http2::OutgoingData::DrainListener {
+ public:
+  // Any thread. `message` must stay valid until ReadDone / WriteDone.
+  void StartRead(google::protobuf::MessageLite* message);
+  void StartWrite(const google::protobuf::MessageLite* message);
+
+ protected:
+  StreamOps(transport::io::EventLoop* loop, size_t write_buffer_size,
+            size_t max_send_message_size);
+  virtual ~StreamOps() = default;
+
+  // The transport stream, loop thread.
+  virtual transport::http2::OutgoingData& outgoing() = 0;
+  virtual void ResumeSend() = 0;
+  virtual size_t HoldMessage(absl::string_view message) = 0;
+  virtual void ReleaseMessage(size_t held_bytes) = 0;
+  // Ends the call with `status` (a message that cannot be parsed or sent).
+  virtual void FailCall(const Status& status) = 0;
+  // Completions, loop thread. An operation counts as outstanding until its
+  // completion returns; OpCompleted() follows each one.
+  virtual void ReadDone(bool ok) = 0;
+  virtual void WriteDone(bool ok) = 0;
+  virtual void OpCompleted() = 0;
+
+  // Loop thread, from the transport observer: a received message. A non-OK
+  // return fails the stream.
+  Status OnMessageReceived(absl::string_view message);
+  // Loop thread: no more messages will arrive. A waiting read with nothing
+  // queued completes with false.
+  void EndReads();
+  // Loop thread: the call is over; unread messages are dropped (their held
+  // bytes released) and reads and writes fail from now on.
+  void EndReadsAndWrites();
+  // Loop thread: the call is over for writes; a write waiting for the
+  // outgoing buffer to drain completes with false.
+  void EndWrites();
+  // Loop thread: writes started from now on fail (after a half-close); a
+  // waiting write still completes normally.
+  void CloseWrites();
+
+  // Operations started (by StartRead/StartWrite and by the derived class
+  // through BeginOp) and not yet completed. Any thread.
+  bool ops_outstanding() const {
+    return ops_.load(std::memory_order_acquire) > 0;
+  }
+  void BeginOp() { ops_.fetch_add(1, std::memory_order_acq_rel); }
+  // Completes an operation the derived class started: runs `done`, then
+  // OpCompleted().
+  template <class Done>
+  void EndOp(Done&& done) {
+    done();
+    ops_.fetch_sub(1, std::memory_order_acq_rel);
+    OpCompleted();
+  }
+
+  bool reads_ended() const { return reads_ended_; }
+  bool has_unread_messages() const { return !queue_.empty(); }
+
+  transport::io::EventLoop* const loop_;
+
+ private:
+  void RunRead();
+  void RunWrite();
+  void RunWriteDrained();
+  void OnOutgoingDrained() override;
+  // Parses `message` into the waiting read's target and completes it.
+  Status CompleteReadWith(absl::string_view message);
+  void CompleteRead(bool ok);
+  void CompleteWrite(bool ok);
+
+  const size_t write_buffer_size_;
+  const size_t max_send_message_size_;
+  std::atomic<int> ops_{0};
+
+  // Set by StartRead/StartWrite before posting; read on the loop thread.
+  google::protobuf::MessageLite* read_target_ = nullptr;
+  const google::protobuf::MessageLite* write_message_ = nullptr;
+
+  // Loop thread.
+  ReceivedMessages queue_;
+  bool read_waiting_ = false;
+  bool reads_ended_ = false;
+  bool write_waiting_ = false;  // for the outgoing buffer to drain
+  bool writes_ended_ = false;
+  bool drained_task_posted_ = false;
+  MemberTask<StreamOps, &StreamOps::RunRead> read_task_{this};
+  MemberTask<StreamOps, &StreamOps::RunWrite> write_task_{this};
+  MemberTask<StreamOps, &StreamOps::RunWriteDrained> drained_task_{this};
+};
+
+}  // namespace h2rpc::internal
+
+#endif  // H2RPC_RPC_INTERNAL_STREAM_OPS_H_
