@@ -10,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "rpc/internal/server_call.h"
 #include "rpc/internal/server_loop.h"
+#include "rpc/internal/server_stream_call.h"
 #include "rpc/internal/worker_pool.h"
 #include "transport/io/socket.h"
 
@@ -142,7 +143,7 @@ Server::Builder& Server::Builder::SetOptions(const ServerOptions& options) {
 }
 
 Server::Builder& Server::Builder::Register(
-    std::string method, std::unique_ptr<internal::UnaryMethod> handler) {
+    std::string method, std::unique_ptr<internal::Method> handler) {
   const size_t slash = method.rfind('/');
   if (method.size() < 4 || method[0] != '/' || slash == 0 ||
       slash == method.size() - 1) {
@@ -198,7 +199,7 @@ std::unique_ptr<Server> Server::Builder::BuildAndStart(Status* status) {
 
 Server::Server(
     ServerOptions options,
-    std::map<std::string, std::unique_ptr<internal::UnaryMethod>, std::less<>>
+    std::map<std::string, std::unique_ptr<internal::Method>, std::less<>>
         methods)
     : options_(std::move(options)), methods_(std::move(methods)) {
   for (const auto& [method, handler] : methods_) {
@@ -247,7 +248,11 @@ Status Server::Dispatch(ServerLoop* loop,
                                " for service ", service));
   }
   CallStarted();
-  loop->TakeCall()->Begin(this, it->second.get(), stream);
+  if (it->second->kind() == internal::MethodKind::kUnary) {
+    loop->TakeCall()->Begin(this, it->second.get(), stream);
+  } else {
+    new internal::ServerStreamCall(loop, this, it->second.get(), stream);
+  }
   return Status();
 }
 

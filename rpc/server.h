@@ -16,6 +16,7 @@
 #include "absl/time/time.h"
 #include "google/protobuf/message_lite.h"
 #include "rpc/server_context.h"
+#include "rpc/server_stream.h"
 #include "rpc/status.h"
 #include "transport/http2/connection.h"
 
@@ -24,6 +25,7 @@ namespace h2rpc {
 namespace internal {
 class ServerCall;
 class ServerLoop;
+class ServerStreamCall;
 class ServerListener;
 class WorkerPool;
 }  // namespace internal
@@ -42,16 +44,26 @@ class UnaryDone {
 
 namespace internal {
 
-// A registered unary method, with its message types erased.
-class UnaryMethod {
+enum class MethodKind {
+  kUnary,
+  kClientStreaming,
+  kServerStreaming,
+  kBidiStreaming
+};
+
+// A registered method, with its message types erased. `sync` methods run on
+// a worker thread; the others run on the loop (callbacks, reactors).
+class Method {
  public:
-  explicit UnaryMethod(bool sync) : sync_(sync) {}
-  virtual ~UnaryMethod() = default;
-  // True: RunSync on a worker thread; false: RunCallback on the loop.
+  Method(MethodKind kind, bool sync) : kind_(kind), sync_(sync) {}
+  virtual ~Method() = default;
+  MethodKind kind() const { return kind_; }
   bool sync() const { return sync_; }
   virtual std::unique_ptr<google::protobuf::MessageLite> NewRequest() const = 0;
   virtual std::unique_ptr<google::protobuf::MessageLite> NewResponse()
       const = 0;
+
+  // Unary.
   virtual Status RunSync(ServerContext* context,
                          const google::protobuf::MessageLite& request,
                          google::protobuf::MessageLite* response) const {
@@ -64,23 +76,47 @@ class UnaryMethod {
     done(Status(StatusCode::kUnimplemented, "no callback handler"));
   }
 
+  // Streaming. `request` is the single request of a server-streaming call,
+  // `response` the single response of a client-streaming one (null
+  // otherwise).
+  virtual Status RunSyncStream(ServerContext* context,
+                               BlockingServerStream* stream,
+                               const google::protobuf::MessageLite* request,
+                               google::protobuf::MessageLite* response) const {
+    return Status(StatusCode::kUnimplemented, "no synchronous handler");
+  }
+  virtual ServerStreamReactor* CreateReactor(
+      ServerContext* context, const google::protobuf::MessageLite* request,
+      google::protobuf::MessageLite* response) const {
+    return nullptr;
+  }
+
  private:
+  const MethodKind kind_;
   const bool sync_;
 };
 
+// Creates the method's message types.
 template <class Request, class Response>
-class SyncUnaryMethod final : public UnaryMethod {
+class TypedMethod : public Method {
  public:
-  using Handler =
-      std::function<Status(ServerContext*, const Request&, Response*)>;
-  explicit SyncUnaryMethod(Handler handler)
-      : UnaryMethod(/*sync=*/true), handler_(std::move(handler)) {}
+  using Method::Method;
   std::unique_ptr<google::protobuf::MessageLite> NewRequest() const override {
     return std::make_unique<Request>();
   }
   std::unique_ptr<google::protobuf::MessageLite> NewResponse() const override {
     return std::make_unique<Response>();
   }
+};
+
+template <class Request, class Response>
+class SyncUnaryMethod final : public TypedMethod<Request, Response> {
+ public:
+  using Handler =
+      std::function<Status(ServerContext*, const Request&, Response*)>;
+  explicit SyncUnaryMethod(Handler handler)
+      : TypedMethod<Request, Response>(MethodKind::kUnary, /*sync=*/true),
+        handler_(std::move(handler)) {}
   Status RunSync(ServerContext* context,
                  const google::protobuf::MessageLite& request,
                  google::protobuf::MessageLite* response) const override {
@@ -93,18 +129,13 @@ class SyncUnaryMethod final : public UnaryMethod {
 };
 
 template <class Request, class Response>
-class CallbackUnaryMethod final : public UnaryMethod {
+class CallbackUnaryMethod final : public TypedMethod<Request, Response> {
  public:
   using Handler =
       std::function<void(ServerContext*, const Request*, Response*, UnaryDone)>;
   explicit CallbackUnaryMethod(Handler handler)
-      : UnaryMethod(/*sync=*/false), handler_(std::move(handler)) {}
-  std::unique_ptr<google::protobuf::MessageLite> NewRequest() const override {
-    return std::make_unique<Request>();
-  }
-  std::unique_ptr<google::protobuf::MessageLite> NewResponse() const override {
-    return std::make_unique<Response>();
-  }
+      : TypedMethod<Request, Response>(MethodKind::kUnary, /*sync=*/false),
+        handler_(std::move(handler)) {}
   void RunCallback(ServerContext* context,
                    const google::protobuf::MessageLite* request,
                    google::protobuf::MessageLite* response,
@@ -117,6 +148,48 @@ class CallbackUnaryMethod final : public UnaryMethod {
   Handler handler_;
 };
 
+// A synchronous streaming method: `Run` adapts the blocking stream to the
+// handler's typed signature.
+template <class Request, class Response, class Handler, class Run>
+class SyncStreamMethod final : public TypedMethod<Request, Response> {
+ public:
+  SyncStreamMethod(MethodKind kind, Handler handler, Run run)
+      : TypedMethod<Request, Response>(kind, /*sync=*/true),
+        handler_(std::move(handler)),
+        run_(run) {}
+  Status RunSyncStream(ServerContext* context, BlockingServerStream* stream,
+                       const google::protobuf::MessageLite* request,
+                       google::protobuf::MessageLite* response) const override {
+    return run_(handler_, context, stream, static_cast<const Request*>(request),
+                static_cast<Response*>(response));
+  }
+
+ private:
+  Handler handler_;
+  Run run_;
+};
+
+// A callback streaming method: `Create` calls the factory with the
+// arguments its kind takes.
+template <class Request, class Response, class Factory, class Create>
+class CallbackStreamMethod final : public TypedMethod<Request, Response> {
+ public:
+  CallbackStreamMethod(MethodKind kind, Factory factory, Create create)
+      : TypedMethod<Request, Response>(kind, /*sync=*/false),
+        factory_(std::move(factory)),
+        create_(create) {}
+  ServerStreamReactor* CreateReactor(
+      ServerContext* context, const google::protobuf::MessageLite* request,
+      google::protobuf::MessageLite* response) const override {
+    return create_(factory_, context, static_cast<const Request*>(request),
+                   static_cast<Response*>(response));
+  }
+
+ private:
+  Factory factory_;
+  Create create_;
+};
+
 }  // namespace internal
 
 // Settings of a Server. Every field: default, unit.
@@ -127,8 +200,12 @@ struct ServerOptions {
   int num_loops = 0;
   // CPUs to pin the loop threads to, in order; empty: not pinned.
   std::vector<int> loop_cpus;
-  // Threads running synchronous handlers. 0: max(4, 2 x cores).
+  // Threads running synchronous handlers. 0: max(4, 2 x cores). A
+  // synchronous streaming handler holds its thread for the whole call.
   int num_workers = 0;
+  // A streaming call's write completes once at most this many bytes wait
+  // in its send buffer (see ServerStreamReactor). Bytes.
+  size_t stream_write_buffer = 64 << 10;
 };
 
 // A gRPC server: listens on ports, routes each call by its method path to a
@@ -181,6 +258,101 @@ class Server {
               std::move(handler)));
     }
 
+    // Synchronous streaming handlers: run on a worker thread (for the whole
+    // call) with blocking reads and writes; the returned Status ends the
+    // call. A client-streaming handler fills `*response`, sent if the
+    // status is OK.
+    template <class Request, class Response>
+    Builder& RegisterClientStreaming(
+        std::string method,
+        std::function<Status(ServerContext*, ServerReader<Request>*,
+                             Response*)>
+            handler) {
+      return RegisterSyncStream<Request, Response>(
+          std::move(method), internal::MethodKind::kClientStreaming,
+          std::move(handler),
+          [](const auto& h, ServerContext* context,
+             internal::BlockingServerStream* stream, const Request*,
+             Response* response) {
+            ServerReader<Request> reader(stream);
+            return h(context, &reader, response);
+          });
+    }
+    template <class Request, class Response>
+    Builder& RegisterServerStreaming(
+        std::string method,
+        std::function<Status(ServerContext*, const Request&,
+                             ServerWriter<Response>*)>
+            handler) {
+      return RegisterSyncStream<Request, Response>(
+          std::move(method), internal::MethodKind::kServerStreaming,
+          std::move(handler),
+          [](const auto& h, ServerContext* context,
+             internal::BlockingServerStream* stream, const Request* request,
+             Response*) {
+            ServerWriter<Response> writer(stream);
+            return h(context, *request, &writer);
+          });
+    }
+    template <class Request, class Response>
+    Builder& RegisterBidiStreaming(
+        std::string method,
+        std::function<Status(ServerContext*,
+                             ServerReaderWriter<Response, Request>*)>
+            handler) {
+      return RegisterSyncStream<Request, Response>(
+          std::move(method), internal::MethodKind::kBidiStreaming,
+          std::move(handler),
+          [](const auto& h, ServerContext* context,
+             internal::BlockingServerStream* stream, const Request*,
+             Response*) {
+            ServerReaderWriter<Response, Request> stream_rw(stream);
+            return h(context, &stream_rw);
+          });
+    }
+
+    // Callback streaming handlers: the factory runs on the loop thread and
+    // returns the call's reactor (owned by the caller, typically deleting
+    // itself in OnDone); null fails the call with INTERNAL.
+    template <class Request, class Response>
+    Builder& RegisterCallbackClientStreaming(
+        std::string method,
+        std::function<ServerReadReactor<Request>*(ServerContext*, Response*)>
+            factory) {
+      return RegisterCallbackStream<Request, Response>(
+          std::move(method), internal::MethodKind::kClientStreaming,
+          std::move(factory),
+          [](const auto& f, ServerContext* context, const Request*,
+             Response* response) -> ServerStreamReactor* {
+            return f(context, response);
+          });
+    }
+    template <class Request, class Response>
+    Builder& RegisterCallbackServerStreaming(
+        std::string method,
+        std::function<ServerWriteReactor<Response>*(ServerContext*,
+                                                    const Request*)>
+            factory) {
+      return RegisterCallbackStream<Request, Response>(
+          std::move(method), internal::MethodKind::kServerStreaming,
+          std::move(factory),
+          [](const auto& f, ServerContext* context, const Request* request,
+             Response*) -> ServerStreamReactor* {
+            return f(context, request);
+          });
+    }
+    template <class Request, class Response>
+    Builder& RegisterCallbackBidiStreaming(
+        std::string method,
+        std::function<ServerBidiReactor<Request, Response>*(ServerContext*)>
+            factory) {
+      return RegisterCallbackStream<Request, Response>(
+          std::move(method), internal::MethodKind::kBidiStreaming,
+          std::move(factory),
+          [](const auto& f, ServerContext* context, const Request*,
+             Response*) -> ServerStreamReactor* { return f(context); });
+    }
+
     // Binds the ports and starts serving. Returns null and sets `*status`
     // (UNAVAILABLE naming the address) if a port cannot be bound, or
     // INVALID_ARGUMENT for a method registered twice or not of the form
@@ -188,12 +360,31 @@ class Server {
     std::unique_ptr<Server> BuildAndStart(Status* status);
 
    private:
+    template <class Request, class Response, class Handler, class Run>
+    Builder& RegisterSyncStream(std::string method, internal::MethodKind kind,
+                                Handler handler, Run run) {
+      return Register(
+          std::move(method),
+          std::make_unique<
+              internal::SyncStreamMethod<Request, Response, Handler, Run>>(
+              kind, std::move(handler), run));
+    }
+    template <class Request, class Response, class Factory, class Create>
+    Builder& RegisterCallbackStream(std::string method,
+                                    internal::MethodKind kind, Factory factory,
+                                    Create create) {
+      return Register(
+          std::move(method),
+          std::make_unique<internal::CallbackStreamMethod<Request, Response,
+                                                          Factory, Create>>(
+              kind, std::move(factory), create));
+    }
     Builder& Register(std::string method,
-                      std::unique_ptr<internal::UnaryMethod> handler);
+                      std::unique_ptr<internal::Method> handler);
 
     std::vector<std::pair<std::string, int*>> ports_;
     ServerOptions options_;
-    std::map<std::string, std::unique_ptr<internal::UnaryMethod>, std::less<>>
+    std::map<std::string, std::unique_ptr<internal::Method>, std::less<>>
         methods_;
     Status error_;
   };
@@ -213,11 +404,12 @@ class Server {
  private:
   friend class internal::ServerCall;
   friend class internal::ServerListener;
+  friend class internal::ServerStreamCall;
   friend class internal::ServerLoop;
 
   Server(
       ServerOptions options,
-      std::map<std::string, std::unique_ptr<internal::UnaryMethod>, std::less<>>
+      std::map<std::string, std::unique_ptr<internal::Method>, std::less<>>
           methods);
   // Loop thread: routes a new call (ServerLoop is the transport's
   // dispatcher and forwards here).
@@ -231,7 +423,7 @@ class Server {
   internal::ServerLoop* NextLoop();
 
   const ServerOptions options_;
-  const std::map<std::string, std::unique_ptr<internal::UnaryMethod>,
+  const std::map<std::string, std::unique_ptr<internal::Method>,
                  std::less<>>
       methods_;
   std::set<std::string, std::less<>> services_;

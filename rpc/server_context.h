@@ -15,6 +15,7 @@ class ServerStream;
 
 namespace internal {
 class ServerCall;
+class ServerStreamCall;
 }  // namespace internal
 
 // Per-call facts and settings on the server: what the client sent (metadata,
@@ -50,6 +51,7 @@ class ServerContext {
 
  private:
   friend class internal::ServerCall;
+  friend class internal::ServerStreamCall;
   ServerContext() = default;
   void Reset();
 

@@ -14,7 +14,7 @@ void UnaryDone::operator()(const Status& status) const {
 
 namespace internal {
 
-void ServerCall::Begin(Server* server, const UnaryMethod* method,
+void ServerCall::Begin(Server* server, const Method* method,
                        transport::http2::ServerStream* stream) {
   server_ = server;
   if (method_ != method) {

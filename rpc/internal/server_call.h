@@ -30,7 +30,7 @@ class ServerCall final : public transport::http2::ServerStream::Observer,
   explicit ServerCall(ServerLoop* loop) : loop_(loop) {}
 
   // Loop thread: binds the call to a new stream.
-  void Begin(Server* server, const UnaryMethod* method,
+  void Begin(Server* server, const Method* method,
              transport::http2::ServerStream* stream);
   // Any thread: the handler finished (UnaryDone, or the worker).
   void HandlerDone(const Status& status);
@@ -58,7 +58,7 @@ class ServerCall final : public transport::http2::ServerStream::Observer,
 
   ServerLoop* const loop_;
   Server* server_ = nullptr;
-  const UnaryMethod* method_ = nullptr;
+  const Method* method_ = nullptr;
   transport::http2::ServerStream* stream_ = nullptr;
   ServerContext context_;
   std::unique_ptr<google::protobuf::MessageLite> request_;

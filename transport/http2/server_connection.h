@@ -78,6 +78,10 @@ class ServerStream : private io::Timer {
   // nothing was sent yet.
   void Finish(const Status& status, const Metadata* trailing);
   bool finished() const { return finished_; }
+  // Loop thread. Finishes with `status` on the transport's or the rpc
+  // layer's initiative (a bad request message, the deadline) and cancels the
+  // call for the rpc layer (Observer::OnCancel).
+  void Abort(const Status& status);
 
   // Loop thread. The rpc layer is done with the stream.
   void Release();
@@ -91,9 +95,6 @@ class ServerStream : private io::Timer {
   void Unref();
   // Marks the call cancelled and tells the observer, once.
   void Cancel();
-  // Finishes with `status` on the transport's initiative (bad request
-  // message, deadline) and cancels the call for the rpc layer.
-  void Abort(const Status& status);
   void SubmitResponseHeaders();
   void Reset();
 

@@ -1,0 +1,167 @@
+#include "rpc/internal/server_stream_call.h"
+
+#include <utility>
+
+#include "rpc/internal/server_loop.h"
+#include "rpc/internal/worker_pool.h"
+#include "transport/message_framer.h"
+
+namespace h2rpc::internal {
+
+ServerStreamCall::ServerStreamCall(ServerLoop* loop, Server* server,
+                                   const Method* method,
+                                   transport::http2::ServerStream* stream)
+    : StreamOps(&loop->loop(), server->options_.stream_write_buffer,
+                server->options_.connection.max_send_message_size),
+      loop_(loop),
+      server_(server),
+      method_(method),
+      stream_(stream) {
+  stream->observer = this;
+  context_.stream_ = stream;
+  context_.peer_ = stream->peer();
+  if (method->kind() == MethodKind::kServerStreaming) {
+    request_ = method->NewRequest();
+  } else {
+    if (method->kind() == MethodKind::kClientStreaming) {
+      response_ = method->NewResponse();
+    }
+    StartHandler();
+  }
+}
+
+void ServerStreamCall::StartHandler() {
+  handler_started_ = true;
+  if (method_->sync()) {
+    reactor_ = &blocking_;
+    blocking_.call_ = this;
+    server_->workers_->Submit(&worker_task_);
+    return;
+  }
+  reactor_ = method_->CreateReactor(&context_, request_.get(), response_.get());
+  if (reactor_ == nullptr) {
+    reactor_ = &blocking_;  // receives the remaining events
+    Finish(Status(StatusCode::kInternal, "the handler created no reactor"));
+    return;
+  }
+  reactor_->call_ = this;
+}
+
+void ServerStreamCall::RunSyncHandler() {
+  Finish(method_->RunSyncStream(&context_, &blocking_, request_.get(),
+                                response_.get()));
+}
+
+// ---------------------------------------------------------------------------
+// Transport events, loop thread.
+
+Status ServerStreamCall::OnMessage(absl::string_view message) {
+  if (request_ == nullptr) return OnMessageReceived(message);
+  if (handler_started_) {
+    return Status(
+        StatusCode::kInternal,
+        "received a second request message for a server-streaming method");
+  }
+  if (!request_->ParseFromArray(message.data(),
+                                static_cast<int>(message.size()))) {
+    return Status(StatusCode::kInternal, "failed to parse the request message");
+  }
+  StartHandler();
+  return Status();
+}
+
+void ServerStreamCall::OnHalfClose() {
+  if (request_ != nullptr && !handler_started_) {
+    stream_->Finish(Status(StatusCode::kInternal,
+                           "the client sent no request message for a "
+                           "server-streaming method"),
+                    nullptr);
+    finished_ = true;
+    MaybeDone();
+    return;
+  }
+  EndReads();
+}
+
+void ServerStreamCall::OnCancel() {
+  EndReadsAndWrites();
+  if (!handler_started_) {
+    finished_ = true;  // no handler will ever call Finish
+  } else {
+    reactor_->OnCancel();
+  }
+  MaybeDone();
+}
+
+// ---------------------------------------------------------------------------
+// Operations.
+
+void ServerStreamCall::ResumeSend() {
+  stream_->SendInitialMetadata(&context_.initial_metadata_);
+  stream_->ResumeSend();
+}
+
+void ServerStreamCall::StartSendInitialMetadata() {
+  BeginOp();
+  loop_->loop().Post(&metadata_task_);
+}
+
+void ServerStreamCall::RunSendInitialMetadata() {
+  const bool ok = !stream_->cancelled() && !stream_->finished();
+  stream_->SendInitialMetadata(&context_.initial_metadata_);
+  EndOp([&] { reactor_->OnSendInitialMetadataDone(ok); });
+}
+
+void ServerStreamCall::Finish(const Status& status) {
+  finish_status_ = status;
+  BeginOp();
+  loop_->loop().Post(&finish_task_);
+}
+
+void ServerStreamCall::RunFinish() {
+  Status status = std::move(finish_status_);
+  // A write still waiting for the send buffer completes as it drains; the
+  // trailers follow every byte written.
+  CloseWrites();
+  if (!stream_->cancelled() && !stream_->finished()) {
+    if (status.ok() && response_ != nullptr) {
+      const size_t size = response_->ByteSizeLong();
+      status = transport::CheckSendMessageSize(
+          size, server_->options_.connection.max_send_message_size);
+      if (status.ok()) {
+        std::string& out = stream_->outgoing().buffer();
+        const size_t start = out.size();
+        out.resize(start + transport::kMessagePrefixSize + size);
+        transport::EncodeMessagePrefix(false, static_cast<uint32_t>(size),
+                                       out.data() + start);
+        response_->SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(
+            out.data() + start + transport::kMessagePrefixSize));
+        ResumeSend();
+      }
+    }
+    if (!context_.initial_metadata_.empty()) {
+      stream_->SendInitialMetadata(&context_.initial_metadata_);
+    }
+    stream_->Finish(status, &context_.trailing_metadata_);
+  }
+  finished_ = true;
+  EndOp([] {});
+}
+
+void ServerStreamCall::MaybeDone() {
+  if (!finished_ || done_posted_ || ops_outstanding()) return;
+  done_posted_ = true;
+  loop_->loop().Post(&done_task_);
+}
+
+void ServerStreamCall::RunDone() {
+  if (handler_started_) reactor_->OnDone();
+  transport::http2::ServerStream* stream = stream_;
+  Server* server = server_;
+  context_.Reset();
+  stream->Release();
+  delete this;
+  server->CallEnded();  // last: Shutdown() may be waiting for it
+}
+
+}  // namespace h2rpc::internal

@@ -1,0 +1,92 @@
+#ifndef H2RPC_RPC_INTERNAL_SERVER_STREAM_CALL_H_
+#define H2RPC_RPC_INTERNAL_SERVER_STREAM_CALL_H_
+
+#include <memory>
+
+#include "google/protobuf/message_lite.h"
+#include "rpc/server.h"
+#include "rpc/server_context.h"
+#include "rpc/server_stream.h"
+#include "rpc/status.h"
+#include "rpc/internal/stream_ops.h"
+#include "transport/http2/server_connection.h"
+
+namespace h2rpc::internal {
+
+class ServerLoop;
+
+// One streaming call on the server (client, server or bidi streaming),
+// driving the method's reactor: one the application's factory created, or
+// the BlockingServerStream of a synchronous handler running on a worker.
+// Created at dispatch; deleted after OnDone.
+//
+// A server-streaming handler starts once the request message has arrived;
+// the others start at once. The call is done when Finish has run (or the
+// call was cancelled and Finish was still called) and every operation has
+// completed.
+class ServerStreamCall final : public StreamOps,
+                               public transport::http2::ServerStream::Observer {
+ public:
+  ServerStreamCall(ServerLoop* loop, Server* server, const Method* method,
+                   transport::http2::ServerStream* stream);
+
+  // Any thread.
+  void StartSendInitialMetadata();
+  void Finish(const Status& status);
+
+ private:
+  // StreamOps.
+  transport::http2::OutgoingData& outgoing() override {
+    return stream_->outgoing();
+  }
+  void ResumeSend() override;
+  size_t HoldMessage(absl::string_view message) override {
+    return stream_->HoldMessage(message);
+  }
+  void ReleaseMessage(size_t held_bytes) override {
+    stream_->ReleaseMessage(held_bytes);
+  }
+  void FailCall(const Status& status) override { stream_->Abort(status); }
+  void ReadDone(bool ok) override { reactor_->OnReadDone(ok); }
+  void WriteDone(bool ok) override { reactor_->OnWriteDone(ok); }
+  void OpCompleted() override { MaybeDone(); }
+
+  // ServerStream::Observer.
+  Status OnMessage(absl::string_view message) override;
+  void OnHalfClose() override;
+  void OnCancel() override;
+
+  void StartHandler();
+  void RunSyncHandler();
+  void RunSendInitialMetadata();
+  void RunFinish();
+  void MaybeDone();
+  void RunDone();
+
+  ServerLoop* const loop_;
+  Server* const server_;
+  const Method* const method_;
+  transport::http2::ServerStream* stream_;
+  ServerContext context_;
+  std::unique_ptr<google::protobuf::MessageLite> request_;   // server streaming
+  std::unique_ptr<google::protobuf::MessageLite> response_;  // client streaming
+  BlockingServerStream blocking_;
+  ServerStreamReactor* reactor_ = nullptr;
+  // Loop thread.
+  bool handler_started_ = false;
+  bool finished_ = false;
+  bool done_posted_ = false;
+  Status finish_status_;  // set by Finish before its task runs
+
+  MemberTask<ServerStreamCall, &ServerStreamCall::RunSyncHandler>
+      worker_task_{this};
+  MemberTask<ServerStreamCall, &ServerStreamCall::RunSendInitialMetadata>
+      metadata_task_{this};
+  MemberTask<ServerStreamCall, &ServerStreamCall::RunFinish> finish_task_{
+      this};
+  MemberTask<ServerStreamCall, &ServerStreamCall::RunDone> done_task_{this};
+};
+
+}  // namespace h2rpc::internal
+
+#endif  // H2RPC_RPC_INTERNAL_SERVER_STREAM_CALL_H_

@@ -1,0 +1,158 @@
+#ifndef H2RPC_RPC_SERVER_STREAM_H_
+#define H2RPC_RPC_SERVER_STREAM_H_
+
+#include <condition_variable>
+#include <mutex>
+
+#include "google/protobuf/message_lite.h"
+#include "rpc/status.h"
+
+namespace h2rpc {
+
+namespace internal {
+class BlockingServerStream;
+class ServerStreamCall;
+}  // namespace internal
+
+// The events of a streaming call on the server, as in gRPC's callback API.
+// A registered factory creates the reactor on the connection's loop thread;
+// its events run there too and must not block. The Start* methods and
+// Finish may be called from any thread until OnDone, with at most one read
+// and one write outstanding.
+//
+// Initial metadata (from the ServerContext) goes out with the first write,
+// with StartSendInitialMetadata(), or with Finish. Finish(status) sends the
+// trailers (status and the context's trailing metadata) after every
+// message written; it must be called exactly once, even after OnCancel.
+class ServerStreamReactor {
+ public:
+  virtual ~ServerStreamReactor() = default;
+
+  virtual void OnSendInitialMetadataDone(bool ok) {}
+  // A StartRead completed: true with a message, false once the client has
+  // half-closed (and every message was read) or the call was cancelled.
+  virtual void OnReadDone(bool ok) {}
+  // A StartWrite completed: true once the message is in the send buffer and
+  // no more than ServerOptions::stream_write_buffer bytes wait there; false
+  // when the call was cancelled.
+  virtual void OnWriteDone(bool ok) {}
+  // The call ended without Finish taking effect: the client cancelled, the
+  // deadline passed, or the connection was lost. Reads and writes fail from
+  // now on.
+  virtual void OnCancel() {}
+  // The last event, after Finish and every operation completed. The reactor
+  // may delete itself here.
+  virtual void OnDone() = 0;
+
+  void StartSendInitialMetadata();
+  void Finish(const Status& status);
+
+ protected:
+  void StartReadMessage(google::protobuf::MessageLite* message);
+  void StartWriteMessage(const google::protobuf::MessageLite* message);
+
+ private:
+  friend class internal::BlockingServerStream;
+  friend class internal::ServerStreamCall;
+  internal::ServerStreamCall* call_ = nullptr;
+};
+
+// Bidirectional streaming.
+template <class Request, class Response>
+class ServerBidiReactor : public ServerStreamReactor {
+ public:
+  void StartRead(Request* request) { StartReadMessage(request); }
+  void StartWrite(const Response* response) { StartWriteMessage(response); }
+};
+
+// Client streaming: reads the requests; the response (given to the factory)
+// must be filled before Finish(OK), which sends it.
+template <class Request>
+class ServerReadReactor : public ServerStreamReactor {
+ public:
+  void StartRead(Request* request) { StartReadMessage(request); }
+};
+
+// Server streaming: the request was given to the factory.
+template <class Response>
+class ServerWriteReactor : public ServerStreamReactor {
+ public:
+  void StartWrite(const Response* response) { StartWriteMessage(response); }
+};
+
+namespace internal {
+
+// The reactor behind synchronous streaming handlers: blocking Read and
+// Write for a handler running on a worker thread.
+class BlockingServerStream final : public ServerStreamReactor {
+ public:
+  bool Read(google::protobuf::MessageLite* message);
+  bool Write(const google::protobuf::MessageLite& message);
+  void SendInitialMetadata();
+
+ private:
+  void OnSendInitialMetadataDone(bool ok) override;
+  void OnReadDone(bool ok) override;
+  void OnWriteDone(bool ok) override;
+  void OnDone() override {}
+
+  std::mutex mu_;
+  std::condition_variable changed_;
+  // Guarded by mu_: cleared when an operation starts, set when it completes.
+  bool metadata_done_ = false;
+  bool read_done_ = false;
+  bool read_ok_ = false;
+  bool write_done_ = false;
+  bool write_ok_ = false;
+};
+
+}  // namespace internal
+
+// What a synchronous streaming handler reads from and writes to, as in gRPC
+// C++. Read() returns false once the client has half-closed and every
+// message was read, or the call was cancelled; Write() returns false when
+// the call was cancelled and blocks while the send buffer is full (the
+// client reads slowly). Initial metadata goes with the first Write unless
+// SendInitialMetadata() sent it before. The handler's returned Status ends
+// the call.
+template <class Request>
+class ServerReader {
+ public:
+  explicit ServerReader(internal::BlockingServerStream* stream)
+      : stream_(stream) {}
+  bool Read(Request* request) { return stream_->Read(request); }
+  void SendInitialMetadata() { stream_->SendInitialMetadata(); }
+
+ private:
+  internal::BlockingServerStream* stream_;
+};
+
+template <class Response>
+class ServerWriter {
+ public:
+  explicit ServerWriter(internal::BlockingServerStream* stream)
+      : stream_(stream) {}
+  bool Write(const Response& response) { return stream_->Write(response); }
+  void SendInitialMetadata() { stream_->SendInitialMetadata(); }
+
+ private:
+  internal::BlockingServerStream* stream_;
+};
+
+// Template arguments in gRPC's order: what is written, then what is read.
+template <class Response, class Request>
+class ServerReaderWriter {
+ public:
+  explicit ServerReaderWriter(internal::BlockingServerStream* stream)
+      : stream_(stream) {}
+  bool Read(Request* request) { return stream_->Read(request); }
+  bool Write(const Response& response) { return stream_->Write(response); }
+  void SendInitialMetadata() { stream_->SendInitialMetadata(); }
+
+ private:
+  internal::BlockingServerStream* stream_;
+};
+
+}  // namespace h2rpc
+
+#endif  // H2RPC_RPC_SERVER_STREAM_H_
