@@ -251,7 +251,8 @@ Status Server::Dispatch(ServerLoop* loop,
   if (it->second->kind() == internal::MethodKind::kUnary) {
     loop->TakeCall()->Begin(this, it->second.get(), stream);
   } else {
-    new internal::ServerStreamCall(loop, this, it->second.get(), stream);
+    (new internal::ServerStreamCall(loop, this, it->second.get(), stream))
+        ->Start();
   }
   return Status();
 }

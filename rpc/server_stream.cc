@@ -4,6 +4,9 @@
 
 namespace h2rpc {
 
+ServerStreamReactor::ServerStreamReactor()
+    : call_(internal::ServerStreamCall::BindingCall()) {}
+
 void ServerStreamReactor::StartSendInitialMetadata() {
   call_->StartSendInitialMetadata();
 }

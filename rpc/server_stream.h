@@ -26,6 +26,9 @@ class ServerStreamCall;
 // message written; it must be called exactly once, even after OnCancel.
 class ServerStreamReactor {
  public:
+  // Inside a registered factory the reactor binds to the call being
+  // created, so its constructor may already start operations.
+  ServerStreamReactor();
   virtual ~ServerStreamReactor() = default;
 
   virtual void OnSendInitialMetadataDone(bool ok) {}
@@ -86,6 +89,8 @@ namespace internal {
 // Write for a handler running on a worker thread.
 class BlockingServerStream final : public ServerStreamReactor {
  public:
+  explicit BlockingServerStream(ServerStreamCall* call) { call_ = call; }
+
   bool Read(google::protobuf::MessageLite* message);
   bool Write(const google::protobuf::MessageLite& message);
   void SendInitialMetadata();

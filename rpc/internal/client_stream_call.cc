@@ -62,6 +62,9 @@ void ClientStreamCall::RunWritesDone() {
 }
 
 void ClientStreamCall::DiscardUnread() {
+  // May come after OnDone (from the blocking wrapper): the reference keeps
+  // the call until the task has run.
+  Ref();
   BeginOp();
   loop_->Post(&discard_task_);
 }
@@ -70,6 +73,7 @@ void ClientStreamCall::RunDiscard() {
   discard_unread_ = true;
   if (closed_) EndReadsAndWrites();
   EndOp([] {});
+  Unref();
 }
 
 void ClientStreamCall::OnInitialMetadata(Metadata& metadata) {

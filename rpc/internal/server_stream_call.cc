@@ -7,6 +7,13 @@
 #include "transport/message_framer.h"
 
 namespace h2rpc::internal {
+namespace {
+
+thread_local ServerStreamCall* binding_call = nullptr;
+
+}  // namespace
+
+ServerStreamCall* ServerStreamCall::BindingCall() { return binding_call; }
 
 ServerStreamCall::ServerStreamCall(ServerLoop* loop, Server* server,
                                    const Method* method,
@@ -22,29 +29,30 @@ ServerStreamCall::ServerStreamCall(ServerLoop* loop, Server* server,
   context_.peer_ = stream->peer();
   if (method->kind() == MethodKind::kServerStreaming) {
     request_ = method->NewRequest();
-  } else {
-    if (method->kind() == MethodKind::kClientStreaming) {
-      response_ = method->NewResponse();
-    }
-    StartHandler();
+  } else if (method->kind() == MethodKind::kClientStreaming) {
+    response_ = method->NewResponse();
   }
+}
+
+void ServerStreamCall::Start() {
+  // A server-streaming handler waits for its request (OnMessage).
+  if (request_ == nullptr) StartHandler();
 }
 
 void ServerStreamCall::StartHandler() {
   handler_started_ = true;
   if (method_->sync()) {
     reactor_ = &blocking_;
-    blocking_.call_ = this;
     server_->workers_->Submit(&worker_task_);
     return;
   }
+  binding_call = this;
   reactor_ = method_->CreateReactor(&context_, request_.get(), response_.get());
+  binding_call = nullptr;
   if (reactor_ == nullptr) {
     reactor_ = &blocking_;  // receives the remaining events
     Finish(Status(StatusCode::kInternal, "the handler created no reactor"));
-    return;
   }
-  reactor_->call_ = this;
 }
 
 void ServerStreamCall::RunSyncHandler() {

@@ -29,6 +29,13 @@ class ServerStreamCall final : public StreamOps,
  public:
   ServerStreamCall(ServerLoop* loop, Server* server, const Method* method,
                    transport::http2::ServerStream* stream);
+  // Loop thread, once constructed: starts the handler (or waits for the
+  // request of a server-streaming call).
+  void Start();
+
+  // The call whose reactor the current thread's factory is creating, if
+  // any (see ServerStreamReactor's constructor).
+  static ServerStreamCall* BindingCall();
 
   // Any thread.
   void StartSendInitialMetadata();
@@ -70,7 +77,7 @@ class ServerStreamCall final : public StreamOps,
   ServerContext context_;
   std::unique_ptr<google::protobuf::MessageLite> request_;   // server streaming
   std::unique_ptr<google::protobuf::MessageLite> response_;  // client streaming
-  BlockingServerStream blocking_;
+  BlockingServerStream blocking_{this};
   ServerStreamReactor* reactor_ = nullptr;
   // Loop thread.
   bool handler_started_ = false;
