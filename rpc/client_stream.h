@@ -22,8 +22,9 @@ class ClientStreamCall;
 // called from any thread (before StartCall too) while the call is not done,
 // with at most one read and one write outstanding.
 //
-// Reads: read until OnReadDone(false); with an OK status the call is done
-// only once every message the server sent has been read.
+// Reads: read until OnReadDone(false). The call is done only once every
+// message the server sent before its status has been read, unless the call
+// was cancelled or its deadline passed (unread messages are then dropped).
 // Writes: OnWriteDone(true) means the message is in the transport's send
 // buffer and no more than ChannelOptions::stream_write_buffer bytes wait
 // there, so a writer that waits for it never runs ahead of the network.

@@ -119,13 +119,14 @@ void ClientStreamCall::Close(const Status& status) {
     initial_metadata_reported_ = true;
     reactor_->OnReadInitialMetadataDone(false);
   }
-  // With an OK status every message sent is still readable; otherwise the
-  // unread ones are dropped.
-  if (status.ok() && !discard_unread_) {
+  // Messages the server sent before its status stay readable, whatever the
+  // status; a cancelled or timed-out call (or a blocking Finish) drops them.
+  if (discard_unread_ || status.code() == StatusCode::kCancelled ||
+      status.code() == StatusCode::kDeadlineExceeded) {
+    EndReadsAndWrites();
+  } else {
     EndReads();
     EndWrites();
-  } else {
-    EndReadsAndWrites();
   }
   MaybeDone();
 }

@@ -223,6 +223,7 @@ class StreamingTest : public ::testing::Test {
                 [this](ServerContext* context,
                        ServerReaderWriter<StreamingOutputCallResponse,
                                           StreamingOutputCallRequest>* stream) {
+                  handler_started_.Notify();
                   StreamingOutputCallRequest request;
                   while (stream->Read(&request)) {
                   }
@@ -249,6 +250,7 @@ class StreamingTest : public ::testing::Test {
   std::unique_ptr<Server> server_;
   std::unique_ptr<Channel> channel_;
   std::atomic<bool> server_saw_cancel_{false};
+  Notification handler_started_;
   Notification handler_returned_;
 };
 
@@ -350,6 +352,7 @@ TEST_F(StreamingTest, ClientCancelReachesTheServerHandler) {
                                             StreamingOutputCallResponse>(
       &context, kWaitForCancel);
   ASSERT_TRUE(stream->Write(AskFor({})));
+  handler_started_.WaitForNotification();  // the call reached the server
   context.TryCancel();
   StreamingOutputCallResponse response;
   EXPECT_FALSE(stream->Read(&response));
@@ -365,6 +368,7 @@ TEST_F(StreamingTest, DeadlineEndsAStream) {
   auto stream = channel_->BidiStreamingCall<StreamingOutputCallRequest,
                                             StreamingOutputCallResponse>(
       &context, kWaitForCancel);
+  handler_started_.WaitForNotification();
   StreamingOutputCallResponse response;
   EXPECT_FALSE(stream->Read(&response));
   EXPECT_EQ(stream->Finish().code(), StatusCode::kDeadlineExceeded);

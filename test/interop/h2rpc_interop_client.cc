@@ -1,6 +1,5 @@
 // The gRPC interop test client (doc/interop-test-descriptions.md upstream)
-// on h2rpc over plaintext HTTP/2: the unary test cases only, as h2rpc has no
-// streaming calls yet.
+// on h2rpc over plaintext HTTP/2.
 //
 //   h2rpc_interop_client --server_host=127.0.0.1 --server_port=N
 //       --test_case=large_unary
@@ -8,16 +7,26 @@
 // Runs one test case and exits 0 when every assertion of the description
 // held, 1 (with the reason on stderr) when one did not, 2 for a bad command
 // line or a test case it does not implement. Every RPC carries a deadline
-// (--deadline_ms, 20 s by default), so a hung server cannot hang the client.
+// (--deadline_ms, 20 s by default, unless the case sets its own), so a hung
+// server cannot hang the client.
 //
-// Cases: empty_unary, large_unary, custom_metadata, status_code_and_message,
-// special_status_message, unimplemented_method, unimplemented_service.
-// custom_metadata and status_code_and_message run only their UnaryCall half;
-// the FullDuplexCall half waits for streaming support. Every other case of
-// the description (the streaming ones, timeout_on_sleeping_server, which needs
-// FullDuplexCall, and the compression ones) is unsupported: exit 2.
+// Cases: empty_unary, large_unary, client_streaming, server_streaming,
+// ping_pong, empty_stream, cancel_after_begin, cancel_after_first_response,
+// timeout_on_sleeping_server, custom_metadata (UnaryCall and FullDuplexCall),
+// status_code_and_message (UnaryCall and FullDuplexCall),
+// special_status_message, unimplemented_method, unimplemented_service and
+// half_duplex. The streaming calls use h2rpc's blocking ClientReader /
+// ClientWriter / ClientReaderWriter. The compression cases
+// (client_compressed_unary, server_compressed_unary,
+// client_compressed_streaming, server_compressed_streaming) need compression,
+// which h2rpc does not have yet: exit 2.
+//
+// half_duplex has no entry in the description; it follows gRPC's own C++
+// client: four requests of sizes 31415, 9, 2653, 58979 on HalfDuplexCall,
+// half-close, then exactly four responses of those sizes and OK.
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -31,6 +40,7 @@
 #include "proto/grpc/testing/messages.pb.h"
 #include "rpc/channel.h"
 #include "rpc/client_context.h"
+#include "rpc/client_stream.h"
 #include "rpc/metadata.h"
 #include "rpc/status.h"
 #include "test/interop/interop_peer_util.h"
@@ -38,7 +48,9 @@
 ABSL_FLAG(std::string, server_host, "localhost", "Server host to connect to.");
 ABSL_FLAG(int, server_port, 0, "Server port to connect to.");
 ABSL_FLAG(std::string, test_case, "", "Name of the test case to run.");
-ABSL_FLAG(int, deadline_ms, 20000, "Deadline of every RPC, in milliseconds.");
+ABSL_FLAG(int, deadline_ms, 20000,
+          "Deadline of every RPC whose test case does not set its own, in "
+          "milliseconds.");
 
 namespace h2rpc::testing {
 namespace {
@@ -46,9 +58,22 @@ namespace {
 using grpc::testing::Empty;
 using grpc::testing::SimpleRequest;
 using grpc::testing::SimpleResponse;
+using grpc::testing::StreamingInputCallRequest;
+using grpc::testing::StreamingInputCallResponse;
+using grpc::testing::StreamingOutputCallRequest;
+using grpc::testing::StreamingOutputCallResponse;
+
+using DuplexCall =
+    ClientReaderWriter<StreamingOutputCallRequest, StreamingOutputCallResponse>;
 
 constexpr char kEmptyCall[] = "/grpc.testing.TestService/EmptyCall";
 constexpr char kUnaryCall[] = "/grpc.testing.TestService/UnaryCall";
+constexpr char kStreamingOutputCall[] =
+    "/grpc.testing.TestService/StreamingOutputCall";
+constexpr char kStreamingInputCall[] =
+    "/grpc.testing.TestService/StreamingInputCall";
+constexpr char kFullDuplexCall[] = "/grpc.testing.TestService/FullDuplexCall";
+constexpr char kHalfDuplexCall[] = "/grpc.testing.TestService/HalfDuplexCall";
 constexpr char kUnimplementedCall[] =
     "/grpc.testing.TestService/UnimplementedCall";
 constexpr char kUnimplementedServiceCall[] =
@@ -56,6 +81,9 @@ constexpr char kUnimplementedServiceCall[] =
 
 constexpr int kLargeRequestSize = 271828;
 constexpr int kLargeResponseSize = 314159;
+const std::vector<int> kRequestStreamSizes = {27182, 8, 1828, 45904};
+constexpr int kAggregatedRequestSize = 74922;  // their sum
+const std::vector<int> kResponseStreamSizes = {31415, 9, 2653, 58979};
 
 constexpr char kEchoInitialMetadataKey[] = "x-grpc-test-echo-initial";
 constexpr char kEchoInitialMetadataValue[] = "test_initial_metadata_value";
@@ -165,32 +193,206 @@ class InteropClient {
                        "UnaryCall response");
   }
 
-  // The UnaryCall half of custom_metadata; the FullDuplexCall half waits for
-  // streaming support in h2rpc.
-  bool CustomMetadata() {
+  bool ClientStreaming() {
     ClientContext context;
     SetDeadline(&context);
-    context.AddMetadata(kEchoInitialMetadataKey, kEchoInitialMetadataValue);
-    context.AddMetadata(kEchoTrailingBinMetadataKey,
-                        kEchoTrailingBinMetadataValue);
-    const SimpleRequest request = LargeUnaryRequest();
-    SimpleResponse response;
-    return ExpectOk(
-               channel_.UnaryCall(&context, kUnaryCall, request, &response),
-               "UnaryCall with custom metadata") &&
-           ExpectZeros(response.payload().body(), kLargeResponseSize,
-                       "UnaryCall response") &&
-           ExpectMetadata(context.GetServerInitialMetadata(),
-                          kEchoInitialMetadataKey, kEchoInitialMetadataValue,
-                          "UnaryCall initial metadata") &&
-           ExpectMetadata(
-               context.GetServerTrailingMetadata(), kEchoTrailingBinMetadataKey,
-               kEchoTrailingBinMetadataValue, "UnaryCall trailing metadata");
+    StreamingInputCallResponse response;
+    auto stream = channel_.ClientStreamingCall<StreamingInputCallRequest>(
+        &context, kStreamingInputCall, &response);
+    StreamingInputCallRequest request;
+    for (int size : kRequestStreamSizes) {
+      request.mutable_payload()->set_body(std::string(size, '\0'));
+      if (!stream->Write(request)) {
+        return Fail(absl::StrCat("StreamingInputCall: writing the ", size,
+                                 "-byte request failed; call ended with ",
+                                 Describe(stream->Finish())));
+      }
+    }
+    stream->WritesDone();
+    if (!ExpectOk(stream->Finish(), "StreamingInputCall")) return false;
+    if (response.aggregated_payload_size() != kAggregatedRequestSize) {
+      return Fail(absl::StrCat("StreamingInputCall: aggregated_payload_size ",
+                               response.aggregated_payload_size(),
+                               ", expected ", kAggregatedRequestSize));
+    }
+    return true;
   }
 
-  // The UnaryCall half of status_code_and_message; the FullDuplexCall half
-  // waits for streaming support in h2rpc.
-  bool StatusCodeAndMessage() { return EchoStatus("test status message"); }
+  bool ServerStreaming() {
+    ClientContext context;
+    SetDeadline(&context);
+    StreamingOutputCallRequest request;
+    for (int size : kResponseStreamSizes) {
+      request.add_response_parameters()->set_size(size);
+    }
+    auto stream = channel_.ServerStreamingCall<StreamingOutputCallRequest,
+                                               StreamingOutputCallResponse>(
+        &context, kStreamingOutputCall, request);
+    return ReadSizedResponses(stream.get(), kResponseStreamSizes,
+                              "StreamingOutputCall") &&
+           ExpectOk(stream->Finish(), "StreamingOutputCall");
+  }
+
+  bool PingPong() {
+    ClientContext context;
+    SetDeadline(&context);
+    auto stream = StartFullDuplex(&context);
+    for (size_t i = 0; i < kRequestStreamSizes.size(); ++i) {
+      StreamingOutputCallRequest request;
+      request.add_response_parameters()->set_size(kResponseStreamSizes[i]);
+      request.mutable_payload()->set_body(
+          std::string(kRequestStreamSizes[i], '\0'));
+      const std::string what = absl::StrCat("FullDuplexCall message ", i + 1);
+      if (!stream->Write(request)) {
+        return Fail(absl::StrCat(what, ": write failed; call ended with ",
+                                 Describe(stream->Finish())));
+      }
+      StreamingOutputCallResponse response;
+      if (!stream->Read(&response)) {
+        return Fail(absl::StrCat(what, ": no response; call ended with ",
+                                 Describe(stream->Finish())));
+      }
+      if (!ExpectZeros(response.payload().body(), kResponseStreamSizes[i],
+                       what + " response")) {
+        return false;
+      }
+    }
+    stream->WritesDone();
+    StreamingOutputCallResponse extra;
+    if (stream->Read(&extra)) {
+      return Fail("FullDuplexCall: a fifth response arrived after half-close");
+    }
+    return ExpectOk(stream->Finish(), "FullDuplexCall");
+  }
+
+  bool EmptyStream() {
+    ClientContext context;
+    SetDeadline(&context);
+    auto stream = StartFullDuplex(&context);
+    stream->WritesDone();
+    StreamingOutputCallResponse response;
+    if (stream->Read(&response)) {
+      return Fail("FullDuplexCall: got a response on an empty stream");
+    }
+    return ExpectOk(stream->Finish(), "FullDuplexCall");
+  }
+
+  bool CancelAfterBegin() {
+    ClientContext context;
+    SetDeadline(&context);
+    StreamingInputCallResponse response;
+    auto stream = channel_.ClientStreamingCall<StreamingInputCallRequest>(
+        &context, kStreamingInputCall, &response);
+    context.TryCancel();
+    return ExpectCode(stream->Finish(), StatusCode::kCancelled,
+                      "StreamingInputCall cancelled after begin");
+  }
+
+  bool CancelAfterFirstResponse() {
+    ClientContext context;
+    SetDeadline(&context);
+    auto stream = StartFullDuplex(&context);
+    StreamingOutputCallRequest request;
+    request.add_response_parameters()->set_size(31415);
+    request.mutable_payload()->set_body(std::string(27182, '\0'));
+    if (!stream->Write(request)) {
+      return Fail(absl::StrCat("FullDuplexCall: write failed; call ended with ",
+                               Describe(stream->Finish())));
+    }
+    StreamingOutputCallResponse response;
+    if (!stream->Read(&response)) {
+      return Fail(absl::StrCat("FullDuplexCall: no response; call ended with ",
+                               Describe(stream->Finish())));
+    }
+    if (!ExpectZeros(response.payload().body(), 31415,
+                     "FullDuplexCall response")) {
+      return false;
+    }
+    context.TryCancel();
+    return ExpectCode(stream->Finish(), StatusCode::kCancelled,
+                      "FullDuplexCall cancelled after first response");
+  }
+
+  bool TimeoutOnSleepingServer() {
+    ClientContext context;
+    context.set_timeout(absl::Milliseconds(1));
+    auto stream = StartFullDuplex(&context);
+    StreamingOutputCallRequest request;
+    request.mutable_payload()->set_body(std::string(27182, '\0'));
+    stream->Write(request);  // may already fail: the deadline is 1 ms
+    // Waits for the call to end without half-closing it first (Finish() on
+    // a call still in progress half-closes, which would let the server end
+    // it OK): the server sends nothing, so Read() returns false only once
+    // the call is over.
+    StreamingOutputCallResponse response;
+    if (stream->Read(&response)) {
+      return Fail("FullDuplexCall: got a response, expected none");
+    }
+    return ExpectCode(stream->Finish(), StatusCode::kDeadlineExceeded,
+                      "FullDuplexCall with a 1 ms deadline");
+  }
+
+  bool CustomMetadata() {
+    {
+      ClientContext context;
+      SetDeadline(&context);
+      AddEchoMetadata(&context);
+      const SimpleRequest request = LargeUnaryRequest();
+      SimpleResponse response;
+      if (!ExpectOk(
+              channel_.UnaryCall(&context, kUnaryCall, request, &response),
+              "UnaryCall with custom metadata") ||
+          !ExpectZeros(response.payload().body(), kLargeResponseSize,
+                       "UnaryCall response") ||
+          !ExpectEchoedMetadata(context, "UnaryCall")) {
+        return false;
+      }
+    }
+    ClientContext context;
+    SetDeadline(&context);
+    AddEchoMetadata(&context);
+    auto stream = StartFullDuplex(&context);
+    StreamingOutputCallRequest request;
+    request.add_response_parameters()->set_size(kLargeResponseSize);
+    request.mutable_payload()->set_body(std::string(kLargeRequestSize, '\0'));
+    if (!stream->Write(request)) {
+      return Fail(absl::StrCat("FullDuplexCall: write failed; call ended with ",
+                               Describe(stream->Finish())));
+    }
+    stream->WritesDone();
+    StreamingOutputCallResponse response;
+    if (!stream->Read(&response)) {
+      return Fail(absl::StrCat("FullDuplexCall: no response; call ended with ",
+                               Describe(stream->Finish())));
+    }
+    if (!ExpectZeros(response.payload().body(), kLargeResponseSize,
+                     "FullDuplexCall response")) {
+      return false;
+    }
+    if (stream->Read(&response)) {
+      return Fail("FullDuplexCall: a second response arrived");
+    }
+    return ExpectOk(stream->Finish(), "FullDuplexCall with custom metadata") &&
+           ExpectEchoedMetadata(context, "FullDuplexCall");
+  }
+
+  bool StatusCodeAndMessage() {
+    const std::string message = "test status message";
+    if (!EchoStatus(message)) return false;
+    ClientContext context;
+    SetDeadline(&context);
+    auto stream = StartFullDuplex(&context);
+    StreamingOutputCallRequest request;
+    request.mutable_response_status()->set_code(2);
+    request.mutable_response_status()->set_message(message);
+    stream->Write(request);  // the server may already have ended the call
+    stream->WritesDone();
+    StreamingOutputCallResponse response;
+    while (stream->Read(&response)) {
+    }
+    return ExpectStatus(stream->Finish(), StatusCode::kUnknown, message,
+                        "FullDuplexCall");
+  }
 
   bool SpecialStatusMessage() {
     return EchoStatus(
@@ -219,6 +421,26 @@ class InteropClient {
                       "UnimplementedService/UnimplementedCall");
   }
 
+  bool HalfDuplex() {
+    ClientContext context;
+    SetDeadline(&context);
+    auto stream = channel_.BidiStreamingCall<StreamingOutputCallRequest,
+                                             StreamingOutputCallResponse>(
+        &context, kHalfDuplexCall);
+    for (int size : kResponseStreamSizes) {
+      StreamingOutputCallRequest request;
+      request.add_response_parameters()->set_size(size);
+      if (!stream->Write(request)) {
+        return Fail(absl::StrCat("HalfDuplexCall: write failed; call ended ",
+                                 "with ", Describe(stream->Finish())));
+      }
+    }
+    stream->WritesDone();
+    return ReadSizedResponses(stream.get(), kResponseStreamSizes,
+                              "HalfDuplexCall") &&
+           ExpectOk(stream->Finish(), "HalfDuplexCall");
+  }
+
  private:
   static void SetDeadline(ClientContext* context) {
     context->set_timeout(absl::Milliseconds(absl::GetFlag(FLAGS_deadline_ms)));
@@ -229,6 +451,55 @@ class InteropClient {
     request.set_response_size(kLargeResponseSize);
     request.mutable_payload()->set_body(std::string(kLargeRequestSize, '\0'));
     return request;
+  }
+
+  static void AddEchoMetadata(ClientContext* context) {
+    context->AddMetadata(kEchoInitialMetadataKey, kEchoInitialMetadataValue);
+    context->AddMetadata(kEchoTrailingBinMetadataKey,
+                         kEchoTrailingBinMetadataValue);
+  }
+
+  // Checks the metadata echoed on a finished call.
+  static bool ExpectEchoedMetadata(const ClientContext& context,
+                                   const std::string& call) {
+    return ExpectMetadata(context.GetServerInitialMetadata(),
+                          kEchoInitialMetadataKey, kEchoInitialMetadataValue,
+                          call + " initial metadata") &&
+           ExpectMetadata(
+               context.GetServerTrailingMetadata(), kEchoTrailingBinMetadataKey,
+               kEchoTrailingBinMetadataValue, call + " trailing metadata");
+  }
+
+  std::unique_ptr<DuplexCall> StartFullDuplex(ClientContext* context) {
+    return channel_.BidiStreamingCall<StreamingOutputCallRequest,
+                                      StreamingOutputCallResponse>(
+        context, kFullDuplexCall);
+  }
+
+  // Reads exactly sizes.size() responses of those sizes (all zeros), then
+  // the end of the stream. `Reader` is ClientReader or ClientReaderWriter.
+  template <class Reader>
+  static bool ReadSizedResponses(Reader* stream, const std::vector<int>& sizes,
+                                 const std::string& call) {
+    StreamingOutputCallResponse response;
+    size_t count = 0;
+    while (stream->Read(&response)) {
+      const std::string what = absl::StrCat(call, " response ", count + 1);
+      if (count >= sizes.size()) {
+        return Fail(
+            absl::StrCat(call, ": more than ", sizes.size(), " responses"));
+      }
+      if (!ExpectZeros(response.payload().body(), sizes[count], what)) {
+        return false;
+      }
+      ++count;
+    }
+    if (count < sizes.size()) {
+      return Fail(absl::StrCat(call, ": got ", count, " responses, expected ",
+                               sizes.size(), "; call ended with ",
+                               Describe(stream->Finish())));
+    }
+    return true;
   }
 
   // UnaryCall asking for status UNKNOWN with `message`.
@@ -253,11 +524,19 @@ const std::map<std::string, TestCase>& TestCases() {
   static const auto* cases = new std::map<std::string, TestCase>{
       {"empty_unary", &InteropClient::EmptyUnary},
       {"large_unary", &InteropClient::LargeUnary},
+      {"client_streaming", &InteropClient::ClientStreaming},
+      {"server_streaming", &InteropClient::ServerStreaming},
+      {"ping_pong", &InteropClient::PingPong},
+      {"empty_stream", &InteropClient::EmptyStream},
+      {"cancel_after_begin", &InteropClient::CancelAfterBegin},
+      {"cancel_after_first_response", &InteropClient::CancelAfterFirstResponse},
+      {"timeout_on_sleeping_server", &InteropClient::TimeoutOnSleepingServer},
       {"custom_metadata", &InteropClient::CustomMetadata},
       {"status_code_and_message", &InteropClient::StatusCodeAndMessage},
       {"special_status_message", &InteropClient::SpecialStatusMessage},
       {"unimplemented_method", &InteropClient::UnimplementedMethod},
       {"unimplemented_service", &InteropClient::UnimplementedService},
+      {"half_duplex", &InteropClient::HalfDuplex},
   };
   return *cases;
 }

@@ -1,6 +1,5 @@
 // The gRPC interop TestService (doc/interop-test-descriptions.md upstream),
-// served by h2rpc over plaintext HTTP/2: its unary methods only, as h2rpc has
-// no streaming calls yet.
+// served by h2rpc over plaintext HTTP/2.
 //
 //   h2rpc_interop_server --port=0
 //
@@ -9,31 +8,51 @@
 // get a short grace period, then are cancelled) and it exits 0.
 //
 // Server features, as the interop description names them: EmptyCall,
-// UnaryCall, CacheableUnaryCall, Echo Status, Echo Metadata, and
-// CompressedRequest as far as h2rpc can (see below). UnimplementedCall answers
-// UNIMPLEMENTED explicitly. The streaming methods (StreamingOutputCall,
-// StreamingInputCall, FullDuplexCall, HalfDuplexCall) are not registered, so
-// the server answers them UNIMPLEMENTED. Authentication features
-// (fill_username, fill_oauth_scope) and ORCA reports are not implemented;
-// those fields are ignored.
+// UnaryCall, CacheableUnaryCall, StreamingOutputCall, StreamingInputCall,
+// FullDuplexCall, HalfDuplexCall, Echo Status, Echo Metadata, Observe
+// ResponseParameters.interval_us, and CompressedRequest as far as h2rpc can
+// (see below). UnimplementedCall answers UNIMPLEMENTED explicitly.
+// Authentication features (fill_username, fill_oauth_scope) and ORCA reports
+// are not implemented; those fields are ignored.
+//
+// The streaming methods use h2rpc's synchronous handlers (blocking
+// ServerReader / ServerWriter / ServerReaderWriter): interval_us is a
+// blocking sleep, which a callback reactor could not do on the loop thread.
+// Each streaming call holds a worker thread for its whole life, hence the
+// fixed pool of kNumWorkers workers.
+//
+// Choices where the description leaves room (the same as the gRPC C++
+// interop server's, grpcpp_interop_server.cc):
+// - Every method echoes metadata: x-grpc-test-echo-initial as initial
+//   metadata, x-grpc-test-echo-trailing-bin as trailing metadata.
+// - response_status on StreamingOutputCall: the responses are sent first, then
+//   the call ends with the echoed status. On FullDuplexCall the call ends as
+//   soon as a request carrying response_status is read (that request's
+//   response_parameters are not answered), as gRPC's own server does; on
+//   HalfDuplexCall the same happens when the buffered request is processed.
+// - A call the client cancelled (or whose deadline passed) ends with
+//   CANCELLED; the client never sees that status, its own side decides.
+// - CacheableUnaryCall behaves as UnaryCall, adds "cache-control: max-age=60,
+//   public", and when no response_size is asked for returns the current time
+//   in nanoseconds as the payload (as the description's server does).
 //
 // Compression: h2rpc has none yet. The transport refuses a call that
 // announces a grpc-encoding with UNIMPLEMENTED before any handler runs, so a
 // request that reaches a handler was never compressed: expect_compressed=true
-// is answered INVALID_ARGUMENT (the feature probe's expected answer), false or
-// unset checks nothing more. response_compressed is ignored: responses are
-// always sent uncompressed.
-//
-// CacheableUnaryCall behaves as UnaryCall, adds "cache-control: max-age=60,
-// public", and when no response_size is asked for returns the current time in
-// nanoseconds as the payload (as the description's server does).
+// (on UnaryCall or on any StreamingInputCall request) is answered
+// INVALID_ARGUMENT (the feature probe's expected answer), false or unset
+// checks nothing more. response_compressed and ResponseParameters.compressed
+// are ignored: responses are always sent uncompressed.
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -44,6 +63,7 @@
 #include "proto/grpc/testing/messages.pb.h"
 #include "rpc/server.h"
 #include "rpc/server_context.h"
+#include "rpc/server_stream.h"
 #include "rpc/status.h"
 #include "test/interop/interop_peer_util.h"
 
@@ -56,10 +76,24 @@ namespace {
 
 using grpc::testing::Empty;
 using grpc::testing::Payload;
+using grpc::testing::ResponseParameters;
 using grpc::testing::SimpleRequest;
 using grpc::testing::SimpleResponse;
+using grpc::testing::StreamingInputCallRequest;
+using grpc::testing::StreamingInputCallResponse;
+using grpc::testing::StreamingOutputCallRequest;
+using grpc::testing::StreamingOutputCallResponse;
+
+using ResponseWriter = ServerWriter<StreamingOutputCallResponse>;
+using DuplexStream =
+    ServerReaderWriter<StreamingOutputCallResponse, StreamingOutputCallRequest>;
 
 constexpr char kService[] = "/grpc.testing.TestService/";
+
+// Worker threads for the synchronous handlers. A streaming call holds one for
+// its whole life, so this bounds the concurrent streaming calls; the interop
+// clients run one call at a time.
+constexpr int kNumWorkers = 16;
 constexpr char kEchoInitialMetadataKey[] = "x-grpc-test-echo-initial";
 constexpr char kEchoTrailingBinMetadataKey[] = "x-grpc-test-echo-trailing-bin";
 
@@ -98,8 +132,10 @@ Status SetZeroPayload(int32_t size, Payload* payload) {
 }
 
 // CompressedRequest: h2rpc cannot receive a compressed message (see the file
-// comment), so only an expectation of compression can fail.
-Status CheckExpectedCompression(const SimpleRequest& request) {
+// comment), so only an expectation of compression can fail. `Request` is
+// SimpleRequest or StreamingInputCallRequest.
+template <class Request>
+Status CheckExpectedCompression(const Request& request) {
   if (request.has_expect_compressed() && request.expect_compressed().value()) {
     return Status(StatusCode::kInvalidArgument,
                   "expected a compressed request, but the message's "
@@ -146,6 +182,120 @@ Status CacheableUnaryCall(ServerContext* context, const SimpleRequest& request,
   return status;
 }
 
+Status EchoedStatus(const grpc::testing::EchoStatus& echo) {
+  return Status(static_cast<StatusCode>(echo.code()), echo.message());
+}
+
+Status CancelledStatus() {
+  return Status(StatusCode::kCancelled, "call cancelled");
+}
+
+// Sleeps `interval_us` microseconds, waking early when the call is cancelled
+// (or the server shuts down). Returns false when the call was cancelled.
+bool SleepUnlessCancelled(ServerContext* context, int32_t interval_us) {
+  if (interval_us <= 0) return !context->IsCancelled();
+  const auto until =
+      std::chrono::steady_clock::now() + std::chrono::microseconds(interval_us);
+  while (!context->IsCancelled()) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= until) return true;
+    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+        until - now, std::chrono::milliseconds(10)));
+  }
+  return false;
+}
+
+// Writes one response per ResponseParameters of `request` (`size` zero bytes
+// each), sleeping interval_us before each. `Writer` is ServerWriter or
+// ServerReaderWriter.
+template <class Writer>
+Status WriteResponses(ServerContext* context,
+                      const StreamingOutputCallRequest& request,
+                      Writer* writer) {
+  StreamingOutputCallResponse response;
+  for (const ResponseParameters& params : request.response_parameters()) {
+    Status status = SetZeroPayload(params.size(), response.mutable_payload());
+    if (!status.ok()) return status;
+    if (!SleepUnlessCancelled(context, params.interval_us())) {
+      return Status(StatusCode::kCancelled, "call cancelled while sleeping");
+    }
+    if (!writer->Write(response)) {
+      return Status(StatusCode::kCancelled,
+                    "client went away while responses were being written");
+    }
+  }
+  return Status();
+}
+
+// Server streaming: one response per response_parameters entry, then the
+// echoed status, if any.
+Status StreamingOutputCall(ServerContext* context,
+                           const StreamingOutputCallRequest& request,
+                           ResponseWriter* writer) {
+  EchoMetadata(context);
+  Status status = CheckResponseType(request.response_type());
+  if (!status.ok()) return status;
+  status = WriteResponses(context, request, writer);
+  if (!status.ok()) return status;
+  if (request.has_response_status()) {
+    return EchoedStatus(request.response_status());
+  }
+  return Status();
+}
+
+// Client streaming: the total size of the request payloads.
+Status StreamingInputCall(ServerContext* context,
+                          ServerReader<StreamingInputCallRequest>* reader,
+                          StreamingInputCallResponse* response) {
+  EchoMetadata(context);
+  StreamingInputCallRequest request;
+  int64_t total = 0;
+  while (reader->Read(&request)) {
+    Status status = CheckExpectedCompression(request);
+    if (!status.ok()) return status;
+    total += static_cast<int64_t>(request.payload().body().size());
+  }
+  if (context->IsCancelled()) return CancelledStatus();
+  response->set_aggregated_payload_size(static_cast<int32_t>(total));
+  return Status();
+}
+
+// Full duplex: answers each request as it arrives, until the client
+// half-closes; a request with response_status ends the call with it.
+Status FullDuplexCall(ServerContext* context, DuplexStream* stream) {
+  EchoMetadata(context);
+  StreamingOutputCallRequest request;
+  while (stream->Read(&request)) {
+    if (request.has_response_status()) {
+      return EchoedStatus(request.response_status());
+    }
+    Status status = CheckResponseType(request.response_type());
+    if (!status.ok()) return status;
+    status = WriteResponses(context, request, stream);
+    if (!status.ok()) return status;
+  }
+  if (context->IsCancelled()) return CancelledStatus();
+  return Status();
+}
+
+// Half duplex: buffers every request until the client half-closes, then
+// answers them in order.
+Status HalfDuplexCall(ServerContext* context, DuplexStream* stream) {
+  EchoMetadata(context);
+  std::vector<StreamingOutputCallRequest> requests;
+  StreamingOutputCallRequest request;
+  while (stream->Read(&request)) requests.push_back(request);
+  if (context->IsCancelled()) return CancelledStatus();
+  for (const StreamingOutputCallRequest& r : requests) {
+    if (r.has_response_status()) return EchoedStatus(r.response_status());
+    Status status = CheckResponseType(r.response_type());
+    if (!status.ok()) return status;
+    status = WriteResponses(context, r, stream);
+    if (!status.ok()) return status;
+  }
+  return Status();
+}
+
 Status UnimplementedCall(ServerContext* /*context*/, const Empty& /*request*/,
                          Empty* /*response*/) {
   return Status(StatusCode::kUnimplemented,
@@ -163,17 +313,34 @@ int Run() {
     return bad;
   }
 
+  ServerOptions options;
+  options.num_workers = kNumWorkers;
   int selected_port = 0;
   Status status;
   std::unique_ptr<Server> server =
       Server::Builder()
           .AddListeningPort(address, &selected_port)
+          .SetOptions(options)
           .RegisterUnary<Empty, Empty>(absl::StrCat(kService, "EmptyCall"),
                                        EmptyCall)
           .RegisterUnary<SimpleRequest, SimpleResponse>(
               absl::StrCat(kService, "UnaryCall"), HandleUnary)
           .RegisterUnary<SimpleRequest, SimpleResponse>(
               absl::StrCat(kService, "CacheableUnaryCall"), CacheableUnaryCall)
+          .RegisterServerStreaming<StreamingOutputCallRequest,
+                                   StreamingOutputCallResponse>(
+              absl::StrCat(kService, "StreamingOutputCall"),
+              StreamingOutputCall)
+          .RegisterClientStreaming<StreamingInputCallRequest,
+                                   StreamingInputCallResponse>(
+              absl::StrCat(kService, "StreamingInputCall"),
+              StreamingInputCall)
+          .RegisterBidiStreaming<StreamingOutputCallRequest,
+                                 StreamingOutputCallResponse>(
+              absl::StrCat(kService, "FullDuplexCall"), FullDuplexCall)
+          .RegisterBidiStreaming<StreamingOutputCallRequest,
+                                 StreamingOutputCallResponse>(
+              absl::StrCat(kService, "HalfDuplexCall"), HalfDuplexCall)
           .RegisterUnary<Empty, Empty>(
               absl::StrCat(kService, "UnimplementedCall"), UnimplementedCall)
           .BuildAndStart(&status);
