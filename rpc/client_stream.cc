@@ -21,11 +21,17 @@ void ClientStreamReactor::StartWritesDone() { call_->StartWritesDone(); }
 namespace internal {
 
 BlockingClientStream::~BlockingClientStream() {
-  // The call stays allocated until here (see Channel::BindStreamingCall), so
-  // these are safe even if it is done.
-  call_->RequestCancel();
-  call_->DiscardUnread();
+  bool done;
   {
+    std::lock_guard<std::mutex> lock(mu_);
+    done = done_;
+  }
+  if (!done) {
+    // The call stays allocated until ReleaseKeepAlive (see
+    // Channel::StartBlockingStream), and it cannot be done before the
+    // discard has run, so the tasks these post run before it goes.
+    call_->RequestCancel();
+    call_->DiscardUnread();
     std::unique_lock<std::mutex> lock(mu_);
     changed_.wait(lock, [this] { return done_; });
   }

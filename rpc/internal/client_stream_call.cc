@@ -62,6 +62,7 @@ void ClientStreamCall::RunWritesDone() {
 }
 
 void ClientStreamCall::DiscardUnread() {
+  if (discard_requested_.exchange(true)) return;  // once is enough
   // May come after OnDone (from the blocking wrapper): the reference keeps
   // the call until the task has run.
   Ref();

@@ -1,6 +1,8 @@
 #ifndef H2RPC_RPC_INTERNAL_CLIENT_STREAM_CALL_H_
 #define H2RPC_RPC_INTERNAL_CLIENT_STREAM_CALL_H_
 
+#include <atomic>
+
 #include "google/protobuf/message_lite.h"
 #include "rpc/client_context.h"
 #include "rpc/client_stream.h"
@@ -75,6 +77,7 @@ class ClientStreamCall final : public ChannelCall,
   ClientStreamReactor* const reactor_;
   google::protobuf::MessageLite* single_response_ = nullptr;
   bool got_single_response_ = false;
+  std::atomic<bool> discard_requested_{false};
   // Loop thread.
   bool initial_metadata_reported_ = false;
   bool closed_ = false;

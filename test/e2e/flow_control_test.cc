@@ -807,35 +807,5 @@ TEST_F(ReceiveLimitTest, ResponseOverTheClientsLimitIsResourceExhausted) {
   ExpectSmallEchoWorks();
 }
 
-
-// TEMPORARY EXPERIMENT
-void EchoOnce(Channel* channel, int delay_us) {
-  ClientContext context;
-  auto stream = channel->BidiStreamingCall<StreamingOutputCallRequest,
-                                           StreamingOutputCallResponse>(
-      &context, kEcho);
-  StreamingOutputCallRequest request;
-  request.add_response_parameters()->set_size(100);
-  FillBody(0, 100, request.mutable_payload()->mutable_body());
-  ASSERT_TRUE(stream->Write(request));
-  StreamingOutputCallResponse response;
-  ASSERT_TRUE(stream->Read(&response));
-  ASSERT_TRUE(stream->WritesDone());
-  EXPECT_FALSE(stream->Read(&response));
-  EXPECT_TRUE(stream->Finish().ok());
-  if (delay_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
-}
-TEST_F(FlowControlTest, ZZLeakExperiment) {
-  Start();
-  for (int delay : {0, 20000, 0}) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    const int64_t before = LiveHeapBytes();
-    constexpr int kCalls = 200;
-    for (int i = 0; i < kCalls; ++i) EchoOnce(channel_.get(), delay);
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    std::printf("EXPERIMENT delay %d us: live heap grew %lld bytes over %d calls\n",
-                delay, static_cast<long long>(LiveHeapBytes() - before), kCalls);
-  }
-}
 }  // namespace
 }  // namespace h2rpc

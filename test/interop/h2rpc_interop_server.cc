@@ -333,8 +333,7 @@ int Run() {
               StreamingOutputCall)
           .RegisterClientStreaming<StreamingInputCallRequest,
                                    StreamingInputCallResponse>(
-              absl::StrCat(kService, "StreamingInputCall"),
-              StreamingInputCall)
+              absl::StrCat(kService, "StreamingInputCall"), StreamingInputCall)
           .RegisterBidiStreaming<StreamingOutputCallRequest,
                                  StreamingOutputCallResponse>(
               absl::StrCat(kService, "FullDuplexCall"), FullDuplexCall)
