@@ -80,12 +80,6 @@ void BlockingClientStream::WaitForInitialMetadata() {
 }
 
 Status BlockingClientStream::Finish() {
-  bool half_close;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    half_close = !writes_done_called_ && !done_;
-  }
-  if (half_close) WritesDone();
   call_->DiscardUnread();
   std::unique_lock<std::mutex> lock(mu_);
   changed_.wait(lock, [this] { return done_; });

@@ -132,8 +132,9 @@ class BlockingClientStream final : public ClientStreamReactor {
 // ClientWriter. Read() returns false at the end of the stream (or when the
 // call failed); Write() returns false once the call is over; WritesDone()
 // half-closes; Finish() waits for the status (dropping unread messages) and
-// fills the context's trailing metadata. Destroying one before Finish()
-// cancels the call.
+// fills the context's trailing metadata; it does not half-close (except on a
+// ClientWriter), so a server still reading keeps waiting, as in gRPC.
+// Destroying one before Finish() cancels the call.
 template <class Request, class Response>
 class ClientReaderWriter {
  public:
@@ -168,7 +169,10 @@ class ClientWriter {
   bool Write(const Request& request) { return stream_.Write(request); }
   bool WritesDone() { return stream_.WritesDone(); }
   void WaitForInitialMetadata() { stream_.WaitForInitialMetadata(); }
-  Status Finish() { return stream_.Finish(); }
+  Status Finish() {
+    stream_.WritesDone();  // no-op (false) if already half-closed
+    return stream_.Finish();
+  }
 
  private:
   friend class Channel;

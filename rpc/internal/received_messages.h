@@ -16,6 +16,10 @@ namespace h2rpc::internal {
 // window (held messages stop the sender).
 class ReceivedMessages {
  public:
+  // Room for a few messages from the start (with the call, not with its
+  // first early message), so a warm ping-pong never allocates.
+  ReceivedMessages() : slots_(4) {}
+
   bool empty() const { return size_ == 0; }
   size_t size() const { return size_; }
 
@@ -42,7 +46,7 @@ class ReceivedMessages {
 
   // Doubles the ring, unrolling it so the oldest message is first.
   void Grow() {
-    std::vector<Slot> grown(slots_.empty() ? 4 : 2 * slots_.size());
+    std::vector<Slot> grown(2 * slots_.size());
     for (size_t i = 0; i < size_; ++i) {
       grown[i] = std::move(slots_[(head_ + i) % slots_.size()]);
     }
