@@ -75,7 +75,7 @@ class ClientContext {
   // built for ThreadSanitizer, which then cannot see absl::Mutex locking.
   std::mutex mu_;
   internal::ChannelCall* call_ = nullptr;  // guarded by mu_
-  bool cancelled_ = false;                // guarded by mu_
+  bool cancelled_ = false;                 // guarded by mu_
 };
 
 }  // namespace h2rpc

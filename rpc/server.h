@@ -265,8 +265,7 @@ class Server {
     template <class Request, class Response>
     Builder& RegisterClientStreaming(
         std::string method,
-        std::function<Status(ServerContext*, ServerReader<Request>*,
-                             Response*)>
+        std::function<Status(ServerContext*, ServerReader<Request>*, Response*)>
             handler) {
       return RegisterSyncStream<Request, Response>(
           std::move(method), internal::MethodKind::kClientStreaming,
@@ -280,10 +279,9 @@ class Server {
     }
     template <class Request, class Response>
     Builder& RegisterServerStreaming(
-        std::string method,
-        std::function<Status(ServerContext*, const Request&,
-                             ServerWriter<Response>*)>
-            handler) {
+        std::string method, std::function<Status(ServerContext*, const Request&,
+                                                 ServerWriter<Response>*)>
+                                handler) {
       return RegisterSyncStream<Request, Response>(
           std::move(method), internal::MethodKind::kServerStreaming,
           std::move(handler),
@@ -407,10 +405,9 @@ class Server {
   friend class internal::ServerStreamCall;
   friend class internal::ServerLoop;
 
-  Server(
-      ServerOptions options,
-      std::map<std::string, std::unique_ptr<internal::Method>, std::less<>>
-          methods);
+  Server(ServerOptions options,
+         std::map<std::string, std::unique_ptr<internal::Method>, std::less<>>
+             methods);
   // Loop thread: routes a new call (ServerLoop is the transport's
   // dispatcher and forwards here).
   Status Dispatch(internal::ServerLoop* loop,
@@ -423,8 +420,7 @@ class Server {
   internal::ServerLoop* NextLoop();
 
   const ServerOptions options_;
-  const std::map<std::string, std::unique_ptr<internal::Method>,
-                 std::less<>>
+  const std::map<std::string, std::unique_ptr<internal::Method>, std::less<>>
       methods_;
   std::set<std::string, std::less<>> services_;
   std::vector<std::unique_ptr<internal::ServerLoop>> loops_;

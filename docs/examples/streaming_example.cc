@@ -43,9 +43,9 @@ int main() {
   h2rpc::Channel channel("127.0.0.1:" + std::to_string(port));
   h2rpc::ClientContext context;
   context.set_timeout(absl::Seconds(5));
-  auto stream = channel.BidiStreamingCall<StreamingOutputCallRequest,
-                                          StreamingOutputCallResponse>(
-      &context, kMethod);
+  auto stream =
+      channel.BidiStreamingCall<StreamingOutputCallRequest,
+                                StreamingOutputCallResponse>(&context, kMethod);
   StreamingOutputCallRequest request;
   StreamingOutputCallResponse response;
   for (const char* word : {"ping", "pong"}) {

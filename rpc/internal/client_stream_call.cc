@@ -32,8 +32,8 @@ void ClientStreamCall::Prepare(ClientContext* context, absl::string_view method,
   frame.resize(transport::kMessagePrefixSize + size);
   transport::EncodeMessagePrefix(/*compressed=*/false,
                                  static_cast<uint32_t>(size), frame.data());
-  request->SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(
-      frame.data() + transport::kMessagePrefixSize));
+  request->SerializeWithCachedSizesToArray(
+      reinterpret_cast<uint8_t*>(frame.data() + transport::kMessagePrefixSize));
   stream_.outgoing().set_end_of_data();
 }
 

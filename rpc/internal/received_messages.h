@@ -21,7 +21,6 @@ class ReceivedMessages {
   ReceivedMessages() : slots_(4) {}
 
   bool empty() const { return size_ == 0; }
-  size_t size() const { return size_; }
 
   void Push(absl::string_view message, size_t held_bytes) {
     if (size_ == slots_.size()) Grow();

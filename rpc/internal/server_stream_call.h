@@ -4,11 +4,11 @@
 #include <memory>
 
 #include "google/protobuf/message_lite.h"
+#include "rpc/internal/stream_ops.h"
 #include "rpc/server.h"
 #include "rpc/server_context.h"
 #include "rpc/server_stream.h"
 #include "rpc/status.h"
-#include "rpc/internal/stream_ops.h"
 #include "transport/http2/server_connection.h"
 
 namespace h2rpc::internal {
@@ -85,12 +85,11 @@ class ServerStreamCall final : public StreamOps,
   bool done_posted_ = false;
   Status finish_status_;  // set by Finish before its task runs
 
-  MemberTask<ServerStreamCall, &ServerStreamCall::RunSyncHandler>
-      worker_task_{this};
+  MemberTask<ServerStreamCall, &ServerStreamCall::RunSyncHandler> worker_task_{
+      this};
   MemberTask<ServerStreamCall, &ServerStreamCall::RunSendInitialMetadata>
       metadata_task_{this};
-  MemberTask<ServerStreamCall, &ServerStreamCall::RunFinish> finish_task_{
-      this};
+  MemberTask<ServerStreamCall, &ServerStreamCall::RunFinish> finish_task_{this};
   MemberTask<ServerStreamCall, &ServerStreamCall::RunDone> done_task_{this};
 };
 

@@ -99,9 +99,8 @@ void StreamOps::RunWrite() {
   std::string& buffer = out.buffer();
   const size_t start = buffer.size();
   buffer.resize(start + kMessagePrefixSize + size);
-  transport::EncodeMessagePrefix(/*compressed=*/false,
-                                 static_cast<uint32_t>(size),
-                                 buffer.data() + start);
+  transport::EncodeMessagePrefix(
+      /*compressed=*/false, static_cast<uint32_t>(size), buffer.data() + start);
   write_message_->SerializeWithCachedSizesToArray(
       reinterpret_cast<uint8_t*>(buffer.data() + start + kMessagePrefixSize));
   ResumeSend();

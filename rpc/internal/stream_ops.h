@@ -94,7 +94,6 @@ class StreamOps : private transport::http2::OutgoingData::DrainListener {
     OpCompleted();
   }
 
-  bool reads_ended() const { return reads_ended_; }
   bool has_unread_messages() const { return !queue_.empty(); }
 
   transport::io::EventLoop* const loop_;

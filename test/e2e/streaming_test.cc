@@ -35,8 +35,9 @@ constexpr char kFinishEarly[] = "/h2rpc.test.Stream/FinishEarly";
 
 // Bidi echo on the loop: reads a request, writes one response per
 // response_parameters entry, until the client half-closes.
-class EchoReactor final : public ServerBidiReactor<StreamingOutputCallRequest,
-                                                   StreamingOutputCallResponse> {
+class EchoReactor final
+    : public ServerBidiReactor<StreamingOutputCallRequest,
+                               StreamingOutputCallResponse> {
  public:
   explicit EchoReactor(ServerContext* context) : context_(context) {
     if (auto v = context->client_metadata().Get("x-echo-initial")) {
@@ -284,7 +285,8 @@ TEST_F(StreamingTest, ServerStreamingDeliversEveryResponseInOrder) {
         &context, method, AskFor({31415, 9, 2653, 58979}));
     StreamingOutputCallResponse response;
     std::vector<size_t> sizes;
-    while (reader->Read(&response)) sizes.push_back(response.payload().body().size());
+    while (reader->Read(&response))
+      sizes.push_back(response.payload().body().size());
     const Status status = reader->Finish();
     ASSERT_TRUE(status.ok()) << status.ToString();
     EXPECT_THAT(sizes, ::testing::ElementsAre(31415, 9, 2653, 58979));
@@ -317,9 +319,9 @@ TEST_F(StreamingTest, BidiPingPong) {
 
 TEST_F(StreamingTest, EmptyStreamEndsOk) {
   ClientContext context;
-  auto stream = channel_->BidiStreamingCall<StreamingOutputCallRequest,
-                                            StreamingOutputCallResponse>(
-      &context, kEcho);
+  auto stream =
+      channel_->BidiStreamingCall<StreamingOutputCallRequest,
+                                  StreamingOutputCallResponse>(&context, kEcho);
   ASSERT_TRUE(stream->WritesDone());
   StreamingOutputCallResponse response;
   EXPECT_FALSE(stream->Read(&response));
@@ -329,9 +331,9 @@ TEST_F(StreamingTest, EmptyStreamEndsOk) {
 TEST_F(StreamingTest, ServerStatusAndTrailersReachTheClient) {
   ClientContext context;
   context.AddMetadata("x-echo-trailing-bin", std::string("\x0a\x0b\x0a", 3));
-  auto stream = channel_->BidiStreamingCall<StreamingOutputCallRequest,
-                                            StreamingOutputCallResponse>(
-      &context, kEcho);
+  auto stream =
+      channel_->BidiStreamingCall<StreamingOutputCallRequest,
+                                  StreamingOutputCallResponse>(&context, kEcho);
   StreamingOutputCallRequest request = AskFor({3});
   request.mutable_response_status()->set_code(2);
   request.mutable_response_status()->set_message("custom failure");

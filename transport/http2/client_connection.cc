@@ -284,8 +284,7 @@ int ClientConnection::OnDataChunk(int32_t stream_id, const uint8_t* data,
   } else {
     DeliverToObserver<ClientStream::Observer> listener(stream->observer);
     Status status = stream->deframer_.Feed(
-        absl::string_view(reinterpret_cast<const char*>(data), size),
-        listener);
+        absl::string_view(reinterpret_cast<const char*>(data), size), listener);
     if (!status.ok()) FailStream(stream, std::move(status));
   }
   ReturnCredit(stream_id, &stream->window_);

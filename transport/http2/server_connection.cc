@@ -355,8 +355,7 @@ int ServerConnection::OnDataChunk(int32_t stream_id, const uint8_t* data,
       stream->observer != nullptr) {
     DeliverToObserver<ServerStream::Observer> listener(stream->observer);
     const Status status = stream->deframer_.Feed(
-        absl::string_view(reinterpret_cast<const char*>(data), size),
-        listener);
+        absl::string_view(reinterpret_cast<const char*>(data), size), listener);
     if (!status.ok()) stream->Abort(status);
   }
   ReturnCredit(stream_id, &stream->window_);

@@ -47,8 +47,6 @@ class OutgoingData {
   size_t Reserve(size_t max);
   // Copies the next `n` reserved bytes to `out` (the send-data callback).
   void CopyReserved(size_t n, std::string* out);
-  // True when every appended byte has been written.
-  bool drained() const { return written_ == buffer_.size(); }
   // Appended bytes not yet written to the connection.
   size_t pending() const { return buffer_.size() - written_; }
   // Calls `listener` once, when pending() <= `bytes` after a write (the
