@@ -27,7 +27,16 @@ Status CheckFlag(uint8_t flag, bool compression_available) {
 
 MessageDeframer::MessageDeframer(const Options& options) : options_(options) {}
 
+MessageDeframer::~MessageDeframer() { ReturnGrant(); }
+
+void MessageDeframer::ReturnGrant() {
+  if (granted_ == 0) return;
+  options_.gather_budget->Give(granted_);
+  granted_ = 0;
+}
+
 void MessageDeframer::Reset(const Options& options) {
+  ReturnGrant();
   options_ = options;
   state_ = State::kPrefix;
   compressed_ = false;
@@ -70,6 +79,7 @@ Status MessageDeframer::Finish() const {
 }
 
 Status MessageDeframer::Fail(Status status) {
+  ReturnGrant();
   error_ = std::move(status);
   state_ = State::kError;
   return error_;
@@ -97,6 +107,11 @@ Status MessageDeframer::EnsureGatherCapacity(size_t needed) {
   size_t new_capacity;
   if (length_ <= eager_limit) {
     new_capacity = length_;
+  } else if (granted_ > 0 ||
+             (options_.gather_budget != nullptr &&
+              options_.gather_budget->TryTake(length_))) {
+    granted_ = length_;
+    new_capacity = length_;
   } else {
     // needed <= length_, so this ends, without overflow, at most at length_.
     new_capacity = std::max(capacity_, eager_limit);
@@ -118,6 +133,7 @@ Status MessageDeframer::EnsureGatherCapacity(size_t needed) {
 }
 
 Status MessageDeframer::Deliver(absl::string_view message, Listener& listener) {
+  ReturnGrant();
   ++messages_delivered_;
   state_ = State::kPrefix;
   prefix_size_ = 0;

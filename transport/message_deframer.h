@@ -27,7 +27,11 @@ namespace h2rpc::transport {
 //    commit 400 MiB for 500 bytes. So:
 //      - declared length <= eager_reserve_limit: the buffer is grown once, to
 //        exactly the declared length;
-//      - above it: capacity grows only as bytes arrive, doubling from
+//      - above it, while Options::gather_budget (shared by a connection's
+//        streams) grants the declared length: also grown once, to exactly
+//        the declared length; the grant returns to the budget when the
+//        message is complete (or abandoned);
+//      - otherwise: capacity grows only as bytes arrive, doubling from
 //        max(current capacity, eager_reserve_limit) and capped at the declared
 //        length. Memory held is then at most max(eager_reserve_limit, 2 x the
 //        bytes received), and a message of L bytes costs at most
@@ -45,6 +49,23 @@ namespace h2rpc::transport {
 //   at END_STREAM:       status = deframer.Finish();
 class MessageDeframer {
  public:
+  // Bytes that the deframers of one connection may reserve up front for
+  // large messages being gathered (see the class comment). One thread.
+  class GatherBudget {
+   public:
+    explicit GatherBudget(size_t bytes) : available_(bytes) {}
+    bool TryTake(size_t bytes) {
+      if (bytes > available_) return false;
+      available_ -= bytes;
+      return true;
+    }
+    void Give(size_t bytes) { available_ += bytes; }
+    size_t available() const { return available_; }
+
+   private:
+    size_t available_;
+  };
+
   struct Options {
     // Bytes. The receive limit (max_receive_message_size): a message declaring
     // more fails the stream with RESOURCE_EXHAUSTED.
@@ -57,6 +78,10 @@ class MessageDeframer {
     // gather buffer at once; larger ones grow it as data arrives (see the
     // class comment). 0 behaves as 1.
     size_t eager_reserve_limit = 64 * 1024;
+    // Lets messages above eager_reserve_limit be gathered into one buffer of
+    // their declared size; null: they always grow as data arrives. Must
+    // outlive the deframer (or its next Reset()).
+    GatherBudget* gather_budget = nullptr;
   };
 
   // Receives complete messages.
@@ -76,6 +101,8 @@ class MessageDeframer {
   // Starts at a message boundary. Allocates nothing until a message spans
   // chunks.
   explicit MessageDeframer(const Options& options);
+  // Returns any budget grant.
+  ~MessageDeframer();
   MessageDeframer(const MessageDeframer&) = delete;
   MessageDeframer& operator=(const MessageDeframer&) = delete;
 
@@ -129,6 +156,8 @@ class MessageDeframer {
   Status EnsureGatherCapacity(size_t needed);
   Status Deliver(absl::string_view message, Listener& listener);
   Status Fail(Status status);
+  // Gives the current message's budget grant back, if it has one.
+  void ReturnGrant();
 
   Options options_;
   State state_ = State::kPrefix;
@@ -137,6 +166,7 @@ class MessageDeframer {
   char prefix_[kMessagePrefixSize];
   size_t length_ = 0;    // declared length of the current message
   size_t gathered_ = 0;  // bytes of the current message in buffer_
+  size_t granted_ = 0;   // taken from options_.gather_budget for it
   std::unique_ptr<char[]> buffer_;
   size_t capacity_ = 0;
   uint64_t messages_delivered_ = 0;

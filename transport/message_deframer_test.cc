@@ -341,6 +341,76 @@ TEST(MessageDeframerTest, LargeMessageGrowsGeometricallyAsBytesArrive) {
   EXPECT_TRUE(listener.last == body);
 }
 
+TEST(MessageDeframerTest, LargeMessageWithinTheBudgetIsGatheredOnceExactly) {
+  MessageDeframer::GatherBudget budget(32 * kMiB);
+  Options options;
+  options.max_message_size = 32 * kMiB;
+  options.gather_budget = &budget;
+  const std::string body = Pattern(16 * kMiB, 9);
+  std::string stream = RawPrefix(0, 16 * kMiB);
+  stream += body;
+  MessageDeframer deframer(options);
+  CountingListener listener;
+  AllocationCounter counter;
+  for (size_t offset = 0; offset < stream.size(); offset += 16 * kKiB) {
+    ASSERT_TRUE(
+        deframer
+            .Feed(absl::string_view(stream).substr(offset, 16 * kKiB), listener)
+            .ok());
+    if (listener.count == 0) {
+      EXPECT_EQ(budget.available(), 16 * kMiB);  // the grant is held
+    }
+  }
+  EXPECT_EQ(counter.allocations(), 1);  // no regrowth
+  EXPECT_EQ(deframer.gather_capacity(), 16 * kMiB);
+  ASSERT_EQ(listener.count, 1u);
+  EXPECT_TRUE(listener.last == body);
+  EXPECT_EQ(budget.available(), 32 * kMiB);  // returned once complete
+}
+
+TEST(MessageDeframerTest, MessagesBeyondTheBudgetGrowAsBytesArrive) {
+  // Two hostile streams each declare 4 MiB and send one byte: the first is
+  // granted its declared size, the second (over budget) holds little.
+  MessageDeframer::GatherBudget budget(6 * kMiB);
+  Options options;
+  options.gather_budget = &budget;
+  const std::string start = RawPrefix(0, 4 * kMiB) + "x";
+  MessageDeframer first(options);
+  MessageDeframer second(options);
+  CountingListener listener;
+  ASSERT_TRUE(first.Feed(start, listener).ok());
+  ASSERT_TRUE(second.Feed(start, listener).ok());
+  EXPECT_EQ(first.gather_capacity(), 4 * kMiB);
+  EXPECT_EQ(second.gather_capacity(), 64 * kKiB);
+  EXPECT_EQ(budget.available(), 2 * kMiB);
+  // Abandoning the message (Reset) or the deframer gives the grant back.
+  first.Reset(options);
+  EXPECT_EQ(budget.available(), 6 * kMiB);
+  {
+    MessageDeframer third(options);
+    ASSERT_TRUE(third.Feed(start, listener).ok());
+    EXPECT_EQ(budget.available(), 2 * kMiB);
+  }
+  EXPECT_EQ(budget.available(), 6 * kMiB);
+}
+
+TEST(MessageDeframerTest, ARefusedMessageGivesTheGrantBack) {
+  MessageDeframer::GatherBudget budget(8 * kMiB);
+  Options options;
+  options.gather_budget = &budget;
+  MessageDeframer deframer(options);
+  RecordingListener listener;
+  listener.fail_at = 1;
+  listener.fail_with = Status(StatusCode::kInvalidArgument, "bad proto");
+  std::string stream = RawPrefix(0, 1 * kMiB) + Pattern(kMiB, 3);
+  ASSERT_TRUE(
+      deframer.Feed(absl::string_view(stream).substr(0, 100), listener).ok());
+  EXPECT_EQ(budget.available(), 7 * kMiB);
+  EXPECT_FALSE(
+      deframer.Feed(absl::string_view(stream).substr(100), listener).ok());
+  EXPECT_EQ(budget.available(), 8 * kMiB);
+}
+
 TEST(MessageDeframerTest, GrowthIsCappedAtTheDeclaredLength) {
   const size_t length = 100 * kKiB;  // 64 KiB -> 100 KiB, not 128 KiB
   const std::string stream = Frame({{Pattern(length, 10), false}});

@@ -86,6 +86,7 @@ void ClientConnection::Unlink(ClientStream* stream) {
 void ClientConnection::Deliver(ClientStream* stream) {
   loop()->Cancel(stream);
   ReturnAllCredit(&stream->window_);
+  ReleaseDeframer(&stream->deframer_);
   stream->connection_ = nullptr;
   stream->block_.Release();
   stream->observer->OnClose(stream->status_, stream->trailing_metadata_);
@@ -107,9 +108,7 @@ void ClientConnection::StartCall(ClientStream* stream) {
     Deliver(stream);
     return;
   }
-  MessageDeframer::Options deframer_options;
-  deframer_options.max_message_size = options().max_receive_message_size;
-  stream->deframer_.Reset(deframer_options);
+  stream->deframer_.Reset(DeframerOptions());
   const Nghttp2DataProvider provider = DataProvider(&stream->outgoing_);
   const int32_t id = SubmitRequest(session(), stream->headers_.fields().data(),
                                    stream->headers_.size(), &provider, stream);
@@ -300,6 +299,7 @@ int ClientConnection::OnStreamClose(int32_t stream_id, uint32_t error_code) {
     // Nothing was processed: offer the call a transparent retry.
     Unlink(stream);
     loop()->Cancel(stream);
+    ReleaseDeframer(&stream->deframer_);
     stream->connection_ = nullptr;
     stream->stream_id_ = -1;
     stream->block_.Release();

@@ -23,7 +23,8 @@ Connection::Connection(io::EventLoop* loop, io::FileDescriptor socket,
     : loop_(loop),
       socket_(std::move(socket)),
       peer_(std::move(peer)),
-      options_(options) {}
+      options_(options),
+      gather_budget_(options.eager_gather_budget) {}
 
 Connection::~Connection() {
   if (session_ != nullptr) nghttp2_session_del(session_);
@@ -70,6 +71,13 @@ Nghttp2DataProvider Connection::DataProvider(OutgoingData* data) {
   provider.source.ptr = data;
   provider.read_callback = &Connection::ReadDataCallback;
   return provider;
+}
+
+MessageDeframer::Options Connection::DeframerOptions() {
+  MessageDeframer::Options deframer_options;
+  deframer_options.max_message_size = options_.max_receive_message_size;
+  deframer_options.gather_budget = &gather_budget_;
+  return deframer_options;
 }
 
 void Connection::ReturnCredit(int32_t stream_id, ReceiveWindow* window) {

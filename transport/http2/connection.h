@@ -12,6 +12,7 @@
 #include "transport/http2/stream_base.h"
 #include "transport/io/event_loop.h"
 #include "transport/io/socket.h"
+#include "transport/message_deframer.h"
 #include "transport/status.h"
 
 namespace h2rpc::transport::http2 {
@@ -31,6 +32,11 @@ struct ConnectionOptions {
   uint32_t max_header_list_size = 16384;
   // Largest message accepted (max_receive_message_size). Bytes.
   size_t max_receive_message_size = 4 << 20;
+  // Bytes the connection's streams may reserve up front, all together, for
+  // messages above 64 KiB being gathered (each then in one buffer of its
+  // declared size); beyond it their buffers grow as data arrives. See
+  // MessageDeframer. Bytes.
+  size_t eager_gather_budget = 64 << 20;
   // Largest message sent (max_send_message_size). Bytes.
   size_t max_send_message_size = 0xFFFFFFFFu;
   // nghttp2 stops producing frames while this many bytes wait to be written.
@@ -78,6 +84,14 @@ class Connection : private io::FdWatcher {
   // The stream is closed: returns every byte it still holds to the
   // connection window.
   void ReturnAllCredit(ReceiveWindow* window);
+
+  // Options for a new stream's deframer: the receive limit and the
+  // connection's gather budget. A stream leaving the connection must
+  // ReleaseDeframer() so the budget is not referenced after it.
+  MessageDeframer::Options DeframerOptions();
+  static void ReleaseDeframer(MessageDeframer* deframer) {
+    deframer->Reset(MessageDeframer::Options());
+  }
 
   bool closed() const { return closed_; }
   io::EventLoop* loop() const { return loop_; }
@@ -156,6 +170,7 @@ class Connection : private io::FdWatcher {
   const std::string peer_;
   const ConnectionOptions options_;
   Nghttp2MemoryPool memory_;  // outlives session_ (deleted in ~Connection)
+  MessageDeframer::GatherBudget gather_budget_;
   nghttp2_session* session_ = nullptr;
   FlushTask flush_task_{this};
   bool flush_requested_ = false;

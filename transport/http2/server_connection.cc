@@ -325,9 +325,7 @@ void ServerConnection::OnRequestHeaders(ServerStream* stream, bool end_stream) {
     stream->deadline_ = loop()->Now() + *timeout;
     loop()->Schedule(stream, stream->deadline_);
   }
-  MessageDeframer::Options deframer_options;
-  deframer_options.max_message_size = options().max_receive_message_size;
-  stream->deframer_.Reset(deframer_options);
+  stream->deframer_.Reset(DeframerOptions());
 
   ++stream->refs_;  // the rpc layer's, until Release()
   const Status dispatched = dispatcher_->Dispatch(stream);
@@ -389,6 +387,7 @@ int ServerConnection::OnStreamClose(int32_t stream_id, uint32_t error_code) {
   nghttp2_session_set_stream_user_data(session(), stream_id, nullptr);
   stream->open_in_nghttp2_ = false;
   ReturnAllCredit(&stream->window_);
+  ReleaseDeframer(&stream->deframer_);
   if (!stream->finished_) stream->Cancel();
   stream->Unref();
   return 0;
@@ -402,6 +401,7 @@ void ServerConnection::OnClosed(const Status& why) {
     if (streams_ != nullptr) streams_->prev_ = nullptr;
     stream->prev_ = stream->next_ = nullptr;
     stream->connection_ = nullptr;
+    ReleaseDeframer(&stream->deframer_);
     if (stream->open_in_nghttp2_) {
       stream->open_in_nghttp2_ = false;
       if (!stream->finished_) stream->Cancel();
