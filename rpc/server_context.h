@@ -16,6 +16,15 @@ class ServerStream;
 namespace internal {
 class ServerCall;
 class ServerStreamCall;
+
+// What ServerContext::TryCancel reaches: the call the context belongs to.
+class CancellableServerCall {
+ public:
+  virtual void RequestCancel() = 0;
+
+ protected:
+  ~CancellableServerCall() = default;
+};
 }  // namespace internal
 
 // Per-call facts and settings on the server: what the client sent (metadata,
@@ -39,6 +48,10 @@ class ServerContext {
   // True once the call cannot complete normally any more: the client
   // cancelled, the deadline passed, or the connection was lost.
   bool IsCancelled() const;
+  // Cancels the call from the server's side: the client sees CANCELLED
+  // (RST_STREAM(CANCEL)), the handler's reads and writes fail, and the
+  // response and status are not sent. Any thread, while the handler runs.
+  void TryCancel() { call_->RequestCancel(); }
 
   // Metadata sent with the response headers and trailers. Keys follow the
   // same rules as on the client; an invalid one is dropped from the reply.
@@ -56,6 +69,7 @@ class ServerContext {
   void Reset();
 
   transport::http2::ServerStream* stream_ = nullptr;
+  internal::CancellableServerCall* call_ = nullptr;
   std::string peer_;
   Metadata initial_metadata_;
   Metadata trailing_metadata_;

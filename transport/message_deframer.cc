@@ -107,9 +107,8 @@ Status MessageDeframer::EnsureGatherCapacity(size_t needed) {
   size_t new_capacity;
   if (length_ <= eager_limit) {
     new_capacity = length_;
-  } else if (granted_ > 0 ||
-             (options_.gather_budget != nullptr &&
-              options_.gather_budget->TryTake(length_))) {
+  } else if (granted_ > 0 || (options_.gather_budget != nullptr &&
+                              options_.gather_budget->TryTake(length_))) {
     granted_ = length_;
     new_capacity = length_;
   } else {

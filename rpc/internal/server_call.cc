@@ -28,6 +28,8 @@ void ServerCall::Begin(Server* server, const Method* method,
   stream_ = stream;
   stream->observer = this;
   context_.stream_ = stream;
+  context_.call_ = this;
+  cancel_requested_.store(false, std::memory_order_relaxed);
   context_.peer_ = stream->peer();
   got_request_ = false;
   handler_running_ = false;
@@ -81,6 +83,15 @@ void ServerCall::HandlerDone(const Status& status) {
   } else {
     loop_->loop().Post(static_cast<transport::io::Task*>(this));
   }
+}
+
+void ServerCall::RequestCancel() {
+  if (cancel_requested_.exchange(true)) return;
+  loop_->loop().Post(&cancel_task_);
+}
+
+void ServerCall::RunCancel() {
+  if (stream_ != nullptr) stream_->ResetWithCancel();
 }
 
 void ServerCall::OnCancel() {

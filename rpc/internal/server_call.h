@@ -1,10 +1,12 @@
 #ifndef H2RPC_RPC_INTERNAL_SERVER_CALL_H_
 #define H2RPC_RPC_INTERNAL_SERVER_CALL_H_
 
+#include <atomic>
 #include <memory>
 #include <string>
 
 #include "google/protobuf/message_lite.h"
+#include "rpc/internal/member_task.h"
 #include "rpc/server.h"
 #include "rpc/server_context.h"
 #include "rpc/status.h"
@@ -25,6 +27,7 @@ class ServerLoop;
 // stream. A cancel (OnCancel) during the handler only marks the call; the
 // handler's completion then just cleans up.
 class ServerCall final : public transport::http2::ServerStream::Observer,
+                         public CancellableServerCall,
                          private transport::io::Task {
  public:
   explicit ServerCall(ServerLoop* loop) : loop_(loop) {}
@@ -34,6 +37,8 @@ class ServerCall final : public transport::http2::ServerStream::Observer,
              transport::http2::ServerStream* stream);
   // Any thread: the handler finished (UnaryDone, or the worker).
   void HandlerDone(const Status& status);
+  // Any thread, while the handler runs (ServerContext::TryCancel).
+  void RequestCancel() override;
 
  private:
   class WorkerTask : public transport::io::Task {
@@ -54,6 +59,7 @@ class ServerCall final : public transport::http2::ServerStream::Observer,
   void Run() override;
 
   void RunHandler();
+  void RunCancel();
   void End();
 
   ServerLoop* const loop_;
@@ -67,6 +73,9 @@ class ServerCall final : public transport::http2::ServerStream::Observer,
   bool handler_running_ = false;
   Status handler_status_;
   WorkerTask worker_task_{this};
+  // Posted before the handler's completion, so it runs first.
+  std::atomic<bool> cancel_requested_{false};
+  MemberTask<ServerCall, &ServerCall::RunCancel> cancel_task_{this};
 };
 
 }  // namespace h2rpc::internal

@@ -26,6 +26,7 @@ ServerStreamCall::ServerStreamCall(ServerLoop* loop, Server* server,
       stream_(stream) {
   stream->observer = this;
   context_.stream_ = stream;
+  context_.call_ = this;
   context_.peer_ = stream->peer();
   if (method->kind() == MethodKind::kServerStreaming) {
     request_ = method->NewRequest();
@@ -153,6 +154,17 @@ void ServerStreamCall::RunFinish() {
     stream_->Finish(status, &context_.trailing_metadata_);
   }
   finished_ = true;
+  EndOp([] {});
+}
+
+void ServerStreamCall::RequestCancel() {
+  if (cancel_requested_.exchange(true)) return;
+  BeginOp();  // keeps the call until the task has run
+  loop_->loop().Post(&cancel_task_);
+}
+
+void ServerStreamCall::RunCancel() {
+  stream_->ResetWithCancel();
   EndOp([] {});
 }
 

@@ -1,6 +1,7 @@
 #ifndef H2RPC_RPC_INTERNAL_SERVER_STREAM_CALL_H_
 #define H2RPC_RPC_INTERNAL_SERVER_STREAM_CALL_H_
 
+#include <atomic>
 #include <memory>
 
 #include "google/protobuf/message_lite.h"
@@ -25,7 +26,8 @@ class ServerLoop;
 // call was cancelled and Finish was still called) and every operation has
 // completed.
 class ServerStreamCall final : public StreamOps,
-                               public transport::http2::ServerStream::Observer {
+                               public transport::http2::ServerStream::Observer,
+                               public CancellableServerCall {
  public:
   ServerStreamCall(ServerLoop* loop, Server* server, const Method* method,
                    transport::http2::ServerStream* stream);
@@ -40,6 +42,7 @@ class ServerStreamCall final : public StreamOps,
   // Any thread.
   void StartSendInitialMetadata();
   void Finish(const Status& status);
+  void RequestCancel() override;
 
  private:
   // StreamOps.
@@ -67,6 +70,7 @@ class ServerStreamCall final : public StreamOps,
   void RunSyncHandler();
   void RunSendInitialMetadata();
   void RunFinish();
+  void RunCancel();
   void MaybeDone();
   void RunDone();
 
@@ -84,12 +88,14 @@ class ServerStreamCall final : public StreamOps,
   bool finished_ = false;
   bool done_posted_ = false;
   Status finish_status_;  // set by Finish before its task runs
+  std::atomic<bool> cancel_requested_{false};
 
   MemberTask<ServerStreamCall, &ServerStreamCall::RunSyncHandler> worker_task_{
       this};
   MemberTask<ServerStreamCall, &ServerStreamCall::RunSendInitialMetadata>
       metadata_task_{this};
   MemberTask<ServerStreamCall, &ServerStreamCall::RunFinish> finish_task_{this};
+  MemberTask<ServerStreamCall, &ServerStreamCall::RunCancel> cancel_task_{this};
   MemberTask<ServerStreamCall, &ServerStreamCall::RunDone> done_task_{this};
 };
 

@@ -6,24 +6,13 @@
 
 #include "absl/strings/string_view.h"
 #include "google/protobuf/message_lite.h"
+#include "rpc/internal/member_task.h"
 #include "rpc/internal/received_messages.h"
 #include "rpc/status.h"
 #include "transport/http2/stream_base.h"
 #include "transport/io/event_loop.h"
 
 namespace h2rpc::internal {
-
-// A task that calls a member function: an intrusive, allocation-free way for
-// a call object to run a step on its loop.
-template <class T, void (T::*kRun)()>
-class MemberTask : public transport::io::Task {
- public:
-  explicit MemberTask(T* object) : object_(object) {}
-  void Run() override { (object_->*kRun)(); }
-
- private:
-  T* object_;
-};
 
 // The read and write operations of a streaming call, shared by the client
 // and the server side. The application starts at most one read and one

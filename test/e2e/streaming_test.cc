@@ -32,6 +32,7 @@ constexpr char kEcho[] = "/h2rpc.test.Stream/Echo";
 constexpr char kEchoCallback[] = "/h2rpc.test.Stream/EchoCallback";
 constexpr char kWaitForCancel[] = "/h2rpc.test.Stream/WaitForCancel";
 constexpr char kFinishEarly[] = "/h2rpc.test.Stream/FinishEarly";
+constexpr char kServerCancels[] = "/h2rpc.test.Stream/ServerCancels";
 
 // Bidi echo on the loop: reads a request, writes one response per
 // response_parameters entry, until the client half-closes.
@@ -242,6 +243,22 @@ class StreamingTest : public ::testing::Test {
                   reader->Read(&request);
                   return Status(StatusCode::kFailedPrecondition, "enough");
                 })
+            .RegisterBidiStreaming<StreamingOutputCallRequest,
+                                   StreamingOutputCallResponse>(
+                kServerCancels,
+                [this](ServerContext* context,
+                       ServerReaderWriter<StreamingOutputCallResponse,
+                                          StreamingOutputCallRequest>* stream) {
+                  StreamingOutputCallRequest request;
+                  stream->Read(&request);
+                  context->TryCancel();
+                  // The call is over for the handler too.
+                  server_saw_cancel_ = !stream->Read(&request) &&
+                                       !stream->Write({}) &&
+                                       context->IsCancelled();
+                  handler_returned_.Notify();
+                  return Status();  // not sent: the call was cancelled
+                })
             .BuildAndStart(&status);
     ASSERT_TRUE(status.ok()) << status.ToString();
     channel_ = std::make_unique<Channel>("127.0.0.1:" + std::to_string(port_));
@@ -391,6 +408,19 @@ TEST_F(StreamingTest, ServerFinishingEarlyStopsTheClientsWrites) {
   const Status status = writer->Finish();
   EXPECT_EQ(status.code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(status.message(), "enough");
+}
+
+TEST_F(StreamingTest, ServerCancelEndsTheCallWithCancelledOnBothSides) {
+  ClientContext context;
+  auto stream = channel_->BidiStreamingCall<StreamingOutputCallRequest,
+                                            StreamingOutputCallResponse>(
+      &context, kServerCancels);
+  ASSERT_TRUE(stream->Write(AskFor({})));
+  StreamingOutputCallResponse response;
+  EXPECT_FALSE(stream->Read(&response));
+  EXPECT_EQ(stream->Finish().code(), StatusCode::kCancelled);
+  handler_returned_.WaitForNotification();
+  EXPECT_TRUE(server_saw_cancel_);
 }
 
 TEST_F(StreamingTest, UnknownStreamingMethodIsUnimplemented) {

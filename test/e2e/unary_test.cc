@@ -26,6 +26,7 @@ using ::testing::HasSubstr;
 constexpr char kEcho[] = "/h2rpc.test.Echo/Echo";
 constexpr char kEchoCallback[] = "/h2rpc.test.Echo/EchoCallback";
 constexpr char kSleep[] = "/h2rpc.test.Echo/Sleep";
+constexpr char kServerCancels[] = "/h2rpc.test.Echo/ServerCancels";
 
 // Echoes the payload, sized response_size, with response_status and echoed
 // metadata, like the interop server's UnaryCall.
@@ -73,6 +74,14 @@ class UnaryTest : public ::testing::Test {
                         }
                         saw_cancel_.Notify();
                         return Status(StatusCode::kCancelled, "noticed");
+                      })
+                  .RegisterUnary<SimpleRequest, SimpleResponse>(
+                      kServerCancels,
+                      [](ServerContext* context, const SimpleRequest&,
+                         SimpleResponse* response) {
+                        context->TryCancel();
+                        response->mutable_payload()->set_body("not sent");
+                        return Status();
                       })
                   .BuildAndStart(&status);
     ASSERT_TRUE(status.ok()) << status.ToString();
@@ -140,6 +149,16 @@ TEST_F(UnaryTest, StatusCodeAndMessageAreEchoed) {
     EXPECT_EQ(status.code(), StatusCode::kUnknown);
     EXPECT_EQ(status.message(), request.response_status().message());
   }
+}
+
+TEST_F(UnaryTest, ServerCancelEndsTheCallWithCancelled) {
+  ClientContext context;
+  SimpleRequest request;
+  SimpleResponse response;
+  const Status status =
+      channel_->UnaryCall(&context, kServerCancels, request, &response);
+  EXPECT_EQ(status.code(), StatusCode::kCancelled) << status.ToString();
+  EXPECT_FALSE(response.has_payload());
 }
 
 TEST_F(UnaryTest, UnknownMethodAndServiceAreUnimplemented) {

@@ -124,6 +124,15 @@ void ServerStream::Cancel() {
   if (observer != nullptr) observer->OnCancel();
 }
 
+void ServerStream::ResetWithCancel() {
+  if (finished_ || cancelled() || connection_ == nullptr) return;
+  finished_ = true;
+  nghttp2_submit_rst_stream(connection_->session(), NGHTTP2_FLAG_NONE,
+                            stream_id_, NGHTTP2_CANCEL);
+  connection_->RequestFlush();
+  Cancel();
+}
+
 void ServerStream::Abort(const Status& status) {
   Finish(status, nullptr);
   Cancel();

@@ -78,6 +78,10 @@ class ServerStream : private io::Timer {
   // nothing was sent yet.
   void Finish(const Status& status, const Metadata* trailing);
   bool finished() const { return finished_; }
+  // Loop thread. Ends the call from the server's side with
+  // RST_STREAM(CANCEL) (the client sees CANCELLED) and cancels it for the
+  // rpc layer (Observer::OnCancel). No-op once finished or cancelled.
+  void ResetWithCancel();
   // Loop thread. Finishes with `status` on the transport's or the rpc
   // layer's initiative (a bad request message, the deadline) and cancels the
   // call for the rpc layer (Observer::OnCancel).
