@@ -1,37 +1,25 @@
 #include "rpc/internal/client_call.h"
 
-#include <cstring>
 #include <utility>
 
 #include "rpc/channel.h"
+#include "rpc/internal/serialize_framed.h"
 #include "transport/message_framer.h"
 
 namespace h2rpc::internal {
-
-using transport::EncodeMessagePrefix;
-using transport::kMessagePrefixSize;
 
 Status ClientCall::Prepare(ClientContext* context, absl::string_view method,
                            const google::protobuf::MessageLite* request,
                            absl::string_view request_bytes) {
   Status status = Describe(context, method);
   if (!status.ok()) return status;
-  const size_t size =
-      request != nullptr ? request->ByteSizeLong() : request_bytes.size();
-  status = transport::CheckSendMessageSize(
-      size, channel_->options_.connection.max_send_message_size);
+  const size_t max_size = channel_->options_.connection.max_send_message_size;
+  std::string* frame = &stream_.outgoing().buffer();
+  status = request != nullptr ? SerializeFramed(*request, max_size, frame)
+                              : transport::AppendFramedMessage(
+                                    request_bytes,
+                                    /*compressed=*/false, max_size, frame);
   if (!status.ok()) return status;
-
-  std::string& frame = stream_.outgoing().buffer();
-  frame.resize(kMessagePrefixSize + size);
-  EncodeMessagePrefix(/*compressed=*/false, static_cast<uint32_t>(size),
-                      frame.data());
-  if (request != nullptr) {
-    request->SerializeWithCachedSizesToArray(
-        reinterpret_cast<uint8_t*>(frame.data() + kMessagePrefixSize));
-  } else if (size > 0) {
-    std::memcpy(frame.data() + kMessagePrefixSize, request_bytes.data(), size);
-  }
   stream_.outgoing().set_end_of_data();
   stream_.observer = this;
   return BindContext(context);

@@ -3,7 +3,7 @@
 #include <utility>
 
 #include "rpc/channel.h"
-#include "transport/message_framer.h"
+#include "rpc/internal/serialize_framed.h"
 
 namespace h2rpc::internal {
 
@@ -24,16 +24,9 @@ void ClientStreamCall::Prepare(ClientContext* context, absl::string_view method,
   if (start_error_.ok()) start_error_ = Describe(context, method);
   single_response_ = response;
   if (request == nullptr || !start_error_.ok()) return;
-  const size_t size = request->ByteSizeLong();
-  start_error_ = transport::CheckSendMessageSize(
-      size, channel_->options_.connection.max_send_message_size);
-  if (!start_error_.ok()) return;
-  std::string& frame = stream_.outgoing().buffer();
-  frame.resize(transport::kMessagePrefixSize + size);
-  transport::EncodeMessagePrefix(/*compressed=*/false,
-                                 static_cast<uint32_t>(size), frame.data());
-  request->SerializeWithCachedSizesToArray(
-      reinterpret_cast<uint8_t*>(frame.data() + transport::kMessagePrefixSize));
+  start_error_ = SerializeFramed(
+      *request, channel_->options_.connection.max_send_message_size,
+      &stream_.outgoing().buffer());
   stream_.outgoing().set_end_of_data();
 }
 

@@ -2,9 +2,9 @@
 
 #include <utility>
 
+#include "rpc/internal/serialize_framed.h"
 #include "rpc/internal/server_loop.h"
 #include "rpc/internal/worker_pool.h"
-#include "transport/message_framer.h"
 
 namespace h2rpc {
 
@@ -107,18 +107,11 @@ void ServerCall::Run() {
   }
   Status status = std::move(handler_status_);
   if (status.ok()) {
-    const size_t size = response_->ByteSizeLong();
-    status = transport::CheckSendMessageSize(
-        size, server_->options_.connection.max_send_message_size);
+    status = SerializeFramed(*response_,
+                             server_->options_.connection.max_send_message_size,
+                             &stream_->outgoing().buffer());
     if (status.ok()) {
       stream_->SendInitialMetadata(&context_.initial_metadata_);
-      std::string& out = stream_->outgoing().buffer();
-      const size_t start = out.size();
-      out.resize(start + transport::kMessagePrefixSize + size);
-      transport::EncodeMessagePrefix(false, static_cast<uint32_t>(size),
-                                     out.data() + start);
-      response_->SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(
-          out.data() + start + transport::kMessagePrefixSize));
       stream_->ResumeSend();
     }
   }

@@ -2,9 +2,9 @@
 
 #include <utility>
 
+#include "rpc/internal/serialize_framed.h"
 #include "rpc/internal/server_loop.h"
 #include "rpc/internal/worker_pool.h"
-#include "transport/message_framer.h"
 
 namespace h2rpc::internal {
 namespace {
@@ -134,19 +134,10 @@ void ServerStreamCall::RunFinish() {
   CloseWrites();
   if (!stream_->cancelled() && !stream_->finished()) {
     if (status.ok() && response_ != nullptr) {
-      const size_t size = response_->ByteSizeLong();
-      status = transport::CheckSendMessageSize(
-          size, server_->options_.connection.max_send_message_size);
-      if (status.ok()) {
-        std::string& out = stream_->outgoing().buffer();
-        const size_t start = out.size();
-        out.resize(start + transport::kMessagePrefixSize + size);
-        transport::EncodeMessagePrefix(false, static_cast<uint32_t>(size),
-                                       out.data() + start);
-        response_->SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(
-            out.data() + start + transport::kMessagePrefixSize));
-        ResumeSend();
-      }
+      status = SerializeFramed(
+          *response_, server_->options_.connection.max_send_message_size,
+          &stream_->outgoing().buffer());
+      if (status.ok()) ResumeSend();
     }
     if (!context_.initial_metadata_.empty()) {
       stream_->SendInitialMetadata(&context_.initial_metadata_);

@@ -1,10 +1,8 @@
 #include "rpc/internal/stream_ops.h"
 
-#include "transport/message_framer.h"
+#include "rpc/internal/serialize_framed.h"
 
 namespace h2rpc::internal {
-
-using transport::kMessagePrefixSize;
 
 StreamOps::StreamOps(transport::io::EventLoop* loop, size_t write_buffer_size,
                      size_t max_send_message_size)
@@ -87,22 +85,14 @@ void StreamOps::RunWrite() {
     CompleteWrite(false);
     return;
   }
-  const size_t size = write_message_->ByteSizeLong();
+  transport::http2::OutgoingData& out = outgoing();
   const Status status =
-      transport::CheckSendMessageSize(size, max_send_message_size_);
+      SerializeFramed(*write_message_, max_send_message_size_, &out.buffer());
   if (!status.ok()) {
     CompleteWrite(false);
     FailCall(status);
     return;
   }
-  transport::http2::OutgoingData& out = outgoing();
-  std::string& buffer = out.buffer();
-  const size_t start = buffer.size();
-  buffer.resize(start + kMessagePrefixSize + size);
-  transport::EncodeMessagePrefix(
-      /*compressed=*/false, static_cast<uint32_t>(size), buffer.data() + start);
-  write_message_->SerializeWithCachedSizesToArray(
-      reinterpret_cast<uint8_t*>(buffer.data() + start + kMessagePrefixSize));
   ResumeSend();
   if (out.pending() <= write_buffer_size_) {
     CompleteWrite(true);

@@ -1,0 +1,21 @@
+#ifndef H2RPC_RPC_INTERNAL_SERIALIZE_FRAMED_H_
+#define H2RPC_RPC_INTERNAL_SERIALIZE_FRAMED_H_
+
+#include <cstddef>
+#include <string>
+
+#include "google/protobuf/message_lite.h"
+#include "rpc/status.h"
+
+namespace h2rpc::internal {
+
+// Appends `message` to `*out` as one gRPC length-prefixed message
+// (uncompressed), serialized in place: no intermediate copy, and no
+// allocation once `*out` has the capacity. RESOURCE_EXHAUSTED (and `*out`
+// untouched) if it is larger than `max_send_message_size` bytes.
+Status SerializeFramed(const google::protobuf::MessageLite& message,
+                       size_t max_send_message_size, std::string* out);
+
+}  // namespace h2rpc::internal
+
+#endif  // H2RPC_RPC_INTERNAL_SERIALIZE_FRAMED_H_
