@@ -133,8 +133,7 @@ std::string CheckBody(uint64_t seq, size_t size, absl::string_view body) {
   uint64_t carried = 0;
   std::memcpy(&carried, body.data(), sizeof(carried));
   if (carried != seq) {
-    return absl::StrCat("message #", seq, " carries sequence number ",
-                        carried);
+    return absl::StrCat("message #", seq, " carries sequence number ", carried);
   }
   const std::string& pool = PatternPool();
   size_t pos = PatternStart(seq);
@@ -143,8 +142,8 @@ std::string CheckBody(uint64_t seq, size_t size, absl::string_view body) {
     if (std::memcmp(body.data() + i, pool.data() + pos, n) != 0) {
       size_t at = 0;
       while (body[i + at] == pool[pos + at]) ++at;
-      return absl::StrCat("message #", seq, " differs at byte ", i + at,
-                          " of ", size);
+      return absl::StrCat("message #", seq, " differs at byte ", i + at, " of ",
+                          size);
     }
     i += n;
     pos = (pos + n) % kPatternPeriod;
@@ -185,10 +184,9 @@ int64_t BulkTransferHeapBound(const ConnectionOptions& receiver,
   // it (a message's bytes are returned while gathered and held once
   // complete), one being gathered by the deframer, one parsed into the read
   // target.
-  const int64_t receive =
-      std::min<int64_t>(receiver.initial_stream_window,
-                        receiver.connection_window) +
-      3 * static_cast<int64_t>(message);
+  const int64_t receive = std::min<int64_t>(receiver.initial_stream_window,
+                                            receiver.connection_window) +
+                          3 * static_cast<int64_t>(message);
   // Sender: the message object being written, and the stream's send buffer
   // (up to stream_write_buffer plus the message just appended).
   const int64_t send = static_cast<int64_t>(sender_stream_write_buffer) +
@@ -362,9 +360,8 @@ class FlowControlTest : public ::testing::Test {
       if (request.response_parameters_size() != 1) {
         return Status(StatusCode::kInvalidArgument, "want one size");
       }
-      const std::string mismatch =
-          CheckBody(seq, request.response_parameters(0).size(),
-                    request.payload().body());
+      const std::string mismatch = CheckBody(
+          seq, request.response_parameters(0).size(), request.payload().body());
       if (!mismatch.empty()) return Status(StatusCode::kDataLoss, mismatch);
       response.mutable_payload()->mutable_body()->swap(
           *request.mutable_payload()->mutable_body());
@@ -392,8 +389,8 @@ class FlowControlTest : public ::testing::Test {
         produce_write_results_.push_back(ok);
       }
       if (!ok) {
-        status = Status(StatusCode::kUnknown,
-                        absl::StrCat("write #", i, " failed"));
+        status =
+            Status(StatusCode::kUnknown, absl::StrCat("write #", i, " failed"));
         break;
       }
       produced_.fetch_add(1, std::memory_order_relaxed);
@@ -415,9 +412,8 @@ class FlowControlTest : public ::testing::Test {
     int seq = 0;
     Status status;
     while (reader->Read(&request)) {
-      const std::string mismatch =
-          CheckBody(seq, request.payload().body().size(),
-                    request.payload().body());
+      const std::string mismatch = CheckBody(
+          seq, request.payload().body().size(), request.payload().body());
       if (!mismatch.empty()) {
         status = Status(StatusCode::kDataLoss, mismatch);
         break;
@@ -489,8 +485,7 @@ class FlowControlTest : public ::testing::Test {
 // more than the receive window and the send buffers allow.
 TEST_F(FlowControlTest, GibibyteDownloadToSlowReaderStaysWithinWindows) {
   Start();
-  const size_t wire =
-      WireBytes<StreamingOutputCallResponse>(kBulkMessageBytes);
+  const size_t wire = WireBytes<StreamingOutputCallResponse>(kBulkMessageBytes);
   const int64_t bound = BulkTransferHeapBound(
       channel_options_.connection, server_options_.connection,
       server_options_.stream_write_buffer, wire);
@@ -571,8 +566,7 @@ TEST_F(FlowControlTest, GibibyteUploadToSlowReaderStaysWithinWindows) {
 // window and the send buffer are full; reading then delivers everything.
 TEST_F(FlowControlTest, ReaderThatStopsReadingStopsTheSender) {
   Start();
-  const size_t wire =
-      WireBytes<StreamingOutputCallResponse>(kBulkMessageBytes);
+  const size_t wire = WireBytes<StreamingOutputCallResponse>(kBulkMessageBytes);
   const size_t window =
       std::min<size_t>(channel_options_.connection.initial_stream_window,
                        channel_options_.connection.connection_window);
@@ -587,12 +581,14 @@ TEST_F(FlowControlTest, ReaderThatStopsReadingStopsTheSender) {
   auto reader = channel_->ServerStreamingCall<StreamingOutputCallRequest,
                                               StreamingOutputCallResponse>(
       &context, kUnread, StreamingOutputCallRequest());
-  const int stalled_at = WaitUntilStable(
-      unread_writes_, std::chrono::milliseconds(1000), std::chrono::seconds(120));
+  const int stalled_at =
+      WaitUntilStable(unread_writes_, std::chrono::milliseconds(1000),
+                      std::chrono::seconds(120));
   const size_t written = static_cast<size_t>(stalled_at) * wire;
-  std::printf("unread: server stalled after %d writes = %zu bytes; at most "
-              "%zu allowed, window %zu\n",
-              stalled_at, written, max_written, window);
+  std::printf(
+      "unread: server stalled after %d writes = %zu bytes; at most "
+      "%zu allowed, window %zu\n",
+      stalled_at, written, max_written, window);
   EXPECT_LE(written, max_written)
       << "the server wrote " << stalled_at << " messages of " << wire
       << " bytes to a client that reads nothing";
@@ -641,9 +637,9 @@ TEST_F(FlowControlTest, LargeMessagesFlowBothWays) {
   ASSERT_EQ(server_options_.connection.initial_stream_window, 1 * kMiB);
 
   ClientContext context;
-  auto stream = channel_->BidiStreamingCall<StreamingOutputCallRequest,
-                                            StreamingOutputCallResponse>(
-      &context, kEcho);
+  auto stream =
+      channel_->BidiStreamingCall<StreamingOutputCallRequest,
+                                  StreamingOutputCallResponse>(&context, kEcho);
   StreamingOutputCallRequest request;
   request.add_response_parameters();
   StreamingOutputCallResponse response;
@@ -743,13 +739,11 @@ TEST_F(ReceiveLimitTest, RequestOverTheServersLimitIsResourceExhausted) {
   // fails when the call ends.
   EXPECT_FALSE(writer->Write(request));
   const Status status = writer->Finish();
-  EXPECT_EQ(status.code(), StatusCode::kResourceExhausted)
-      << status.ToString();
+  EXPECT_EQ(status.code(), StatusCode::kResourceExhausted) << status.ToString();
   EXPECT_THAT(status.message(),
-              HasSubstr(absl::StrCat("received message of ",
-                                     kServerReceiveLimit + 1,
-                                     " bytes exceeds the limit of ",
-                                     kServerReceiveLimit)));
+              HasSubstr(absl::StrCat(
+                  "received message of ", kServerReceiveLimit + 1,
+                  " bytes exceeds the limit of ", kServerReceiveLimit)));
   EXPECT_THAT(status.message(), HasSubstr("max_receive_message_size"));
 
   ASSERT_TRUE(sink_returned_.WaitForNotificationWithTimeout(absl::Seconds(60)));
@@ -772,8 +766,7 @@ TEST_F(ReceiveLimitTest, ResponseOverTheClientsLimitIsResourceExhausted) {
   ASSERT_GT(over_limit, 0u);
   StreamingOutputCallRequest request;
   request.add_response_parameters()->set_size(static_cast<int32_t>(at_limit));
-  request.add_response_parameters()->set_size(
-      static_cast<int32_t>(over_limit));
+  request.add_response_parameters()->set_size(static_cast<int32_t>(over_limit));
 
   ClientContext context;
   auto reader = channel_->ServerStreamingCall<StreamingOutputCallRequest,
@@ -785,13 +778,11 @@ TEST_F(ReceiveLimitTest, ResponseOverTheClientsLimitIsResourceExhausted) {
   EXPECT_EQ(CheckBody(0, at_limit, response.payload().body()), "");
   EXPECT_FALSE(reader->Read(&response));
   const Status status = reader->Finish();
-  EXPECT_EQ(status.code(), StatusCode::kResourceExhausted)
-      << status.ToString();
+  EXPECT_EQ(status.code(), StatusCode::kResourceExhausted) << status.ToString();
   EXPECT_THAT(status.message(),
-              HasSubstr(absl::StrCat("received message of ",
-                                     kClientReceiveLimit + 1,
-                                     " bytes exceeds the limit of ",
-                                     kClientReceiveLimit)));
+              HasSubstr(absl::StrCat(
+                  "received message of ", kClientReceiveLimit + 1,
+                  " bytes exceeds the limit of ", kClientReceiveLimit)));
   EXPECT_THAT(status.message(), HasSubstr("max_receive_message_size"));
 
   // The server's write of the refused message fails (2 MiB cannot leave
