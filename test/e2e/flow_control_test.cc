@@ -475,6 +475,17 @@ class FlowControlTest : public ::testing::Test {
   Notification produce_returned_;
   Notification sink_returned_;
 
+  // Prints the figures docs/performance.md quotes and records them in the
+  // test's XML output.
+  void ReportPeak(const char* what, int64_t messages, int64_t peak,
+                  int64_t bound) {
+    std::printf("%s: %lld messages, peak heap %lld bytes, bound %lld\n", what,
+                static_cast<long long>(messages), static_cast<long long>(peak),
+                static_cast<long long>(bound));
+    RecordProperty("peak_heap_bytes", std::to_string(peak));
+    RecordProperty("heap_bound_bytes", std::to_string(bound));
+  }
+
   int port_ = 0;
   std::unique_ptr<Server> server_;
   std::unique_ptr<Channel> channel_;
@@ -513,11 +524,7 @@ TEST_F(FlowControlTest, GibibyteDownloadToSlowReaderStaysWithinWindows) {
     status = reader->Finish();
   }
   const int64_t peak = PeakLiveHeapBytes() - base;
-  std::printf("download: %lld messages, peak heap %lld bytes, bound %lld\n",
-              static_cast<long long>(received), static_cast<long long>(peak),
-              static_cast<long long>(bound));
-  RecordProperty("peak_heap_bytes", std::to_string(peak));
-  RecordProperty("heap_bound_bytes", std::to_string(bound));
+  ReportPeak("download", received, peak, bound);
 
   EXPECT_TRUE(status.ok()) << status.ToString();
   EXPECT_EQ(received, kBulkMessages);
@@ -550,11 +557,7 @@ TEST_F(FlowControlTest, GibibyteUploadToSlowReaderStaysWithinWindows) {
     status = writer->Finish();
   }
   const int64_t peak = PeakLiveHeapBytes() - base;
-  std::printf("upload: %lld messages, peak heap %lld bytes, bound %lld\n",
-              static_cast<long long>(written), static_cast<long long>(peak),
-              static_cast<long long>(bound));
-  RecordProperty("peak_heap_bytes", std::to_string(peak));
-  RecordProperty("heap_bound_bytes", std::to_string(bound));
+  ReportPeak("upload", written, peak, bound);
 
   EXPECT_TRUE(status.ok()) << status.ToString();
   EXPECT_EQ(written, kBulkMessages);
