@@ -28,11 +28,12 @@ void StreamOps::StartWrite(const google::protobuf::MessageLite* message) {
 void StreamOps::RunRead() {
   if (!queue_.empty()) {
     const size_t held = queue_.front_held_bytes();
-    read_waiting_ = true;
-    const Status status = CompleteReadWith(queue_.front());
+    const bool parsed = ParseIntoReadTarget(queue_.front());
+    // Settle the queue before the completion, which may end the call.
     queue_.Pop();
     ReleaseMessage(held);
-    if (!status.ok()) FailCall(status);
+    CompleteRead(parsed);
+    if (!parsed) FailCall(ParseError());
     return;
   }
   if (reads_ended_) {
@@ -43,19 +44,22 @@ void StreamOps::RunRead() {
 }
 
 Status StreamOps::OnMessageReceived(absl::string_view message) {
-  if (read_waiting_) return CompleteReadWith(message);
-  queue_.Push(message, HoldMessage(message));
-  return Status();
+  if (!read_waiting_) {
+    queue_.Push(message, HoldMessage(message));
+    return Status();
+  }
+  const bool parsed = ParseIntoReadTarget(message);
+  CompleteRead(parsed);
+  return parsed ? Status() : ParseError();
 }
 
-Status StreamOps::CompleteReadWith(absl::string_view message) {
-  if (!read_target_->ParseFromArray(message.data(),
-                                    static_cast<int>(message.size()))) {
-    CompleteRead(false);
-    return Status(StatusCode::kInternal, "failed to parse a received message");
-  }
-  CompleteRead(true);
-  return Status();
+bool StreamOps::ParseIntoReadTarget(absl::string_view message) {
+  return read_target_->ParseFromArray(message.data(),
+                                      static_cast<int>(message.size()));
+}
+
+Status StreamOps::ParseError() {
+  return Status(StatusCode::kInternal, "failed to parse a received message");
 }
 
 void StreamOps::CompleteRead(bool ok) {

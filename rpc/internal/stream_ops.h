@@ -92,8 +92,8 @@ class StreamOps : private transport::http2::OutgoingData::DrainListener {
   void RunWrite();
   void RunWriteDrained();
   void OnOutgoingDrained() override;
-  // Parses `message` into the waiting read's target and completes it.
-  Status CompleteReadWith(absl::string_view message);
+  bool ParseIntoReadTarget(absl::string_view message);
+  static Status ParseError();
   void CompleteRead(bool ok);
   void CompleteWrite(bool ok);
 

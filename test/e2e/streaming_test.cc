@@ -423,6 +423,52 @@ TEST_F(StreamingTest, ServerCancelEndsTheCallWithCancelledOnBothSides) {
   EXPECT_TRUE(server_saw_cancel_);
 }
 
+// A client reactor that reads exactly the four responses it asked for, late
+// (after the server may have finished), and never reads past them: OnDone
+// still comes, once the last queued message has been taken.
+class CountingClientReactor final
+    : public ClientReadReactor<StreamingOutputCallResponse> {
+ public:
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      failed_read_ = true;
+      return;
+    }
+    sizes.push_back(response_.payload().body().size());
+    if (sizes.size() < 4) StartRead(&response_);
+  }
+  void OnDone(const Status& status) override {
+    this->status = status;
+    done.Notify();
+  }
+  void ReadLater() { StartRead(&response_); }
+
+  std::vector<size_t> sizes;
+  Status status;
+  bool failed_read_ = false;
+  Notification done;
+
+ private:
+  StreamingOutputCallResponse response_;
+};
+
+TEST_F(StreamingTest, ClientReactorGetsOnDoneAfterReadingEveryMessage) {
+  for (const char* method : {kCount, kCountCallback}) {
+    SCOPED_TRACE(method);
+    ClientContext context;
+    CountingClientReactor reactor;
+    channel_->AsyncServerStreamingCall(
+        &context, method, AskFor({31415, 9, 2653, 58979}), &reactor);
+    reactor.StartCall();
+    absl::SleepFor(absl::Milliseconds(50));  // let the responses queue up
+    reactor.ReadLater();
+    reactor.done.WaitForNotification();
+    EXPECT_TRUE(reactor.status.ok()) << reactor.status.ToString();
+    EXPECT_FALSE(reactor.failed_read_);
+    EXPECT_THAT(reactor.sizes, ::testing::ElementsAre(31415, 9, 2653, 58979));
+  }
+}
+
 TEST_F(StreamingTest, UnknownStreamingMethodIsUnimplemented) {
   ClientContext context;
   auto stream = channel_->BidiStreamingCall<StreamingOutputCallRequest,
