@@ -258,13 +258,17 @@ Status Server::Dispatch(ServerLoop* loop,
 }
 
 void Server::CallStarted() {
-  std::lock_guard<std::mutex> lock(mu_);
-  ++live_calls_;
+  live_calls_.fetch_add(1, std::memory_order_relaxed);
 }
 
 void Server::CallEnded() {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (--live_calls_ == 0) changed_.notify_all();
+  // The mutex only when Shutdown() may be waiting for the last call: taking
+  // it before notifying means the waiter is either before its check (and
+  // sees 0) or inside wait() (and is woken).
+  if (live_calls_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    std::lock_guard<std::mutex> lock(mu_);
+    changed_.notify_all();
+  }
 }
 
 void Server::ConnectionOpened() {
@@ -294,7 +298,8 @@ void Server::Shutdown(absl::Time deadline) {
     loop->loop().Post([l = loop.get()] { l->DrainConnections(); });
   }
   auto all_closed = [this] {
-    return live_connections_ == 0 && live_calls_ == 0;
+    return live_connections_ == 0 &&
+           live_calls_.load(std::memory_order_acquire) == 0;
   };
   {
     std::unique_lock<std::mutex> lock(mu_);

@@ -433,7 +433,8 @@ class Server {
   bool shutdown_started_ = false;    // guarded by mu_
   bool shutdown_done_ = false;       // guarded by mu_
   int live_connections_ = 0;         // guarded by mu_
-  int live_calls_ = 0;               // guarded by mu_
+  // Counted without the mutex (twice per call); see CallEnded().
+  std::atomic<int> live_calls_{0};
 };
 
 }  // namespace h2rpc
