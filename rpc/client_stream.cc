@@ -21,12 +21,7 @@ void ClientStreamReactor::StartWritesDone() { call_->StartWritesDone(); }
 namespace internal {
 
 BlockingClientStream::~BlockingClientStream() {
-  bool done;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    done = done_;
-  }
-  if (!done) {
+  if (!done()) {
     // The call stays allocated until ReleaseKeepAlive (see
     // Channel::StartBlockingStream), and it cannot be done before the
     // discard has run, so the tasks these post run before it goes.
@@ -38,45 +33,34 @@ BlockingClientStream::~BlockingClientStream() {
   call_->ReleaseKeepAlive();
 }
 
+bool BlockingClientStream::done() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return done_;
+}
+
 bool BlockingClientStream::Read(google::protobuf::MessageLite* message) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (done_) return false;
-    read_done_ = false;
-  }
+  if (done()) return false;
+  read_.Arm();
   StartReadMessage(message);
-  std::unique_lock<std::mutex> lock(mu_);
-  changed_.wait(lock, [this] { return read_done_; });
-  return read_ok_;
+  return read_.Wait();
 }
 
 bool BlockingClientStream::Write(const google::protobuf::MessageLite& message) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (done_ || writes_done_called_) return false;
-    write_done_ = false;
-  }
+  if (done() || writes_done_called_) return false;
+  write_.Arm();
   StartWriteMessage(&message);
-  std::unique_lock<std::mutex> lock(mu_);
-  changed_.wait(lock, [this] { return write_done_; });
-  return write_ok_;
+  return write_.Wait();
 }
 
 bool BlockingClientStream::WritesDone() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (done_ || writes_done_called_) return false;
-    writes_done_called_ = true;
-  }
+  if (done() || writes_done_called_.exchange(true)) return false;
   StartWritesDone();
-  std::unique_lock<std::mutex> lock(mu_);
-  changed_.wait(lock, [this] { return writes_done_done_; });
+  writes_done_.Wait();
   return true;
 }
 
 void BlockingClientStream::WaitForInitialMetadata() {
-  std::unique_lock<std::mutex> lock(mu_);
-  changed_.wait(lock, [this] { return initial_metadata_done_; });
+  initial_metadata_.Wait();
 }
 
 Status BlockingClientStream::Finish() {
@@ -87,29 +71,15 @@ Status BlockingClientStream::Finish() {
 }
 
 void BlockingClientStream::OnReadInitialMetadataDone(bool ok) {
-  std::lock_guard<std::mutex> lock(mu_);
-  initial_metadata_done_ = true;
-  changed_.notify_all();
+  initial_metadata_.Complete(ok);
 }
 
-void BlockingClientStream::OnReadDone(bool ok) {
-  std::lock_guard<std::mutex> lock(mu_);
-  read_done_ = true;
-  read_ok_ = ok;
-  changed_.notify_all();
-}
+void BlockingClientStream::OnReadDone(bool ok) { read_.Complete(ok); }
 
-void BlockingClientStream::OnWriteDone(bool ok) {
-  std::lock_guard<std::mutex> lock(mu_);
-  write_done_ = true;
-  write_ok_ = ok;
-  changed_.notify_all();
-}
+void BlockingClientStream::OnWriteDone(bool ok) { write_.Complete(ok); }
 
 void BlockingClientStream::OnWritesDoneDone(bool ok) {
-  std::lock_guard<std::mutex> lock(mu_);
-  writes_done_done_ = true;
-  changed_.notify_all();
+  writes_done_.Complete(ok);
 }
 
 void BlockingClientStream::OnDone(const Status& status) {

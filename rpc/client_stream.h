@@ -1,10 +1,12 @@
 #ifndef H2RPC_RPC_CLIENT_STREAM_H_
 #define H2RPC_RPC_CLIENT_STREAM_H_
 
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 
 #include "google/protobuf/message_lite.h"
+#include "rpc/internal/op_waiter.h"
 #include "rpc/status.h"
 
 namespace h2rpc {
@@ -111,19 +113,17 @@ class BlockingClientStream final : public ClientStreamReactor {
   void OnWritesDoneDone(bool ok) override;
   void OnDone(const Status& status) override;
 
+  bool done();
+
+  OpWaiter initial_metadata_;
+  OpWaiter read_;
+  OpWaiter write_;
+  OpWaiter writes_done_;
+  std::atomic<bool> writes_done_called_{false};
   std::mutex mu_;
-  std::condition_variable changed_;
-  // Guarded by mu_. An operation's flag is cleared when it starts and set
-  // with its result when it completes.
-  bool initial_metadata_done_ = false;
-  bool read_done_ = false;
-  bool read_ok_ = false;
-  bool write_done_ = false;
-  bool write_ok_ = false;
-  bool writes_done_called_ = false;
-  bool writes_done_done_ = false;
-  bool done_ = false;
-  Status status_;
+  std::condition_variable changed_;  // done_ became true
+  bool done_ = false;                // guarded by mu_
+  Status status_;                    // guarded by mu_
 };
 
 }  // namespace internal

@@ -28,56 +28,30 @@ void ServerStreamReactor::StartWriteMessage(
 namespace internal {
 
 bool BlockingServerStream::Read(google::protobuf::MessageLite* message) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    read_done_ = false;
-  }
+  read_.Arm();
   StartReadMessage(message);
-  std::unique_lock<std::mutex> lock(mu_);
-  changed_.wait(lock, [this] { return read_done_; });
-  return read_ok_;
+  return read_.Wait();
 }
 
 bool BlockingServerStream::Write(const google::protobuf::MessageLite& message) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    write_done_ = false;
-  }
+  write_.Arm();
   StartWriteMessage(&message);
-  std::unique_lock<std::mutex> lock(mu_);
-  changed_.wait(lock, [this] { return write_done_; });
-  return write_ok_;
+  return write_.Wait();
 }
 
 void BlockingServerStream::SendInitialMetadata() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    metadata_done_ = false;
-  }
+  metadata_.Arm();
   StartSendInitialMetadata();
-  std::unique_lock<std::mutex> lock(mu_);
-  changed_.wait(lock, [this] { return metadata_done_; });
+  metadata_.Wait();
 }
 
 void BlockingServerStream::OnSendInitialMetadataDone(bool ok) {
-  std::lock_guard<std::mutex> lock(mu_);
-  metadata_done_ = true;
-  changed_.notify_all();
+  metadata_.Complete(ok);
 }
 
-void BlockingServerStream::OnReadDone(bool ok) {
-  std::lock_guard<std::mutex> lock(mu_);
-  read_done_ = true;
-  read_ok_ = ok;
-  changed_.notify_all();
-}
+void BlockingServerStream::OnReadDone(bool ok) { read_.Complete(ok); }
 
-void BlockingServerStream::OnWriteDone(bool ok) {
-  std::lock_guard<std::mutex> lock(mu_);
-  write_done_ = true;
-  write_ok_ = ok;
-  changed_.notify_all();
-}
+void BlockingServerStream::OnWriteDone(bool ok) { write_.Complete(ok); }
 
 }  // namespace internal
 }  // namespace h2rpc

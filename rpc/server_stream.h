@@ -1,10 +1,8 @@
 #ifndef H2RPC_RPC_SERVER_STREAM_H_
 #define H2RPC_RPC_SERVER_STREAM_H_
 
-#include <condition_variable>
-#include <mutex>
-
 #include "google/protobuf/message_lite.h"
+#include "rpc/internal/op_waiter.h"
 #include "rpc/status.h"
 
 namespace h2rpc {
@@ -101,14 +99,9 @@ class BlockingServerStream final : public ServerStreamReactor {
   void OnWriteDone(bool ok) override;
   void OnDone() override {}
 
-  std::mutex mu_;
-  std::condition_variable changed_;
-  // Guarded by mu_: cleared when an operation starts, set when it completes.
-  bool metadata_done_ = false;
-  bool read_done_ = false;
-  bool read_ok_ = false;
-  bool write_done_ = false;
-  bool write_ok_ = false;
+  OpWaiter metadata_;
+  OpWaiter read_;
+  OpWaiter write_;
 };
 
 }  // namespace internal

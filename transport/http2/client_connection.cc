@@ -1,7 +1,6 @@
 #include "transport/http2/client_connection.h"
 
 #include "absl/strings/str_cat.h"
-#include "transport/message_framer.h"
 #include "transport/received_headers.h"
 #include "transport/status_synthesis.h"
 
@@ -28,9 +27,7 @@ void ClientStream::Reset() {
 }
 
 size_t ClientStream::HoldMessage(absl::string_view message) {
-  const size_t bytes = kMessagePrefixSize + message.size();
-  window_.Hold(bytes);
-  return bytes;
+  return window_.HoldMessage(message.size());
 }
 
 void ClientStream::ReleaseMessage(size_t held_bytes) {

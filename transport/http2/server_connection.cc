@@ -1,7 +1,6 @@
 #include "transport/http2/server_connection.h"
 
 #include "absl/strings/str_cat.h"
-#include "transport/message_framer.h"
 #include "transport/received_headers.h"
 #include "transport/response_setup.h"
 #include "transport/status_synthesis.h"
@@ -36,9 +35,7 @@ void ServerStream::Reset() {
 }
 
 size_t ServerStream::HoldMessage(absl::string_view message) {
-  const size_t bytes = kMessagePrefixSize + message.size();
-  window_.Hold(bytes);
-  return bytes;
+  return window_.HoldMessage(message.size());
 }
 
 void ServerStream::ReleaseMessage(size_t held_bytes) {

@@ -13,6 +13,7 @@
 #include "absl/types/span.h"
 #include "transport/header_field.h"
 #include "transport/message_deframer.h"
+#include "transport/message_framer.h"
 #include "transport/status.h"
 
 namespace h2rpc::transport::http2 {
@@ -89,8 +90,14 @@ class OutgoingData {
 class ReceiveWindow {
  public:
   void Received(size_t bytes) { received_ += bytes; }
-  // Bytes of a delivered message the application keeps for later.
-  void Hold(size_t bytes) { held_ += bytes; }
+  // A delivered message of `message_size` bytes the application keeps for
+  // later: holds its wire bytes (prefix included) and returns them, for
+  // Release().
+  size_t HoldMessage(size_t message_size) {
+    const size_t bytes = kMessagePrefixSize + message_size;
+    held_ += bytes;
+    return bytes;
+  }
   void Release(size_t bytes) { held_ -= bytes; }
   // Bytes that may be returned to the peer now (and counts them returned).
   // Zero while held bytes exceed what was not yet returned, e.g. when a
