@@ -12,6 +12,7 @@
 #include "google/protobuf/message_lite.h"
 #include "rpc/client_context.h"
 #include "rpc/client_stream.h"
+#include "rpc/compression.h"
 #include "rpc/status.h"
 #include "transport/http2/client_connection.h"
 #include "transport/io/event_loop.h"
@@ -43,6 +44,9 @@ struct ChannelOptions {
   // A streaming call's write completes once at most this many bytes wait
   // in its send buffer (see ClientStreamReactor). Bytes.
   size_t stream_write_buffer = 64 << 10;
+  // How calls compress their messages unless their ClientContext says
+  // otherwise (see rpc/compression.h).
+  CompressionAlgorithm default_compression = CompressionAlgorithm::kIdentity;
 };
 
 // A client's link to one server ("host:port", "[v6]:port"). Connects lazily

@@ -6,6 +6,8 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "absl/types/optional.h"
+#include "rpc/compression.h"
 #include "rpc/metadata.h"
 #include "rpc/status.h"
 
@@ -44,6 +46,19 @@ class ClientContext {
   }
   const Metadata& send_metadata() const { return send_metadata_; }
 
+  // Compresses the call's messages with `algorithm` (sent as grpc-encoding;
+  // see rpc/compression.h). Default: ChannelOptions::default_compression.
+  // A server that does not take it answers UNIMPLEMENTED.
+  void set_compression_algorithm(CompressionAlgorithm algorithm) {
+    compression_ = algorithm;
+  }
+  absl::optional<CompressionAlgorithm> compression_algorithm() const {
+    return compression_;
+  }
+  // Whether the response message last received (the unary response, or the
+  // message of the last successful read) arrived compressed.
+  bool last_message_compressed() const { return last_message_compressed_; }
+
   // ":authority" for this call. Default: the channel's target.
   void set_authority(std::string authority) {
     authority_ = std::move(authority);
@@ -66,6 +81,8 @@ class ClientContext {
   friend class internal::ClientStreamCall;
 
   absl::Time deadline_ = absl::InfiniteFuture();
+  absl::optional<CompressionAlgorithm> compression_;
+  bool last_message_compressed_ = false;  // written on the loop thread
   Metadata send_metadata_;
   std::string authority_;
   Metadata initial_metadata_;

@@ -12,8 +12,8 @@ void ClientStreamReactor::StartReadMessage(
 }
 
 void ClientStreamReactor::StartWriteMessage(
-    const google::protobuf::MessageLite* message) {
-  call_->StartWrite(message);
+    const google::protobuf::MessageLite* message, WriteOptions options) {
+  call_->StartWrite(message, options);
 }
 
 void ClientStreamReactor::StartWritesDone() { call_->StartWritesDone(); }
@@ -45,10 +45,11 @@ bool BlockingClientStream::Read(google::protobuf::MessageLite* message) {
   return read_.Wait();
 }
 
-bool BlockingClientStream::Write(const google::protobuf::MessageLite& message) {
+bool BlockingClientStream::Write(const google::protobuf::MessageLite& message,
+                                 WriteOptions options) {
   if (done() || writes_done_called_) return false;
   write_.Arm();
-  StartWriteMessage(&message);
+  StartWriteMessage(&message, options);
   return write_.Wait();
 }
 

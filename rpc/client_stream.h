@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "google/protobuf/message_lite.h"
+#include "rpc/compression.h"
 #include "rpc/internal/op_waiter.h"
 #include "rpc/status.h"
 
@@ -53,7 +54,8 @@ class ClientStreamReactor {
 
  protected:
   void StartReadMessage(google::protobuf::MessageLite* message);
-  void StartWriteMessage(const google::protobuf::MessageLite* message);
+  void StartWriteMessage(const google::protobuf::MessageLite* message,
+                         WriteOptions options);
   void StartWritesDone();
 
  private:
@@ -68,7 +70,10 @@ template <class Request, class Response>
 class ClientBidiReactor : public ClientStreamReactor {
  public:
   void StartRead(Response* response) { StartReadMessage(response); }
-  void StartWrite(const Request* request) { StartWriteMessage(request); }
+  void StartWrite(const Request* request,
+                  WriteOptions options = WriteOptions()) {
+    StartWriteMessage(request, options);
+  }
   using ClientStreamReactor::StartWritesDone;
 };
 
@@ -84,7 +89,10 @@ class ClientReadReactor : public ClientStreamReactor {
 template <class Request>
 class ClientWriteReactor : public ClientStreamReactor {
  public:
-  void StartWrite(const Request* request) { StartWriteMessage(request); }
+  void StartWrite(const Request* request,
+                  WriteOptions options = WriteOptions()) {
+    StartWriteMessage(request, options);
+  }
   using ClientStreamReactor::StartWritesDone;
 };
 
@@ -101,7 +109,8 @@ class BlockingClientStream final : public ClientStreamReactor {
   ~BlockingClientStream() override;
 
   bool Read(google::protobuf::MessageLite* message);
-  bool Write(const google::protobuf::MessageLite& message);
+  bool Write(const google::protobuf::MessageLite& message,
+             WriteOptions options);
   bool WritesDone();
   void WaitForInitialMetadata();
   Status Finish();
@@ -139,7 +148,9 @@ template <class Request, class Response>
 class ClientReaderWriter {
  public:
   bool Read(Response* response) { return stream_.Read(response); }
-  bool Write(const Request& request) { return stream_.Write(request); }
+  bool Write(const Request& request, WriteOptions options = WriteOptions()) {
+    return stream_.Write(request, options);
+  }
   bool WritesDone() { return stream_.WritesDone(); }
   void WaitForInitialMetadata() { stream_.WaitForInitialMetadata(); }
   Status Finish() { return stream_.Finish(); }
@@ -166,7 +177,9 @@ class ClientReader {
 template <class Request>
 class ClientWriter {
  public:
-  bool Write(const Request& request) { return stream_.Write(request); }
+  bool Write(const Request& request, WriteOptions options = WriteOptions()) {
+    return stream_.Write(request, options);
+  }
   bool WritesDone() { return stream_.WritesDone(); }
   void WaitForInitialMetadata() { stream_.WaitForInitialMetadata(); }
   Status Finish() {

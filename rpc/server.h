@@ -15,6 +15,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "google/protobuf/message_lite.h"
+#include "rpc/compression.h"
 #include "rpc/server_context.h"
 #include "rpc/server_stream.h"
 #include "rpc/status.h"
@@ -206,6 +207,9 @@ struct ServerOptions {
   // A streaming call's write completes once at most this many bytes wait
   // in its send buffer (see ServerStreamReactor). Bytes.
   size_t stream_write_buffer = 64 << 10;
+  // How responses are compressed unless the ServerContext says otherwise;
+  // only used for clients that accept it (see rpc/compression.h).
+  CompressionAlgorithm default_compression = CompressionAlgorithm::kIdentity;
 };
 
 // A gRPC server: listens on ports, routes each call by its method path to a

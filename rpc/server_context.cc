@@ -18,9 +18,23 @@ absl::string_view ServerContext::authority() const {
 
 bool ServerContext::IsCancelled() const { return stream_->cancelled(); }
 
+CompressionAlgorithmSet ServerContext::client_accepted_compression() const {
+  return stream_->client_accepted_encodings();
+}
+
+CompressionAlgorithm ServerContext::ResponseCompression(
+    CompressionAlgorithm server_default) const {
+  const CompressionAlgorithm chosen = compression_.value_or(server_default);
+  return stream_->client_accepted_encodings().Contains(chosen)
+             ? chosen
+             : CompressionAlgorithm::kIdentity;
+}
+
 void ServerContext::Reset() {
   stream_ = nullptr;
   peer_.clear();
+  compression_.reset();
+  last_message_compressed_ = false;
   initial_metadata_.Clear();
   trailing_metadata_.Clear();
 }

@@ -5,6 +5,8 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "absl/types/optional.h"
+#include "rpc/compression.h"
 #include "rpc/metadata.h"
 
 namespace h2rpc {
@@ -53,6 +55,21 @@ class ServerContext {
   // response and status are not sent. Any thread, while the handler runs.
   void TryCancel() { call_->RequestCancel(); }
 
+  // Compresses the response messages with `algorithm` if the client accepts
+  // it (lists it in grpc-accept-encoding), else sends them uncompressed (see
+  // rpc/compression.h). Default: ServerOptions::default_compression. Takes
+  // effect when called before the response headers go out (the first write,
+  // SendInitialMetadata, or the end of a unary handler).
+  void set_compression_algorithm(CompressionAlgorithm algorithm) {
+    compression_ = algorithm;
+  }
+  // The encodings the client accepts for the response (identity always).
+  CompressionAlgorithmSet client_accepted_compression() const;
+  // Whether the request message last received (the unary or
+  // server-streaming request, or the message of the last successful read)
+  // arrived compressed.
+  bool last_message_compressed() const { return last_message_compressed_; }
+
   // Metadata sent with the response headers and trailers. Keys follow the
   // same rules as on the client; an invalid one is dropped from the reply.
   void AddInitialMetadata(absl::string_view key, absl::string_view value) {
@@ -67,10 +84,16 @@ class ServerContext {
   friend class internal::ServerStreamCall;
   ServerContext() = default;
   void Reset();
+  // The response's encoding: the chosen one (or `server_default`) if the
+  // client accepts it, else identity.
+  CompressionAlgorithm ResponseCompression(
+      CompressionAlgorithm server_default) const;
 
   transport::http2::ServerStream* stream_ = nullptr;
   internal::CancellableServerCall* call_ = nullptr;
   std::string peer_;
+  absl::optional<CompressionAlgorithm> compression_;
+  bool last_message_compressed_ = false;  // written on the loop thread
   Metadata initial_metadata_;
   Metadata trailing_metadata_;
 };

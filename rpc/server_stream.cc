@@ -21,8 +21,8 @@ void ServerStreamReactor::StartReadMessage(
 }
 
 void ServerStreamReactor::StartWriteMessage(
-    const google::protobuf::MessageLite* message) {
-  call_->StartWrite(message);
+    const google::protobuf::MessageLite* message, WriteOptions options) {
+  call_->StartWrite(message, options);
 }
 
 namespace internal {
@@ -33,9 +33,10 @@ bool BlockingServerStream::Read(google::protobuf::MessageLite* message) {
   return read_.Wait();
 }
 
-bool BlockingServerStream::Write(const google::protobuf::MessageLite& message) {
+bool BlockingServerStream::Write(const google::protobuf::MessageLite& message,
+                                 WriteOptions options) {
   write_.Arm();
-  StartWriteMessage(&message);
+  StartWriteMessage(&message, options);
   return write_.Wait();
 }
 

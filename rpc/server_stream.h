@@ -2,6 +2,7 @@
 #define H2RPC_RPC_SERVER_STREAM_H_
 
 #include "google/protobuf/message_lite.h"
+#include "rpc/compression.h"
 #include "rpc/internal/op_waiter.h"
 #include "rpc/status.h"
 
@@ -50,7 +51,8 @@ class ServerStreamReactor {
 
  protected:
   void StartReadMessage(google::protobuf::MessageLite* message);
-  void StartWriteMessage(const google::protobuf::MessageLite* message);
+  void StartWriteMessage(const google::protobuf::MessageLite* message,
+                         WriteOptions options);
 
  private:
   friend class internal::BlockingServerStream;
@@ -63,7 +65,10 @@ template <class Request, class Response>
 class ServerBidiReactor : public ServerStreamReactor {
  public:
   void StartRead(Request* request) { StartReadMessage(request); }
-  void StartWrite(const Response* response) { StartWriteMessage(response); }
+  void StartWrite(const Response* response,
+                  WriteOptions options = WriteOptions()) {
+    StartWriteMessage(response, options);
+  }
 };
 
 // Client streaming: reads the requests; the response (given to the factory)
@@ -78,7 +83,10 @@ class ServerReadReactor : public ServerStreamReactor {
 template <class Response>
 class ServerWriteReactor : public ServerStreamReactor {
  public:
-  void StartWrite(const Response* response) { StartWriteMessage(response); }
+  void StartWrite(const Response* response,
+                  WriteOptions options = WriteOptions()) {
+    StartWriteMessage(response, options);
+  }
 };
 
 namespace internal {
@@ -90,7 +98,8 @@ class BlockingServerStream final : public ServerStreamReactor {
   explicit BlockingServerStream(ServerStreamCall* call) { call_ = call; }
 
   bool Read(google::protobuf::MessageLite* message);
-  bool Write(const google::protobuf::MessageLite& message);
+  bool Write(const google::protobuf::MessageLite& message,
+             WriteOptions options);
   void SendInitialMetadata();
 
  private:
@@ -130,7 +139,9 @@ class ServerWriter {
  public:
   explicit ServerWriter(internal::BlockingServerStream* stream)
       : stream_(stream) {}
-  bool Write(const Response& response) { return stream_->Write(response); }
+  bool Write(const Response& response, WriteOptions options = WriteOptions()) {
+    return stream_->Write(response, options);
+  }
   void SendInitialMetadata() { stream_->SendInitialMetadata(); }
 
  private:
@@ -144,7 +155,9 @@ class ServerReaderWriter {
   explicit ServerReaderWriter(internal::BlockingServerStream* stream)
       : stream_(stream) {}
   bool Read(Request* request) { return stream_->Read(request); }
-  bool Write(const Response& response) { return stream_->Write(response); }
+  bool Write(const Response& response, WriteOptions options = WriteOptions()) {
+    return stream_->Write(response, options);
+  }
   void SendInitialMetadata() { stream_->SendInitialMetadata(); }
 
  private:

@@ -18,6 +18,10 @@ Status ChannelCall::Describe(ClientContext* context, absl::string_view method) {
       context->authority().empty() ? channel_->target() : context->authority();
   call.user_agent = channel_->options_.user_agent;
   call.deadline = context->deadline();
+  send_compression_ = context->compression_algorithm().value_or(
+      channel_->options_.default_compression);
+  call.send_encoding =
+      transport::compression::CompressionAlgorithmName(send_compression_);
   call.metadata = &context->send_metadata();
   return Status();
 }

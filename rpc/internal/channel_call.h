@@ -43,8 +43,8 @@ class ChannelCall {
   virtual ~ChannelCall() = default;
 
   // Fills the stream's description (method, authority, user agent,
-  // deadline, metadata from `context`). Returns DEADLINE_EXCEEDED for a
-  // deadline already past.
+  // deadline, encoding, metadata from `context`). Returns DEADLINE_EXCEEDED for
+  // a deadline already past.
   Status Describe(ClientContext* context, absl::string_view method);
   // Links the call to `context` for TryCancel; CANCELLED if the context was
   // cancelled already. Takes the call's own reference.
@@ -70,6 +70,8 @@ class ChannelCall {
 
   Channel* const channel_;
   transport::http2::ClientStream stream_;
+  // Set by Describe(): how the call's messages are compressed.
+  CompressionAlgorithm send_compression_ = CompressionAlgorithm::kIdentity;
   ClientContext* context_ = nullptr;
   bool finished_ = false;  // loop thread: the result is known
   // Loop thread. Set before the call reaches the loop, or by a cancel that

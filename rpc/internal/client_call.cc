@@ -4,7 +4,7 @@
 
 #include "rpc/channel.h"
 #include "rpc/internal/serialize_framed.h"
-#include "transport/message_framer.h"
+#include "transport/compression/thread_codecs.h"
 
 namespace h2rpc::internal {
 
@@ -15,10 +15,10 @@ Status ClientCall::Prepare(ClientContext* context, absl::string_view method,
   if (!status.ok()) return status;
   const size_t max_size = channel_->options_.connection.max_send_message_size;
   std::string* frame = &stream_.outgoing().buffer();
-  status = request != nullptr ? SerializeFramed(*request, max_size, frame)
-                              : transport::AppendFramedMessage(
-                                    request_bytes,
-                                    /*compressed=*/false, max_size, frame);
+  status = request != nullptr
+               ? SerializeFramed(*request, send_compression_, max_size, frame)
+               : transport::compression::AppendCompressedFramedMessage(
+                     request_bytes, send_compression_, max_size, frame);
   if (!status.ok()) return status;
   stream_.outgoing().set_end_of_data();
   stream_.observer = this;
@@ -36,12 +36,13 @@ void ClientCall::OnInitialMetadata(Metadata& metadata) {
   swap(context_->initial_metadata_, metadata);
 }
 
-Status ClientCall::OnMessage(absl::string_view message) {
+Status ClientCall::OnMessage(absl::string_view message, bool compressed) {
   if (got_message_) {
     return Status(StatusCode::kInternal,
                   "received a second response message for a unary call");
   }
   got_message_ = true;
+  context_->last_message_compressed_ = compressed;
   if (response != nullptr) {
     if (!response->ParseFromArray(message.data(),
                                   static_cast<int>(message.size()))) {

@@ -50,7 +50,7 @@ class ClientCall final : public ChannelCall,
  private:
   // ClientStream::Observer, loop thread.
   void OnInitialMetadata(Metadata& metadata) override;
-  Status OnMessage(absl::string_view message) override;
+  Status OnMessage(absl::string_view message, bool compressed) override;
   bool OnRefused() override;
   void OnClose(const Status& status, Metadata& trailing) override;
 

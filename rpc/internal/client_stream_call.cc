@@ -24,9 +24,10 @@ void ClientStreamCall::Prepare(ClientContext* context, absl::string_view method,
   if (start_error_.ok()) start_error_ = Describe(context, method);
   single_response_ = response;
   if (request == nullptr || !start_error_.ok()) return;
-  start_error_ = SerializeFramed(
-      *request, channel_->options_.connection.max_send_message_size,
-      &stream_.outgoing().buffer());
+  start_error_ =
+      SerializeFramed(*request, send_compression_,
+                      channel_->options_.connection.max_send_message_size,
+                      &stream_.outgoing().buffer());
   stream_.outgoing().set_end_of_data();
 }
 
@@ -77,14 +78,17 @@ void ClientStreamCall::OnInitialMetadata(Metadata& metadata) {
   reactor_->OnReadInitialMetadataDone(true);
 }
 
-Status ClientStreamCall::OnMessage(absl::string_view message) {
-  if (single_response_ == nullptr) return OnMessageReceived(message);
+Status ClientStreamCall::OnMessage(absl::string_view message, bool compressed) {
+  if (single_response_ == nullptr) {
+    return OnMessageReceived(message, compressed);
+  }
   if (got_single_response_) {
     return Status(
         StatusCode::kInternal,
         "received a second response message for a client-streaming call");
   }
   got_single_response_ = true;
+  context_->last_message_compressed_ = compressed;
   if (!single_response_->ParseFromArray(message.data(),
                                         static_cast<int>(message.size()))) {
     return Status(StatusCode::kInternal,

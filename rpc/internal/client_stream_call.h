@@ -47,20 +47,22 @@ class ClientStreamCall final : public ChannelCall,
     return stream_.outgoing();
   }
   void ResumeSend() override { stream_.ResumeSend(); }
-  size_t HoldMessage(absl::string_view message) override {
-    return stream_.HoldMessage(message);
-  }
+  size_t HoldMessage() override { return stream_.HoldMessage(); }
+  CompressionAlgorithm SendCompression() override { return send_compression_; }
   void ReleaseMessage(size_t held_bytes) override {
     stream_.ReleaseMessage(held_bytes);
   }
   void FailCall(const Status& status) override { CancelOnLoop(status); }
-  void ReadDone(bool ok) override { reactor_->OnReadDone(ok); }
+  void ReadDone(bool ok) override {
+    if (ok) context_->last_message_compressed_ = last_read_compressed();
+    reactor_->OnReadDone(ok);
+  }
   void WriteDone(bool ok) override { reactor_->OnWriteDone(ok); }
   void OpCompleted() override { MaybeDone(); }
 
   // ClientStream::Observer.
   void OnInitialMetadata(Metadata& metadata) override;
-  Status OnMessage(absl::string_view message) override;
+  Status OnMessage(absl::string_view message, bool compressed) override;
   bool OnRefused() override { return RetryTransparently(); }
   void OnClose(const Status& status, Metadata& trailing) override;
 

@@ -10,10 +10,10 @@
 namespace h2rpc::internal {
 
 // Messages a stream received before the application asked for them, in
-// order, each with the flow-control bytes it holds. A ring of buffers that
-// keep their capacity, so a stream that queues messages of a steady size
-// stops allocating once warm. Its length is bounded by the stream's receive
-// window (held messages stop the sender).
+// order (decompressed), each with the flow-control bytes it holds. A ring of
+// buffers that keep their capacity, so a stream that queues messages of a
+// steady size stops allocating once warm. Its length is bounded by the stream's
+// receive window (held messages stop the sender).
 class ReceivedMessages {
  public:
   // Room for a few messages from the start (with the call, not with its
@@ -22,15 +22,18 @@ class ReceivedMessages {
 
   bool empty() const { return size_ == 0; }
 
-  void Push(absl::string_view message, size_t held_bytes) {
+  void Push(absl::string_view message, bool compressed, size_t held_bytes) {
     if (size_ == slots_.size()) Grow();
     Slot& slot = slots_[(head_ + size_) % slots_.size()];
     slot.bytes.assign(message.data(), message.size());
+    slot.compressed = compressed;
     slot.held_bytes = held_bytes;
     ++size_;
   }
   // The oldest message; valid until Pop().
   absl::string_view front() const { return slots_[head_].bytes; }
+  // Whether it arrived compressed (it is held decompressed).
+  bool front_compressed() const { return slots_[head_].compressed; }
   size_t front_held_bytes() const { return slots_[head_].held_bytes; }
   void Pop() {
     head_ = (head_ + 1) % slots_.size();
@@ -40,6 +43,7 @@ class ReceivedMessages {
  private:
   struct Slot {
     std::string bytes;
+    bool compressed = false;
     size_t held_bytes = 0;
   };
 

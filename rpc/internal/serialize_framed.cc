@@ -1,14 +1,27 @@
 #include "rpc/internal/serialize_framed.h"
 
+#include "transport/compression/thread_codecs.h"
 #include "transport/message_framer.h"
 
 namespace h2rpc::internal {
 
 Status SerializeFramed(const google::protobuf::MessageLite& message,
+                       CompressionAlgorithm compression,
                        size_t max_send_message_size, std::string* out) {
   const size_t size = message.ByteSizeLong();
   Status status = transport::CheckSendMessageSize(size, max_send_message_size);
   if (!status.ok()) return status;
+  if (compression != CompressionAlgorithm::kIdentity) {
+    thread_local std::string serialized;
+    if (serialized.capacity() > transport::compression::kMaxRetainedScratch) {
+      std::string().swap(serialized);
+    }
+    serialized.resize(size);
+    message.SerializeWithCachedSizesToArray(
+        reinterpret_cast<uint8_t*>(serialized.data()));
+    return transport::compression::AppendCompressedFramedMessage(
+        serialized, compression, max_send_message_size, out);
+  }
   const size_t start = out->size();
   out->resize(start + transport::kMessagePrefixSize + size);
   transport::EncodeMessagePrefix(

@@ -5,15 +5,20 @@
 #include <string>
 
 #include "google/protobuf/message_lite.h"
+#include "rpc/compression.h"
 #include "rpc/status.h"
 
 namespace h2rpc::internal {
 
-// Appends `message` to `*out` as one gRPC length-prefixed message
-// (uncompressed), serialized in place: no intermediate copy, and no
-// allocation once `*out` has the capacity. RESOURCE_EXHAUSTED (and `*out`
-// untouched) if it is larger than `max_send_message_size` bytes.
+// Appends `message` to `*out` as one gRPC length-prefixed message.
+// Uncompressed (identity), it is serialized in place: no intermediate copy,
+// and no allocation once `*out` has the capacity. Otherwise it is serialized
+// into the thread's scratch buffer and compressed into `*out` (see
+// AppendCompressedFramedMessage: sent as is when that is smaller).
+// RESOURCE_EXHAUSTED (and `*out` untouched) if the serialized message is
+// larger than `max_send_message_size` bytes.
 Status SerializeFramed(const google::protobuf::MessageLite& message,
+                       CompressionAlgorithm compression,
                        size_t max_send_message_size, std::string* out);
 
 }  // namespace h2rpc::internal

@@ -35,12 +35,13 @@ void ServerCall::Begin(Server* server, const Method* method,
   handler_running_ = false;
 }
 
-Status ServerCall::OnMessage(absl::string_view message) {
+Status ServerCall::OnMessage(absl::string_view message, bool compressed) {
   if (got_request_) {
     return Status(StatusCode::kInternal,
                   "received a second request message for a unary method");
   }
   got_request_ = true;
+  context_.last_message_compressed_ = compressed;
   if (!request_->ParseFromArray(message.data(),
                                 static_cast<int>(message.size()))) {
     return Status(StatusCode::kInternal, "failed to parse the request message");
@@ -107,7 +108,9 @@ void ServerCall::Run() {
   }
   Status status = std::move(handler_status_);
   if (status.ok()) {
-    status = SerializeFramed(*response_,
+    stream_->set_send_encoding(
+        context_.ResponseCompression(server_->options_.default_compression));
+    status = SerializeFramed(*response_, stream_->send_encoding(),
                              server_->options_.connection.max_send_message_size,
                              &stream_->outgoing().buffer());
     if (status.ok()) {

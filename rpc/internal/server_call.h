@@ -51,7 +51,7 @@ class ServerCall final : public transport::http2::ServerStream::Observer,
   };
 
   // ServerStream::Observer.
-  Status OnMessage(absl::string_view message) override;
+  Status OnMessage(absl::string_view message, bool compressed) override;
   void OnHalfClose() override;
   void OnCancel() override;
 

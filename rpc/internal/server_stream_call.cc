@@ -64,8 +64,8 @@ void ServerStreamCall::RunSyncHandler() {
 // ---------------------------------------------------------------------------
 // Transport events, loop thread.
 
-Status ServerStreamCall::OnMessage(absl::string_view message) {
-  if (request_ == nullptr) return OnMessageReceived(message);
+Status ServerStreamCall::OnMessage(absl::string_view message, bool compressed) {
+  if (request_ == nullptr) return OnMessageReceived(message, compressed);
   if (handler_started_) {
     return Status(
         StatusCode::kInternal,
@@ -75,6 +75,7 @@ Status ServerStreamCall::OnMessage(absl::string_view message) {
                                 static_cast<int>(message.size()))) {
     return Status(StatusCode::kInternal, "failed to parse the request message");
   }
+  context_.last_message_compressed_ = compressed;
   StartHandler();
   return Status();
 }
@@ -105,6 +106,13 @@ void ServerStreamCall::OnCancel() {
 // ---------------------------------------------------------------------------
 // Operations.
 
+CompressionAlgorithm ServerStreamCall::SendCompression() {
+  // Once the headers are out, the stream keeps the encoding they named.
+  stream_->set_send_encoding(
+      context_.ResponseCompression(server_->options_.default_compression));
+  return stream_->send_encoding();
+}
+
 void ServerStreamCall::ResumeSend() {
   stream_->SendInitialMetadata(&context_.initial_metadata_);
   stream_->ResumeSend();
@@ -117,6 +125,7 @@ void ServerStreamCall::StartSendInitialMetadata() {
 
 void ServerStreamCall::RunSendInitialMetadata() {
   const bool ok = !stream_->cancelled() && !stream_->finished();
+  SendCompression();  // the headers name the encoding
   stream_->SendInitialMetadata(&context_.initial_metadata_);
   EndOp([&] { reactor_->OnSendInitialMetadataDone(ok); });
 }
@@ -134,9 +143,10 @@ void ServerStreamCall::RunFinish() {
   CloseWrites();
   if (!stream_->cancelled() && !stream_->finished()) {
     if (status.ok() && response_ != nullptr) {
-      status = SerializeFramed(
-          *response_, server_->options_.connection.max_send_message_size,
-          &stream_->outgoing().buffer());
+      status =
+          SerializeFramed(*response_, SendCompression(),
+                          server_->options_.connection.max_send_message_size,
+                          &stream_->outgoing().buffer());
       if (status.ok()) ResumeSend();
     }
     if (!context_.initial_metadata_.empty()) {

@@ -50,19 +50,21 @@ class ServerStreamCall final : public StreamOps,
     return stream_->outgoing();
   }
   void ResumeSend() override;
-  size_t HoldMessage(absl::string_view message) override {
-    return stream_->HoldMessage(message);
-  }
+  size_t HoldMessage() override { return stream_->HoldMessage(); }
+  CompressionAlgorithm SendCompression() override;
   void ReleaseMessage(size_t held_bytes) override {
     stream_->ReleaseMessage(held_bytes);
   }
   void FailCall(const Status& status) override { stream_->Abort(status); }
-  void ReadDone(bool ok) override { reactor_->OnReadDone(ok); }
+  void ReadDone(bool ok) override {
+    if (ok) context_.last_message_compressed_ = last_read_compressed();
+    reactor_->OnReadDone(ok);
+  }
   void WriteDone(bool ok) override { reactor_->OnWriteDone(ok); }
   void OpCompleted() override { MaybeDone(); }
 
   // ServerStream::Observer.
-  Status OnMessage(absl::string_view message) override;
+  Status OnMessage(absl::string_view message, bool compressed) override;
   void OnHalfClose() override;
   void OnCancel() override;
 

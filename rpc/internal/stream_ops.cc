@@ -16,8 +16,10 @@ void StreamOps::StartRead(google::protobuf::MessageLite* message) {
   loop_->Post(&read_task_);
 }
 
-void StreamOps::StartWrite(const google::protobuf::MessageLite* message) {
+void StreamOps::StartWrite(const google::protobuf::MessageLite* message,
+                           WriteOptions options) {
   write_message_ = message;
+  write_options_ = options;
   BeginOp();
   loop_->Post(&write_task_);
 }
@@ -29,6 +31,7 @@ void StreamOps::RunRead() {
   if (!queue_.empty()) {
     const size_t held = queue_.front_held_bytes();
     const bool parsed = ParseIntoReadTarget(queue_.front());
+    last_read_compressed_ = queue_.front_compressed();
     // Settle the queue before the completion, which may end the call.
     queue_.Pop();
     ReleaseMessage(held);
@@ -43,12 +46,14 @@ void StreamOps::RunRead() {
   read_waiting_ = true;
 }
 
-Status StreamOps::OnMessageReceived(absl::string_view message) {
+Status StreamOps::OnMessageReceived(absl::string_view message,
+                                    bool compressed) {
   if (!read_waiting_) {
-    queue_.Push(message, HoldMessage(message));
+    queue_.Push(message, compressed, HoldMessage());
     return Status();
   }
   const bool parsed = ParseIntoReadTarget(message);
+  last_read_compressed_ = compressed;
   CompleteRead(parsed);
   return parsed ? Status() : ParseError();
 }
@@ -90,8 +95,13 @@ void StreamOps::RunWrite() {
     return;
   }
   transport::http2::OutgoingData& out = outgoing();
-  const Status status =
-      SerializeFramed(*write_message_, max_send_message_size_, &out.buffer());
+  // Fixes the call's encoding even for a message sent uncompressed.
+  const CompressionAlgorithm compression = SendCompression();
+  const Status status = SerializeFramed(*write_message_,
+                                        write_options_.no_compression()
+                                            ? CompressionAlgorithm::kIdentity
+                                            : compression,
+                                        max_send_message_size_, &out.buffer());
   if (!status.ok()) {
     CompleteWrite(false);
     FailCall(status);

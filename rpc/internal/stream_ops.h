@@ -6,6 +6,7 @@
 
 #include "absl/strings/string_view.h"
 #include "google/protobuf/message_lite.h"
+#include "rpc/compression.h"
 #include "rpc/internal/member_task.h"
 #include "rpc/internal/received_messages.h"
 #include "rpc/status.h"
@@ -32,7 +33,8 @@ class StreamOps : private transport::http2::OutgoingData::DrainListener {
  public:
   // Any thread. `message` must stay valid until ReadDone / WriteDone.
   void StartRead(google::protobuf::MessageLite* message);
-  void StartWrite(const google::protobuf::MessageLite* message);
+  void StartWrite(const google::protobuf::MessageLite* message,
+                  WriteOptions options);
 
  protected:
   StreamOps(transport::io::EventLoop* loop, size_t write_buffer_size,
@@ -42,7 +44,10 @@ class StreamOps : private transport::http2::OutgoingData::DrainListener {
   // The transport stream, loop thread.
   virtual transport::http2::OutgoingData& outgoing() = 0;
   virtual void ResumeSend() = 0;
-  virtual size_t HoldMessage(absl::string_view message) = 0;
+  virtual size_t HoldMessage() = 0;
+  // The algorithm messages are compressed with (fixed once the first
+  // message or the headers went out).
+  virtual CompressionAlgorithm SendCompression() = 0;
   virtual void ReleaseMessage(size_t held_bytes) = 0;
   // Ends the call with `status` (a message that cannot be parsed or sent).
   virtual void FailCall(const Status& status) = 0;
@@ -54,7 +59,10 @@ class StreamOps : private transport::http2::OutgoingData::DrainListener {
 
   // Loop thread, from the transport observer: a received message. A non-OK
   // return fails the stream.
-  Status OnMessageReceived(absl::string_view message);
+  Status OnMessageReceived(absl::string_view message, bool compressed);
+  // Whether the message of the last successful read arrived compressed; set
+  // before ReadDone.
+  bool last_read_compressed() const { return last_read_compressed_; }
   // Loop thread: no more messages will arrive. A waiting read with nothing
   // queued completes with false.
   void EndReads();
@@ -104,10 +112,12 @@ class StreamOps : private transport::http2::OutgoingData::DrainListener {
   // Set by StartRead/StartWrite before posting; read on the loop thread.
   google::protobuf::MessageLite* read_target_ = nullptr;
   const google::protobuf::MessageLite* write_message_ = nullptr;
+  WriteOptions write_options_;
 
   // Loop thread.
   ReceivedMessages queue_;
   bool read_waiting_ = false;
+  bool last_read_compressed_ = false;
   bool reads_ended_ = false;
   bool write_waiting_ = false;  // for the outgoing buffer to drain
   bool writes_ended_ = false;

@@ -20,14 +20,11 @@ void ClientStream::Reset() {
   window_.Reset();
   header_blocks_ = 0;
   header_bytes_ = 0;
+  receive_encoding_ = compression::CompressionAlgorithm::kIdentity;
   initial_metadata_.Clear();
   trailing_metadata_.Clear();
   status_known_ = false;
   status_ = Status();
-}
-
-size_t ClientStream::HoldMessage(absl::string_view message) {
-  return window_.HoldMessage(message.size());
 }
 
 void ClientStream::ReleaseMessage(size_t held_bytes) {
@@ -99,6 +96,7 @@ void ClientConnection::StartCall(ClientStream* stream) {
     Deliver(stream);
     return;
   }
+  stream->description.accept_encodings = accept_encoding();
   stream->status_ = BuildRequestHeaders(stream->description, loop()->Now(),
                                         &stream->headers_);
   if (!stream->status_.ok()) {
@@ -221,38 +219,47 @@ void ClientConnection::OnResponseHeaderBlock(ClientStream* stream,
   ReservedHeaderValues reserved;
   Metadata& metadata = first_block && !end_stream ? stream->initial_metadata_
                                                   : stream->trailing_metadata_;
+  // Everything that reads the header values (views into the block) happens
+  // before the block is released.
   Status status =
       ParseReceivedHeaders(stream->block_.fields(), &reserved, &metadata);
+  if (status.ok() && first_block) {
+    status = StatusFromResponseHeaders(reserved.status, reserved.content_type);
+  }
+  if (status.ok() && !first_block && !end_stream) {
+    status = Status(StatusCode::kInternal, "trailers did not end the stream");
+  }
+  if (status.ok() && !end_stream &&
+      !AcceptsEncoding(reserved.grpc_encoding, &stream->receive_encoding_)) {
+    status = Status(
+        StatusCode::kInternal,
+        absl::StrCat("the response's grpc-encoding '", *reserved.grpc_encoding,
+                     "' is not one this client accepts (", accept_encoding(),
+                     ")"));
+  }
+  Status call_status;  // from the trailers, or a Trailers-Only response
+  if (status.ok() && end_stream) {
+    call_status = stream->deframer_.Finish();
+    if (call_status.ok()) {
+      call_status =
+          StatusFromTrailers(reserved.grpc_status, reserved.grpc_message,
+                             reserved.grpc_status_details_bin);
+    }
+  }
   stream->block_.Release();
   if (!status.ok()) {
     FailStream(stream, std::move(status));
     return;
   }
-  if (first_block) {
-    status = StatusFromResponseHeaders(reserved.status, reserved.content_type);
-    if (!status.ok()) {
-      FailStream(stream, std::move(status));
-      return;
-    }
-    if (!end_stream) {
-      // No compression is negotiated yet: the deframer refuses any message
-      // flagged compressed, whatever grpc-encoding says.
-      stream->observer->OnInitialMetadata(stream->initial_metadata_);
-      return;
-    }
-  } else if (!end_stream) {
-    FailStream(stream, Status(StatusCode::kInternal,
-                              "trailers did not end the stream"));
+  if (!end_stream) {
+    // Nothing was fed yet: the deframer now takes compressed messages if an
+    // encoding was given (and refuses them otherwise).
+    stream->deframer_.Reset(DeframerOptions(stream->receive_encoding_));
+    stream->observer->OnInitialMetadata(stream->initial_metadata_);
     return;
   }
-  // Trailers, or a Trailers-Only response.
-  status = stream->deframer_.Finish();
-  if (status.ok()) {
-    status = StatusFromTrailers(reserved.grpc_status, reserved.grpc_message,
-                                reserved.grpc_status_details_bin);
-  }
   stream->status_known_ = true;
-  stream->status_ = std::move(status);
+  stream->status_ = std::move(call_status);
   loop()->Cancel(stream);
   // If our side is still sending, stop: the call is over (gRPC servers may
   // finish before reading the whole request).
@@ -278,7 +285,9 @@ int ClientConnection::OnDataChunk(int32_t stream_id, const uint8_t* data,
     FailStream(stream, Status(StatusCode::kInternal,
                               "DATA received before response headers"));
   } else {
-    DeliverToObserver<ClientStream::Observer> listener(stream->observer);
+    DeliverToObserver<ClientStream::Observer> listener(
+        stream->observer, stream->receive_encoding_,
+        options().max_receive_message_size, &stream->delivering_wire_size_);
     Status status = stream->deframer_.Feed(
         absl::string_view(reinterpret_cast<const char*>(data), size), listener);
     if (!status.ok()) FailStream(stream, std::move(status));

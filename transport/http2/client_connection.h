@@ -31,9 +31,10 @@ class ClientStream : private io::Timer {
     // Response headers arrived (not called for a Trailers-Only response).
     // The observer may take the entries (e.g. swap them out).
     virtual void OnInitialMetadata(Metadata& metadata) {}
-    // A complete response message; the view is valid during the call only.
-    // A non-OK return cancels the stream with that status.
-    virtual Status OnMessage(absl::string_view message) = 0;
+    // A complete response message, decompressed if it arrived compressed
+    // (`compressed`); the view is valid during the call only. A non-OK
+    // return cancels the stream with that status.
+    virtual Status OnMessage(absl::string_view message, bool compressed) = 0;
     // The server refused the stream before processing it (REFUSED_STREAM,
     // also for streams beyond a GOAWAY's last stream id), so the call can be
     // retried transparently. Return true to take the stream back for another
@@ -53,7 +54,8 @@ class ClientStream : private io::Timer {
   ClientStream& operator=(const ClientStream&) = delete;
 
   // Set before StartCall. Strings and metadata it points at are the
-  // caller's and must live until OnClose.
+  // caller's and must live until OnClose. StartCall fills
+  // `accept_encodings` from the connection's options.
   CallDescription description;
   Observer* observer = nullptr;
   // Framed request messages; set_end_of_data() half-closes after them.
@@ -61,10 +63,11 @@ class ClientStream : private io::Timer {
 
   // Loop thread: more data was appended to outgoing() (or it was ended).
   void ResumeSend();
-  // Inside Observer::OnMessage: keeps the message's bytes counted against
-  // the peer's flow-control windows until ReleaseMessage(returned value), so
-  // a reader that falls behind stops the sender (see ReceiveWindow).
-  size_t HoldMessage(absl::string_view message);
+  // Inside Observer::OnMessage: keeps the message's bytes (as received, so
+  // compressed if it was) counted against the peer's flow-control windows
+  // until ReleaseMessage(returned value), so a reader that falls behind
+  // stops the sender (see ReceiveWindow).
+  size_t HoldMessage() { return window_.HoldMessage(delivering_wire_size_); }
   // Loop thread: the application is done with a held message.
   void ReleaseMessage(size_t held_bytes);
 
@@ -92,6 +95,11 @@ class ClientStream : private io::Timer {
   int header_blocks_ = 0;
   size_t header_bytes_ = 0;  // of the block being received, HPACK-counted
   MessageDeframer deframer_{MessageDeframer::Options()};
+  // The response's grpc-encoding, and the wire size of the message being
+  // delivered.
+  compression::CompressionAlgorithm receive_encoding_ =
+      compression::CompressionAlgorithm::kIdentity;
+  size_t delivering_wire_size_ = 0;
   Metadata initial_metadata_;
   Metadata trailing_metadata_;
   // The outcome, once known (trailers, a local error, a cancel); delivered

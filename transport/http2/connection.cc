@@ -24,7 +24,29 @@ Connection::Connection(io::EventLoop* loop, io::FileDescriptor socket,
       socket_(std::move(socket)),
       peer_(std::move(peer)),
       options_(options),
-      gather_budget_(options.eager_gather_budget) {}
+      gather_budget_(options.eager_gather_budget) {
+  compression::CompressionAlgorithmSet accepted = options.accepted_compression;
+  accepted.Add(compression::CompressionAlgorithm::kIdentity);
+  accept_encoding_ = compression::FormatCompressionAlgorithmSet(accepted);
+}
+
+bool Connection::AcceptsEncoding(
+    absl::optional<absl::string_view> name,
+    compression::CompressionAlgorithm* algorithm) const {
+  if (!name.has_value()) {
+    *algorithm = compression::CompressionAlgorithm::kIdentity;
+    return true;
+  }
+  const absl::optional<compression::CompressionAlgorithm> parsed =
+      compression::ParseCompressionAlgorithm(*name);
+  if (!parsed.has_value() ||
+      (*parsed != compression::CompressionAlgorithm::kIdentity &&
+       !options_.accepted_compression.Contains(*parsed))) {
+    return false;
+  }
+  *algorithm = *parsed;
+  return true;
+}
 
 Connection::~Connection() {
   if (session_ != nullptr) nghttp2_session_del(session_);
@@ -73,8 +95,11 @@ Nghttp2DataProvider Connection::DataProvider(OutgoingData* data) {
   return provider;
 }
 
-MessageDeframer::Options Connection::DeframerOptions() {
+MessageDeframer::Options Connection::DeframerOptions(
+    compression::CompressionAlgorithm encoding) {
   MessageDeframer::Options deframer_options;
+  deframer_options.compression_available =
+      encoding != compression::CompressionAlgorithm::kIdentity;
   deframer_options.max_message_size = options_.max_receive_message_size;
   deframer_options.gather_budget = &gather_budget_;
   return deframer_options;

@@ -7,6 +7,9 @@
 #include <cstdint>
 #include <string>
 
+#include "absl/strings/string_view.h"
+#include "absl/types/optional.h"
+#include "transport/compression/compression_algorithm.h"
 #include "transport/http2/nghttp2_compat.h"
 #include "transport/http2/nghttp2_memory_pool.h"
 #include "transport/http2/stream_base.h"
@@ -42,6 +45,12 @@ struct ConnectionOptions {
   // nghttp2 stops producing frames while this many bytes wait to be written.
   // Bytes.
   size_t write_buffer_limit = 256 << 10;
+  // Message encodings this side decompresses, advertised in every call's
+  // grpc-accept-encoding. A request in another encoding is answered
+  // UNIMPLEMENTED (servers); a response in another encoding fails the call
+  // with INTERNAL (clients). identity is always accepted.
+  compression::CompressionAlgorithmSet accepted_compression =
+      compression::CompressionAlgorithmSet::All();
 };
 
 // One HTTP/2 connection on one EventLoop: the socket, the nghttp2 session,
@@ -85,10 +94,13 @@ class Connection : private io::FdWatcher {
   // connection window.
   void ReturnAllCredit(ReceiveWindow* window);
 
-  // Options for a new stream's deframer: the receive limit and the
-  // connection's gather budget. A stream leaving the connection must
-  // ReleaseDeframer() so the budget is not referenced after it.
-  MessageDeframer::Options DeframerOptions();
+  // Options for a new stream's deframer: the receive limit, the connection's
+  // gather budget, and whether messages may arrive compressed (`encoding`
+  // is not identity). A stream leaving the connection must ReleaseDeframer()
+  // so the budget is not referenced after it.
+  MessageDeframer::Options DeframerOptions(
+      compression::CompressionAlgorithm encoding =
+          compression::CompressionAlgorithm::kIdentity);
   static void ReleaseDeframer(MessageDeframer* deframer) {
     deframer->Reset(MessageDeframer::Options());
   }
@@ -97,6 +109,13 @@ class Connection : private io::FdWatcher {
   io::EventLoop* loop() const { return loop_; }
   const std::string& peer() const { return peer_; }
   const ConnectionOptions& options() const { return options_; }
+  // options().accepted_compression (plus identity) as a
+  // grpc-accept-encoding value, formatted once.
+  absl::string_view accept_encoding() const { return accept_encoding_; }
+  // Whether a peer's grpc-encoding `name` (absent: identity) is one this
+  // side accepts; sets `*algorithm` if so.
+  bool AcceptsEncoding(absl::optional<absl::string_view> name,
+                       compression::CompressionAlgorithm* algorithm) const;
 
  protected:
   nghttp2_session* session() const { return session_; }
@@ -169,6 +188,7 @@ class Connection : private io::FdWatcher {
   io::FileDescriptor socket_;
   const std::string peer_;
   const ConnectionOptions options_;
+  std::string accept_encoding_;
   Nghttp2MemoryPool memory_;  // outlives session_ (deleted in ~Connection)
   MessageDeframer::GatherBudget gather_budget_;
   nghttp2_session* session_ = nullptr;

@@ -24,6 +24,9 @@ void ServerStream::Reset() {
   authority_.clear();
   client_metadata_.Clear();
   deadline_ = absl::InfiniteFuture();
+  client_accepted_encodings_ = compression::CompressionAlgorithmSet();
+  receive_encoding_ = send_encoding_ =
+      compression::CompressionAlgorithm::kIdentity;
   cancelled_.store(false, std::memory_order_relaxed);
   headers_sent_ = finished_ = half_closed_ = false;
   header_bytes_ = 0;
@@ -32,10 +35,6 @@ void ServerStream::Reset() {
   block_.Release();
   window_.Reset();
   outgoing_.Clear();
-}
-
-size_t ServerStream::HoldMessage(absl::string_view message) {
-  return window_.HoldMessage(message.size());
 }
 
 void ServerStream::ReleaseMessage(size_t held_bytes) {
@@ -54,9 +53,18 @@ void ServerStream::SendInitialMetadata(const Metadata* metadata) {
   connection_->RequestFlush();
 }
 
-void ServerStream::SubmitResponseHeaders() {
+ResponseDescription ServerStream::DescribeResponse(
+    const Metadata* metadata) const {
   ResponseDescription response;
-  response.metadata = &initial_metadata_;
+  response.send_encoding =
+      compression::CompressionAlgorithmName(send_encoding_);
+  response.accept_encodings = connection_->accept_encoding();
+  response.metadata = metadata;
+  return response;
+}
+
+void ServerStream::SubmitResponseHeaders() {
+  ResponseDescription response = DescribeResponse(&initial_metadata_);
   Status status = BuildResponseHeaders(response, &response_headers_);
   if (!status.ok()) {
     // Invalid user metadata: answer without it.
@@ -91,10 +99,10 @@ void ServerStream::Finish(const Status& status, const Metadata* trailing) {
   }
   if (!headers_sent_) {
     // Nothing sent yet: one HEADERS frame carries everything.
-    ResponseDescription response;
-    response.metadata = &initial_metadata_;
-    if (!BuildTrailersOnly(response, status, trailing, &trailers_).ok()) {
-      BuildTrailersOnly(ResponseDescription(), status, nullptr, &trailers_);
+    if (!BuildTrailersOnly(DescribeResponse(&initial_metadata_), status,
+                           trailing, &trailers_)
+             .ok()) {
+      BuildTrailersOnly(DescribeResponse(nullptr), status, nullptr, &trailers_);
     }
     headers_sent_ = true;
     nghttp2_submit_response(connection_->session(), stream_id_,
@@ -271,7 +279,7 @@ void ServerConnection::Refuse(ServerStream* stream, const Status& status,
   stream->headers_sent_ = true;
   if (http_status == 200) {
     ResponseDescription response;
-    response.accept_encodings = "identity";
+    response.accept_encodings = accept_encoding();
     BuildTrailersOnly(response, status, nullptr, &stream->trailers_);
   } else {
     BuildHttpErrorResponse(http_status, status, &stream->trailers_);
@@ -315,12 +323,19 @@ void ServerConnection::OnRequestHeaders(ServerStream* stream, bool end_stream) {
     refusal = Status(
         StatusCode::kInternal,
         absl::StrCat("malformed grpc-timeout '", *reserved.grpc_timeout, "'"));
-  } else if (reserved.grpc_encoding.has_value() &&
-             *reserved.grpc_encoding != "identity") {
-    refusal = Status(StatusCode::kUnimplemented,
-                     absl::StrCat("grpc-encoding '", *reserved.grpc_encoding,
-                                  "' is not supported; supported: identity"));
+  } else if (!AcceptsEncoding(reserved.grpc_encoding,
+                              &stream->receive_encoding_)) {
+    refusal = Status(
+        StatusCode::kUnimplemented,
+        absl::StrCat("grpc-encoding '", *reserved.grpc_encoding,
+                     "' is not supported; supported: ", accept_encoding()));
   }
+  if (reserved.grpc_accept_encoding.has_value()) {
+    stream->client_accepted_encodings_ =
+        compression::ParseAcceptEncoding(*reserved.grpc_accept_encoding);
+  }
+  stream->client_accepted_encodings_.Add(
+      compression::CompressionAlgorithm::kIdentity);
   stream->block_.Release();
   stream->half_closed_ = end_stream;
   if (!refusal.ok()) {
@@ -331,7 +346,7 @@ void ServerConnection::OnRequestHeaders(ServerStream* stream, bool end_stream) {
     stream->deadline_ = loop()->Now() + *timeout;
     loop()->Schedule(stream, stream->deadline_);
   }
-  stream->deframer_.Reset(DeframerOptions());
+  stream->deframer_.Reset(DeframerOptions(stream->receive_encoding_));
 
   ++stream->refs_;  // the rpc layer's, until Release()
   const Status dispatched = dispatcher_->Dispatch(stream);
@@ -357,7 +372,9 @@ int ServerConnection::OnDataChunk(int32_t stream_id, const uint8_t* data,
   stream->window_.Received(size);
   if (!stream->finished_ && !stream->cancelled() &&
       stream->observer != nullptr) {
-    DeliverToObserver<ServerStream::Observer> listener(stream->observer);
+    DeliverToObserver<ServerStream::Observer> listener(
+        stream->observer, stream->receive_encoding_,
+        options().max_receive_message_size, &stream->delivering_wire_size_);
     const Status status = stream->deframer_.Feed(
         absl::string_view(reinterpret_cast<const char*>(data), size), listener);
     if (!status.ok()) stream->Abort(status);

@@ -7,12 +7,14 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "transport/compression/compression_algorithm.h"
 #include "transport/header_list.h"
 #include "transport/http2/connection.h"
 #include "transport/http2/stream_base.h"
 #include "transport/io/event_loop.h"
 #include "transport/message_deframer.h"
 #include "transport/metadata.h"
+#include "transport/response_setup.h"
 #include "transport/status.h"
 
 namespace h2rpc::transport::http2 {
@@ -29,9 +31,10 @@ class ServerStream : private io::Timer {
   // Events of the stream, on the loop thread.
   class Observer {
    public:
-    // A complete request message; the view is valid during the call only.
-    // A non-OK return finishes the stream with that status.
-    virtual Status OnMessage(absl::string_view message) = 0;
+    // A complete request message, decompressed if it arrived compressed
+    // (`compressed`); the view is valid during the call only. A non-OK
+    // return finishes the stream with that status.
+    virtual Status OnMessage(absl::string_view message, bool compressed) = 0;
     // The client half-closed: no more messages.
     virtual void OnHalfClose() = 0;
     // The call ended without Finish(): client reset (CANCEL), deadline,
@@ -53,6 +56,11 @@ class ServerStream : private io::Timer {
   const Metadata& client_metadata() const { return client_metadata_; }
   // InfiniteFuture when the client sent no grpc-timeout.
   absl::Time deadline() const { return deadline_; }
+  // The encodings the client's grpc-accept-encoding lists (identity
+  // always): the only ones the response may use.
+  compression::CompressionAlgorithmSet client_accepted_encodings() const {
+    return client_accepted_encodings_;
+  }
   // True once the call ended without this side's Finish (see
   // Observer::OnCancel). Safe from any thread.
   bool cancelled() const { return cancelled_.load(std::memory_order_acquire); }
@@ -60,6 +68,16 @@ class ServerStream : private io::Timer {
   // Set by the dispatcher.
   Observer* observer = nullptr;
 
+  // Loop thread, before the response headers go out (ignored after): the
+  // response's grpc-encoding. The rpc layer compresses the messages it
+  // appends to outgoing() accordingly, and must pick an encoding in
+  // client_accepted_encodings().
+  void set_send_encoding(compression::CompressionAlgorithm encoding) {
+    if (!headers_sent_) send_encoding_ = encoding;
+  }
+  compression::CompressionAlgorithm send_encoding() const {
+    return send_encoding_;
+  }
   // Loop thread. Sends the response headers with a copy of `metadata` (may
   // be null) now, instead of with the first message or Finish.
   void SendInitialMetadata(const Metadata* metadata);
@@ -67,10 +85,11 @@ class ServerStream : private io::Timer {
   // it (after the response headers if not yet sent).
   OutgoingData& outgoing() { return outgoing_; }
   void ResumeSend();
-  // Inside Observer::OnMessage: keeps the message's bytes counted against
-  // the peer's flow-control windows until ReleaseMessage(returned value), so
-  // a reader that falls behind stops the sender (see ReceiveWindow).
-  size_t HoldMessage(absl::string_view message);
+  // Inside Observer::OnMessage: keeps the message's bytes (as received, so
+  // compressed if it was) counted against the peer's flow-control windows
+  // until ReleaseMessage(returned value), so a reader that falls behind
+  // stops the sender (see ReceiveWindow).
+  size_t HoldMessage() { return window_.HoldMessage(delivering_wire_size_); }
   // Loop thread: the application is done with a held message.
   void ReleaseMessage(size_t held_bytes);
   // Loop thread. Ends the call: trailers with `status` and a copy of
@@ -100,6 +119,9 @@ class ServerStream : private io::Timer {
   // Marks the call cancelled and tells the observer, once.
   void Cancel();
   void SubmitResponseHeaders();
+  // The response headers' grpc-encoding and grpc-accept-encoding, with
+  // `metadata`.
+  ResponseDescription DescribeResponse(const Metadata* metadata) const;
   void Reset();
 
   ServerConnection* connection_;
@@ -113,6 +135,12 @@ class ServerStream : private io::Timer {
   std::string authority_;
   Metadata client_metadata_;
   absl::Time deadline_ = absl::InfiniteFuture();
+  compression::CompressionAlgorithmSet client_accepted_encodings_;
+  compression::CompressionAlgorithm receive_encoding_ =
+      compression::CompressionAlgorithm::kIdentity;
+  compression::CompressionAlgorithm send_encoding_ =
+      compression::CompressionAlgorithm::kIdentity;
+  size_t delivering_wire_size_ = 0;  // of the message being delivered
   std::atomic<bool> cancelled_{false};
   bool headers_sent_ = false;
   bool finished_ = false;

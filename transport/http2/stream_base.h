@@ -11,6 +11,8 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "transport/compression/compression_algorithm.h"
+#include "transport/compression/thread_codecs.h"
 #include "transport/header_field.h"
 #include "transport/message_deframer.h"
 #include "transport/message_framer.h"
@@ -90,11 +92,11 @@ class OutgoingData {
 class ReceiveWindow {
  public:
   void Received(size_t bytes) { received_ += bytes; }
-  // A delivered message of `message_size` bytes the application keeps for
-  // later: holds its wire bytes (prefix included) and returns them, for
-  // Release().
-  size_t HoldMessage(size_t message_size) {
-    const size_t bytes = kMessagePrefixSize + message_size;
+  // A delivered message of `wire_size` bytes on the wire (compressed, if it
+  // was) the application keeps for later: holds its wire bytes (prefix
+  // included) and returns them, for Release().
+  size_t HoldMessage(size_t wire_size) {
+    const size_t bytes = kMessagePrefixSize + wire_size;
     held_ += bytes;
     return bytes;
   }
@@ -147,18 +149,38 @@ class ReceivedHeaderBlock {
 };
 
 // Hands each deframed message to a stream observer's OnMessage (client and
-// server observers alike); compression is not negotiated yet, so the flag
-// never reaches them set.
+// server observers alike), inflating it first when it arrived flagged
+// compressed, and records its size on the wire for flow control (see
+// ReceiveWindow::HoldMessage).
 template <class Observer>
 class DeliverToObserver final : public MessageDeframer::Listener {
  public:
-  explicit DeliverToObserver(Observer* observer) : observer_(observer) {}
+  // `encoding`: the stream's grpc-encoding. `max_message_size`: the receive
+  // limit, which applies to the decompressed size too. `*wire_size` is set
+  // to each message's size on the wire before the observer sees it.
+  DeliverToObserver(Observer* observer,
+                    compression::CompressionAlgorithm encoding,
+                    size_t max_message_size, size_t* wire_size)
+      : observer_(observer),
+        encoding_(encoding),
+        max_message_size_(max_message_size),
+        wire_size_(wire_size) {}
+
   Status OnMessage(absl::string_view message, bool compressed) override {
-    return observer_->OnMessage(message);
+    *wire_size_ = message.size();
+    if (!compressed) return observer_->OnMessage(message, false);
+    absl::string_view inflated;
+    Status status = compression::DecompressMessage(
+        message, encoding_, max_message_size_, &inflated);
+    if (!status.ok()) return status;
+    return observer_->OnMessage(inflated, true);
   }
 
  private:
-  Observer* observer_;
+  Observer* const observer_;
+  const compression::CompressionAlgorithm encoding_;
+  const size_t max_message_size_;
+  size_t* const wire_size_;
 };
 
 }  // namespace h2rpc::transport::http2
