@@ -29,15 +29,21 @@
 #include "test/util/allocation_counter.h"
 #include "test/util/notification.h"
 #include "test/util/raw_h2_client.h"
+#include "test/util/zlib_reference.h"
 
 namespace h2rpc {
 namespace {
 
 using grpc::testing::SimpleRequest;
 using grpc::testing::SimpleResponse;
+using ::h2rpc::testing::AllocationsByRole;
+using ::h2rpc::testing::GrpcFrame;
 using ::h2rpc::testing::Notification;
 using ::h2rpc::testing::ParseFrames;
 using ::h2rpc::testing::RawFrame;
+using ::h2rpc::testing::ThreadRole;
+using ::h2rpc::testing::ZlibCompress;
+using ::h2rpc::testing::ZlibCompressZeros;
 using ::testing::AnyOf;
 using ::testing::HasSubstr;
 
@@ -935,6 +941,98 @@ TEST(ClientFaultTest, ResponseOverReceiveLimitIsResourceExhausted) {
   const Status small = Call(&channel, absl::Seconds(30), request, &response);
   EXPECT_TRUE(small.ok()) << small.ToString();
   EXPECT_EQ(response.payload().body().size(), 100u);
+}
+
+// ---------------------------------------------------------------------------
+// (f) Compressed responses.
+
+// HPACK for "grpc-encoding: <value>" (literal without indexing, new name).
+std::string GrpcEncodingField(absl::string_view value) {
+  return std::string("\x00\x0dgrpc-encoding", 15) +
+         static_cast<char>(value.size()) + std::string(value);
+}
+
+// A response on stream 1: headers plus `extra_headers` (HPACK), one message
+// flagged `flag` in DATA frames of at most 16 KiB, then OK trailers.
+std::string ResponseWith(absl::string_view extra_headers, uint8_t flag,
+                         absl::string_view message) {
+  const std::string framed = GrpcFrame(message, flag);
+  std::string out =
+      Frame(0x1, 0x4 /*END_HEADERS*/, 1,
+            GrpcResponseHeaderBlock() + std::string(extra_headers));
+  for (size_t i = 0; i < framed.size(); i += 16384) {
+    out += Frame(0x0, 0, 1, absl::string_view(framed).substr(i, 16384));
+  }
+  return out + Frame(0x1, 0x4 | 0x1 /*END_STREAM*/, 1, OkTrailerBlock());
+}
+
+std::string SerializedResponse(absl::string_view body) {
+  SimpleResponse response;
+  response.mutable_payload()->set_body(std::string(body));
+  return response.SerializeAsString();
+}
+
+TEST(ClientFaultTest, GzipResponseFromAnotherPeerIsInflated) {
+  auto fake = AnswerWith(
+      ResponseWith(GrpcEncodingField("gzip"), 1,
+                   ZlibCompress(SerializedResponse(std::string(50000, 'z')),
+                                /*gzip=*/true)));
+  ASSERT_TRUE(fake->ok());
+  Channel channel(fake->target());
+  ClientContext context;
+  context.set_timeout(absl::Seconds(30));
+  SimpleResponse response;
+  const Status status =
+      channel.UnaryCall(&context, kEcho, SimpleRequest(), &response);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  EXPECT_EQ(response.payload().body(), std::string(50000, 'z'));
+  EXPECT_TRUE(context.last_message_compressed());
+}
+
+TEST(ClientFaultTest, ResponseInAnEncodingTheClientDoesNotAcceptIsInternal) {
+  auto fake = AnswerWith(ResponseWith(GrpcEncodingField("br"), 1, "??"));
+  ASSERT_TRUE(fake->ok());
+  Channel channel(fake->target());
+  const Status status = Call(&channel, absl::Seconds(30));
+  EXPECT_EQ(status.code(), StatusCode::kInternal) << status.ToString();
+  EXPECT_THAT(status.message(), HasSubstr("'br'"));
+}
+
+TEST(ClientFaultTest, GzipResponseToAClientThatRefusesGzipIsInternal) {
+  auto fake = AnswerWith(ResponseWith(GrpcEncodingField("gzip"), 1,
+                                      ZlibCompress("abc", /*gzip=*/true)));
+  ASSERT_TRUE(fake->ok());
+  ChannelOptions options;
+  options.connection.accepted_compression.Remove(CompressionAlgorithm::kGzip);
+  Channel channel(fake->target(), options);
+  const Status status = Call(&channel, absl::Seconds(30));
+  EXPECT_EQ(status.code(), StatusCode::kInternal) << status.ToString();
+  EXPECT_THAT(status.message(), HasSubstr("'gzip'"));
+}
+
+TEST(ClientFaultTest, CompressedFlagWithoutEncodingIsInternal) {
+  auto fake = AnswerWith(ResponseWith("", 1, ZlibCompress("abc", true)));
+  ASSERT_TRUE(fake->ok());
+  Channel channel(fake->target());
+  const Status status = Call(&channel, absl::Seconds(30));
+  EXPECT_EQ(status.code(), StatusCode::kInternal) << status.ToString();
+}
+
+TEST(ClientFaultTest, ResponseBombStopsAtTheReceiveLimit) {
+  // 64 MiB of zeros in about 64 KiB; the client's limit is 4 MiB.
+  const std::string bomb = ZlibCompressZeros(64 << 20, /*gzip=*/true);
+  auto fake = AnswerWith(ResponseWith(GrpcEncodingField("gzip"), 1, bomb));
+  ASSERT_TRUE(fake->ok());
+  Channel channel(fake->target());
+  const int64_t before = AllocationsByRole(ThreadRole::kClient).bytes;
+  const Status status = Call(&channel, absl::Seconds(30));
+  const int64_t allocated =
+      AllocationsByRole(ThreadRole::kClient).bytes - before;
+  EXPECT_EQ(status.code(), StatusCode::kResourceExhausted) << status.ToString();
+  EXPECT_THAT(status.message(), HasSubstr("4194304"));
+  // The limit, plus the connection's own setup and buffers; inflating the
+  // whole bomb would take 64 MiB.
+  EXPECT_LE(allocated, int64_t{5} << 20);
 }
 
 }  // namespace

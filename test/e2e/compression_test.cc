@@ -2,8 +2,6 @@
 // grpc-encoding for unary and streaming calls (per-call choices, defaults,
 // per-message opt-out, what each side accepts), and a raw HTTP/2 client
 // checking the server's wire format and its limit on inflated size.
-#include <zlib.h>
-
 #include <memory>
 #include <string>
 
@@ -15,6 +13,7 @@
 #include "rpc/server.h"
 #include "test/util/allocation_counter.h"
 #include "test/util/raw_h2_client.h"
+#include "test/util/zlib_reference.h"
 
 namespace h2rpc {
 namespace {
@@ -34,6 +33,9 @@ using ::h2rpc::testing::RawH2Client;
 using ::h2rpc::testing::RawRequest;
 using ::h2rpc::testing::RawResponse;
 using ::h2rpc::testing::ThreadRole;
+using ::h2rpc::testing::ZlibCompress;
+using ::h2rpc::testing::ZlibCompressZeros;
+using ::h2rpc::testing::ZlibInflate;
 using ::testing::HasSubstr;
 
 constexpr char kEcho[] = "/h2rpc.test.Compression/Echo";
@@ -388,57 +390,12 @@ INSTANTIATE_TEST_SUITE_P(Algorithms, CompressionTest,
 // The server's wire format and limits, seen by a raw HTTP/2 client whose
 // compression is zlib's own.
 
-// `size` zero bytes compressed by zlib in the gzip (gzip = true) or zlib
-// format, fed in 1 MiB pieces so a large bomb needs little memory.
-std::string ZlibCompressZeros(size_t size, bool gzip) {
-  z_stream strm{};
-  EXPECT_EQ(
-      deflateInit2(&strm, Z_BEST_COMPRESSION, Z_DEFLATED,
-                   gzip ? 16 + MAX_WBITS : MAX_WBITS, 8, Z_DEFAULT_STRATEGY),
-      Z_OK);
-  const std::string zeros(1 << 20, '\0');
-  std::string out;
-  char buffer[64 * 1024];
-  size_t left = size;
-  int flush = Z_NO_FLUSH;
-  do {
-    const size_t chunk = std::min(left, zeros.size());
-    strm.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(zeros.data()));
-    strm.avail_in = static_cast<uInt>(chunk);
-    left -= chunk;
-    flush = left == 0 ? Z_FINISH : Z_NO_FLUSH;
-    do {
-      strm.next_out = reinterpret_cast<Bytef*>(buffer);
-      strm.avail_out = sizeof(buffer);
-      deflate(&strm, flush);
-      out.append(buffer, sizeof(buffer) - strm.avail_out);
-    } while (strm.avail_out == 0);
-  } while (flush != Z_FINISH);
-  deflateEnd(&strm);
-  return out;
-}
-
-// A serialized SimpleRequest whose payload is `zeros` zero bytes, compressed:
-// the payload is the only field, so the serialization is a short header
-// then the zeros, and its compressed form is about as small as the zeros'.
+// A serialized SimpleRequest with a payload of `zeros` zero bytes,
+// compressed by zlib itself.
 std::string CompressedRequest(size_t zeros, bool gzip) {
   SimpleRequest request;
   request.mutable_payload()->set_body(std::string(zeros, '\0'));
-  const std::string serialized = request.SerializeAsString();
-  z_stream strm{};
-  EXPECT_EQ(
-      deflateInit2(&strm, Z_DEFAULT_COMPRESSION, Z_DEFLATED,
-                   gzip ? 16 + MAX_WBITS : MAX_WBITS, 8, Z_DEFAULT_STRATEGY),
-      Z_OK);
-  std::string out(deflateBound(&strm, serialized.size()), '\0');
-  strm.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(serialized.data()));
-  strm.avail_in = static_cast<uInt>(serialized.size());
-  strm.next_out = reinterpret_cast<Bytef*>(out.data());
-  strm.avail_out = static_cast<uInt>(out.size());
-  EXPECT_EQ(deflate(&strm, Z_FINISH), Z_STREAM_END);
-  out.resize(out.size() - strm.avail_out);
-  deflateEnd(&strm);
-  return out;
+  return ZlibCompress(request.SerializeAsString(), gzip);
 }
 
 class CompressionWireTest : public ::testing::TestWithParam<bool /*gzip*/> {
@@ -496,17 +453,7 @@ TEST_P(CompressionWireTest, ResponseIsCompressedWhenTheClientAcceptsIt) {
   ASSERT_TRUE(ParseGrpcFrames(response.body, &messages, &flags));
   ASSERT_EQ(messages.size(), 1u);
   EXPECT_EQ(flags[0], 1);
-  // zlib's own gunzip.
-  std::string inflated(20000, '\0');
-  z_stream strm{};
-  ASSERT_EQ(inflateInit2(&strm, 16 + MAX_WBITS), Z_OK);
-  strm.next_in = reinterpret_cast<Bytef*>(messages[0].data());
-  strm.avail_in = static_cast<uInt>(messages[0].size());
-  strm.next_out = reinterpret_cast<Bytef*>(inflated.data());
-  strm.avail_out = static_cast<uInt>(inflated.size());
-  EXPECT_EQ(inflate(&strm, Z_FINISH), Z_STREAM_END);
-  inflated.resize(inflated.size() - strm.avail_out);
-  inflateEnd(&strm);
+  const std::string inflated = ZlibInflate(messages[0], /*gzip=*/true, 20000);
   SimpleResponse echoed;
   ASSERT_TRUE(echoed.ParseFromString(inflated));
   EXPECT_EQ(echoed.payload().body(), std::string(10000, '\0'));

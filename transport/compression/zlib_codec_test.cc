@@ -1,7 +1,5 @@
 #include "transport/compression/zlib_codec.h"
 
-#include <zlib.h>
-
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -12,6 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "test/util/allocation_counter.h"
+#include "test/util/zlib_reference.h"
 #include "transport/compression/message_codec.h"
 #include "transport/status.h"
 
@@ -19,6 +18,9 @@ namespace h2rpc::transport::compression {
 namespace {
 
 using ::h2rpc::testing::AllocationCounter;
+using ::h2rpc::testing::ZlibCompress;
+using ::h2rpc::testing::ZlibCompressZeros;
+using ::h2rpc::testing::ZlibInflate;
 using ::testing::HasSubstr;
 
 constexpr size_t kFourMiB = 4 * 1024 * 1024;
@@ -40,74 +42,6 @@ std::string TextLike(size_t size) {
   while (s.size() < size) s += kWords[rng() % 6];
   s.resize(size);
   return s;
-}
-
-// zlib's own decoders, independent of ZlibDecompressor.
-std::string ZlibUncompress(const std::string& in, size_t expected_size) {
-  std::string out(expected_size + 1, '\0');
-  uLongf out_size = out.size();
-  const int result =
-      uncompress(reinterpret_cast<Bytef*>(out.data()), &out_size,
-                 reinterpret_cast<const Bytef*>(in.data()), in.size());
-  EXPECT_EQ(result, Z_OK);
-  out.resize(out_size);
-  return out;
-}
-
-std::string ZlibGunzip(const std::string& in, size_t expected_size) {
-  z_stream strm{};
-  EXPECT_EQ(inflateInit2(&strm, 16 + MAX_WBITS), Z_OK);
-  std::string out(expected_size + 1, '\0');
-  strm.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-  strm.avail_in = in.size();
-  strm.next_out = reinterpret_cast<Bytef*>(out.data());
-  strm.avail_out = out.size();
-  EXPECT_EQ(inflate(&strm, Z_FINISH), Z_STREAM_END);
-  EXPECT_EQ(strm.avail_in, 0u);
-  out.resize(strm.total_out);
-  inflateEnd(&strm);
-  return out;
-}
-
-std::string ZlibCompress2(const std::string& in) {
-  std::string out(compressBound(in.size()), '\0');
-  uLongf out_size = out.size();
-  EXPECT_EQ(compress2(reinterpret_cast<Bytef*>(out.data()), &out_size,
-                      reinterpret_cast<const Bytef*>(in.data()), in.size(),
-                      Z_BEST_COMPRESSION),
-            Z_OK);
-  out.resize(out_size);
-  return out;
-}
-
-// A deflate stream (zlib or gzip wrapper) of `size` zero bytes, compressed
-// chunk by chunk so the input is never in memory.
-std::string CompressZeros(uint64_t size, bool gzip) {
-  z_stream strm{};
-  EXPECT_EQ(
-      deflateInit2(&strm, Z_BEST_COMPRESSION, Z_DEFLATED,
-                   gzip ? 16 + MAX_WBITS : MAX_WBITS, 8, Z_DEFAULT_STRATEGY),
-      Z_OK);
-  const std::vector<char> zeros(1 << 20, 0);
-  std::vector<char> chunk(1 << 16);
-  std::string out;
-  uint64_t left = size;
-  int flush = Z_NO_FLUSH;
-  do {
-    const size_t n = left < zeros.size() ? left : zeros.size();
-    left -= n;
-    flush = left == 0 ? Z_FINISH : Z_NO_FLUSH;
-    strm.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(zeros.data()));
-    strm.avail_in = n;
-    do {
-      strm.next_out = reinterpret_cast<Bytef*>(chunk.data());
-      strm.avail_out = chunk.size();
-      deflate(&strm, flush);
-      out.append(chunk.data(), chunk.size() - strm.avail_out);
-    } while (strm.avail_out == 0);
-  } while (flush != Z_FINISH);
-  deflateEnd(&strm);
-  return out;
 }
 
 class ZlibCodecTest : public ::testing::TestWithParam<CompressionAlgorithm> {
@@ -154,10 +88,8 @@ TEST_P(ZlibCodecTest, OutputIsValidForZlibItself) {
       ASSERT_GE(compressed.size(), 2u);
       EXPECT_EQ(static_cast<uint8_t>(compressed[0]), 0x1f);
       EXPECT_EQ(static_cast<uint8_t>(compressed[1]), 0x8b);
-      EXPECT_TRUE(ZlibGunzip(compressed, message.size()) == message);
-    } else {
-      EXPECT_TRUE(ZlibUncompress(compressed, message.size()) == message);
     }
+    EXPECT_TRUE(ZlibInflate(compressed, gzip(), message.size()) == message);
   }
 }
 
@@ -209,25 +141,7 @@ TEST_P(ZlibCodecTest, ZeroLimit) {
 
 TEST_P(ZlibCodecTest, DecodesZlibsOwnStreams) {
   const std::string message = TextLike(300000);
-  // compress2 writes the zlib format; deflateInit2(16 + MAX_WBITS) gzip.
-  const std::string compressed =
-      gzip() ? [&] {
-        z_stream strm{};
-        EXPECT_EQ(deflateInit2(&strm, Z_BEST_SPEED, Z_DEFLATED, 16 + MAX_WBITS,
-                               9, Z_DEFAULT_STRATEGY),
-                  Z_OK);
-        std::string out(deflateBound(&strm, message.size()), '\0');
-        strm.next_in =
-            reinterpret_cast<Bytef*>(const_cast<char*>(message.data()));
-        strm.avail_in = message.size();
-        strm.next_out = reinterpret_cast<Bytef*>(out.data());
-        strm.avail_out = out.size();
-        EXPECT_EQ(deflate(&strm, Z_FINISH), Z_STREAM_END);
-        out.resize(strm.total_out);
-        deflateEnd(&strm);
-        return out;
-      }()
-             : ZlibCompress2(message);
+  const std::string compressed = ZlibCompress(message, gzip());
   std::string out;
   const Status status = decompressor_.Decompress(compressed, kFourMiB, &out);
   ASSERT_TRUE(status.ok()) << status.ToString();
@@ -310,12 +224,12 @@ TEST_P(ZlibCodecTest, TrailingGarbageIsInternal) {
 }
 
 TEST_P(ZlibCodecTest, BombStopsAtTheLimit) {
-  const std::string bomb = CompressZeros(uint64_t{1} << 30, gzip());
+  const std::string bomb = ZlibCompressZeros(uint64_t{1} << 30, gzip());
   EXPECT_LT(bomb.size(), 2u << 20);
   // Warm up (zlib allocates its window on first use).
   std::string warm;
   ASSERT_TRUE(
-      decompressor_.Decompress(CompressZeros(100, gzip()), kFourMiB, &warm)
+      decompressor_.Decompress(ZlibCompressZeros(100, gzip()), kFourMiB, &warm)
           .ok());
 
   std::string out;
@@ -334,7 +248,7 @@ TEST_P(ZlibCodecTest, BombWithLyingGzipSizeStopsAtTheLimit) {
   if (!gzip()) GTEST_SKIP() << "only gzip has a size trailer";
   for (uint32_t claimed :
        {uint32_t{1000}, uint32_t{kFourMiB - 1}, uint32_t{kFourMiB}}) {
-    std::string bomb = CompressZeros(64 << 20, true);
+    std::string bomb = ZlibCompressZeros(64 << 20, true);
     for (int i = 0; i < 4; ++i) {
       bomb[bomb.size() - 4 + i] = static_cast<char>(claimed >> (8 * i));
     }
