@@ -14,12 +14,22 @@
 // ping_pong, empty_stream, cancel_after_begin, cancel_after_first_response,
 // timeout_on_sleeping_server, custom_metadata (UnaryCall and FullDuplexCall),
 // status_code_and_message (UnaryCall and FullDuplexCall),
-// special_status_message, unimplemented_method, unimplemented_service and
-// half_duplex. The streaming calls use h2rpc's blocking ClientReader /
-// ClientWriter / ClientReaderWriter. The compression cases
-// (client_compressed_unary, server_compressed_unary,
-// client_compressed_streaming, server_compressed_streaming) need compression,
-// which h2rpc does not have yet: exit 2.
+// special_status_message, unimplemented_method, unimplemented_service,
+// client_compressed_unary, server_compressed_unary,
+// client_compressed_streaming, server_compressed_streaming and half_duplex.
+// The streaming calls use h2rpc's blocking ClientReader / ClientWriter /
+// ClientReaderWriter.
+//
+// Compression: requests are compressed with gzip
+// (ClientContext::set_compression_algorithm), one streaming message is sent
+// uncompressed with WriteOptions::set_no_compression, and whether a response
+// arrived compressed is ClientContext::last_message_compressed(). The
+// client_compressed_* cases start with the description's feature probe (a
+// request with expect_compressed=true sent uncompressed must get
+// INVALID_ARGUMENT), as gRPC's C++ client does. Unlike gRPC C++'s client
+// (grpcpp_interop_client.cc), a compressed response is not separately checked
+// for a grpc-encoding header: h2rpc fails a compressed message without one
+// with INTERNAL.
 //
 // half_duplex has no entry in the description; it follows gRPC's own C++
 // client: four requests of sizes 31415, 9, 2653, 58979 on HalfDuplexCall,
@@ -41,6 +51,7 @@
 #include "rpc/channel.h"
 #include "rpc/client_context.h"
 #include "rpc/client_stream.h"
+#include "rpc/compression.h"
 #include "rpc/metadata.h"
 #include "rpc/status.h"
 #include "test/interop/interop_peer_util.h"
@@ -84,6 +95,10 @@ constexpr int kLargeResponseSize = 314159;
 const std::vector<int> kRequestStreamSizes = {27182, 8, 1828, 45904};
 constexpr int kAggregatedRequestSize = 74922;  // their sum
 const std::vector<int> kResponseStreamSizes = {31415, 9, 2653, 58979};
+
+// What the compressed requests are compressed with (as gRPC's C++ client).
+constexpr CompressionAlgorithm kRequestCompression =
+    CompressionAlgorithm::kGzip;
 
 constexpr char kEchoInitialMetadataKey[] = "x-grpc-test-echo-initial";
 constexpr char kEchoInitialMetadataValue[] = "test_initial_metadata_value";
@@ -415,6 +430,159 @@ class InteropClient {
                       "UnimplementedService/UnimplementedCall");
   }
 
+  bool ClientCompressedUnary() {
+    {
+      // Feature probe: claims compression but sends the message plain.
+      ClientContext context;
+      SetDeadline(&context);
+      context.set_compression_algorithm(CompressionAlgorithm::kIdentity);
+      SimpleRequest request = LargeUnaryRequest();
+      request.mutable_expect_compressed()->set_value(true);
+      SimpleResponse response;
+      if (!ExpectCode(
+              channel_.UnaryCall(&context, kUnaryCall, request, &response),
+              StatusCode::kInvalidArgument,
+              "UnaryCall probe (expect_compressed=true, sent uncompressed)")) {
+        return false;
+      }
+    }
+    for (bool compressed : {true, false}) {
+      const std::string what = absl::StrCat(
+          "UnaryCall (expect_compressed=", compressed ? "true" : "false", ")");
+      ClientContext context;
+      SetDeadline(&context);
+      context.set_compression_algorithm(
+          compressed ? kRequestCompression : CompressionAlgorithm::kIdentity);
+      SimpleRequest request = LargeUnaryRequest();
+      request.mutable_expect_compressed()->set_value(compressed);
+      SimpleResponse response;
+      if (!ExpectOk(
+              channel_.UnaryCall(&context, kUnaryCall, request, &response),
+              what) ||
+          !ExpectZeros(response.payload().body(), kLargeResponseSize,
+                       what + " response")) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  bool ServerCompressedUnary() {
+    for (bool compressed : {true, false}) {
+      const std::string what = absl::StrCat("UnaryCall (response_compressed=",
+                                            compressed ? "true" : "false", ")");
+      ClientContext context;
+      SetDeadline(&context);
+      SimpleRequest request = LargeUnaryRequest();
+      request.mutable_response_compressed()->set_value(compressed);
+      SimpleResponse response;
+      if (!ExpectOk(
+              channel_.UnaryCall(&context, kUnaryCall, request, &response),
+              what) ||
+          !ExpectResponseCompression(context, compressed, what) ||
+          !ExpectZeros(response.payload().body(), kLargeResponseSize,
+                       what + " response")) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  bool ClientCompressedStreaming() {
+    {
+      // Feature probe: claims compression but sends the message plain.
+      ClientContext context;
+      SetDeadline(&context);
+      context.set_compression_algorithm(CompressionAlgorithm::kIdentity);
+      StreamingInputCallResponse response;
+      auto stream = channel_.ClientStreamingCall<StreamingInputCallRequest>(
+          &context, kStreamingInputCall, &response);
+      StreamingInputCallRequest request;
+      request.mutable_expect_compressed()->set_value(true);
+      request.mutable_payload()->set_body(std::string(27182, '\0'));
+      stream->Write(request);  // the server may end the call at once
+      stream->WritesDone();
+      if (!ExpectCode(stream->Finish(), StatusCode::kInvalidArgument,
+                      "StreamingInputCall probe (expect_compressed=true, "
+                      "sent uncompressed)")) {
+        return false;
+      }
+    }
+    ClientContext context;
+    SetDeadline(&context);
+    context.set_compression_algorithm(kRequestCompression);
+    StreamingInputCallResponse response;
+    auto stream = channel_.ClientStreamingCall<StreamingInputCallRequest>(
+        &context, kStreamingInputCall, &response);
+    StreamingInputCallRequest request;
+    request.mutable_expect_compressed()->set_value(true);
+    request.mutable_payload()->set_body(std::string(27182, '\0'));
+    if (!stream->Write(request)) {
+      return Fail(absl::StrCat(
+          "StreamingInputCall: writing the compressed message failed; call "
+          "ended with ",
+          Describe(stream->Finish())));
+    }
+    request.mutable_expect_compressed()->set_value(false);
+    request.mutable_payload()->set_body(std::string(45904, '\0'));
+    if (!stream->Write(request, WriteOptions().set_no_compression())) {
+      return Fail(absl::StrCat(
+          "StreamingInputCall: writing the uncompressed message failed; call "
+          "ended with ",
+          Describe(stream->Finish())));
+    }
+    stream->WritesDone();
+    if (!ExpectOk(stream->Finish(),
+                  "StreamingInputCall (compressed, then uncompressed "
+                  "message)")) {
+      return false;
+    }
+    if (response.aggregated_payload_size() != 73086) {
+      return Fail(absl::StrCat("StreamingInputCall: aggregated_payload_size ",
+                               response.aggregated_payload_size(),
+                               ", expected 73086"));
+    }
+    return true;
+  }
+
+  bool ServerCompressedStreaming() {
+    const std::vector<bool> compressed = {true, false};
+    const std::vector<int> sizes = {31415, 92653};
+    ClientContext context;
+    SetDeadline(&context);
+    StreamingOutputCallRequest request;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      auto* params = request.add_response_parameters();
+      params->mutable_compressed()->set_value(compressed[i]);
+      params->set_size(sizes[i]);
+    }
+    auto stream = channel_.ServerStreamingCall<StreamingOutputCallRequest,
+                                               StreamingOutputCallResponse>(
+        &context, kStreamingOutputCall, request);
+    StreamingOutputCallResponse response;
+    size_t count = 0;
+    while (stream->Read(&response)) {
+      const std::string what =
+          absl::StrCat("StreamingOutputCall response ", count + 1);
+      if (count >= sizes.size()) {
+        return Fail(
+            absl::StrCat(what, ": more than ", sizes.size(), " responses"));
+      }
+      if (!ExpectZeros(response.payload().body(), sizes[count], what) ||
+          !ExpectResponseCompression(context, compressed[count], what)) {
+        return false;
+      }
+      ++count;
+    }
+    const Status status = stream->Finish();
+    if (count < sizes.size()) {
+      return Fail(absl::StrCat("StreamingOutputCall: got ", count,
+                               " responses, expected ", sizes.size(),
+                               "; call ended with ", Describe(status)));
+    }
+    return ExpectOk(status, "StreamingOutputCall");
+  }
+
   bool HalfDuplex() {
     ClientContext context;
     SetDeadline(&context);
@@ -462,6 +630,24 @@ class InteropClient {
            ExpectMetadata(
                context.GetServerTrailingMetadata(), kEchoTrailingBinMetadataKey,
                kEchoTrailingBinMetadataValue, call + " trailing metadata");
+  }
+
+  // Checks whether the last response message received on `context` arrived
+  // compressed.
+  static bool ExpectResponseCompression(const ClientContext& context, bool want,
+                                        const std::string& what) {
+    const bool was_compressed = context.last_message_compressed();
+    if (want && !was_compressed) {
+      return Fail(what +
+                  ": compression requested, but the response's compressed "
+                  "flag is not set");
+    }
+    if (!want && was_compressed) {
+      return Fail(what +
+                  ": compression not requested, but the response's "
+                  "compressed flag is set");
+    }
+    return true;
   }
 
   std::unique_ptr<DuplexCall> StartFullDuplex(ClientContext* context) {
@@ -530,6 +716,12 @@ const std::map<std::string, TestCase>& TestCases() {
       {"special_status_message", &InteropClient::SpecialStatusMessage},
       {"unimplemented_method", &InteropClient::UnimplementedMethod},
       {"unimplemented_service", &InteropClient::UnimplementedService},
+      {"client_compressed_unary", &InteropClient::ClientCompressedUnary},
+      {"server_compressed_unary", &InteropClient::ServerCompressedUnary},
+      {"client_compressed_streaming",
+       &InteropClient::ClientCompressedStreaming},
+      {"server_compressed_streaming",
+       &InteropClient::ServerCompressedStreaming},
       {"half_duplex", &InteropClient::HalfDuplex},
   };
   return *cases;

@@ -9,11 +9,11 @@
 //
 // Server features, as the interop description names them: EmptyCall,
 // UnaryCall, CacheableUnaryCall, StreamingOutputCall, StreamingInputCall,
-// FullDuplexCall, HalfDuplexCall, Echo Status, Echo Metadata, Observe
-// ResponseParameters.interval_us, and CompressedRequest as far as h2rpc can
-// (see below). UnimplementedCall answers UNIMPLEMENTED explicitly.
-// Authentication features (fill_username, fill_oauth_scope) and ORCA reports
-// are not implemented; those fields are ignored.
+// FullDuplexCall, HalfDuplexCall, CompressedRequest, CompressedResponse,
+// Echo Status, Echo Metadata, Observe ResponseParameters.interval_us.
+// UnimplementedCall answers UNIMPLEMENTED explicitly. Authentication features
+// (fill_username, fill_oauth_scope) and ORCA reports are not implemented;
+// those fields are ignored.
 //
 // The streaming methods use h2rpc's synchronous handlers (blocking
 // ServerReader / ServerWriter / ServerReaderWriter): interval_us is a
@@ -25,6 +25,22 @@
 // interop server's, grpcpp_interop_server.cc):
 // - Every method echoes metadata: x-grpc-test-echo-initial as initial
 //   metadata, x-grpc-test-echo-trailing-bin as trailing metadata.
+// - expect_compressed (UnaryCall, and each StreamingInputCall request): true
+//   requires the message to have arrived with the compressed flag set
+//   (ServerContext::last_message_compressed); an explicit false requires the
+//   flag clear; unset checks nothing. Either mismatch is INVALID_ARGUMENT,
+//   which is what the clients' feature probe expects. (gRPC C++'s server
+//   also checks that the call announced a grpc-encoding; h2rpc's transport
+//   already fails a compressed message without one with INTERNAL.)
+// - response_compressed on UnaryCall: true compresses the response with gzip,
+//   an explicit false sends it uncompressed (h2rpc compresses only with an
+//   algorithm the client accepts; gRPC and h2rpc clients accept gzip).
+// - ResponseParameters.compressed: the call compresses with gzip when any
+//   response of the request deciding it asks for compression (on
+//   StreamingOutputCall its request; on FullDuplexCall/HalfDuplexCall the
+//   first request with response_parameters, since the encoding is fixed with
+//   the response headers); every response not asking for compression is
+//   written with WriteOptions::set_no_compression.
 // - response_status on StreamingOutputCall: the responses are sent first, then
 //   the call ends with the echoed status. On FullDuplexCall the call ends as
 //   soon as a request carrying response_status is read (that request's
@@ -35,14 +51,6 @@
 // - CacheableUnaryCall behaves as UnaryCall, adds "cache-control: max-age=60,
 //   public", and when no response_size is asked for returns the current time
 //   in nanoseconds as the payload (as the description's server does).
-//
-// Compression: h2rpc has none yet. The transport refuses a call that
-// announces a grpc-encoding with UNIMPLEMENTED before any handler runs, so a
-// request that reaches a handler was never compressed: expect_compressed=true
-// (on UnaryCall or on any StreamingInputCall request) is answered
-// INVALID_ARGUMENT (the feature probe's expected answer), false or unset
-// checks nothing more. response_compressed and ResponseParameters.compressed
-// are ignored: responses are always sent uncompressed.
 #include <signal.h>
 
 #include <algorithm>
@@ -61,6 +69,7 @@
 #include "absl/time/time.h"
 #include "proto/grpc/testing/empty.pb.h"
 #include "proto/grpc/testing/messages.pb.h"
+#include "rpc/compression.h"
 #include "rpc/server.h"
 #include "rpc/server_context.h"
 #include "rpc/server_stream.h"
@@ -131,24 +140,43 @@ Status SetZeroPayload(int32_t size, Payload* payload) {
   return Status();
 }
 
-// CompressedRequest: h2rpc cannot receive a compressed message (see the file
-// comment), so only an expectation of compression can fail. `Request` is
+// CompressedRequest: checks the message just read on `context`'s call
+// against its expect_compressed (see the file comment). `Request` is
 // SimpleRequest or StreamingInputCallRequest.
 template <class Request>
-Status CheckExpectedCompression(const Request& request) {
-  if (request.has_expect_compressed() && request.expect_compressed().value()) {
+Status CheckExpectedCompression(const ServerContext& context,
+                                const Request& request) {
+  if (!request.has_expect_compressed()) return Status();
+  const bool was_compressed = context.last_message_compressed();
+  if (request.expect_compressed().value()) {
+    if (!was_compressed) {
+      return Status(StatusCode::kInvalidArgument,
+                    "expected a compressed request, but the message's "
+                    "compressed flag was not set");
+    }
+  } else if (was_compressed) {
     return Status(StatusCode::kInvalidArgument,
-                  "expected a compressed request, but the message's "
-                  "compressed flag was not set");
+                  "expected an uncompressed request, but the message's "
+                  "compressed flag was set");
   }
   return Status();
 }
+
+// The algorithm the server compresses with when a request asks for a
+// compressed response (as gRPC's own interop server does).
+constexpr CompressionAlgorithm kResponseCompression =
+    CompressionAlgorithm::kGzip;
 
 // UnaryCall semantics, shared with CacheableUnaryCall.
 Status HandleUnary(ServerContext* context, const SimpleRequest& request,
                    SimpleResponse* response) {
   EchoMetadata(context);
-  Status status = CheckExpectedCompression(request);
+  if (request.has_response_compressed()) {
+    context->set_compression_algorithm(request.response_compressed().value()
+                                           ? kResponseCompression
+                                           : CompressionAlgorithm::kIdentity);
+  }
+  Status status = CheckExpectedCompression(*context, request);
   if (!status.ok()) return status;
   status = CheckResponseType(request.response_type());
   if (!status.ok()) return status;
@@ -205,8 +233,16 @@ bool SleepUnlessCancelled(ServerContext* context, int32_t interval_us) {
   return false;
 }
 
+bool AnyCompressedResponse(const StreamingOutputCallRequest& request) {
+  for (const ResponseParameters& params : request.response_parameters()) {
+    if (params.compressed().value()) return true;
+  }
+  return false;
+}
+
 // Writes one response per ResponseParameters of `request` (`size` zero bytes
-// each), sleeping interval_us before each. `Writer` is ServerWriter or
+// each), sleeping interval_us before each; a response whose `compressed` is
+// not true is written uncompressed. `Writer` is ServerWriter or
 // ServerReaderWriter.
 template <class Writer>
 Status WriteResponses(ServerContext* context,
@@ -219,7 +255,9 @@ Status WriteResponses(ServerContext* context,
     if (!SleepUnlessCancelled(context, params.interval_us())) {
       return Status(StatusCode::kCancelled, "call cancelled while sleeping");
     }
-    if (!writer->Write(response)) {
+    WriteOptions options;
+    if (!params.compressed().value()) options.set_no_compression();
+    if (!writer->Write(response, options)) {
       return Status(StatusCode::kCancelled,
                     "client went away while responses were being written");
     }
@@ -235,6 +273,9 @@ Status StreamingOutputCall(ServerContext* context,
   EchoMetadata(context);
   Status status = CheckResponseType(request.response_type());
   if (!status.ok()) return status;
+  if (AnyCompressedResponse(request)) {
+    context->set_compression_algorithm(kResponseCompression);
+  }
   status = WriteResponses(context, request, writer);
   if (!status.ok()) return status;
   if (request.has_response_status()) {
@@ -251,7 +292,7 @@ Status StreamingInputCall(ServerContext* context,
   StreamingInputCallRequest request;
   int64_t total = 0;
   while (reader->Read(&request)) {
-    Status status = CheckExpectedCompression(request);
+    Status status = CheckExpectedCompression(*context, request);
     if (!status.ok()) return status;
     total += static_cast<int64_t>(request.payload().body().size());
   }
@@ -261,16 +302,25 @@ Status StreamingInputCall(ServerContext* context,
 }
 
 // Full duplex: answers each request as it arrives, until the client
-// half-closes; a request with response_status ends the call with it.
+// half-closes; a request with response_status ends the call with it. The
+// first request with response_parameters decides the call's compression.
 Status FullDuplexCall(ServerContext* context, DuplexStream* stream) {
   EchoMetadata(context);
   StreamingOutputCallRequest request;
+  bool first_response_pending = true;
   while (stream->Read(&request)) {
     if (request.has_response_status()) {
       return EchoedStatus(request.response_status());
     }
     Status status = CheckResponseType(request.response_type());
     if (!status.ok()) return status;
+    if (request.response_parameters_size() == 0) continue;
+    if (first_response_pending) {
+      first_response_pending = false;
+      if (AnyCompressedResponse(request)) {
+        context->set_compression_algorithm(kResponseCompression);
+      }
+    }
     status = WriteResponses(context, request, stream);
     if (!status.ok()) return status;
   }
@@ -279,13 +329,21 @@ Status FullDuplexCall(ServerContext* context, DuplexStream* stream) {
 }
 
 // Half duplex: buffers every request until the client half-closes, then
-// answers them in order.
+// answers them in order. The first request with response_parameters decides
+// the call's compression.
 Status HalfDuplexCall(ServerContext* context, DuplexStream* stream) {
   EchoMetadata(context);
   std::vector<StreamingOutputCallRequest> requests;
   StreamingOutputCallRequest request;
   while (stream->Read(&request)) requests.push_back(request);
   if (context->IsCancelled()) return CancelledStatus();
+  for (const StreamingOutputCallRequest& r : requests) {
+    if (r.response_parameters_size() == 0) continue;
+    if (AnyCompressedResponse(r)) {
+      context->set_compression_algorithm(kResponseCompression);
+    }
+    break;
+  }
   for (const StreamingOutputCallRequest& r : requests) {
     if (r.has_response_status()) return EchoedStatus(r.response_status());
     Status status = CheckResponseType(r.response_type());

@@ -1,7 +1,8 @@
 """Interop pairings: one interop client binary against one interop server."""
 
-# Every test case the gRPC C++ interop client implements
-# (grpcpp_interop_client.cc); a pairing may run a subset.
+# Every test case the interop clients implement (grpcpp_interop_client.cc and
+# h2rpc_interop_client.cc) and the interop servers serve; every pairing in
+# BUILD.bazel runs them all. A pairing may run a subset (`cases`).
 ALL_INTEROP_CASES = [
     "empty_unary",
     "large_unary",
@@ -22,24 +23,6 @@ ALL_INTEROP_CASES = [
     "client_compressed_streaming",
     "server_compressed_streaming",
     "half_duplex",
-]
-
-# The compression cases. h2rpc has no compression yet, so they stay out of
-# every pairing with an h2rpc peer.
-COMPRESSION_INTEROP_CASES = [
-    "client_compressed_unary",
-    "server_compressed_unary",
-    "client_compressed_streaming",
-    "server_compressed_streaming",
-]
-
-# Every case but the compression ones: what h2rpc's interop client implements
-# (h2rpc_interop_client.cc) and what the h2rpc interop server can serve
-# (h2rpc_interop_server.cc), unary and streaming alike.
-NON_COMPRESSION_INTEROP_CASES = [
-    c
-    for c in ALL_INTEROP_CASES
-    if c not in COMPRESSION_INTEROP_CASES
 ]
 
 def interop_pairing_test(
