@@ -1,0 +1,112 @@
+"""benchresult: prints or compares benchmain result files.
+
+  benchresult new.json                 one row per run
+  benchresult old.json new.json        per matched run, Before/After/Percentage
+  benchresult [old.json] new.json --html report.html
+                                       also writes a self-contained HTML report
+
+Under `bazel run`, relative paths are taken from the directory bazel was run
+in. The file format is docs/benchmark_results.md. Exit status: 0 on
+success, 2 on bad usage or a bad input file, 1 when the HTML report cannot
+be written.
+"""
+
+import argparse
+import os
+import sys
+
+import benchresult_lib as lib
+import html_report
+import text_report
+
+EXIT_OK, EXIT_OUTPUT_ERROR, EXIT_BAD_INPUT = 0, 1, 2
+
+
+def parse_args(argv):
+    """Parses the command line; exits with status 2 on bad usage."""
+    parser = argparse.ArgumentParser(
+        prog="benchresult",
+        description="Print one benchmain result file as a table, or compare "
+                    "two (old, then new) run by run.")
+    parser.add_argument("files", nargs="+", metavar="result.json",
+                        help="one result file, or two: old then new")
+    parser.add_argument("--html", metavar="report.html",
+                        help="also write a self-contained HTML report here")
+    args = parser.parse_args(argv)
+    if len(args.files) > 2:
+        parser.error(f"expected one or two result files, got "
+                     f"{len(args.files)}")
+    return args
+
+
+def resolve(path):
+    """Makes a relative path relative to where `bazel run` was invoked."""
+    base = os.environ.get("BUILD_WORKING_DIRECTORY")
+    if base and not os.path.isabs(path):
+        return os.path.join(base, path)
+    return path
+
+
+def load(path):
+    """Loads a result file given on the command line, named as given."""
+    result = lib.load(resolve(path))
+    result.path = path
+    return result
+
+
+def render(results):
+    """Returns (text, html) for one or two loaded ResultFiles."""
+    if len(results) == 1:
+        return (text_report.single_table(results[0]),
+                html_report.single_report(results[0]))
+    old, new = results
+    comparison = lib.match(old, new)
+    return (text_report.comparison_report(old, new, comparison),
+            html_report.comparison_report(old, new, comparison))
+
+
+def write_html(path, document):
+    """Writes the HTML report; returns an error message or None."""
+    try:
+        with open(resolve(path), "w", encoding="utf-8") as f:
+            f.write(document)
+    except OSError as e:
+        return f"cannot write {path}: {e.strerror or e}"
+    return None
+
+
+def main(argv=None):
+    """Runs benchresult; returns the exit status."""
+    args = parse_args(argv)
+    try:
+        results = [load(path) for path in args.files]
+    except lib.InputError as e:
+        print(f"benchresult: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    text, document = render(results)
+    sys.stdout.write(text)
+    sys.stdout.flush()
+    if args.html:
+        error = write_html(args.html, document)
+        if error:
+            print(f"benchresult: {error}", file=sys.stderr)
+            return EXIT_OUTPUT_ERROR
+        print(f"benchresult: wrote {args.html}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _run_as_program():
+    """Entry point: µ and → never fail to print, nor does a closed pipe."""
+    sys.stdout.reconfigure(errors="replace")
+    try:
+        status = main()
+    except BrokenPipeError:
+        # `benchresult ... | head`: stop quietly, as other tools do.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        status = EXIT_OUTPUT_ERROR
+    sys.exit(status)
+
+
+if __name__ == "__main__":
+    _run_as_program()

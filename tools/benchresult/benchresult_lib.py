@@ -1,0 +1,347 @@
+"""Loading, matching and arithmetic for benchmain result files.
+
+A result file is the JSON document `benchmark:benchmain --result_file=FILE`
+writes, format "h2rpc-benchmain/1" (docs/benchmark_results.md). This module
+reads and validates it, matches the runs of two files by their features and
+computes before/after changes. It does no formatting and no output.
+"""
+
+import collections
+import dataclasses
+import json
+import math
+
+FORMAT = "h2rpc-benchmain/1"
+
+# Features that describe how long a run lasted, not what it measured: two
+# runs that differ only here are the same benchmark.
+IGNORED_FEATURES = frozenset({"benchtime_s"})
+
+# Kinds of metric, which decide how a value is formatted.
+COUNT = "count"            # an integer number of operations
+PER_OP = "per_op"          # allocations or bytes per operation
+RATE = "rate"              # operations per second
+BITS_PER_SECOND = "bps"    # payload throughput
+NANOSECONDS = "ns"         # a latency or a CPU time
+
+
+@dataclasses.dataclass(frozen=True)
+class Metric:
+    """One row of a comparison: a title and where its value lives in a run.
+
+    `path` is the chain of keys from the run object to the number, e.g.
+    ("client", "allocs_per_op").
+    """
+    title: str
+    path: tuple
+    kind: str
+
+
+# The rows of a before/after table, in grpc-go's benchresult order, then
+# the figures grpc-go lacks (QPS, because matching ignores benchtime_s and
+# TotalOps then depends on it; CPU time per op for each side).
+COMPARISON_METRICS = (
+    Metric("TotalOps", ("total_ops",), COUNT),
+    Metric("SendOps", ("send_ops",), COUNT),
+    Metric("RecvOps", ("recv_ops",), COUNT),
+    Metric("Bytes/op (client)", ("client", "bytes_per_op"), PER_OP),
+    Metric("Bytes/op (server)", ("server", "bytes_per_op"), PER_OP),
+    Metric("Allocs/op (client)", ("client", "allocs_per_op"), PER_OP),
+    Metric("Allocs/op (server)", ("server", "allocs_per_op"), PER_OP),
+    Metric("ReqT/op", ("req_throughput_bps",), BITS_PER_SECOND),
+    Metric("RespT/op", ("resp_throughput_bps",), BITS_PER_SECOND),
+    Metric("50th-Lat", ("latency_ns", "p50"), NANOSECONDS),
+    Metric("90th-Lat", ("latency_ns", "p90"), NANOSECONDS),
+    Metric("99th-Lat", ("latency_ns", "p99"), NANOSECONDS),
+    Metric("Avg-Lat", ("latency_ns", "avg"), NANOSECONDS),
+    Metric("QPS", ("qps",), RATE),
+    Metric("CPU/op (client)", ("client", "cpu_ns_per_op"), NANOSECONDS),
+    Metric("CPU/op (server)", ("server", "cpu_ns_per_op"), NANOSECONDS),
+)
+
+# Every number a run may carry, checked on load.
+_NUMBER_PATHS = (
+    ("duration_s",), ("total_ops",), ("send_ops",), ("recv_ops",), ("qps",),
+    ("req_throughput_bps",), ("resp_throughput_bps",),
+    ("latency_ns", "p50"), ("latency_ns", "p90"), ("latency_ns", "p99"),
+    ("latency_ns", "p999"), ("latency_ns", "avg"), ("latency_ns", "max"),
+) + tuple((side, field) for side in ("client", "server")
+          for field in ("allocs_per_op", "bytes_per_op", "cpu_ns_per_op"))
+
+# Optional objects of a run; any of them may be null or absent.
+_OBJECT_FIELDS = ("latency_ns", "latency_histogram", "client", "server")
+
+
+class InputError(Exception):
+    """A result file that cannot be read or does not follow the format."""
+
+
+@dataclasses.dataclass
+class Run:
+    """One run of a result file: its features and its measurements.
+
+    `index` is the run's position in the file's "runs" array; `data` is the
+    run's JSON object as loaded (validated).
+    """
+    index: int
+    features: dict
+    data: dict
+
+    def value(self, path):
+        """Returns the number at `path`, or None if it or a parent is null."""
+        node = self.data
+        for key in path:
+            if not isinstance(node, dict):
+                return None
+            node = node.get(key)
+        return node
+
+    def key(self):
+        """Returns the features that identify this run, as a hashable key.
+
+        Every feature takes part except IGNORED_FEATURES.
+        """
+        return tuple(sorted((name, value)
+                            for name, value in self.features.items()
+                            if name not in IGNORED_FEATURES))
+
+
+@dataclasses.dataclass
+class ResultFile:
+    """A loaded result file: where it came from, its metadata, its runs."""
+    path: str
+    started: str
+    command: str
+    versions: dict
+    runs: list
+
+
+@dataclasses.dataclass
+class Comparison:
+    """Runs of two files paired by features, and those left unpaired.
+
+    `matched` holds (before, after) pairs in the order of the new file;
+    `only_old` and `only_new` keep each file's order.
+    """
+    matched: list
+    only_old: list
+    only_new: list
+
+
+@dataclasses.dataclass(frozen=True)
+class Change:
+    """One compared figure: before, after (either may be None) and percent.
+
+    `percent` is None when it has no meaning (see percent_change).
+    """
+    metric: Metric
+    before: object
+    after: object
+    percent: object
+
+
+def load(path):
+    """Reads and validates the result file at `path`.
+
+    Returns a ResultFile. Raises InputError, naming the file and the
+    offending field, when the file is missing, is not JSON, has another
+    "format", or a field has the wrong type.
+    """
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise InputError(f"{path}: not UTF-8 text: {e.reason} at byte "
+                         f"{e.start}") from None
+    return parse(text, path)
+
+
+def parse(text, path="<string>"):
+    """Parses and validates a result file's text; `path` names it in errors.
+
+    Returns a ResultFile; raises InputError like load().
+    """
+    try:
+        document = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as e:
+        raise InputError(f"{path}: invalid JSON at line {e.lineno} column "
+                         f"{e.colno}: {e.msg}") from None
+    except ValueError as e:
+        raise InputError(f"{path}: invalid JSON: {e}") from None
+    if not isinstance(document, dict):
+        raise InputError(f"{path}: the top level is not a JSON object")
+    _check_format(document, path)
+    runs = document.get("runs")
+    if not isinstance(runs, list):
+        raise InputError(f'{path}: "runs" is missing or not an array')
+    return ResultFile(
+        path=path,
+        started=_optional_string(document, "started", path),
+        command=_optional_string(document, "command", path),
+        versions=_versions(document, path),
+        runs=[_run(index, run, path) for index, run in enumerate(runs)],
+    )
+
+
+def _reject_constant(name):
+    """json.loads hook: NaN and Infinity are not JSON numbers."""
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _check_format(document, path):
+    """Raises InputError unless the document's "format" is FORMAT."""
+    if "format" not in document:
+        raise InputError(f'{path}: no "format" field; expected "{FORMAT}"')
+    if document["format"] != FORMAT:
+        found = json.dumps(document["format"])
+        raise InputError(f'{path}: "format" is {found}, expected "{FORMAT}"')
+
+
+def _optional_string(document, name, path):
+    """Returns document[name] ("" if absent); InputError if not a string."""
+    value = document.get(name)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise InputError(f'{path}: "{name}" is not a string')
+    return value
+
+
+def _versions(document, path):
+    """Returns the "versions" object as {name: str}; InputError if wrong."""
+    versions = document.get("versions")
+    if versions is None:
+        return {}
+    if not isinstance(versions, dict):
+        raise InputError(f'{path}: "versions" is not an object')
+    return {name: str(value) for name, value in versions.items()}
+
+
+def _run(index, run, path):
+    """Validates the index-th element of "runs" and returns it as a Run."""
+    where = f"{path}: runs[{index}]"
+    if not isinstance(run, dict):
+        raise InputError(f"{where} is not an object")
+    features = run.get("features")
+    if not isinstance(features, dict):
+        raise InputError(f'{where}: "features" is missing or not an object')
+    for name, value in features.items():
+        if isinstance(value, (dict, list)):
+            raise InputError(f'{where}: feature "{name}" is not a scalar')
+    for name in _OBJECT_FIELDS:
+        if run.get(name) is not None and not isinstance(run[name], dict):
+            raise InputError(f'{where}: "{name}" is not an object or null')
+    result = Run(index=index, features=features, data=run)
+    for number_path in _NUMBER_PATHS:
+        value = result.value(number_path)
+        if value is not None and not _is_number(value):
+            raise InputError(f'{where}: "{".".join(number_path)}" is '
+                             f"{json.dumps(value)}, expected a number or null")
+    _check_histogram(run.get("latency_histogram"), where)
+    return result
+
+
+def _is_number(value):
+    """True for a finite JSON number (bool is not a number here)."""
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and math.isfinite(value))
+
+
+def _check_histogram(histogram, where):
+    """Raises InputError unless `histogram` is null or a valid histogram."""
+    if histogram is None:
+        return
+    growth = histogram.get("growth")
+    first_upper = histogram.get("first_upper_ns")
+    counts = histogram.get("counts")
+    if not _is_number(growth) or growth <= 1:
+        raise InputError(f'{where}: "latency_histogram.growth" must be a '
+                         "number above 1")
+    if not _is_number(first_upper) or first_upper <= 0:
+        raise InputError(f'{where}: "latency_histogram.first_upper_ns" must '
+                         "be a positive number")
+    if not isinstance(counts, list) or not all(
+            isinstance(pair, list) and len(pair) == 2
+            and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0
+                    for n in pair)
+            for pair in counts):
+        raise InputError(f'{where}: "latency_histogram.counts" must be a list '
+                         "of [bucket index, count] pairs of whole numbers")
+
+
+def match(old, new):
+    """Pairs the runs of two ResultFiles by Run.key(); returns a Comparison.
+
+    Runs with the same key within one file pair up in file order; those
+    left over are reported as present in one file only.
+    """
+    unpaired_old = collections.defaultdict(collections.deque)
+    for run in old.runs:
+        unpaired_old[run.key()].append(run)
+    matched, only_new = [], []
+    for run in new.runs:
+        candidates = unpaired_old.get(run.key())
+        if candidates:
+            matched.append((candidates.popleft(), run))
+        else:
+            only_new.append(run)
+    paired_old = {id(before) for before, _ in matched}
+    only_old = [run for run in old.runs if id(run) not in paired_old]
+    return Comparison(matched=matched, only_old=only_old, only_new=only_new)
+
+
+def percent_change(before, after):
+    """Returns (after - before) / before * 100 as a float, or None.
+
+    0.0 when both are equal (0 -> 0 included); None when either side is
+    None or `before` is 0 with a different `after`, so the result is never
+    NaN or infinite. Computed in floating point: 3 -> 2 gives -33.333...,
+    not grpc-go's integer-truncated -33.
+    """
+    if before is None or after is None:
+        return None
+    if before == after:
+        return 0.0
+    if before == 0:
+        return None
+    return (float(after) - float(before)) / float(before) * 100.0
+
+
+def compare_runs(before, after, metrics=COMPARISON_METRICS):
+    """Returns one Change per metric for a matched pair of Runs."""
+    changes = []
+    for metric in metrics:
+        old_value = before.value(metric.path)
+        new_value = after.value(metric.path)
+        changes.append(Change(metric, old_value, new_value,
+                              percent_change(old_value, new_value)))
+    return changes
+
+
+def latency_cdf(run):
+    """Returns the run's latency CDF as [(upper_ns, fraction), ...].
+
+    One point per non-empty bucket of latency_histogram, in increasing
+    latency: the fraction of ops at or below the bucket's upper bound
+    (first_upper_ns * growth**index), preceded by (lower edge of the first
+    non-empty bucket, 0.0). Empty when the run has no histogram or no
+    samples.
+    """
+    histogram = run.data.get("latency_histogram")
+    if not histogram:
+        return []
+    buckets = sorted((index, count) for index, count in histogram["counts"]
+                     if count > 0)
+    total = sum(count for _, count in buckets)
+    if total == 0:
+        return []
+    growth = histogram["growth"]
+    first_upper = histogram["first_upper_ns"]
+    points = [(first_upper * growth ** (buckets[0][0] - 1), 0.0)]
+    seen = 0
+    for index, count in buckets:
+        seen += count
+        points.append((first_upper * growth ** index, seen / total))
+    return points

@@ -1,0 +1,256 @@
+"""Plain-text tables for benchmain result files.
+
+single_table() prints one row per run of one file; comparison_report()
+prints, per run matched between two files, a grpc-go benchresult style
+table (Title / Before / After / Percentage) and then the runs found in one
+file only. The cell formatters are public so the HTML report and the tests
+use the same text.
+"""
+
+import benchresult_lib as lib
+
+MISSING = "-"  # a value that is null in the file
+NOT_APPLICABLE = "n/a"  # a percentage with no meaning (see percent_change)
+
+_DURATION_UNITS = ((1.0, "ns"), (1e3, "µs"), (1e6, "ms"), (1e9, "s"))
+_BIT_RATE_UNITS = ((1.0, "bps"), (1e3, "Kbps"), (1e6, "Mbps"), (1e9, "Gbps"),
+                   (1e12, "Tbps"))
+_COMPACT_UNITS = ((1.0, ""), (1e3, "k"), (1e6, "M"), (1e9, "G"))
+
+# Features shown in a run's description by describe_features(), in order;
+# other features are appended as name=value.
+_DESCRIBED_FEATURES = frozenset({
+    "workload", "client_stack", "server_stack", "max_concurrent_calls",
+    "req_size_bytes", "resp_size_bytes", "compression", "connections",
+    "process", "benchtime_s"})
+
+
+def format_percent(percent):
+    """Formats a percent_change() result: "+12.34%", "-3.00%", "0.00%", "n/a".
+
+    Two decimals and an explicit sign; exactly 0 prints as "0.00%".
+    """
+    if percent is None:
+        return NOT_APPLICABLE
+    if percent == 0:
+        return "0.00%"
+    return f"{percent:+.2f}%"
+
+
+def _three_digits(number):
+    """Formats a number in [0, 1000) with three significant digits.
+
+    Trailing zeros after the decimal point are dropped: 812.0 -> "812",
+    1.450 -> "1.45", 2.3 -> "2.3".
+    """
+    if number >= 100:
+        text = f"{number:.0f}"
+    elif number >= 10:
+        text = f"{number:.1f}"
+    else:
+        text = f"{number:.2f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text
+
+
+def _scaled(value, units):
+    """Formats `value` in the largest of `units` that keeps it below 1000.
+
+    `units` is ((factor, suffix), ...) in increasing factor order. Rounding
+    that reaches 1000 moves to the next unit ("1ms", not "1000µs").
+    """
+    sign = "-" if value < 0 else ""
+    magnitude = abs(value)
+    chosen = 0
+    for i, (factor, _) in enumerate(units):
+        if magnitude >= factor:
+            chosen = i
+    while True:
+        factor, suffix = units[chosen]
+        text = _three_digits(magnitude / factor)
+        if float(text) < 1000 or chosen == len(units) - 1:
+            return f"{sign}{text}{suffix}"
+        chosen += 1
+
+
+def format_duration_ns(nanoseconds):
+    """Formats nanoseconds readably: 812000 -> "812µs", 1450000 -> "1.45ms"."""
+    return _scaled(nanoseconds, _DURATION_UNITS)
+
+
+def format_bits_per_second(bps):
+    """Formats a bit rate in decimal units: 1146652864 -> "1.15Gbps"."""
+    return _scaled(bps, _BIT_RATE_UNITS)
+
+
+def format_compact(number):
+    """Formats a number for an axis label: 150000 -> "150k", 0.5 -> "0.5"."""
+    return _scaled(number, _COMPACT_UNITS)
+
+
+def format_bytes(size):
+    """Formats a size: 1024 -> "1KiB", 1048576 -> "1MiB", 10 -> "10B"."""
+    for factor, suffix in ((1 << 20, "MiB"), (1 << 10, "KiB")):
+        if size and size % factor == 0:
+            return f"{size // factor}{suffix}"
+    return f"{size}B"
+
+
+def format_value(kind, value):
+    """Formats one cell of a comparison table for a metric of `kind`."""
+    if value is None:
+        return MISSING
+    if kind == lib.COUNT:
+        return str(int(value)) if float(value).is_integer() else f"{value:.2f}"
+    if kind == lib.PER_OP:
+        return f"{value:.2f}"
+    if kind == lib.RATE:
+        return f"{value:.1f}"
+    if kind == lib.BITS_PER_SECOND:
+        return format_bits_per_second(value)
+    if kind == lib.NANOSECONDS:
+        return format_duration_ns(value)
+    raise ValueError(f"unknown metric kind {kind!r}")
+
+
+def describe_features(features):
+    """Describes a run's features on one line.
+
+    "unary h2rpc→grpcpp c=120 req=1KiB resp=1KiB comp=off", then
+    "conns=N" and "proc=two" when not the defaults (1, "one"), then any
+    feature this tool does not know as name=value. benchtime_s is left
+    out: it does not identify a run.
+    """
+    parts = []
+    if "workload" in features:
+        parts.append(str(features["workload"]))
+    if "client_stack" in features or "server_stack" in features:
+        parts.append(f'{features.get("client_stack", "?")}→'
+                     f'{features.get("server_stack", "?")}')
+    for name, label in (("max_concurrent_calls", "c"),
+                        ("req_size_bytes", "req"),
+                        ("resp_size_bytes", "resp")):
+        if name in features:
+            value = features[name]
+            if label != "c" and isinstance(value, int):
+                value = format_bytes(value)
+            parts.append(f"{label}={value}")
+    if "compression" in features:
+        parts.append(f'comp={features["compression"]}')
+    if features.get("connections", 1) != 1:
+        parts.append(f'conns={features["connections"]}')
+    if features.get("process", "one") != "one":
+        parts.append(f'proc={features["process"]}')
+    parts.extend(f"{name}={value}" for name, value in sorted(features.items())
+                 if name not in _DESCRIBED_FEATURES)
+    return " ".join(parts)
+
+
+def describe_file(result):
+    """One line naming a file, when it was run, and its versions."""
+    started = f" ({result.started})" if result.started else ""
+    versions = ", ".join(f"{name} {value}"
+                         for name, value in result.versions.items())
+    return f"{result.path}{started}: {versions or 'no versions recorded'}"
+
+
+def align(rows, left_columns=1):
+    """Lays out rows of cells in columns two spaces apart.
+
+    The first `left_columns` columns are left-aligned, the others right-
+    aligned. Returns the lines, without trailing spaces.
+    """
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = []
+    for row in rows:
+        cells = [cell.ljust(width) if i < left_columns else cell.rjust(width)
+                 for i, (cell, width) in enumerate(zip(row, widths))]
+        lines.append("  ".join(cells).rstrip())
+    return lines
+
+
+def _microseconds(decimals):
+    """Returns a formatter of nanoseconds as microseconds, no unit."""
+    return lambda ns: f"{ns / 1000:.{decimals}f}"
+
+
+# Columns of the single-file table: (header, path in the run, formatter).
+_SINGLE_COLUMNS = (
+    ("QPS", ("qps",), "{:.1f}".format),
+    ("p50 µs", ("latency_ns", "p50"), _microseconds(1)),
+    ("p99 µs", ("latency_ns", "p99"), _microseconds(1)),
+    ("cli allocs/op", ("client", "allocs_per_op"), "{:.2f}".format),
+    ("srv allocs/op", ("server", "allocs_per_op"), "{:.2f}".format),
+    ("cli B/op", ("client", "bytes_per_op"), "{:.1f}".format),
+    ("srv B/op", ("server", "bytes_per_op"), "{:.1f}".format),
+    ("cli CPU µs/op", ("client", "cpu_ns_per_op"), _microseconds(2)),
+    ("srv CPU µs/op", ("server", "cpu_ns_per_op"), _microseconds(2)),
+)
+
+
+def _single_cell(run, path, formatter):
+    """Formats one cell of the single-file table ("-" when null)."""
+    value = run.value(path)
+    return MISSING if value is None else formatter(value)
+
+
+def single_table(result):
+    """Returns the text table of one result file: one row per run."""
+    header = ["run"] + [title for title, _, _ in _SINGLE_COLUMNS]
+    rows = [header]
+    for run in result.runs:
+        rows.append([describe_features(run.features)] +
+                    [_single_cell(run, path, formatter)
+                     for _, path, formatter in _SINGLE_COLUMNS])
+    lines = [describe_file(result), ""] + align(rows)
+    if not result.runs:
+        lines.append("(no runs)")
+    return "\n".join(lines) + "\n"
+
+
+def _benchtime_note(before, after):
+    """" [benchtime 10s → 5s]" when the matched runs' benchtimes differ."""
+    old = before.features.get("benchtime_s")
+    new = after.features.get("benchtime_s")
+    if old == new:
+        return ""
+
+    def seconds(value):
+        return f"{value:g}s" if isinstance(value, (int, float)) else "?"
+
+    return f"  [benchtime {seconds(old)} → {seconds(new)}]"
+
+
+def change_table(changes):
+    """Returns the Title / Before / After / Percentage rows for Changes."""
+    rows = [["Title", "Before", "After", "Percentage"]]
+    for change in changes:
+        kind = change.metric.kind
+        rows.append([change.metric.title,
+                     format_value(kind, change.before),
+                     format_value(kind, change.after),
+                     format_percent(change.percent)])
+    return "\n".join(align(rows)) + "\n"
+
+
+def run_comparison(before, after):
+    """Returns the title line and table for one matched pair of runs."""
+    title = describe_features(after.features) + _benchtime_note(before, after)
+    return title + "\n" + change_table(lib.compare_runs(before, after))
+
+
+def comparison_report(old, new, comparison):
+    """Returns the text comparing two ResultFiles, given their Comparison."""
+    parts = [describe_file(old) + "\n" + describe_file(new) + "\n"]
+    for before, after in comparison.matched:
+        parts.append(run_comparison(before, after))
+    if not comparison.matched:
+        parts.append("no run appears in both files\n")
+    only = [f"only in {old.path}: {describe_features(run.features)}"
+            for run in comparison.only_old]
+    only += [f"only in {new.path}: {describe_features(run.features)}"
+             for run in comparison.only_new]
+    if only:
+        parts.append("\n".join(only) + "\n")
+    return "\n".join(parts)
