@@ -38,13 +38,16 @@ def h2rpc_fuzz_test(name, srcs, deps = [], corpus = None):
         tags = ["manual"],
     )
 
-def h2rpc_proto_library(name, srcs, deps = [], grpc = False, visibility = None):
+def h2rpc_proto_library(name, srcs, deps = [], grpc = False, h2rpc = False, visibility = None):
     """C++ code for .proto files, generated with Debian's protoc.
 
-    Gives a cc_library `name` with the .pb.h/.pb.cc of `srcs`. With grpc = True
-    it also runs grpc_cpp_plugin (the gRPC C++ peer in interop tests) and links
-    libgrpc++. `deps` are other h2rpc_proto_library targets whose .proto files
-    `srcs` import. Imports are relative to the workspace root.
+    Gives a cc_library `name` with the .pb.h/.pb.cc of `srcs`. With h2rpc = True
+    it also runs //tools/protoc-gen-h2rpc, which adds <file>.h2rpc.pb.h/.cc
+    (per service: a Stub, and Service / CallbackService base classes; see
+    docs/codegen.md), and links //rpc. With grpc = True it also runs
+    grpc_cpp_plugin (the gRPC C++ peer in interop tests) and links libgrpc++.
+    `deps` are other h2rpc_proto_library targets whose .proto files `srcs`
+    import. Imports are relative to the workspace root.
     """
     outs = []
     for src in srcs:
@@ -52,10 +55,17 @@ def h2rpc_proto_library(name, srcs, deps = [], grpc = False, visibility = None):
         outs += [base + ".pb.h", base + ".pb.cc"]
         if grpc:
             outs += [base + ".grpc.pb.h", base + ".grpc.pb.cc"]
+        if h2rpc:
+            outs += [base + ".h2rpc.pb.h", base + ".h2rpc.pb.cc"]
     plugin = ""
+    tools = []
     if grpc:
-        plugin = ("--plugin=protoc-gen-grpc=/usr/bin/grpc_cpp_plugin " +
-                  "--grpc_out=$(GENDIR) ")
+        plugin += ("--plugin=protoc-gen-grpc=/usr/bin/grpc_cpp_plugin " +
+                   "--grpc_out=$(GENDIR) ")
+    if h2rpc:
+        plugin += ("--plugin=protoc-gen-h2rpc=$(execpath //tools/protoc-gen-h2rpc) " +
+                   "--h2rpc_out=$(GENDIR) ")
+        tools = ["//tools/protoc-gen-h2rpc"]
     native.filegroup(
         name = name + "_protos",
         srcs = srcs + [d + "_protos" for d in deps],
@@ -64,6 +74,7 @@ def h2rpc_proto_library(name, srcs, deps = [], grpc = False, visibility = None):
         name = name + "_codegen",
         srcs = srcs + [d + "_protos" for d in deps],
         outs = outs,
+        tools = tools,
         cmd = ("protoc -I. --cpp_out=$(GENDIR) " + plugin +
                " ".join(["$(execpath %s)" % s for s in srcs])),
     )
@@ -71,6 +82,8 @@ def h2rpc_proto_library(name, srcs, deps = [], grpc = False, visibility = None):
         name = name,
         srcs = [o for o in outs if o.endswith(".cc")],
         hdrs = [o for o in outs if o.endswith(".h")],
-        deps = deps + ["@system//:protobuf"] + (["@system//:grpcpp"] if grpc else []),
+        deps = deps + ["@system//:protobuf"] +
+               (["@system//:grpcpp"] if grpc else []) +
+               (["//rpc", "@system//:absl"] if h2rpc else []),
         visibility = visibility,
     )

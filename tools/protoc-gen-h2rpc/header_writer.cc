@@ -1,0 +1,245 @@
+#include "tools/protoc-gen-h2rpc/header_writer.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "tools/protoc-gen-h2rpc/layout.h"
+#include "tools/protoc-gen-h2rpc/names.h"
+#include "tools/protoc-gen-h2rpc/signatures.h"
+
+namespace h2rpc::codegen {
+namespace {
+
+bool HasKind(const ServiceModel& service, MethodKind kind) {
+  for (const MethodModel& method : service.methods) {
+    if (method.kind == kind) return true;
+  }
+  return false;
+}
+
+// The class holding the service's name and method paths, and declaring the
+// other three.
+void WriteServiceClass(const ServiceModel& service, std::string* out) {
+  const std::string& name = service.name;
+  std::string comment = CommentLines(service.comment, 0);
+  if (!comment.empty()) absl::StrAppend(&comment, "//\n");
+  absl::StrAppend(
+      out, comment,
+      WrapComment(0, absl::StrCat("Generated for service ", service.full_name,
+                                  ": ", name, "::Stub calls it; ", name,
+                                  "::Service (synchronous handlers) or ", name,
+                                  "::CallbackService (callback handlers and "
+                                  "reactors) implements it.")),
+      "class ", name,
+      " final {\n"
+      " public:\n"
+      "  class Stub;\n"
+      "  class Service;\n"
+      "  class CallbackService;\n"
+      "\n",
+      WrapComment(2,
+                  "The service's name, and each method's path "
+                  "(\"/package.Service/Method\")."),
+      LayOutAssignment(2, "static constexpr char kServiceName[]",
+                       absl::StrCat("\"", service.full_name, "\"")));
+  for (const MethodModel& method : service.methods) {
+    absl::StrAppend(out,
+                    LayOutAssignment(2,
+                                     absl::StrCat("static constexpr char ",
+                                                  method.path_constant, "[]"),
+                                     absl::StrCat("\"", method.path, "\"")));
+  }
+  absl::StrAppend(out, "\n  ", name, "() = delete;\n};\n");
+}
+
+void WriteStub(const ServiceModel& service, std::string* out) {
+  const bool streaming = HasKind(service, MethodKind::kServerStreaming) ||
+                         HasKind(service, MethodKind::kClientStreaming) ||
+                         HasKind(service, MethodKind::kBidiStreaming);
+  if (service.methods.empty()) {
+    absl::StrAppend(
+        out,
+        WrapComment(0, absl::StrCat("Calls ", service.name,
+                                    " over an h2rpc::Channel (it has no "
+                                    "methods yet). Thread-safe.")),
+        "class ", service.name,
+        "::Stub {\n"
+        " public:\n"
+        "  // `channel` must outlive the stub.\n"
+        "  explicit Stub(::h2rpc::Channel* channel) : channel_(channel) {}\n"
+        "\n"
+        " private:\n"
+        "  // Unused until the service has methods.\n"
+        "  [[maybe_unused]] ::h2rpc::Channel* const channel_;\n"
+        "};\n");
+    return;
+  }
+  absl::StrAppend(out, WrapComment(0, absl::StrCat("Calls ", service.name,
+                                                   "'s methods over an "
+                                                   "h2rpc::Channel. For a "
+                                                   "method Foo:")));
+  std::vector<std::string> items;
+  if (HasKind(service, MethodKind::kUnary)) {
+    items.push_back(
+        "- unary: Foo(context, request, response) blocks until the call is "
+        "over; AsyncFoo(context, request, response, done) returns at once, and "
+        "`done` runs on the channel's loop thread (it must not block) when the "
+        "call is over");
+  }
+  if (HasKind(service, MethodKind::kServerStreaming)) {
+    items.push_back(
+        "- server streaming: Foo(context, request) starts the call and "
+        "returns a ClientReader; AsyncFoo(context, request, reactor) binds a "
+        "ClientReadReactor");
+  }
+  if (HasKind(service, MethodKind::kClientStreaming)) {
+    items.push_back(
+        "- client streaming: Foo(context, response) starts the call and "
+        "returns a ClientWriter; AsyncFoo(context, response, reactor) binds a "
+        "ClientWriteReactor");
+  }
+  if (HasKind(service, MethodKind::kBidiStreaming)) {
+    items.push_back(
+        "- bidi streaming: Foo(context) starts the call and returns a "
+        "ClientReaderWriter; AsyncFoo(context, reactor) binds a "
+        "ClientBidiReactor");
+  }
+  for (size_t i = 0; i < items.size(); ++i) {
+    absl::StrAppend(
+        out,
+        WrapComment(0, absl::StrCat(items[i], i + 1 < items.size() ? ";" : "."),
+                    2));
+  }
+  std::string rules;
+  if (streaming) {
+    rules =
+        "A bound reactor's call starts with reactor->StartCall(), and its "
+        "events run on the channel's loop thread. ";
+  }
+  absl::StrAppend(&rules,
+                  "`context`, `response` and reactors must outlive the call. "
+                  "Thread-safe.");
+  absl::StrAppend(out, WrapComment(0, rules), "class ", service.name,
+                  "::Stub {\n"
+                  " public:\n"
+                  "  // `channel` must outlive the stub.\n"
+                  "  explicit Stub(::h2rpc::Channel* channel) : "
+                  "channel_(channel) {}\n");
+  for (const MethodModel& method : service.methods) {
+    CallLayout blocking = StubBlockingMethod(method);
+    blocking.tail = ";";
+    CallLayout async = StubAsyncMethod(method);
+    async.tail = ";";
+    absl::StrAppend(out, "\n", CommentLines(method.comment, 2),
+                    LayOutCall(2, blocking), LayOutCall(2, async));
+  }
+  absl::StrAppend(out,
+                  "\n"
+                  " private:\n"
+                  "  ::h2rpc::Channel* const channel_;\n"
+                  "};\n");
+}
+
+// A server-side base class: `summary`, the special members, AddTo() and a
+// virtual method per method of the service.
+void WriteServiceBase(const ServiceModel& service, absl::string_view class_name,
+                      absl::string_view summary,
+                      CallLayout (*handler)(const MethodModel&),
+                      std::string* out) {
+  absl::StrAppend(
+      out,
+      WrapComment(0, absl::StrCat(summary,
+                                  " Methods not overridden answer "
+                                  "UNIMPLEMENTED. AddTo() registers them all "
+                                  "with a Server::Builder; the service must "
+                                  "outlive the server.")),
+      "class ", service.name, "::", class_name, " {\n public:\n  ", class_name,
+      "() = default;\n  ", class_name, "(const ", class_name,
+      "&) = delete;\n  ", class_name, "& operator=(const ", class_name,
+      "&) = delete;\n  virtual ~", class_name, "() = default;\n\n",
+      WrapComment(2,
+                  "Registers every method of the service with `builder`, and "
+                  "returns it."),
+      LayOutCall(2, {"::h2rpc::Server::Builder&",
+                     "AddTo",
+                     {"::h2rpc::Server::Builder& builder"},
+                     ";"}));
+  for (const MethodModel& method : service.methods) {
+    CallLayout layout = handler(method);
+    layout.return_type = absl::StrCat("virtual ", layout.return_type);
+    layout.tail = ";";
+    absl::StrAppend(out, "\n", CommentLines(method.comment, 2),
+                    LayOutCall(2, layout));
+  }
+  absl::StrAppend(out, "};\n");
+}
+
+}  // namespace
+
+std::string WriteHeader(const FileModel& file) {
+  const std::string guard = IncludeGuard(file.header);
+  std::string out = absl::StrCat(
+      WrapComment(0, absl::StrCat("Generated by protoc-gen-h2rpc from ",
+                                  file.proto_name, ". DO NOT EDIT.")),
+      "//\n"
+      "// h2rpc client stubs and service base classes (see "
+      "docs/codegen.md).\n"
+      "#ifndef ",
+      guard, "\n#define ", guard, "\n\n");
+  if (file.services.empty()) {
+    absl::StrAppend(
+        &out, "#include \"", file.pb_header, "\"\n\n",
+        WrapComment(0, absl::StrCat(file.proto_name, " defines no services.")),
+        "\n#endif  // ", guard, "\n");
+    return out;
+  }
+  std::vector<std::string> includes = {"absl/functional/any_invocable.h",
+                                       file.pb_header,
+                                       "rpc/channel.h",
+                                       "rpc/client_context.h",
+                                       "rpc/client_stream.h",
+                                       "rpc/server.h",
+                                       "rpc/server_context.h",
+                                       "rpc/server_stream.h",
+                                       "rpc/status.h"};
+  std::sort(includes.begin(), includes.end());
+  absl::StrAppend(&out, "#include <memory>\n\n");
+  for (const std::string& include : includes) {
+    absl::StrAppend(&out, "#include \"", include, "\"\n");
+  }
+  absl::StrAppend(&out, "\n");
+  const std::string ns = JoinNamespaces(file.namespaces);
+  if (!ns.empty()) absl::StrAppend(&out, "namespace ", ns, " {\n\n");
+  for (const ServiceModel& service : file.services) {
+    WriteServiceClass(service, &out);
+    absl::StrAppend(&out, "\n");
+    WriteStub(service, &out);
+    absl::StrAppend(&out, "\n");
+    WriteServiceBase(
+        service, "Service",
+        absl::StrCat("The synchronous server side of ", service.name,
+                     ": each method runs on one of the server's "
+                     "worker threads and may block (a streaming "
+                     "one holds its thread for the whole "
+                     "call)."),
+        &SyncHandler, &out);
+    absl::StrAppend(&out, "\n");
+    WriteServiceBase(
+        service, "CallbackService",
+        absl::StrCat("The callback server side of ", service.name,
+                     ": each method runs on the event loop of the call's "
+                     "connection and must not block. A unary method fills "
+                     "the response and calls done(status), then or later, "
+                     "from any thread; a streaming method returns the call's "
+                     "reactor, which typically deletes itself in OnDone."),
+        &CallbackHandler, &out);
+    absl::StrAppend(&out, "\n");
+  }
+  if (!ns.empty()) absl::StrAppend(&out, "}  // namespace ", ns, "\n\n");
+  absl::StrAppend(&out, "#endif  // ", guard, "\n");
+  return out;
+}
+
+}  // namespace h2rpc::codegen
