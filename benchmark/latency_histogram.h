@@ -18,6 +18,7 @@ class LatencyHistogram {
     ++buckets_[Bucket(us)];
     ++count_;
     sum_us_ += us;
+    if (us > max_us_) max_us_ = us;
   }
   void Clear() { *this = LatencyHistogram(); }
 
@@ -26,6 +27,7 @@ class LatencyHistogram {
     return count_ == 0 ? absl::ZeroDuration()
                        : absl::Microseconds(sum_us_ / count_);
   }
+  absl::Duration Max() const { return absl::Microseconds(max_us_); }
   // The latency below which `fraction` (0..1) of the samples lie (bucket
   // upper bound).
   absl::Duration Percentile(double fraction) const {
@@ -34,17 +36,21 @@ class LatencyHistogram {
     for (size_t i = 0; i < buckets_.size(); ++i) {
       seen += buckets_[i];
       if (seen >= rank && seen > 0) {
-        return absl::Microseconds(
-            std::pow(kGrowth, static_cast<double>(i + 1)));
+        return BucketUpperBound(i);
       }
     }
     return absl::ZeroDuration();
   }
 
- private:
+  // Bucket i holds latencies up to 1 us x kGrowth^(i + 1).
   static constexpr double kGrowth = 1.02;
   static constexpr size_t kBuckets = 940;  // 1.02^940 us ~ 120 s
+  static absl::Duration BucketUpperBound(size_t i) {
+    return absl::Microseconds(std::pow(kGrowth, static_cast<double>(i + 1)));
+  }
+  int64_t bucket_count(size_t i) const { return buckets_[i]; }
 
+ private:
   static size_t Bucket(double us) {
     if (us <= 1) return 0;
     const size_t b = static_cast<size_t>(std::log(us) / std::log(kGrowth));
@@ -54,6 +60,7 @@ class LatencyHistogram {
   std::array<int64_t, kBuckets> buckets_{};
   int64_t count_ = 0;
   double sum_us_ = 0;
+  double max_us_ = 0;
 };
 
 }  // namespace h2rpc::benchmark

@@ -38,52 +38,90 @@ def h2rpc_fuzz_test(name, srcs, deps = [], corpus = None):
         tags = ["manual"],
     )
 
-def h2rpc_proto_library(name, srcs, deps = [], grpc = False, h2rpc = False, visibility = None):
+def h2rpc_proto_library(
+        name,
+        srcs,
+        deps = [],
+        grpc = False,
+        h2rpc = False,
+        messages = None,
+        visibility = None):
     """C++ code for .proto files, generated with Debian's protoc.
 
     Gives a cc_library `name` with the .pb.h/.pb.cc of `srcs`. With h2rpc = True
     it also runs //tools/protoc-gen-h2rpc, which adds <file>.h2rpc.pb.h/.cc
     (per service: a Stub, and Service / CallbackService base classes; see
-    docs/codegen.md), and links //rpc. With grpc = True it also runs
-    grpc_cpp_plugin (the gRPC C++ peer in interop tests) and links libgrpc++.
+    docs/codegen.md), and links //rpc. With grpc = True it runs grpc_cpp_plugin
+    instead (the gRPC C++ peers of the interop tests and the benchmark) and
+    links libgrpc++. The two cannot be combined: gRPC's and h2rpc's code for a
+    service are classes of the same names (pkg::Svc::Stub, pkg::Svc::Service),
+    whose vtables and inline members the linker would silently mix.
     `deps` are other h2rpc_proto_library targets whose .proto files `srcs`
     import. Imports are relative to the workspace root.
+
+    A .proto's .pb.h/.pb.cc can be generated only once in a package, so its
+    message code and its stubs can also be separate targets: with
+    `messages = ":x_proto"` (the h2rpc_proto_library of the same `srcs` in
+    this package, without grpc or h2rpc), the target generates only the stubs
+    of grpc = True or h2rpc = True and links `messages` for the message code;
+    imports come from `messages`, so `deps` must be empty. One plain target
+    plus a grpc and an h2rpc stub target on top of it keeps libgrpc++ out of
+    h2rpc binaries, and h2rpc's stubs out of gRPC's.
     """
+    where = "h2rpc_proto_library(%s): " % name
+    if grpc and h2rpc:
+        fail(where + "grpc = True and h2rpc = True generate classes of the " +
+             "same names; make two targets sharing a `messages` target")
+    if messages:
+        if not (grpc or h2rpc):
+            fail(where + "`messages` needs grpc = True or h2rpc = True " +
+                 "(the target generates only stubs)")
+        if deps:
+            fail(where + "with `messages`, imports come from it; " +
+                 "leave `deps` empty")
+        protos = srcs + [messages + "_protos"]
+        cc_deps = [messages, "@system//:protobuf"]
+    else:
+        protos = srcs + [d + "_protos" for d in deps]
+        cc_deps = deps + ["@system//:protobuf"]
     outs = []
     for src in srcs:
         base = src[:-len(".proto")]
-        outs += [base + ".pb.h", base + ".pb.cc"]
+        if not messages:
+            outs += [base + ".pb.h", base + ".pb.cc"]
         if grpc:
             outs += [base + ".grpc.pb.h", base + ".grpc.pb.cc"]
         if h2rpc:
             outs += [base + ".h2rpc.pb.h", base + ".h2rpc.pb.cc"]
-    plugin = ""
+    out_flags = "" if messages else "--cpp_out=$(GENDIR) "
     tools = []
     if grpc:
-        plugin += ("--plugin=protoc-gen-grpc=/usr/bin/grpc_cpp_plugin " +
-                   "--grpc_out=$(GENDIR) ")
+        out_flags += ("--plugin=protoc-gen-grpc=/usr/bin/grpc_cpp_plugin " +
+                      "--grpc_out=$(GENDIR) ")
+        cc_deps += ["@system//:grpcpp"]
     if h2rpc:
-        plugin += ("--plugin=protoc-gen-h2rpc=$(execpath //tools/protoc-gen-h2rpc) " +
-                   "--h2rpc_out=$(GENDIR) ")
+        out_flags += ("--plugin=protoc-gen-h2rpc=" +
+                      "$(execpath //tools/protoc-gen-h2rpc) " +
+                      "--h2rpc_out=$(GENDIR) ")
         tools = ["//tools/protoc-gen-h2rpc"]
+        cc_deps += ["//rpc", "@system//:absl"]
     native.filegroup(
         name = name + "_protos",
-        srcs = srcs + [d + "_protos" for d in deps],
+        srcs = protos,
+        visibility = visibility,
     )
     native.genrule(
         name = name + "_codegen",
-        srcs = srcs + [d + "_protos" for d in deps],
+        srcs = protos,
         outs = outs,
         tools = tools,
-        cmd = ("protoc -I. --cpp_out=$(GENDIR) " + plugin +
+        cmd = ("protoc -I. " + out_flags +
                " ".join(["$(execpath %s)" % s for s in srcs])),
     )
     native.cc_library(
         name = name,
         srcs = [o for o in outs if o.endswith(".cc")],
         hdrs = [o for o in outs if o.endswith(".h")],
-        deps = deps + ["@system//:protobuf"] +
-               (["@system//:grpcpp"] if grpc else []) +
-               (["//rpc", "@system//:absl"] if h2rpc else []),
+        deps = cc_deps,
         visibility = visibility,
     )

@@ -1,51 +1,55 @@
-// README's streaming example: a bidirectional stream, synchronous on the
-// server (blocking reads and writes on a worker thread) and blocking on the
-// client. Built and run by `tools/bazel test //docs/examples:all`.
+// README's streaming example: a bidirectional stream (TestService's
+// FullDuplexCall, generated from proto/grpc/testing/test.proto), synchronous
+// on the server (blocking reads and writes on a worker thread) and blocking
+// on the client. Built and run by `tools/bazel test //docs/examples:all`.
 #include <cstdio>
 #include <memory>
 #include <string>
 
-#include "proto/grpc/testing/messages.pb.h"
+#include "absl/time/time.h"
+#include "proto/grpc/testing/test.h2rpc.pb.h"
 #include "rpc/channel.h"
 #include "rpc/server.h"
 
 using grpc::testing::StreamingOutputCallRequest;
 using grpc::testing::StreamingOutputCallResponse;
+using grpc::testing::TestService;
+
+// --- README example starts here ---
+class EchoService final : public TestService::Service {
+ public:
+  h2rpc::Status FullDuplexCall(
+      h2rpc::ServerContext* context,
+      h2rpc::ServerReaderWriter<StreamingOutputCallResponse,
+                                StreamingOutputCallRequest>* stream) override {
+    StreamingOutputCallRequest request;
+    StreamingOutputCallResponse response;
+    // Read returns false once the client has half-closed.
+    while (stream->Read(&request)) {
+      response.mutable_payload()->set_body(request.payload().body());
+      // Blocks while the client is not reading (backpressure).
+      if (!stream->Write(response)) break;  // call cancelled
+    }
+    return h2rpc::Status();
+  }
+};
+// --- README example ends here ---
 
 int main() {
-  // --- README example starts here ---
-  constexpr char kMethod[] = "/grpc.testing.TestService/FullDuplexCall";
+  EchoService service;
   int port = 0;
   h2rpc::Status status;
-  std::unique_ptr<h2rpc::Server> server =
-      h2rpc::Server::Builder()
-          .AddListeningPort("127.0.0.1:0", &port)
-          .RegisterBidiStreaming<StreamingOutputCallRequest,
-                                 StreamingOutputCallResponse>(
-              kMethod,
-              [](h2rpc::ServerContext* context,
-                 h2rpc::ServerReaderWriter<StreamingOutputCallResponse,
-                                           StreamingOutputCallRequest>*
-                     stream) {
-                StreamingOutputCallRequest request;
-                StreamingOutputCallResponse response;
-                // Read returns false once the client has half-closed.
-                while (stream->Read(&request)) {
-                  response.mutable_payload()->set_body(
-                      request.payload().body());
-                  // Blocks while the client is not reading (backpressure).
-                  if (!stream->Write(response)) break;  // call cancelled
-                }
-                return h2rpc::Status();
-              })
-          .BuildAndStart(&status);
+  h2rpc::Server::Builder builder;
+  builder.AddListeningPort("127.0.0.1:0", &port);
+  service.AddTo(builder);
+  std::unique_ptr<h2rpc::Server> server = builder.BuildAndStart(&status);
 
   h2rpc::Channel channel("127.0.0.1:" + std::to_string(port));
+  TestService::Stub stub(&channel);
+  // --- README example starts here ---
   h2rpc::ClientContext context;
   context.set_timeout(absl::Seconds(5));
-  auto stream =
-      channel.BidiStreamingCall<StreamingOutputCallRequest,
-                                StreamingOutputCallResponse>(&context, kMethod);
+  auto stream = stub.FullDuplexCall(&context);  // a ClientReaderWriter
   StreamingOutputCallRequest request;
   StreamingOutputCallResponse response;
   for (const char* word : {"ping", "pong"}) {

@@ -482,8 +482,8 @@ TEST_P(CompressionWireTest, BombStopsAtTheReceiveLimit) {
               HasSubstr("4194304"));
   // The inflated bytes up to the limit, plus the compressed message gathered
   // from its DATA frames.
-  EXPECT_LE(allocated,
-            int64_t{4 << 20} + 2 * int64_t{bomb.size()} + (256 << 10));
+  EXPECT_LE(allocated, int64_t{4 << 20} +
+                           2 * static_cast<int64_t>(bomb.size()) + (256 << 10));
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, CompressionWireTest, ::testing::Bool(),

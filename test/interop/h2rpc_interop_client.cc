@@ -17,8 +17,10 @@
 // special_status_message, unimplemented_method, unimplemented_service,
 // client_compressed_unary, server_compressed_unary,
 // client_compressed_streaming, server_compressed_streaming and half_duplex.
-// The streaming calls use h2rpc's blocking ClientReader / ClientWriter /
-// ClientReaderWriter.
+// The calls go through the generated stubs (test.h2rpc.pb.h):
+// grpc::testing::TestService::Stub, and UnimplementedService::Stub for
+// unimplemented_service; the streaming calls use their blocking forms
+// (ClientReader / ClientWriter / ClientReaderWriter).
 //
 // Compression: requests are compressed with gzip
 // (ClientContext::set_compression_algorithm), one streaming message is sent
@@ -48,6 +50,7 @@
 #include "absl/time/time.h"
 #include "proto/grpc/testing/empty.pb.h"
 #include "proto/grpc/testing/messages.pb.h"
+#include "proto/grpc/testing/test.h2rpc.pb.h"
 #include "rpc/channel.h"
 #include "rpc/client_context.h"
 #include "rpc/client_stream.h"
@@ -73,22 +76,10 @@ using grpc::testing::StreamingInputCallRequest;
 using grpc::testing::StreamingInputCallResponse;
 using grpc::testing::StreamingOutputCallRequest;
 using grpc::testing::StreamingOutputCallResponse;
+using grpc::testing::TestService;
 
 using DuplexCall =
     ClientReaderWriter<StreamingOutputCallRequest, StreamingOutputCallResponse>;
-
-constexpr char kEmptyCall[] = "/grpc.testing.TestService/EmptyCall";
-constexpr char kUnaryCall[] = "/grpc.testing.TestService/UnaryCall";
-constexpr char kStreamingOutputCall[] =
-    "/grpc.testing.TestService/StreamingOutputCall";
-constexpr char kStreamingInputCall[] =
-    "/grpc.testing.TestService/StreamingInputCall";
-constexpr char kFullDuplexCall[] = "/grpc.testing.TestService/FullDuplexCall";
-constexpr char kHalfDuplexCall[] = "/grpc.testing.TestService/HalfDuplexCall";
-constexpr char kUnimplementedCall[] =
-    "/grpc.testing.TestService/UnimplementedCall";
-constexpr char kUnimplementedServiceCall[] =
-    "/grpc.testing.UnimplementedService/UnimplementedCall";
 
 constexpr int kLargeRequestSize = 271828;
 constexpr int kLargeResponseSize = 314159;
@@ -178,15 +169,15 @@ bool ExpectMetadata(const Metadata& metadata, absl::string_view key,
 
 class InteropClient {
  public:
-  explicit InteropClient(const std::string& target) : channel_(target) {}
+  explicit InteropClient(const std::string& target)
+      : channel_(target), stub_(&channel_), unimplemented_stub_(&channel_) {}
 
   bool EmptyUnary() {
     ClientContext context;
     SetDeadline(&context);
     Empty request;
     Empty response;
-    if (!ExpectOk(channel_.UnaryCall(&context, kEmptyCall, request, &response),
-                  "EmptyCall")) {
+    if (!ExpectOk(stub_.EmptyCall(&context, request, &response), "EmptyCall")) {
       return false;
     }
     if (response.ByteSizeLong() != 0) {
@@ -200,8 +191,7 @@ class InteropClient {
     SetDeadline(&context);
     const SimpleRequest request = LargeUnaryRequest();
     SimpleResponse response;
-    if (!ExpectOk(channel_.UnaryCall(&context, kUnaryCall, request, &response),
-                  "UnaryCall")) {
+    if (!ExpectOk(stub_.UnaryCall(&context, request, &response), "UnaryCall")) {
       return false;
     }
     return ExpectZeros(response.payload().body(), kLargeResponseSize,
@@ -212,8 +202,7 @@ class InteropClient {
     ClientContext context;
     SetDeadline(&context);
     StreamingInputCallResponse response;
-    auto stream = channel_.ClientStreamingCall<StreamingInputCallRequest>(
-        &context, kStreamingInputCall, &response);
+    auto stream = stub_.StreamingInputCall(&context, &response);
     StreamingInputCallRequest request;
     for (int size : kRequestStreamSizes) {
       request.mutable_payload()->set_body(std::string(size, '\0'));
@@ -240,9 +229,7 @@ class InteropClient {
     for (int size : kResponseStreamSizes) {
       request.add_response_parameters()->set_size(size);
     }
-    auto stream = channel_.ServerStreamingCall<StreamingOutputCallRequest,
-                                               StreamingOutputCallResponse>(
-        &context, kStreamingOutputCall, request);
+    auto stream = stub_.StreamingOutputCall(&context, request);
     return ReadSizedResponses(stream.get(), kResponseStreamSizes,
                               "StreamingOutputCall") &&
            ExpectOk(stream->Finish(), "StreamingOutputCall");
@@ -296,8 +283,7 @@ class InteropClient {
     ClientContext context;
     SetDeadline(&context);
     StreamingInputCallResponse response;
-    auto stream = channel_.ClientStreamingCall<StreamingInputCallRequest>(
-        &context, kStreamingInputCall, &response);
+    auto stream = stub_.StreamingInputCall(&context, &response);
     context.TryCancel();
     return ExpectCode(stream->Finish(), StatusCode::kCancelled,
                       "StreamingInputCall cancelled after begin");
@@ -348,9 +334,8 @@ class InteropClient {
       AddEchoMetadata(&context);
       const SimpleRequest request = LargeUnaryRequest();
       SimpleResponse response;
-      if (!ExpectOk(
-              channel_.UnaryCall(&context, kUnaryCall, request, &response),
-              "UnaryCall with custom metadata") ||
+      if (!ExpectOk(stub_.UnaryCall(&context, request, &response),
+                    "UnaryCall with custom metadata") ||
           !ExpectZeros(response.payload().body(), kLargeResponseSize,
                        "UnaryCall response") ||
           !ExpectEchoedMetadata(context, "UnaryCall")) {
@@ -414,9 +399,9 @@ class InteropClient {
     SetDeadline(&context);
     Empty request;
     Empty response;
-    return ExpectCode(
-        channel_.UnaryCall(&context, kUnimplementedCall, request, &response),
-        StatusCode::kUnimplemented, "TestService/UnimplementedCall");
+    return ExpectCode(stub_.UnimplementedCall(&context, request, &response),
+                      StatusCode::kUnimplemented,
+                      "TestService/UnimplementedCall");
   }
 
   bool UnimplementedService() {
@@ -424,10 +409,9 @@ class InteropClient {
     SetDeadline(&context);
     Empty request;
     Empty response;
-    return ExpectCode(channel_.UnaryCall(&context, kUnimplementedServiceCall,
-                                         request, &response),
-                      StatusCode::kUnimplemented,
-                      "UnimplementedService/UnimplementedCall");
+    return ExpectCode(
+        unimplemented_stub_.UnimplementedCall(&context, request, &response),
+        StatusCode::kUnimplemented, "UnimplementedService/UnimplementedCall");
   }
 
   bool ClientCompressedUnary() {
@@ -440,7 +424,7 @@ class InteropClient {
       request.mutable_expect_compressed()->set_value(true);
       SimpleResponse response;
       if (!ExpectCode(
-              channel_.UnaryCall(&context, kUnaryCall, request, &response),
+              stub_.UnaryCall(&context, request, &response),
               StatusCode::kInvalidArgument,
               "UnaryCall probe (expect_compressed=true, sent uncompressed)")) {
         return false;
@@ -456,9 +440,7 @@ class InteropClient {
       SimpleRequest request = LargeUnaryRequest();
       request.mutable_expect_compressed()->set_value(compressed);
       SimpleResponse response;
-      if (!ExpectOk(
-              channel_.UnaryCall(&context, kUnaryCall, request, &response),
-              what) ||
+      if (!ExpectOk(stub_.UnaryCall(&context, request, &response), what) ||
           !ExpectZeros(response.payload().body(), kLargeResponseSize,
                        what + " response")) {
         return false;
@@ -476,9 +458,7 @@ class InteropClient {
       SimpleRequest request = LargeUnaryRequest();
       request.mutable_response_compressed()->set_value(compressed);
       SimpleResponse response;
-      if (!ExpectOk(
-              channel_.UnaryCall(&context, kUnaryCall, request, &response),
-              what) ||
+      if (!ExpectOk(stub_.UnaryCall(&context, request, &response), what) ||
           !ExpectResponseCompression(context, compressed, what) ||
           !ExpectZeros(response.payload().body(), kLargeResponseSize,
                        what + " response")) {
@@ -495,8 +475,7 @@ class InteropClient {
       SetDeadline(&context);
       context.set_compression_algorithm(CompressionAlgorithm::kIdentity);
       StreamingInputCallResponse response;
-      auto stream = channel_.ClientStreamingCall<StreamingInputCallRequest>(
-          &context, kStreamingInputCall, &response);
+      auto stream = stub_.StreamingInputCall(&context, &response);
       StreamingInputCallRequest request;
       request.mutable_expect_compressed()->set_value(true);
       request.mutable_payload()->set_body(std::string(27182, '\0'));
@@ -512,8 +491,7 @@ class InteropClient {
     SetDeadline(&context);
     context.set_compression_algorithm(kRequestCompression);
     StreamingInputCallResponse response;
-    auto stream = channel_.ClientStreamingCall<StreamingInputCallRequest>(
-        &context, kStreamingInputCall, &response);
+    auto stream = stub_.StreamingInputCall(&context, &response);
     StreamingInputCallRequest request;
     request.mutable_expect_compressed()->set_value(true);
     request.mutable_payload()->set_body(std::string(27182, '\0'));
@@ -556,9 +534,7 @@ class InteropClient {
       params->mutable_compressed()->set_value(compressed[i]);
       params->set_size(sizes[i]);
     }
-    auto stream = channel_.ServerStreamingCall<StreamingOutputCallRequest,
-                                               StreamingOutputCallResponse>(
-        &context, kStreamingOutputCall, request);
+    auto stream = stub_.StreamingOutputCall(&context, request);
     StreamingOutputCallResponse response;
     size_t count = 0;
     while (stream->Read(&response)) {
@@ -586,9 +562,7 @@ class InteropClient {
   bool HalfDuplex() {
     ClientContext context;
     SetDeadline(&context);
-    auto stream = channel_.BidiStreamingCall<StreamingOutputCallRequest,
-                                             StreamingOutputCallResponse>(
-        &context, kHalfDuplexCall);
+    auto stream = stub_.HalfDuplexCall(&context);
     for (int size : kResponseStreamSizes) {
       StreamingOutputCallRequest request;
       request.add_response_parameters()->set_size(size);
@@ -651,9 +625,7 @@ class InteropClient {
   }
 
   std::unique_ptr<DuplexCall> StartFullDuplex(ClientContext* context) {
-    return channel_.BidiStreamingCall<StreamingOutputCallRequest,
-                                      StreamingOutputCallResponse>(
-        context, kFullDuplexCall);
+    return stub_.FullDuplexCall(context);
   }
 
   // Reads exactly sizes.size() responses of those sizes (all zeros), then
@@ -690,12 +662,13 @@ class InteropClient {
     request.mutable_response_status()->set_code(2);
     request.mutable_response_status()->set_message(message);
     SimpleResponse response;
-    return ExpectStatus(
-        channel_.UnaryCall(&context, kUnaryCall, request, &response),
-        StatusCode::kUnknown, message, "UnaryCall");
+    return ExpectStatus(stub_.UnaryCall(&context, request, &response),
+                        StatusCode::kUnknown, message, "UnaryCall");
   }
 
   Channel channel_;
+  TestService::Stub stub_;
+  grpc::testing::UnimplementedService::Stub unimplemented_stub_;
 };
 
 using TestCase = bool (InteropClient::*)();

@@ -15,9 +15,11 @@
 // (fill_username, fill_oauth_scope) and ORCA reports are not implemented;
 // those fields are ignored.
 //
-// The streaming methods use h2rpc's synchronous handlers (blocking
-// ServerReader / ServerWriter / ServerReaderWriter): interval_us is a
-// blocking sleep, which a callback reactor could not do on the loop thread.
+// The service derives from the generated grpc::testing::TestService::Service
+// (test.h2rpc.pb.h), the synchronous flavour: the streaming methods use
+// blocking ServerReader / ServerWriter / ServerReaderWriter, because
+// interval_us is a blocking sleep, which a callback reactor could not do on
+// the loop thread.
 // Each streaming call holds a worker thread for its whole life, hence the
 // fixed pool of kNumWorkers workers.
 //
@@ -69,6 +71,7 @@
 #include "absl/time/time.h"
 #include "proto/grpc/testing/empty.pb.h"
 #include "proto/grpc/testing/messages.pb.h"
+#include "proto/grpc/testing/test.h2rpc.pb.h"
 #include "rpc/compression.h"
 #include "rpc/server.h"
 #include "rpc/server_context.h"
@@ -92,12 +95,11 @@ using grpc::testing::StreamingInputCallRequest;
 using grpc::testing::StreamingInputCallResponse;
 using grpc::testing::StreamingOutputCallRequest;
 using grpc::testing::StreamingOutputCallResponse;
+using grpc::testing::TestService;
 
 using ResponseWriter = ServerWriter<StreamingOutputCallResponse>;
 using DuplexStream =
     ServerReaderWriter<StreamingOutputCallResponse, StreamingOutputCallRequest>;
-
-constexpr char kService[] = "/grpc.testing.TestService/";
 
 // Worker threads for the synchronous handlers. A streaming call holds one for
 // its whole life, so this bounds the concurrent streaming calls; the interop
@@ -192,24 +194,6 @@ Status HandleUnary(ServerContext* context, const SimpleRequest& request,
   return Status();
 }
 
-Status EmptyCall(ServerContext* context, const Empty& /*request*/,
-                 Empty* /*response*/) {
-  EchoMetadata(context);
-  return Status();
-}
-
-Status CacheableUnaryCall(ServerContext* context, const SimpleRequest& request,
-                          SimpleResponse* response) {
-  context->AddInitialMetadata("cache-control", "max-age=60, public");
-  Status status = HandleUnary(context, request, response);
-  if (status.ok() && request.response_size() == 0) {
-    const auto now = std::chrono::system_clock::now().time_since_epoch();
-    response->mutable_payload()->set_body(absl::StrCat(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(now).count()));
-  }
-  return status;
-}
-
 Status EchoedStatus(const grpc::testing::EchoStatus& echo) {
   return Status(static_cast<StatusCode>(echo.code()), echo.message());
 }
@@ -265,29 +249,75 @@ Status WriteResponses(ServerContext* context,
   return Status();
 }
 
+// TestService: the generated synchronous base class, every method
+// overridden. UnaryCall is HandleUnary(); UnimplementedCall answers
+// UNIMPLEMENTED itself.
+class TestServiceImpl final : public TestService::Service {
+ public:
+  Status EmptyCall(ServerContext* context, const Empty* request,
+                   Empty* response) override;
+  Status UnaryCall(ServerContext* context, const SimpleRequest* request,
+                   SimpleResponse* response) override {
+    return HandleUnary(context, *request, response);
+  }
+  Status CacheableUnaryCall(ServerContext* context,
+                            const SimpleRequest* request,
+                            SimpleResponse* response) override;
+  Status StreamingOutputCall(ServerContext* context,
+                             const StreamingOutputCallRequest* request,
+                             ResponseWriter* writer) override;
+  Status StreamingInputCall(ServerContext* context,
+                            ServerReader<StreamingInputCallRequest>* reader,
+                            StreamingInputCallResponse* response) override;
+  Status FullDuplexCall(ServerContext* context, DuplexStream* stream) override;
+  Status HalfDuplexCall(ServerContext* context, DuplexStream* stream) override;
+  Status UnimplementedCall(ServerContext* context, const Empty* request,
+                           Empty* response) override;
+};
+
+Status TestServiceImpl::EmptyCall(ServerContext* context,
+                                  const Empty* /*request*/,
+                                  Empty* /*response*/) {
+  EchoMetadata(context);
+  return Status();
+}
+
+Status TestServiceImpl::CacheableUnaryCall(ServerContext* context,
+                                           const SimpleRequest* request,
+                                           SimpleResponse* response) {
+  context->AddInitialMetadata("cache-control", "max-age=60, public");
+  Status status = HandleUnary(context, *request, response);
+  if (status.ok() && request->response_size() == 0) {
+    const auto now = std::chrono::system_clock::now().time_since_epoch();
+    response->mutable_payload()->set_body(absl::StrCat(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(now).count()));
+  }
+  return status;
+}
+
 // Server streaming: one response per response_parameters entry, then the
 // echoed status, if any.
-Status StreamingOutputCall(ServerContext* context,
-                           const StreamingOutputCallRequest& request,
-                           ResponseWriter* writer) {
+Status TestServiceImpl::StreamingOutputCall(
+    ServerContext* context, const StreamingOutputCallRequest* request,
+    ResponseWriter* writer) {
   EchoMetadata(context);
-  Status status = CheckResponseType(request.response_type());
+  Status status = CheckResponseType(request->response_type());
   if (!status.ok()) return status;
-  if (AnyCompressedResponse(request)) {
+  if (AnyCompressedResponse(*request)) {
     context->set_compression_algorithm(kResponseCompression);
   }
-  status = WriteResponses(context, request, writer);
+  status = WriteResponses(context, *request, writer);
   if (!status.ok()) return status;
-  if (request.has_response_status()) {
-    return EchoedStatus(request.response_status());
+  if (request->has_response_status()) {
+    return EchoedStatus(request->response_status());
   }
   return Status();
 }
 
 // Client streaming: the total size of the request payloads.
-Status StreamingInputCall(ServerContext* context,
-                          ServerReader<StreamingInputCallRequest>* reader,
-                          StreamingInputCallResponse* response) {
+Status TestServiceImpl::StreamingInputCall(
+    ServerContext* context, ServerReader<StreamingInputCallRequest>* reader,
+    StreamingInputCallResponse* response) {
   EchoMetadata(context);
   StreamingInputCallRequest request;
   int64_t total = 0;
@@ -304,7 +334,8 @@ Status StreamingInputCall(ServerContext* context,
 // Full duplex: answers each request as it arrives, until the client
 // half-closes; a request with response_status ends the call with it. The
 // first request with response_parameters decides the call's compression.
-Status FullDuplexCall(ServerContext* context, DuplexStream* stream) {
+Status TestServiceImpl::FullDuplexCall(ServerContext* context,
+                                       DuplexStream* stream) {
   EchoMetadata(context);
   StreamingOutputCallRequest request;
   bool first_response_pending = true;
@@ -331,7 +362,8 @@ Status FullDuplexCall(ServerContext* context, DuplexStream* stream) {
 // Half duplex: buffers every request until the client half-closes, then
 // answers them in order. The first request with response_parameters decides
 // the call's compression.
-Status HalfDuplexCall(ServerContext* context, DuplexStream* stream) {
+Status TestServiceImpl::HalfDuplexCall(ServerContext* context,
+                                       DuplexStream* stream) {
   EchoMetadata(context);
   std::vector<StreamingOutputCallRequest> requests;
   StreamingOutputCallRequest request;
@@ -354,8 +386,11 @@ Status HalfDuplexCall(ServerContext* context, DuplexStream* stream) {
   return Status();
 }
 
-Status UnimplementedCall(ServerContext* /*context*/, const Empty& /*request*/,
-                         Empty* /*response*/) {
+// Answered explicitly (the base class would answer UNIMPLEMENTED too, with
+// its own message).
+Status TestServiceImpl::UnimplementedCall(ServerContext* /*context*/,
+                                          const Empty* /*request*/,
+                                          Empty* /*response*/) {
   return Status(StatusCode::kUnimplemented,
                 "UnimplementedCall is deliberately not implemented");
 }
@@ -375,32 +410,11 @@ int Run() {
   options.num_workers = kNumWorkers;
   int selected_port = 0;
   Status status;
-  std::unique_ptr<Server> server =
-      Server::Builder()
-          .AddListeningPort(address, &selected_port)
-          .SetOptions(options)
-          .RegisterUnary<Empty, Empty>(absl::StrCat(kService, "EmptyCall"),
-                                       EmptyCall)
-          .RegisterUnary<SimpleRequest, SimpleResponse>(
-              absl::StrCat(kService, "UnaryCall"), HandleUnary)
-          .RegisterUnary<SimpleRequest, SimpleResponse>(
-              absl::StrCat(kService, "CacheableUnaryCall"), CacheableUnaryCall)
-          .RegisterServerStreaming<StreamingOutputCallRequest,
-                                   StreamingOutputCallResponse>(
-              absl::StrCat(kService, "StreamingOutputCall"),
-              StreamingOutputCall)
-          .RegisterClientStreaming<StreamingInputCallRequest,
-                                   StreamingInputCallResponse>(
-              absl::StrCat(kService, "StreamingInputCall"), StreamingInputCall)
-          .RegisterBidiStreaming<StreamingOutputCallRequest,
-                                 StreamingOutputCallResponse>(
-              absl::StrCat(kService, "FullDuplexCall"), FullDuplexCall)
-          .RegisterBidiStreaming<StreamingOutputCallRequest,
-                                 StreamingOutputCallResponse>(
-              absl::StrCat(kService, "HalfDuplexCall"), HalfDuplexCall)
-          .RegisterUnary<Empty, Empty>(
-              absl::StrCat(kService, "UnimplementedCall"), UnimplementedCall)
-          .BuildAndStart(&status);
+  TestServiceImpl service;  // outlives the server
+  Server::Builder builder;
+  builder.AddListeningPort(address, &selected_port).SetOptions(options);
+  service.AddTo(builder);
+  std::unique_ptr<Server> server = builder.BuildAndStart(&status);
   if (server == nullptr || selected_port == 0) {
     std::fprintf(stderr, "could not listen on %s: %s\n", address.c_str(),
                  status.ToString().c_str());

@@ -26,7 +26,7 @@ class ServerConnection;
 // used by the rpc layer on the loop thread to answer. Reference-counted
 // between the transport (until nghttp2 closes the stream) and the rpc layer
 // (until Release()); outlives its connection if need be.
-class ServerStream : private io::Timer {
+class ServerStream final : private io::Timer {
  public:
   // Events of the stream, on the loop thread.
   class Observer {

@@ -1,0 +1,74 @@
+#ifndef H2RPC_BENCHMARK_BENCH_STACK_H_
+#define H2RPC_BENCHMARK_BENCH_STACK_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "benchmark/op_stats.h"
+#include "rpc/compression.h"
+
+namespace h2rpc::benchmark {
+
+// The benchmark's two sides, each implemented on h2rpc and on gRPC C++ so
+// that every pairing runs the same workload. The service is
+// grpc.testing.BenchmarkService: UnaryCall, StreamingCall (ping-pong) and
+// StreamingBothWays (each side streams independently).
+
+enum class Workload { kUnary, kStreaming, kUnconstrained };
+
+inline constexpr char kUnaryCall[] = "/grpc.testing.BenchmarkService/UnaryCall";
+inline constexpr char kStreamingCall[] =
+    "/grpc.testing.BenchmarkService/StreamingCall";
+inline constexpr char kStreamingBothWays[] =
+    "/grpc.testing.BenchmarkService/StreamingBothWays";
+
+struct ClientConfig {
+  std::string target;  // "host:port"
+  Workload workload = Workload::kUnary;
+  // Calls (unary) or streams in flight, spread over `connections`.
+  int concurrency = 1;
+  int connections = 1;
+  int req_size = 1024;
+  int resp_size = 1024;  // asked of the server in every request
+  CompressionAlgorithm compression = CompressionAlgorithm::kIdentity;
+  // CPUs for the client's threads; empty: not pinned.
+  std::vector<int> cpus;
+};
+
+struct ServerConfig {
+  // Where to listen; port 0 picks a free one (BenchServer::port()).
+  std::string address = "127.0.0.1:0";
+  CompressionAlgorithm compression = CompressionAlgorithm::kIdentity;
+  std::vector<int> cpus;
+};
+
+// A client running closed loops until Stop(): every completed round trip
+// (or message, unconstrained) is counted in `stats`.
+class BenchClient {
+ public:
+  virtual ~BenchClient() = default;
+  virtual void Start() = 0;
+  // Stops issuing, ends every stream, and returns once all calls are over.
+  virtual void Stop() = 0;
+};
+
+// A running server.
+class BenchServer {
+ public:
+  virtual ~BenchServer() = default;
+  virtual int port() const = 0;
+};
+
+std::unique_ptr<BenchClient> NewH2rpcClient(const ClientConfig& config,
+                                            OpStats* stats);
+std::unique_ptr<BenchServer> StartH2rpcServer(const ServerConfig& config,
+                                              std::string* error);
+std::unique_ptr<BenchClient> NewGrpcppClient(const ClientConfig& config,
+                                             OpStats* stats);
+std::unique_ptr<BenchServer> StartGrpcppServer(const ServerConfig& config,
+                                               std::string* error);
+
+}  // namespace h2rpc::benchmark
+
+#endif  // H2RPC_BENCHMARK_BENCH_STACK_H_

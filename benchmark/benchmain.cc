@@ -1,0 +1,443 @@
+// benchmain: QPS, latency, and heap allocations and CPU time per op on each
+// side, for h2rpc and gRPC C++ clients and servers in any pairing, on
+// grpc.testing.BenchmarkService (grpc-go's benchmain, for C++).
+//
+//   tools/bazel run -c opt //benchmark:benchmain --
+//       --workloads=unary,streaming --max_concurrent_calls=1,120
+//       --client_stack=h2rpc,grpcpp --server_stack=h2rpc,grpcpp
+//       --benchtime=10s --result_file=/tmp/new.json
+//
+// List-valued flags run every combination. By default both sides run in one
+// process (server threads on --server_cpus, client threads on
+// --client_cpus), and allocations and CPU time are attributed by thread. Two
+// gRPC C++ sides would share gRPC's internal threads, so that pairing runs
+// the server in a child process (this binary with --server_only); so does
+// --process=two for any pairing. --target drives a remote server;
+// --server_only --port=P serves for any gRPC client.
+#include <pthread.h>
+
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "benchmark/bench_stack.h"
+#include "benchmark/malloc_counter.h"
+#include "benchmark/run_result.h"
+#include "benchmark/server_process.h"
+#include "benchmark/thread_cpu.h"
+#include "rpc/compression.h"
+
+ABSL_FLAG(std::string, workloads, "unary",
+          "unary, streaming (ping-pong) and/or unconstrained.");
+ABSL_FLAG(std::string, max_concurrent_calls, "1,8,64,120",
+          "Calls (unary) or streams in flight.");
+ABSL_FLAG(std::string, req_size_bytes, "1024", "Request payload sizes.");
+ABSL_FLAG(std::string, resp_size_bytes, "1024", "Response payload sizes.");
+ABSL_FLAG(std::string, compression, "off", "off, gzip and/or deflate.");
+ABSL_FLAG(std::string, connections, "1", "Connections per client.");
+ABSL_FLAG(std::string, client_stack, "h2rpc", "h2rpc and/or grpcpp.");
+ABSL_FLAG(std::string, server_stack, "h2rpc", "h2rpc and/or grpcpp.");
+ABSL_FLAG(absl::Duration, benchtime, absl::Seconds(10),
+          "Measured time per run.");
+ABSL_FLAG(absl::Duration, warmup, absl::Seconds(1),
+          "Unmeasured time before each run.");
+ABSL_FLAG(std::string, client_cpus, "default",
+          "CPUs for the client's threads (comma-separated; empty: not "
+          "pinned; default: 1 on a machine with 2 or more CPUs).");
+ABSL_FLAG(std::string, server_cpus, "default",
+          "CPUs for the server's threads (default: 0 on a machine with 2 or "
+          "more CPUs).");
+ABSL_FLAG(std::string, process, "auto",
+          "one, two, or auto (two only for grpcpp->grpcpp).");
+ABSL_FLAG(std::string, target, "",
+          "host:port of a running server to drive instead of starting one.");
+ABSL_FLAG(bool, server_only, false,
+          "Serve BenchmarkService (one --server_stack) on --port; prints "
+          "'listening on port N' and answers 'usage' lines on stdin until "
+          "stdin closes.");
+ABSL_FLAG(int, port, 0, "Port for --server_only (0: any).");
+ABSL_FLAG(std::string, result_file, "", "Writes the results as JSON.");
+
+namespace h2rpc::benchmark {
+namespace {
+
+std::vector<std::string> ListFlag(const std::string& value) {
+  return absl::StrSplit(value, ',', absl::SkipEmpty());
+}
+
+bool IntList(const std::string& name, const std::string& value,
+             std::vector<int>* out) {
+  for (const std::string& item : ListFlag(value)) {
+    int n = 0;
+    if (!absl::SimpleAtoi(item, &n) || n < 0) {
+      std::fprintf(stderr, "bad --%s entry '%s'\n", name.c_str(), item.c_str());
+      return false;
+    }
+    out->push_back(n);
+  }
+  return true;
+}
+
+std::vector<int> Cpus(const std::string& value, int default_cpu) {
+  std::vector<int> cpus;
+  if (value == "default") {
+    if (std::thread::hardware_concurrency() >= 2) cpus.push_back(default_cpu);
+    return cpus;
+  }
+  IntList("cpus", value, &cpus);
+  return cpus;
+}
+
+bool ParseCompression(const std::string& name, CompressionAlgorithm* out) {
+  if (name == "off") {
+    *out = CompressionAlgorithm::kIdentity;
+    return true;
+  }
+  const auto parsed = transport::compression::ParseCompressionAlgorithm(name);
+  if (!parsed.has_value() || *parsed == CompressionAlgorithm::kIdentity) {
+    return false;
+  }
+  *out = *parsed;
+  return true;
+}
+
+bool ParseWorkload(const std::string& name, Workload* out) {
+  if (name == "unary")
+    *out = Workload::kUnary;
+  else if (name == "streaming")
+    *out = Workload::kStreaming;
+  else if (name == "unconstrained")
+    *out = Workload::kUnconstrained;
+  else
+    return false;
+  return true;
+}
+
+std::unique_ptr<BenchServer> StartServer(const std::string& stack,
+                                         const ServerConfig& config,
+                                         std::string* error) {
+  return stack == "grpcpp" ? StartGrpcppServer(config, error)
+                           : StartH2rpcServer(config, error);
+}
+
+// Prints the run's progress on stderr every second until stopped.
+class ProgressReporter {
+ public:
+  ProgressReporter(std::string title, OpStats* stats)
+      : title_(std::move(title)), stats_(stats), start_(absl::Now()) {
+    thread_ = std::thread([this] {
+      pthread_setname_np(pthread_self(), "bench-progress");
+      while (!stop_.load()) {
+        absl::SleepFor(absl::Milliseconds(100));
+        if (absl::Now() - last_ < absl::Seconds(1)) continue;
+        last_ = absl::Now();
+        const OpStats::Snapshot s = stats_->Take();
+        const double elapsed = absl::ToDoubleSeconds(last_ - start_);
+        const int64_t ops = s.histogram.count() > 0
+                                ? s.histogram.count()
+                                : std::min(s.sends, s.recvs);
+        std::fprintf(stderr,
+                     "[%s] %4.1fs %10lld ops %10.0f ops/s %lld errors\n",
+                     title_.c_str(), elapsed, static_cast<long long>(ops),
+                     elapsed > 0 ? ops / elapsed : 0.0,
+                     static_cast<long long>(s.errors));
+      }
+    });
+  }
+  ~ProgressReporter() {
+    stop_.store(true);
+    thread_.join();
+  }
+
+ private:
+  const std::string title_;
+  OpStats* const stats_;
+  const absl::Time start_;
+  absl::Time last_ = absl::Now();
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+struct Plan {
+  std::vector<int> client_cpus;
+  std::vector<int> server_cpus;
+  std::string process;
+  std::string target;
+  absl::Duration warmup;
+};
+
+SideUsage UsageOf(Role role, const ThreadCpuSnapshot& cpu0,
+                  const ThreadCpuSnapshot& cpu1, AllocationCount a0,
+                  AllocationCount a1) {
+  return {a1.allocations - a0.allocations, a1.bytes - a0.bytes,
+          cpu1.RoleNanosSince(cpu0, role)};
+}
+
+// Runs one combination; false if the server could not be started.
+bool RunOne(const RunFeatures& features, Workload workload,
+            CompressionAlgorithm compression, const Plan& plan,
+            RunResult* result) {
+  result->features = features;
+  ServerConfig server_config;
+  server_config.compression = compression;
+  server_config.cpus = plan.server_cpus;
+
+  std::unique_ptr<BenchServer> server;
+  std::unique_ptr<ServerProcess> server_process;
+  std::string target = plan.target;
+  std::string error;
+  if (target.empty() && features.two_processes) {
+    server_process = ServerProcess::Start(
+        {"--server_only", "--server_stack=" + features.server_stack, "--port=0",
+         "--compression=" + features.compression,
+         "--server_cpus=" + absl::StrJoin(plan.server_cpus, ",")},
+        &error);
+    if (server_process == nullptr) {
+      std::fprintf(stderr, "%s\n", error.c_str());
+      return false;
+    }
+    target = absl::StrCat("127.0.0.1:", server_process->port());
+  } else if (target.empty()) {
+    server = StartServer(features.server_stack, server_config, &error);
+    if (server == nullptr) {
+      std::fprintf(stderr, "server: %s\n", error.c_str());
+      return false;
+    }
+    target = absl::StrCat("127.0.0.1:", server->port());
+  }
+
+  // Threads without an h2rpc name belong to the gRPC C++ side of the
+  // process (both sides are never gRPC C++ in one process).
+  Role unnamed = Role::kHarness;
+  if (server != nullptr && features.server_stack == "grpcpp") {
+    unnamed = Role::kServer;
+  } else if (features.client_stack == "grpcpp") {
+    unnamed = Role::kClient;
+  }
+  SetDefaultRole(unnamed);
+
+  ClientConfig config;
+  config.target = target;
+  config.workload = workload;
+  config.concurrency = features.max_concurrent_calls;
+  config.connections = features.connections;
+  config.req_size = features.req_size_bytes;
+  config.resp_size = features.resp_size_bytes;
+  config.compression = compression;
+  config.cpus = plan.client_cpus;
+  OpStats stats;
+  std::unique_ptr<BenchClient> client = features.client_stack == "grpcpp"
+                                            ? NewGrpcppClient(config, &stats)
+                                            : NewH2rpcClient(config, &stats);
+  client->Start();
+  absl::SleepFor(plan.warmup);
+  {
+    ProgressReporter progress(features.Title(), &stats);
+    stats.Reset();
+    const absl::Time start = absl::Now();
+    const ThreadCpuSnapshot cpu0 = ThreadCpuSnapshot::Take(unnamed);
+    const AllocationCount client0 = AllocationsOf(Role::kClient);
+    const AllocationCount server0 = AllocationsOf(Role::kServer);
+    SideUsage child0;
+    const bool child_ok0 =
+        server_process != nullptr && server_process->Usage(&child0);
+
+    absl::SleepFor(features.benchtime);
+
+    result->stats = stats.Take();
+    result->duration = absl::Now() - start;
+    const ThreadCpuSnapshot cpu1 = ThreadCpuSnapshot::Take(unnamed);
+    const AllocationCount client1 = AllocationsOf(Role::kClient);
+    const AllocationCount server1 = AllocationsOf(Role::kServer);
+    SideUsage child1;
+    if (child_ok0 && server_process->Usage(&child1)) {
+      result->server = SideUsage{child1.allocations - child0.allocations,
+                                 child1.bytes - child0.bytes,
+                                 child1.cpu_nanos - child0.cpu_nanos};
+    }
+    result->client = UsageOf(Role::kClient, cpu0, cpu1, client0, client1);
+    if (server != nullptr) {
+      result->server = UsageOf(Role::kServer, cpu0, cpu1, server0, server1);
+    }
+  }
+  client->Stop();
+  return true;
+}
+
+// --server_only: one server until stdin closes.
+int ServeOnly() {
+  SetThisThreadRole(Role::kServer);
+  SetDefaultRole(Role::kServer);
+  CompressionAlgorithm compression;
+  if (!ParseCompression(absl::GetFlag(FLAGS_compression), &compression)) {
+    std::fprintf(stderr, "bad --compression\n");
+    return 2;
+  }
+  const std::vector<std::string> stacks =
+      ListFlag(absl::GetFlag(FLAGS_server_stack));
+  if (stacks.size() != 1 || (stacks[0] != "h2rpc" && stacks[0] != "grpcpp")) {
+    std::fprintf(stderr, "--server_only takes one --server_stack\n");
+    return 2;
+  }
+  ServerConfig config;
+  config.compression = compression;
+  config.cpus = Cpus(absl::GetFlag(FLAGS_server_cpus), 0);
+  if (absl::GetFlag(FLAGS_port) != 0) {
+    config.address = absl::StrCat("0.0.0.0:", absl::GetFlag(FLAGS_port));
+  }
+  std::string error;
+  std::unique_ptr<BenchServer> server = StartServer(stacks[0], config, &error);
+  if (server == nullptr) {
+    std::fprintf(stderr, "server: %s\n", error.c_str());
+    return 1;
+  }
+  ServeUsageRequests(server->port(), [] {
+    const AllocationCount a = AllocationsOf(Role::kServer);
+    return SideUsage{a.allocations, a.bytes, ProcessCpuNanos()};
+  });
+  return 0;
+}
+
+int Main(int argc, char** argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  const std::string command = absl::StrJoin(args, " ");
+  if (absl::GetFlag(FLAGS_server_only)) return ServeOnly();
+  SetThisThreadRole(Role::kHarness);
+
+  Plan plan;
+  plan.client_cpus = Cpus(absl::GetFlag(FLAGS_client_cpus), 1);
+  plan.server_cpus = Cpus(absl::GetFlag(FLAGS_server_cpus), 0);
+  plan.process = absl::GetFlag(FLAGS_process);
+  plan.target = absl::GetFlag(FLAGS_target);
+  plan.warmup = absl::GetFlag(FLAGS_warmup);
+  if (plan.process != "auto" && plan.process != "one" &&
+      plan.process != "two") {
+    std::fprintf(stderr, "bad --process\n");
+    return 2;
+  }
+  std::vector<int> concurrencies, req_sizes, resp_sizes, connections;
+  if (!IntList("max_concurrent_calls",
+               absl::GetFlag(FLAGS_max_concurrent_calls), &concurrencies) ||
+      !IntList("req_size_bytes", absl::GetFlag(FLAGS_req_size_bytes),
+               &req_sizes) ||
+      !IntList("resp_size_bytes", absl::GetFlag(FLAGS_resp_size_bytes),
+               &resp_sizes) ||
+      !IntList("connections", absl::GetFlag(FLAGS_connections), &connections)) {
+    return 2;
+  }
+  const std::vector<std::string> workloads =
+      ListFlag(absl::GetFlag(FLAGS_workloads));
+  const std::vector<std::string> compressions =
+      ListFlag(absl::GetFlag(FLAGS_compression));
+  const std::vector<std::string> client_stacks =
+      ListFlag(absl::GetFlag(FLAGS_client_stack));
+  std::vector<std::string> server_stacks =
+      ListFlag(absl::GetFlag(FLAGS_server_stack));
+  if (!plan.target.empty()) server_stacks = {"remote"};
+  for (const std::string& s : client_stacks) {
+    if (s != "h2rpc" && s != "grpcpp") {
+      std::fprintf(stderr, "bad --client_stack '%s'\n", s.c_str());
+      return 2;
+    }
+  }
+  for (const std::string& s : server_stacks) {
+    if (s != "h2rpc" && s != "grpcpp" && s != "remote") {
+      std::fprintf(stderr, "bad --server_stack '%s'\n", s.c_str());
+      return 2;
+    }
+  }
+
+  std::printf("%s\n", TableHeader().c_str());
+  std::vector<RunResult> results;
+  bool failed = false;
+  for (const std::string& workload_name : workloads) {
+    Workload workload;
+    if (!ParseWorkload(workload_name, &workload)) {
+      std::fprintf(stderr, "bad --workloads entry '%s'\n",
+                   workload_name.c_str());
+      return 2;
+    }
+    for (const std::string& compression_name : compressions) {
+      CompressionAlgorithm compression;
+      if (!ParseCompression(compression_name, &compression)) {
+        std::fprintf(stderr, "bad --compression entry '%s'\n",
+                     compression_name.c_str());
+        return 2;
+      }
+      for (const std::string& server_stack : server_stacks) {
+        for (const std::string& client_stack : client_stacks) {
+          for (int concurrency : concurrencies) {
+            for (int req_size : req_sizes) {
+              for (int resp_size : resp_sizes) {
+                for (int conns : connections) {
+                  RunFeatures f;
+                  f.workload = workload_name;
+                  f.client_stack = client_stack;
+                  f.server_stack = server_stack;
+                  f.max_concurrent_calls = concurrency;
+                  f.req_size_bytes = req_size;
+                  f.resp_size_bytes = resp_size;
+                  f.compression = compression_name;
+                  f.connections = std::max(1, conns);
+                  f.benchtime = absl::GetFlag(FLAGS_benchtime);
+                  f.two_processes =
+                      plan.target.empty() &&
+                      (plan.process == "two" ||
+                       (plan.process == "auto" && client_stack == "grpcpp" &&
+                        server_stack == "grpcpp"));
+                  RunResult result;
+                  if (!RunOne(f, workload, compression, plan, &result)) {
+                    return 1;
+                  }
+                  std::printf("%s\n", TableRow(result).c_str());
+                  std::fflush(stdout);
+                  if (result.stats.errors > 0) {
+                    std::fprintf(stderr, "%s: %lld errors, first: %s\n",
+                                 f.Title().c_str(),
+                                 static_cast<long long>(result.stats.errors),
+                                 result.stats.first_error.c_str());
+                  }
+                  failed |= result.stats.errors > 0 || result.total_ops() == 0;
+                  results.push_back(std::move(result));
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  if (!MallocCounterAvailable()) {
+    std::printf("(allocation counting is off in sanitizer builds)\n");
+  }
+  const std::string result_file = absl::GetFlag(FLAGS_result_file);
+  if (!result_file.empty()) {
+    std::ofstream out(result_file);
+    out << ResultFileJson(command, results);
+    if (!out) {
+      std::fprintf(stderr, "cannot write %s\n", result_file.c_str());
+      return 1;
+    }
+  }
+  return failed ? 1 : 0;
+}
+
+}  // namespace
+}  // namespace h2rpc::benchmark
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  return h2rpc::benchmark::Main(argc, argv);
+}

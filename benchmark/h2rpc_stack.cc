@@ -1,0 +1,353 @@
+// The benchmark's client and server on h2rpc: callback (loop-thread) handlers
+// and reactors, so neither side adds thread hand-offs of its own.
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "benchmark/bench_stack.h"
+#include "proto/grpc/testing/messages.pb.h"
+#include "rpc/channel.h"
+#include "rpc/server.h"
+
+namespace h2rpc::benchmark {
+namespace {
+
+using grpc::testing::SimpleRequest;
+using grpc::testing::SimpleResponse;
+
+// ---------------------------------------------------------------------------
+// Server
+
+void FillResponse(const SimpleRequest& request, SimpleResponse* response) {
+  response->mutable_payload()->mutable_body()->resize(
+      static_cast<size_t>(request.response_size()));
+}
+
+// StreamingCall: one response per request, until the client half-closes.
+class PingPongServer final
+    : public ServerBidiReactor<SimpleRequest, SimpleResponse> {
+ public:
+  PingPongServer() { StartRead(&request_); }
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      Finish(Status());
+      return;
+    }
+    FillResponse(request_, &response_);
+    StartWrite(&response_);
+  }
+  void OnWriteDone(bool ok) override {
+    if (ok) {
+      StartRead(&request_);
+    } else {
+      Finish(Status(StatusCode::kCancelled, "write failed"));
+    }
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  SimpleRequest request_;
+  SimpleResponse response_;
+};
+
+// StreamingBothWays: reads and discards requests; once the first one gives
+// the response size, writes responses back to back until the client
+// half-closes. Loop thread only, so no locking.
+class BothWaysServer final
+    : public ServerBidiReactor<SimpleRequest, SimpleResponse> {
+ public:
+  BothWaysServer() { StartRead(&request_); }
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      reads_done_ = true;
+      if (!writing_) Finish(Status());
+      return;
+    }
+    if (!writing_) {
+      FillResponse(request_, &response_);
+      writing_ = true;
+      StartWrite(&response_);
+    }
+    StartRead(&request_);
+  }
+  void OnWriteDone(bool ok) override {
+    if (ok && !reads_done_) {
+      StartWrite(&response_);
+      return;
+    }
+    writing_ = false;
+    if (reads_done_) Finish(Status());
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  SimpleRequest request_;
+  SimpleResponse response_;
+  bool writing_ = false;
+  bool reads_done_ = false;
+};
+
+class H2rpcServer final : public BenchServer {
+ public:
+  explicit H2rpcServer(std::unique_ptr<Server> server, int port)
+      : server_(std::move(server)), port_(port) {}
+  ~H2rpcServer() override { server_->Shutdown(absl::Now() + absl::Seconds(5)); }
+  int port() const override { return port_; }
+
+ private:
+  std::unique_ptr<Server> server_;
+  int port_;
+};
+
+// ---------------------------------------------------------------------------
+// Client
+
+// Counts streams and calls still running so Stop() can wait for them.
+class Outstanding {
+ public:
+  void Add() {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++count_;
+  }
+  void Done() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (--count_ == 0) zero_.notify_all();
+  }
+  void WaitForZero() {
+    std::unique_lock<std::mutex> lock(mu_);
+    zero_.wait(lock, [this] { return count_ == 0; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable zero_;
+  int count_ = 0;
+};
+
+struct ClientShared {
+  const ClientConfig* config;
+  OpStats* stats;
+  SimpleRequest request;
+  std::atomic<bool> stopping{false};
+  Outstanding outstanding;
+};
+
+// One unary closed loop: each completion starts the next call.
+class UnaryLoop {
+ public:
+  UnaryLoop(Channel* channel, ClientShared* shared)
+      : channel_(channel), shared_(shared) {}
+  void Issue() {
+    if (shared_->stopping.load(std::memory_order_relaxed)) {
+      shared_->outstanding.Done();
+      return;
+    }
+    context_.emplace();
+    context_->set_compression_algorithm(shared_->config->compression);
+    start_ = absl::Now();
+    channel_->AsyncUnaryCall(&*context_, kUnaryCall, shared_->request,
+                             &response_,
+                             [this](const Status& status) { Done(status); });
+  }
+
+ private:
+  void Done(const Status& status) {
+    if (status.ok()) {
+      shared_->stats->RecordRoundTrip(absl::Now() - start_);
+    } else {
+      shared_->stats->RecordError(status.ToString());
+    }
+    Issue();
+  }
+
+  Channel* const channel_;
+  ClientShared* const shared_;
+  std::optional<ClientContext> context_;
+  SimpleResponse response_;
+  absl::Time start_;
+};
+
+// One ping-pong stream: write a request, read its response, repeat; the
+// next round starts once both the write and the read have completed.
+class PingPongClient final
+    : public ClientBidiReactor<SimpleRequest, SimpleResponse> {
+ public:
+  PingPongClient(Channel* channel, ClientShared* shared) : shared_(shared) {
+    context_.set_compression_algorithm(shared->config->compression);
+    channel->AsyncBidiStreamingCall(&context_, kStreamingCall, this);
+    Round();
+    StartCall();
+  }
+  void OnWriteDone(bool ok) override { Step(ok); }
+  void OnReadDone(bool ok) override {
+    if (ok) shared_->stats->RecordRoundTrip(absl::Now() - start_);
+    Step(ok);
+  }
+  void OnDone(const Status& status) override {
+    if (!status.ok()) shared_->stats->RecordError(status.ToString());
+    ClientShared* shared = shared_;
+    delete this;
+    shared->outstanding.Done();
+  }
+
+ private:
+  void Round() {
+    pending_ = 2;
+    start_ = absl::Now();
+    StartWrite(&shared_->request);
+    StartRead(&response_);
+  }
+  // Loop thread: completions of one round arrive one at a time.
+  void Step(bool ok) {
+    ok_ = ok_ && ok;
+    if (--pending_ > 0) return;
+    if (ok_ && !shared_->stopping.load(std::memory_order_relaxed)) {
+      Round();
+    } else if (ok_) {
+      StartWritesDone();
+      StartRead(&response_);  // sees the end of the stream
+    }
+  }
+
+  ClientShared* const shared_;
+  ClientContext context_;
+  SimpleResponse response_;
+  absl::Time start_;
+  int pending_ = 0;
+  bool ok_ = true;
+};
+
+// One unconstrained stream: writes back to back and reads back to back,
+// independently.
+class BothWaysClient final
+    : public ClientBidiReactor<SimpleRequest, SimpleResponse> {
+ public:
+  BothWaysClient(Channel* channel, ClientShared* shared) : shared_(shared) {
+    context_.set_compression_algorithm(shared->config->compression);
+    channel->AsyncBidiStreamingCall(&context_, kStreamingBothWays, this);
+    StartWrite(&shared_->request);
+    StartRead(&response_);
+    StartCall();
+  }
+  void OnWriteDone(bool ok) override {
+    if (!ok) return;
+    shared_->stats->CountSend();
+    if (shared_->stopping.load(std::memory_order_relaxed)) {
+      StartWritesDone();
+    } else {
+      StartWrite(&shared_->request);
+    }
+  }
+  void OnReadDone(bool ok) override {
+    if (!ok) return;
+    shared_->stats->CountRecv();
+    StartRead(&response_);
+  }
+  void OnDone(const Status& status) override {
+    if (!status.ok()) shared_->stats->RecordError(status.ToString());
+    ClientShared* shared = shared_;
+    delete this;
+    shared->outstanding.Done();
+  }
+
+ private:
+  ClientShared* const shared_;
+  ClientContext context_;
+  SimpleResponse response_;
+};
+
+class H2rpcClient final : public BenchClient {
+ public:
+  H2rpcClient(const ClientConfig& config, OpStats* stats) : config_(config) {
+    shared_.config = &config_;
+    shared_.stats = stats;
+    shared_.request.mutable_payload()->set_body(
+        std::string(static_cast<size_t>(config.req_size), 'q'));
+    shared_.request.set_response_size(config.resp_size);
+    for (int i = 0; i < config.connections; ++i) {
+      ChannelOptions options;
+      if (!config.cpus.empty()) {
+        options.loop_cpu = config.cpus[i % config.cpus.size()];
+      }
+      channels_.push_back(std::make_unique<Channel>(config.target, options));
+    }
+  }
+  ~H2rpcClient() override { Stop(); }
+
+  void Start() override {
+    for (int i = 0; i < config_.concurrency; ++i) {
+      Channel* channel = channels_[i % channels_.size()].get();
+      shared_.outstanding.Add();
+      switch (config_.workload) {
+        case Workload::kUnary:
+          unary_.push_back(std::make_unique<UnaryLoop>(channel, &shared_));
+          unary_.back()->Issue();
+          break;
+        case Workload::kStreaming:
+          new PingPongClient(channel, &shared_);
+          break;
+        case Workload::kUnconstrained:
+          new BothWaysClient(channel, &shared_);
+          break;
+      }
+    }
+  }
+
+  void Stop() override {
+    shared_.stopping.store(true);
+    shared_.outstanding.WaitForZero();
+  }
+
+ private:
+  const ClientConfig config_;
+  ClientShared shared_;
+  std::vector<std::unique_ptr<Channel>> channels_;
+  std::vector<std::unique_ptr<UnaryLoop>> unary_;
+};
+
+}  // namespace
+
+std::unique_ptr<BenchServer> StartH2rpcServer(const ServerConfig& config,
+                                              std::string* error) {
+  ServerOptions options;
+  options.num_loops =
+      config.cpus.empty() ? 1 : static_cast<int>(config.cpus.size());
+  options.loop_cpus = config.cpus;
+  options.default_compression = config.compression;
+  int port = 0;
+  Status status;
+  std::unique_ptr<Server> server =
+      Server::Builder()
+          .SetOptions(options)
+          .AddListeningPort(config.address, &port)
+          .RegisterCallbackUnary<SimpleRequest, SimpleResponse>(
+              kUnaryCall,
+              [](ServerContext*, const SimpleRequest* request,
+                 SimpleResponse* response, UnaryDone done) {
+                FillResponse(*request, response);
+                done(Status());
+              })
+          .RegisterCallbackBidiStreaming<SimpleRequest, SimpleResponse>(
+              kStreamingCall,
+              [](ServerContext*) { return new PingPongServer(); })
+          .RegisterCallbackBidiStreaming<SimpleRequest, SimpleResponse>(
+              kStreamingBothWays,
+              [](ServerContext*) { return new BothWaysServer(); })
+          .BuildAndStart(&status);
+  if (server == nullptr) {
+    *error = status.ToString();
+    return nullptr;
+  }
+  return std::make_unique<H2rpcServer>(std::move(server), port);
+}
+
+std::unique_ptr<BenchClient> NewH2rpcClient(const ClientConfig& config,
+                                            OpStats* stats) {
+  return std::make_unique<H2rpcClient>(config, stats);
+}
+
+}  // namespace h2rpc::benchmark

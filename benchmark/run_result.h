@@ -1,0 +1,58 @@
+#ifndef H2RPC_BENCHMARK_RUN_RESULT_H_
+#define H2RPC_BENCHMARK_RUN_RESULT_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "benchmark/op_stats.h"
+#include "benchmark/server_process.h"
+
+namespace h2rpc::benchmark {
+
+// What identifies a run (docs/benchmark_results.md, "features").
+struct RunFeatures {
+  std::string workload;  // unary, streaming, unconstrained
+  std::string client_stack;
+  std::string server_stack;  // "remote" with --target
+  int max_concurrent_calls = 1;
+  int req_size_bytes = 1024;
+  int resp_size_bytes = 1024;
+  std::string compression = "off";
+  int connections = 1;
+  absl::Duration benchtime;
+  bool two_processes = false;
+
+  // "unary h2rpc->grpcpp c=120 1024/1024B off".
+  std::string Title() const;
+};
+
+struct RunResult {
+  RunFeatures features;
+  absl::Duration duration;
+  OpStats::Snapshot stats;
+  // Unset for a side that was not measured (a remote server, or no
+  // allocation counting under a sanitizer).
+  std::optional<SideUsage> client;
+  std::optional<SideUsage> server;
+
+  // unary, streaming: round trips; unconstrained: messages each way (the
+  // smaller count).
+  int64_t total_ops() const;
+  int64_t send_ops() const;
+  int64_t recv_ops() const;
+  double qps() const;
+};
+
+// The header and one line of the table benchmain prints.
+std::string TableHeader();
+std::string TableRow(const RunResult& result);
+
+// The whole result file (docs/benchmark_results.md).
+std::string ResultFileJson(const std::string& command,
+                           const std::vector<RunResult>& results);
+
+}  // namespace h2rpc::benchmark
+
+#endif  // H2RPC_BENCHMARK_RUN_RESULT_H_

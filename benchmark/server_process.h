@@ -1,0 +1,57 @@
+#ifndef H2RPC_BENCHMARK_SERVER_PROCESS_H_
+#define H2RPC_BENCHMARK_SERVER_PROCESS_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace h2rpc::benchmark {
+
+// What one side of a run used: heap allocations, bytes requested, CPU time.
+struct SideUsage {
+  int64_t allocations = 0;
+  int64_t bytes = 0;
+  int64_t cpu_nanos = 0;
+};
+
+// A benchmark server in a child process: this binary run again with
+// --server_only. The child prints "listening on port N", then answers each
+// "usage" line on its stdin with "usage <allocations> <bytes> <cpu_nanos>"
+// (its whole process so far), and shuts down when its stdin closes.
+class ServerProcess {
+ public:
+  // Starts /proc/self/exe with `args`; null (and `*error`) if it does not
+  // report a port within 30 s.
+  static std::unique_ptr<ServerProcess> Start(
+      const std::vector<std::string>& args, std::string* error);
+  // Closes the child's stdin and waits for it to exit.
+  ~ServerProcess();
+
+  int port() const { return port_; }
+  // The child's usage so far; false if it did not answer.
+  bool Usage(SideUsage* usage);
+
+ private:
+  ServerProcess(pid_t pid, int to_child, int from_child)
+      : pid_(pid), to_child_(to_child), from_child_(from_child) {}
+  // The next line from the child, without its newline; false at EOF or
+  // after 30 s.
+  bool ReadLine(std::string* line);
+
+  pid_t pid_;
+  int to_child_;
+  int from_child_;
+  int port_ = 0;
+  std::string buffered_;
+};
+
+// The child's side of the protocol: prints the port, then serves "usage"
+// requests from stdin with `usage` until stdin closes.
+void ServeUsageRequests(int port, SideUsage (*usage)());
+
+}  // namespace h2rpc::benchmark
+
+#endif  // H2RPC_BENCHMARK_SERVER_PROCESS_H_

@@ -1,0 +1,36 @@
+#ifndef H2RPC_BENCHMARK_THREAD_CPU_H_
+#define H2RPC_BENCHMARK_THREAD_CPU_H_
+
+#include <cstdint>
+#include <map>
+
+#include "benchmark/malloc_counter.h"
+
+namespace h2rpc::benchmark {
+
+// CPU time (user + system, nanoseconds) of this process's threads, by the
+// role their name gives them (see malloc_counter.h: h2rpc-channel* client,
+// h2rpc-server* and h2rpc-worker* server, "bench-*" and the main thread the
+// harness, any other thread `default_role`), from /proc/self/task/*/stat.
+// Per-thread figures let a later snapshot count only what each thread spent
+// since the earlier one; threads that exit in between are lost.
+class ThreadCpuSnapshot {
+ public:
+  static ThreadCpuSnapshot Take(Role default_role);
+  // CPU nanoseconds of `role`'s threads between `earlier` and this snapshot.
+  int64_t RoleNanosSince(const ThreadCpuSnapshot& earlier, Role role) const;
+
+ private:
+  struct ThreadCpu {
+    Role role;
+    int64_t nanos;
+  };
+  std::map<int, ThreadCpu> threads_;  // by tid
+};
+
+// CPU time of the whole calling process so far (all threads, live or not).
+int64_t ProcessCpuNanos();
+
+}  // namespace h2rpc::benchmark
+
+#endif  // H2RPC_BENCHMARK_THREAD_CPU_H_
