@@ -17,12 +17,6 @@ namespace h2rpc::benchmark {
 
 enum class Workload { kUnary, kStreaming, kUnconstrained };
 
-inline constexpr char kUnaryCall[] = "/grpc.testing.BenchmarkService/UnaryCall";
-inline constexpr char kStreamingCall[] =
-    "/grpc.testing.BenchmarkService/StreamingCall";
-inline constexpr char kStreamingBothWays[] =
-    "/grpc.testing.BenchmarkService/StreamingBothWays";
-
 struct ClientConfig {
   std::string target;  // "host:port"
   Workload workload = Workload::kUnary;

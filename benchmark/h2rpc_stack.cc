@@ -9,7 +9,7 @@
 
 #include "absl/time/clock.h"
 #include "benchmark/bench_stack.h"
-#include "proto/grpc/testing/messages.pb.h"
+#include "proto/grpc/testing/benchmark_service.h2rpc.pb.h"
 #include "rpc/channel.h"
 #include "rpc/server.h"
 
@@ -18,6 +18,7 @@ namespace {
 
 using grpc::testing::SimpleRequest;
 using grpc::testing::SimpleResponse;
+using grpc::testing::h2rpc::BenchmarkService;
 
 // ---------------------------------------------------------------------------
 // Server
@@ -91,16 +92,47 @@ class BothWaysServer final
   bool reads_done_ = false;
 };
 
+// The three methods the workloads use; the other two answer UNIMPLEMENTED.
+class BenchmarkHandlers final : public BenchmarkService::CallbackService {
+ public:
+  void UnaryCall(ServerContext*, const SimpleRequest* request,
+                 SimpleResponse* response, UnaryDone done) override {
+    FillResponse(*request, response);
+    done(Status());
+  }
+  ServerBidiReactor<SimpleRequest, SimpleResponse>* StreamingCall(
+      ServerContext*) override {
+    return new PingPongServer();
+  }
+  ServerBidiReactor<SimpleRequest, SimpleResponse>* StreamingBothWays(
+      ServerContext*) override {
+    return new BothWaysServer();
+  }
+};
+
 class H2rpcServer final : public BenchServer {
  public:
-  explicit H2rpcServer(std::unique_ptr<Server> server, int port)
-      : server_(std::move(server)), port_(port) {}
-  ~H2rpcServer() override { server_->Shutdown(absl::Now() + absl::Seconds(5)); }
+  ~H2rpcServer() override {
+    if (server_ != nullptr) server_->Shutdown(absl::Now() + absl::Seconds(5));
+  }
+  std::string Start(const ServerConfig& config) {
+    ServerOptions options;
+    options.num_loops =
+        config.cpus.empty() ? 1 : static_cast<int>(config.cpus.size());
+    options.loop_cpus = config.cpus;
+    options.default_compression = config.compression;
+    Server::Builder builder;
+    builder.SetOptions(options).AddListeningPort(config.address, &port_);
+    Status status;
+    server_ = handlers_.AddTo(builder).BuildAndStart(&status);
+    return server_ == nullptr ? status.ToString() : std::string();
+  }
   int port() const override { return port_; }
 
  private:
+  BenchmarkHandlers handlers_;  // outlives server_
   std::unique_ptr<Server> server_;
-  int port_;
+  int port_ = 0;
 };
 
 // ---------------------------------------------------------------------------
@@ -139,8 +171,8 @@ struct ClientShared {
 // One unary closed loop: each completion starts the next call.
 class UnaryLoop {
  public:
-  UnaryLoop(Channel* channel, ClientShared* shared)
-      : channel_(channel), shared_(shared) {}
+  UnaryLoop(BenchmarkService::Stub* stub, ClientShared* shared)
+      : stub_(stub), shared_(shared) {}
   void Issue() {
     if (shared_->stopping.load(std::memory_order_relaxed)) {
       shared_->outstanding.Done();
@@ -149,9 +181,8 @@ class UnaryLoop {
     context_.emplace();
     context_->set_compression_algorithm(shared_->config->compression);
     start_ = absl::Now();
-    channel_->AsyncUnaryCall(&*context_, kUnaryCall, shared_->request,
-                             &response_,
-                             [this](const Status& status) { Done(status); });
+    stub_->AsyncUnaryCall(&*context_, shared_->request, &response_,
+                          [this](const Status& status) { Done(status); });
   }
 
  private:
@@ -164,7 +195,7 @@ class UnaryLoop {
     Issue();
   }
 
-  Channel* const channel_;
+  BenchmarkService::Stub* const stub_;
   ClientShared* const shared_;
   std::optional<ClientContext> context_;
   SimpleResponse response_;
@@ -176,9 +207,10 @@ class UnaryLoop {
 class PingPongClient final
     : public ClientBidiReactor<SimpleRequest, SimpleResponse> {
  public:
-  PingPongClient(Channel* channel, ClientShared* shared) : shared_(shared) {
+  PingPongClient(BenchmarkService::Stub* stub, ClientShared* shared)
+      : shared_(shared) {
     context_.set_compression_algorithm(shared->config->compression);
-    channel->AsyncBidiStreamingCall(&context_, kStreamingCall, this);
+    stub->AsyncStreamingCall(&context_, this);
     Round();
     StartCall();
   }
@@ -226,9 +258,10 @@ class PingPongClient final
 class BothWaysClient final
     : public ClientBidiReactor<SimpleRequest, SimpleResponse> {
  public:
-  BothWaysClient(Channel* channel, ClientShared* shared) : shared_(shared) {
+  BothWaysClient(BenchmarkService::Stub* stub, ClientShared* shared)
+      : shared_(shared) {
     context_.set_compression_algorithm(shared->config->compression);
-    channel->AsyncBidiStreamingCall(&context_, kStreamingBothWays, this);
+    stub->AsyncStreamingBothWays(&context_, this);
     StartWrite(&shared_->request);
     StartRead(&response_);
     StartCall();
@@ -274,24 +307,26 @@ class H2rpcClient final : public BenchClient {
         options.loop_cpu = config.cpus[i % config.cpus.size()];
       }
       channels_.push_back(std::make_unique<Channel>(config.target, options));
+      stubs_.push_back(
+          std::make_unique<BenchmarkService::Stub>(channels_.back().get()));
     }
   }
   ~H2rpcClient() override { Stop(); }
 
   void Start() override {
     for (int i = 0; i < config_.concurrency; ++i) {
-      Channel* channel = channels_[i % channels_.size()].get();
+      BenchmarkService::Stub* stub = stubs_[i % stubs_.size()].get();
       shared_.outstanding.Add();
       switch (config_.workload) {
         case Workload::kUnary:
-          unary_.push_back(std::make_unique<UnaryLoop>(channel, &shared_));
+          unary_.push_back(std::make_unique<UnaryLoop>(stub, &shared_));
           unary_.back()->Issue();
           break;
         case Workload::kStreaming:
-          new PingPongClient(channel, &shared_);
+          new PingPongClient(stub, &shared_);
           break;
         case Workload::kUnconstrained:
-          new BothWaysClient(channel, &shared_);
+          new BothWaysClient(stub, &shared_);
           break;
       }
     }
@@ -306,6 +341,7 @@ class H2rpcClient final : public BenchClient {
   const ClientConfig config_;
   ClientShared shared_;
   std::vector<std::unique_ptr<Channel>> channels_;
+  std::vector<std::unique_ptr<BenchmarkService::Stub>> stubs_;
   std::vector<std::unique_ptr<UnaryLoop>> unary_;
 };
 
@@ -313,36 +349,13 @@ class H2rpcClient final : public BenchClient {
 
 std::unique_ptr<BenchServer> StartH2rpcServer(const ServerConfig& config,
                                               std::string* error) {
-  ServerOptions options;
-  options.num_loops =
-      config.cpus.empty() ? 1 : static_cast<int>(config.cpus.size());
-  options.loop_cpus = config.cpus;
-  options.default_compression = config.compression;
-  int port = 0;
-  Status status;
-  std::unique_ptr<Server> server =
-      Server::Builder()
-          .SetOptions(options)
-          .AddListeningPort(config.address, &port)
-          .RegisterCallbackUnary<SimpleRequest, SimpleResponse>(
-              kUnaryCall,
-              [](ServerContext*, const SimpleRequest* request,
-                 SimpleResponse* response, UnaryDone done) {
-                FillResponse(*request, response);
-                done(Status());
-              })
-          .RegisterCallbackBidiStreaming<SimpleRequest, SimpleResponse>(
-              kStreamingCall,
-              [](ServerContext*) { return new PingPongServer(); })
-          .RegisterCallbackBidiStreaming<SimpleRequest, SimpleResponse>(
-              kStreamingBothWays,
-              [](ServerContext*) { return new BothWaysServer(); })
-          .BuildAndStart(&status);
-  if (server == nullptr) {
-    *error = status.ToString();
+  auto server = std::make_unique<H2rpcServer>();
+  std::string start_error = server->Start(config);
+  if (!start_error.empty()) {
+    *error = std::move(start_error);
     return nullptr;
   }
-  return std::make_unique<H2rpcServer>(std::move(server), port);
+  return server;
 }
 
 std::unique_ptr<BenchClient> NewH2rpcClient(const ClientConfig& config,

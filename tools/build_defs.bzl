@@ -45,6 +45,7 @@ def h2rpc_proto_library(
         grpc = False,
         h2rpc = False,
         messages = None,
+        services_namespace = None,
         visibility = None):
     """C++ code for .proto files, generated with Debian's protoc.
 
@@ -67,11 +68,17 @@ def h2rpc_proto_library(
     imports come from `messages`, so `deps` must be empty. One plain target
     plus a grpc and an h2rpc stub target on top of it keeps libgrpc++ out of
     h2rpc binaries, and h2rpc's stubs out of gRPC's.
+
+    `services_namespace = "x"` (h2rpc = True) puts the h2rpc service classes
+    in `<package namespace>::x`, so that one binary can also link gRPC C++'s
+    classes of the same service (the benchmark, which drives both).
     """
     where = "h2rpc_proto_library(%s): " % name
     if grpc and h2rpc:
         fail(where + "grpc = True and h2rpc = True generate classes of the " +
              "same names; make two targets sharing a `messages` target")
+    if services_namespace and not h2rpc:
+        fail(where + "services_namespace needs h2rpc = True")
     if messages:
         if not (grpc or h2rpc):
             fail(where + "`messages` needs grpc = True or h2rpc = True " +
@@ -102,7 +109,9 @@ def h2rpc_proto_library(
     if h2rpc:
         out_flags += ("--plugin=protoc-gen-h2rpc=" +
                       "$(execpath //tools/protoc-gen-h2rpc) " +
-                      "--h2rpc_out=$(GENDIR) ")
+                      "--h2rpc_out=" +
+                      ("services_namespace=%s:" % services_namespace if services_namespace else "") +
+                      "$(GENDIR) ")
         tools = ["//tools/protoc-gen-h2rpc"]
         cc_deps += ["//rpc", "@system//:absl"]
     native.filegroup(

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream.h"
 #include "tools/protoc-gen-h2rpc/header_writer.h"
@@ -27,13 +28,19 @@ bool H2rpcGenerator::Generate(
     const google::protobuf::FileDescriptor* file, const std::string& parameter,
     google::protobuf::compiler::GeneratorContext* context,
     std::string* error) const {
-  if (!parameter.empty()) {
-    *error = absl::StrCat("protoc-gen-h2rpc takes no parameters; got \"",
-                          parameter, "\"");
+  absl::string_view services_namespace = parameter;
+  if (!parameter.empty() &&
+      !absl::ConsumePrefix(&services_namespace, "services_namespace=")) {
+    *error = absl::StrCat(
+        "protoc-gen-h2rpc takes one parameter, services_namespace=NAME; "
+        "got \"",
+        parameter, "\"");
     return false;
   }
   FileModel model;
-  if (!BuildFileModel(file, &model, error)) return false;
+  if (!BuildFileModel(file, std::string(services_namespace), &model, error)) {
+    return false;
+  }
   WriteFile(context, model.header, WriteHeader(model));
   WriteFile(context, model.source, WriteSource(model));
   return true;

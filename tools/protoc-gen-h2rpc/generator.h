@@ -13,7 +13,10 @@ namespace h2rpc::codegen {
 // `<file>.h2rpc.pb.h` and `<file>.h2rpc.pb.cc` (both even for a file without
 // services, so build rules can always name them), or fails with one clear
 // sentence (see BuildFileModel) that protoc prints as
-// "--h2rpc_out: <file>: ...". Takes no parameters.
+// "--h2rpc_out: <file>: ...". One optional parameter,
+// `services_namespace=NAME` (`--h2rpc_out=services_namespace=NAME:DIR`), puts
+// the service classes in `<package namespace>::NAME`, so that one binary can
+// link them and gRPC C++'s classes of the same service.
 class H2rpcGenerator final : public google::protobuf::compiler::CodeGenerator {
  public:
   bool Generate(const google::protobuf::FileDescriptor* file,

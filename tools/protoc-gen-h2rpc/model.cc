@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "google/protobuf/compiler/cpp/names.h"
@@ -38,6 +39,14 @@ bool Claim(const std::string& identifier, std::string what,
                         " would both be the C++ identifier ", identifier,
                         "; rename one of them");
   return false;
+}
+
+bool IsIdentifier(absl::string_view name) {
+  if (name.empty() || absl::ascii_isdigit(name[0])) return false;
+  for (char c : name) {
+    if (!absl::ascii_isalnum(c) && c != '_') return false;
+  }
+  return true;
 }
 
 void AddEnum(const EnumDescriptor* enum_type, Owners* names) {
@@ -176,7 +185,8 @@ bool FileModel::has_streaming_methods() const {
   return false;
 }
 
-bool BuildFileModel(const FileDescriptor* file, FileModel* model,
+bool BuildFileModel(const FileDescriptor* file,
+                    const std::string& services_namespace, FileModel* model,
                     std::string* error) {
   absl::string_view base = file->name();
   if (!absl::ConsumeSuffix(&base, ".proto")) {
@@ -223,6 +233,20 @@ bool BuildFileModel(const FileDescriptor* file, FileModel* model,
       return false;
     }
     model->services.push_back(std::move(service));
+  }
+  if (!services_namespace.empty()) {
+    if (!IsIdentifier(services_namespace) || IsCppKeyword(services_namespace)) {
+      *error = absl::StrCat("services_namespace=", services_namespace,
+                            " is not a C++ identifier that can name a "
+                            "namespace");
+      return false;
+    }
+    if (!Claim(services_namespace,
+               absl::StrCat("services_namespace=", services_namespace), where,
+               &package_names, error)) {
+      return false;
+    }
+    model->namespaces.push_back(services_namespace);
   }
   return true;
 }

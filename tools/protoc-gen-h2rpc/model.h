@@ -71,8 +71,12 @@ inline constexpr absl::string_view kSourceHelperNames[] = {
 // another) that would get the same C++ identifier, or a service whose class
 // name is taken by a message, an enum (or enum value) or another service of
 // the package, or (without a package) a name of kSourceHelperNames taken.
+// A non-empty `services_namespace` is one more namespace, inside the
+// package's, for the service classes; it must be an identifier that is not a
+// C++ keyword, nor a name the package or its services take.
 bool BuildFileModel(const google::protobuf::FileDescriptor* file,
-                    FileModel* model, std::string* error);
+                    const std::string& services_namespace, FileModel* model,
+                    std::string* error);
 
 }  // namespace h2rpc::codegen
 

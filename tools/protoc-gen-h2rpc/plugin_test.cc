@@ -278,13 +278,44 @@ service S { rpc Get(M) returns (M); }
                         "\"class\" is a C++ keyword"));
 }
 
-TEST_F(PluginTest, ParametersAreRefused) {
+TEST_F(PluginTest, UnknownParametersAreRefused) {
   const ProtocResult result =
       RunProtoc("params.proto", "syntax = \"proto3\";\npackage demo;\n",
                 absl::StrCat("--h2rpc_out=lite:", out_));
   EXPECT_NE(result.exit_code, 0);
   EXPECT_THAT(result.output,
-              HasSubstr("protoc-gen-h2rpc takes no parameters; got \"lite\""));
+              HasSubstr("protoc-gen-h2rpc takes one parameter, "
+                        "services_namespace=NAME; got \"lite\""));
+}
+
+constexpr char kGreeterProto[] = R"(
+syntax = "proto3";
+package demo.v1;
+message Hello {}
+service Greeter { rpc Greet(Hello) returns (Hello); }
+)";
+
+TEST_F(PluginTest, ServicesNamespaceNestsTheServiceClasses) {
+  const ProtocResult result =
+      RunProtoc("greeter.proto", kGreeterProto,
+                absl::StrCat("--h2rpc_out=services_namespace=h2rpc:", out_));
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_THAT(ReadFile(out_ + "/greeter.h2rpc.pb.h"),
+              HasSubstr("namespace demo::v1::h2rpc {"));
+  EXPECT_THAT(ReadFile(out_ + "/greeter.h2rpc.pb.cc"),
+              HasSubstr("namespace demo::v1::h2rpc {"));
+}
+
+TEST_F(PluginTest, ServicesNamespaceMustBeAFreeIdentifier) {
+  for (const char* name : {"class", "9lives", "a-b", "Hello"}) {
+    const ProtocResult result = RunProtoc(
+        "greeter.proto", kGreeterProto,
+        absl::StrCat("--h2rpc_out=services_namespace=", name, ":", out_));
+    EXPECT_NE(result.exit_code, 0) << name;
+    EXPECT_THAT(result.output,
+                HasSubstr(absl::StrCat("services_namespace=", name)))
+        << name;
+  }
 }
 
 }  // namespace
