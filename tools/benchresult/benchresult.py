@@ -4,6 +4,11 @@
   benchresult old.json new.json        per matched run, Before/After/Percentage
   benchresult [old.json] new.json --html report.html
                                        also writes a self-contained HTML report
+  benchresult --pairings r1.json [r2.json ...]
+                                       files repeating one command: a Markdown
+                                       table of each client→server pairing
+                                       (medians over the files, h2rpc/grpcpp
+                                       ratios) for docs/performance.md
 
 Under `bazel run`, relative paths are taken from the directory bazel was run
 in. The file format is docs/benchmark_results.md. Exit status: 0 on
@@ -27,15 +32,24 @@ def parse_args(argv):
     parser = argparse.ArgumentParser(
         prog="benchresult",
         description="Print one benchmain result file as a table, or compare "
-                    "two (old, then new) run by run.")
+                    "two (old, then new) run by run, or print the "
+                    "pairings of repeated files side by side.")
     parser.add_argument("files", nargs="+", metavar="result.json",
-                        help="one result file, or two: old then new")
+                        help="one result file, or two: old then new; with "
+                             "--pairings, any number")
     parser.add_argument("--html", metavar="report.html",
                         help="also write a self-contained HTML report here")
+    parser.add_argument("--pairings", action="store_true",
+                        help="the files are repetitions of one command: "
+                             "print a Markdown table of each client→server "
+                             "pairing, medians over the files")
     args = parser.parse_args(argv)
-    if len(args.files) > 2:
+    if args.pairings and args.html:
+        parser.error("--pairings prints a Markdown table only; it cannot be "
+                     "combined with --html")
+    if not args.pairings and len(args.files) > 2:
         parser.error(f"expected one or two result files, got "
-                     f"{len(args.files)}")
+                     f"{len(args.files)} (use --pairings for repetitions)")
     return args
 
 
@@ -83,7 +97,11 @@ def main(argv=None):
     except lib.InputError as e:
         print(f"benchresult: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    text, document = render(results)
+    if args.pairings:
+        text = text_report.pairings_table(lib.group_pairings(results))
+        document = None  # --html was refused with --pairings
+    else:
+        text, document = render(results)
     sys.stdout.write(text)
     sys.stdout.flush()
     if args.html:

@@ -3,19 +3,31 @@
 A result file is the JSON document `benchmark:benchmain --result_file=FILE`
 writes, format "h2rpc-benchmain/1" (docs/benchmark_results.md). This module
 reads and validates it, matches the runs of two files by their features and
-computes before/after changes. It does no formatting and no output.
+computes before/after changes, and groups the runs of repeated files by
+client→server pairing (group_pairings). It does no formatting and no output.
 """
 
 import collections
 import dataclasses
 import json
 import math
+import statistics
 
 FORMAT = "h2rpc-benchmain/1"
 
 # Features that describe how long a run lasted, not what it measured: two
 # runs that differ only here are the same benchmark.
 IGNORED_FEATURES = frozenset({"benchtime_s"})
+
+# Features that tell the pairings of one run configuration apart: the two
+# stacks, and the process layout, which benchmain's --process=auto chooses
+# per pairing (two processes for grpcpp→grpcpp only).
+PAIRING_FEATURES = frozenset({"client_stack", "server_stack", "process"})
+
+# The (client, server) pairings of the side-by-side table, in row order;
+# any other pairing follows them in the order the files give it.
+PAIRING_ORDER = (("h2rpc", "h2rpc"), ("grpcpp", "grpcpp"),
+                 ("h2rpc", "grpcpp"), ("grpcpp", "h2rpc"))
 
 # Kinds of metric, which decide how a value is formatted.
 COUNT = "count"            # an integer number of operations
@@ -138,6 +150,66 @@ class Change:
     before: object
     after: object
     percent: object
+
+
+@dataclasses.dataclass
+class Pairing:
+    """One client→server pairing of a configuration, over repeated files.
+
+    `runs_per_file` holds, per file in the order given, that file's runs of
+    this pairing: usually one, none when the file lacks it.
+    """
+    client: str
+    server: str
+    process: object
+    runs_per_file: list
+
+    def values(self, path):
+        """Returns the non-null numbers at `path` of every run, file order."""
+        values = (run.value(path) for runs in self.runs_per_file
+                  for run in runs)
+        return [value for value in values if value is not None]
+
+    def median(self, path):
+        """Returns median(values(path)), or None when there is no value."""
+        values = self.values(path)
+        return statistics.median(values) if values else None
+
+
+@dataclasses.dataclass
+class PairingGroup:
+    """The pairings of one run configuration.
+
+    `features` are the runs' features without PAIRING_FEATURES and
+    IGNORED_FEATURES; `pairings` are in PAIRING_ORDER.
+    """
+    features: dict
+    pairings: list
+
+    def find(self, client, server):
+        """Returns the first Pairing client→server, or None."""
+        return next((pairing for pairing in self.pairings
+                     if (pairing.client, pairing.server) == (client, server)),
+                    None)
+
+    def _ratio(self, path, numerator, denominator):
+        """Ratio of the median at `path` of two (client, server) pairings."""
+        top, bottom = self.find(*numerator), self.find(*denominator)
+        if top is None or bottom is None:
+            return None
+        return ratio(top.median(path), bottom.median(path))
+
+    def qps_ratio(self):
+        """Median QPS of h2rpc→h2rpc over grpcpp→grpcpp, or None."""
+        return self._ratio(("qps",), ("h2rpc", "h2rpc"), ("grpcpp", "grpcpp"))
+
+    def p50_ratio(self):
+        """Median p50 of grpcpp→grpcpp over h2rpc→h2rpc, or None.
+
+        How many times lower h2rpc's median latency is.
+        """
+        return self._ratio(("latency_ns", "p50"), ("grpcpp", "grpcpp"),
+                           ("h2rpc", "h2rpc"))
 
 
 def load(path):
@@ -345,3 +417,63 @@ def latency_cdf(run):
         seen += count
         points.append((first_upper * growth ** index, seen / total))
     return points
+
+
+def ratio(numerator, denominator):
+    """Returns numerator / denominator as a float, or None.
+
+    None when either is None or 0, so a missing or empty measurement never
+    gives 0x, an infinite or a NaN ratio.
+    """
+    if not numerator or not denominator:
+        return None
+    return float(numerator) / float(denominator)
+
+
+def group_pairings(results):
+    """Groups the runs of ResultFiles that repeat one command by pairing.
+
+    Returns PairingGroups, one per configuration (features without
+    PAIRING_FEATURES and IGNORED_FEATURES), ordered by workload in order of
+    first appearance, then max_concurrent_calls ascending, then first
+    appearance. Runs with the same features in several files are
+    repetitions of one Pairing.
+    """
+    configs, pairings = {}, collections.defaultdict(dict)
+    for file_index, result in enumerate(results):
+        for run in result.runs:
+            config = {name: value for name, value in run.features.items()
+                      if name not in PAIRING_FEATURES
+                      and name not in IGNORED_FEATURES}
+            key = tuple(sorted(config.items()))
+            configs.setdefault(key, config)
+            stacks = (run.features.get("client_stack", "?"),
+                      run.features.get("server_stack", "?"),
+                      run.features.get("process"))
+            pairing = pairings[key].setdefault(
+                stacks, Pairing(*stacks, [[] for _ in results]))
+            pairing.runs_per_file[file_index].append(run)
+    workloads = {}
+    for config in configs.values():
+        workloads.setdefault(config.get("workload"), len(workloads))
+    groups = [PairingGroup(config, sorted(pairings[key].values(),
+                                          key=_pairing_rank))
+              for key, config in configs.items()]
+    return sorted(groups, key=lambda group: (
+        workloads[group.features.get("workload")],
+        _number_first(group.features.get("max_concurrent_calls"))))
+
+
+def _pairing_rank(pairing):
+    """Sort key of a Pairing: its place in PAIRING_ORDER, others last."""
+    stacks = (pairing.client, pairing.server)
+    if stacks in PAIRING_ORDER:
+        return PAIRING_ORDER.index(stacks)
+    return len(PAIRING_ORDER)
+
+
+def _number_first(value):
+    """Sort key putting numbers first, ascending, then anything else."""
+    if _is_number(value):
+        return (0, value, "")
+    return (1, 0, str(value))

@@ -9,6 +9,13 @@ testdata/old.json and testdata/new.json follow docs/benchmark_results.md:
  - unconstrained c=64 only in old.json;
  - the unary c=1 run with connections=2 only in new.json (every feature
    but benchtime_s takes part in matching).
+
+testdata/pairings_{1,2,3}.json repeat one command (--pairings): unary c=120
+with all four pairings (h2rpc→grpcpp missing from the third file,
+grpcpp→grpcpp in two processes with its server side null in the second
+file), unary c=1 without grpcpp→grpcpp, and streaming c=8 whose
+grpcpp→grpcpp has 0 QPS and null latency and sides. The files list c=120
+before c=1 and grpcpp→h2rpc before h2rpc→grpcpp.
 """
 
 import contextlib
@@ -26,6 +33,8 @@ import text_report
 HERE = os.path.dirname(os.path.abspath(__file__))
 OLD = os.path.join(HERE, "testdata", "old.json")
 NEW = os.path.join(HERE, "testdata", "new.json")
+PAIRINGS = [os.path.join(HERE, "testdata", f"pairings_{n}.json")
+            for n in (1, 2, 3)]
 
 
 def run_main(args):
@@ -268,6 +277,104 @@ class HtmlTest(unittest.TestCase):
         self.assertIn("no latency histogram", sections[3])
 
 
+class PairingsTest(unittest.TestCase):
+    """--pairings: medians over repeated files, ratios, order, Markdown."""
+
+    def setUp(self):
+        self.groups = lib.group_pairings([lib.load(p) for p in PAIRINGS])
+
+    def pairing(self, concurrency, client, server, groups=None):
+        """The unary Pairing client→server at `concurrency` calls."""
+        group = next(g for g in groups or self.groups
+                     if g.features["workload"] == "unary"
+                     and g.features["max_concurrent_calls"] == concurrency)
+        return group.find(client, server)
+
+    def test_median(self):
+        h2rpc = self.pairing(120, "h2rpc", "h2rpc")
+        self.assertEqual(h2rpc.median(("qps",)), 102311)       # odd count
+        mixed = self.pairing(120, "h2rpc", "grpcpp")           # 2 of 3 files
+        self.assertEqual(mixed.median(("qps",)), 60500)
+        self.assertEqual(mixed.median(("client", "allocs_per_op")), 3.5)
+        grpcpp = self.pairing(120, "grpcpp", "grpcpp")         # a null side
+        self.assertEqual(grpcpp.median(("server", "allocs_per_op")), 30.5)
+        self.assertIsNone(self.pairing(1, "h2rpc", "grpcpp").median(
+            ("server", "allocs_per_op")))
+        two = lib.group_pairings([lib.load(p) for p in PAIRINGS[:2]])
+        self.assertEqual(self.pairing(120, "h2rpc", "h2rpc", two).median(
+            ("qps",)), 100157.5)                               # even count
+
+    def test_ratio(self):
+        for numerator, denominator, expected in (
+                (102311, 30000, "3.41x"), (2436000, 812000, "3.00x"),
+                (1, 3, "0.33x"), (5, 0, "n/a"), (0, 5, "n/a"),
+                (None, 5, "n/a"), (5, None, "n/a"), (0.0, 0.0, "n/a")):
+            with self.subTest(numerator=numerator, denominator=denominator):
+                self.assertEqual(text_report.format_ratio(
+                    lib.ratio(numerator, denominator)), expected)
+
+    def test_group_ratios(self):
+        ratios = [(g.features["workload"], g.features["max_concurrent_calls"],
+                   text_report.format_ratio(g.qps_ratio()),
+                   text_report.format_ratio(g.p50_ratio()))
+                  for g in self.groups]
+        self.assertEqual(ratios, [
+            ("unary", 1, "n/a", "n/a"),          # no grpcpp→grpcpp
+            ("unary", 120, "3.41x", "3.00x"),
+            ("streaming", 8, "n/a", "n/a")])     # 0 QPS, null latency
+
+    def test_order(self):
+        order = [(g.features["workload"], g.features["max_concurrent_calls"],
+                  [f"{p.client}→{p.server}" for p in g.pairings])
+                 for g in self.groups]
+        self.assertEqual(order, [
+            ("unary", 1, ["h2rpc→h2rpc", "h2rpc→grpcpp"]),
+            ("unary", 120, ["h2rpc→h2rpc", "grpcpp→grpcpp", "h2rpc→grpcpp",
+                            "grpcpp→h2rpc"]),
+            ("streaming", 8, ["h2rpc→h2rpc", "grpcpp→grpcpp"])])
+
+    def test_table(self):
+        status, out, err = run_main(["--pairings"] + PAIRINGS)
+        self.assertEqual((status, err), (0, ""))
+        lines = out.splitlines()
+        self.assertEqual(lines[0], (
+            "| workload | calls in flight | pairing | median QPS | "
+            "QPS (runs) | median p50 | median p99 | client allocs/op | "
+            "server allocs/op | client CPU us/op | server CPU us/op |"))
+        self.assertEqual(lines[1], "| --- " * 11 + "|")
+        self.assertEqual(len(lines), 2 + 11)   # 8 pairings + 3 ratio rows
+        lead = "| unary req=1KiB resp=1KiB comp=off | 120 | "
+        for line in (
+                "h2rpc→h2rpc | 102,311 | 102,311 / 98,004 / 104,500 | "
+                "812 us | 1.45 ms | 3.00 | 6.00 | 6.10 | 5.90 |",
+                "grpcpp→grpcpp proc=two | 30,000 | 30,000 / 30,010 / 29,990 "
+                "| 2.44 ms | 4 ms | 20.50 | 30.50 | 15.00 | 14.10 |",
+                "h2rpc→grpcpp | 60,500 | 60,000 / 61,000 / - | 1.55 ms | "
+                "3.05 ms | 3.50 | 20.50 | 6.05 | 12.05 |",
+                "h2rpc/grpcpp | 3.41x |  | 3.00x |  |  |  |  |  |"):
+            self.assertIn(lead + line + "\n", out)
+        self.assertIn("| 8 | grpcpp→grpcpp proc=two | 0 | 0 / 0 / 0 | n/a | "
+                      "n/a | n/a | n/a | n/a | n/a |\n", out)
+        self.assertIn("| 1 | h2rpc→grpcpp | 15,000 | 15,000 / 15,100 / "
+                      "14,900 | 60 us | 150 us | 3.00 | n/a | 45.00 | n/a |",
+                      out)
+
+    def test_durations(self):
+        for ns, expected in ((812000, "812 us"), (1450000, "1.45 ms"),
+                             (46000, "46 us"), (500, "500 ns"),
+                             (2.5e9, "2.5 s")):
+            with self.subTest(ns=ns):
+                self.assertEqual(text_report.format_duration_markdown(ns),
+                                 expected)
+
+    def test_one_file_and_no_runs(self):
+        status, out, _ = run_main(["--pairings", PAIRINGS[2]])
+        self.assertEqual(status, 0)
+        self.assertIn("| grpcpp→h2rpc | 70,000 | 70,000 | 1.2 ms |", out)
+        self.assertNotIn("h2rpc→grpcpp | 60", out)
+        self.assertEqual(text_report.pairings_table([]), "(no runs)\n")
+
+
 class BadInputTest(unittest.TestCase):
     """Bad input: a message on stderr, exit status 2, no traceback."""
 
@@ -324,6 +431,17 @@ class BadInputTest(unittest.TestCase):
         status, _, err = run_main([OLD, NEW, OLD])
         self.assertEqual(status, 2)
         self.assertIn("expected one or two result files", err)
+        status, out, err = run_main(["--pairings", OLD, "--html", "x.html"])
+        self.assertEqual((status, out), (2, ""))
+        self.assertIn("cannot be combined with --html", err)
+
+    def test_pairings(self):
+        missing = os.path.join(self.tmp.name, "missing.json")
+        self.assert_rejected(["--pairings", PAIRINGS[0], missing],
+                             f"{missing}: cannot read")
+        path = self.write("bad.json", '{"format": "h2rpc-benchmain/1"}')
+        self.assert_rejected(["--pairings"] + PAIRINGS + [path],
+                             f'{path}: "runs" is missing')
 
     def test_as_a_program(self):
         path = self.write("bad.json", "not json")

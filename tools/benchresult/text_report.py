@@ -3,9 +3,12 @@
 single_table() prints one row per run of one file; comparison_report()
 prints, per run matched between two files, a grpc-go benchresult style
 table (Title / Before / After / Percentage) and then the runs found in one
-file only. The cell formatters are public so the HTML report and the tests
-use the same text.
+file only; pairings_table() prints the runs of repeated files side by side
+per client→server pairing as a Markdown table. The cell formatters are
+public so the HTML report and the tests use the same text.
 """
+
+import re
 
 import benchresult_lib as lib
 
@@ -254,3 +257,96 @@ def comparison_report(old, new, comparison):
     if only:
         parts.append("\n".join(only) + "\n")
     return "\n".join(parts)
+
+
+# Columns of the pairings table, after which each row's cells follow.
+_PAIRINGS_HEADER = (
+    "workload", "calls in flight", "pairing", "median QPS", "QPS (runs)",
+    "median p50", "median p99", "client allocs/op", "server allocs/op",
+    "client CPU us/op", "server CPU us/op")
+
+
+def format_duration_markdown(nanoseconds):
+    """format_duration_ns() as docs/performance.md writes it: "812 us"."""
+    number, unit = re.fullmatch(r"(-?[0-9.]+)(\D+)",
+                                format_duration_ns(nanoseconds)).groups()
+    return f"{number} {unit.replace('µ', 'u')}"
+
+
+def format_ratio(ratio):
+    """Formats a lib.ratio() result: "3.41x", or "n/a" for None."""
+    return NOT_APPLICABLE if ratio is None else f"{ratio:.2f}x"
+
+
+def _qps(value):
+    """Formats QPS as a whole number with thousands separators."""
+    return f"{value:,.0f}"
+
+
+def _median_cell(pairing, path, formatter):
+    """Formats a Pairing's median at `path`; "n/a" when there is none."""
+    value = pairing.median(path)
+    return NOT_APPLICABLE if value is None else formatter(value)
+
+
+def _qps_per_file(pairing):
+    """"102,311 / 98,004 / -": each file's QPS, "-" for a file without it."""
+    cells = []
+    for runs in pairing.runs_per_file:
+        values = [run.value(("qps",)) for run in runs] or [None]
+        cells.extend(MISSING if value is None else _qps(value)
+                     for value in values)
+    return " / ".join(cells)
+
+
+def _pairing_label(pairing):
+    """"h2rpc→grpcpp", plus " proc=two" for a two-process run."""
+    label = f"{pairing.client}→{pairing.server}"
+    if pairing.process not in (None, "one"):
+        label += f" proc={pairing.process}"
+    return label
+
+
+def _markdown_row(cells):
+    """One row of a GitHub pipe table; "|" in a cell is escaped."""
+    escaped = (cell.replace("|", r"\|") for cell in cells)
+    return "| " + " | ".join(escaped) + " |"
+
+
+def pairings_table(groups):
+    """Returns the Markdown table of lib.group_pairings() PairingGroups.
+
+    Per group, one row per pairing with medians over the files, then an
+    "h2rpc/grpcpp" row: the QPS ratio of h2rpc→h2rpc to grpcpp→grpcpp and
+    the p50 ratio of grpcpp→grpcpp to h2rpc→h2rpc.
+    """
+    if not groups:
+        return "(no runs)\n"
+    lines = [_markdown_row(_PAIRINGS_HEADER),
+             _markdown_row(["---"] * len(_PAIRINGS_HEADER))]
+    for group in groups:
+        config = {name: value for name, value in group.features.items()
+                  if name != "max_concurrent_calls"}
+        lead = [describe_features(config),
+                str(group.features.get("max_concurrent_calls", "?"))]
+        for pairing in group.pairings:
+            lines.append(_markdown_row(lead + [
+                _pairing_label(pairing),
+                _median_cell(pairing, ("qps",), _qps),
+                _qps_per_file(pairing),
+                _median_cell(pairing, ("latency_ns", "p50"),
+                             format_duration_markdown),
+                _median_cell(pairing, ("latency_ns", "p99"),
+                             format_duration_markdown),
+                _median_cell(pairing, ("client", "allocs_per_op"),
+                             "{:.2f}".format),
+                _median_cell(pairing, ("server", "allocs_per_op"),
+                             "{:.2f}".format),
+                _median_cell(pairing, ("client", "cpu_ns_per_op"),
+                             _microseconds(2)),
+                _median_cell(pairing, ("server", "cpu_ns_per_op"),
+                             _microseconds(2))]))
+        lines.append(_markdown_row(lead + [
+            "h2rpc/grpcpp", format_ratio(group.qps_ratio()), "",
+            format_ratio(group.p50_ratio())] + [""] * 5))
+    return "\n".join(lines) + "\n"
