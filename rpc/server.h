@@ -14,6 +14,7 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "google/protobuf/arena.h"
 #include "google/protobuf/message_lite.h"
 #include "rpc/compression.h"
 #include "rpc/server_context.h"
@@ -60,9 +61,12 @@ class Method {
   virtual ~Method() = default;
   MethodKind kind() const { return kind_; }
   bool sync() const { return sync_; }
-  virtual std::unique_ptr<google::protobuf::MessageLite> NewRequest() const = 0;
-  virtual std::unique_ptr<google::protobuf::MessageLite> NewResponse()
-      const = 0;
+  // A new message of the method's type: on `arena` (which owns it), or on
+  // the heap for the caller to delete when `arena` is null.
+  virtual google::protobuf::MessageLite* NewRequest(
+      google::protobuf::Arena* arena) const = 0;
+  virtual google::protobuf::MessageLite* NewResponse(
+      google::protobuf::Arena* arena) const = 0;
 
   // Unary.
   virtual Status RunSync(ServerContext* context,
@@ -102,11 +106,13 @@ template <class Request, class Response>
 class TypedMethod : public Method {
  public:
   using Method::Method;
-  std::unique_ptr<google::protobuf::MessageLite> NewRequest() const override {
-    return std::make_unique<Request>();
+  google::protobuf::MessageLite* NewRequest(
+      google::protobuf::Arena* arena) const override {
+    return google::protobuf::Arena::CreateMessage<Request>(arena);
   }
-  std::unique_ptr<google::protobuf::MessageLite> NewResponse() const override {
-    return std::make_unique<Response>();
+  google::protobuf::MessageLite* NewResponse(
+      google::protobuf::Arena* arena) const override {
+    return google::protobuf::Arena::CreateMessage<Response>(arena);
   }
 };
 

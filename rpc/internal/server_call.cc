@@ -17,14 +17,11 @@ namespace internal {
 void ServerCall::Begin(Server* server, const Method* method,
                        transport::http2::ServerStream* stream) {
   server_ = server;
-  if (method_ != method) {
-    method_ = method;
-    request_ = method->NewRequest();
-    response_ = method->NewResponse();
-  } else {
-    request_->Clear();
-    response_->Clear();
-  }
+  method_ = method;
+  // Frees the previous call's messages; keeps the arena's first block.
+  arena_.Reset();
+  request_ = method->NewRequest(&arena_);
+  response_ = method->NewResponse(&arena_);
   stream_ = stream;
   stream->observer = this;
   context_.stream_ = stream;
@@ -66,15 +63,14 @@ void ServerCall::RunHandler() {
   if (method_->sync()) {
     server_->workers_->Submit(&worker_task_);
   } else {
-    method_->RunCallback(&context_, request_.get(), response_.get(),
-                         UnaryDone(this));
+    method_->RunCallback(&context_, request_, response_, UnaryDone(this));
   }
 }
 
 void ServerCall::WorkerTask::Run() {
   ServerCall* call = call_;
   call->HandlerDone(call->method_->RunSync(&call->context_, *call->request_,
-                                           call->response_.get()));
+                                           call->response_));
 }
 
 void ServerCall::HandlerDone(const Status& status) {

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "google/protobuf/arena.h"
 #include "google/protobuf/message_lite.h"
 #include "rpc/internal/member_task.h"
 #include "rpc/server.h"
@@ -18,8 +19,13 @@ namespace h2rpc::internal {
 class ServerLoop;
 
 // One unary call on the server, from dispatch to its last byte. Pooled per
-// loop; keeps its request/response messages (cleared, not freed) while it
-// serves the same method again.
+// loop. Its request and response live on the call's protobuf arena, whose
+// first block is part of the call: each call resets the arena and creates
+// them there, so their sub-messages and string objects cost no heap
+// allocation (protobuf frees a heap message's sub-messages in Clear(), so
+// reusing heap messages would allocate them again for every call). Only
+// string contents beyond the SSO size, and messages outgrowing the block,
+// still reach the allocator.
 //
 // Flow: the transport feeds the request (OnMessage, OnHalfClose), the
 // handler runs (on a worker thread or inline on the loop), then Complete()
@@ -62,13 +68,26 @@ class ServerCall final : public transport::http2::ServerStream::Observer,
   void RunCancel();
   void End();
 
+  // Room for a typical unary request and response with their sub-messages,
+  // after the arena's own header.
+  static constexpr size_t kArenaBlockSize = 2048;
+  static google::protobuf::ArenaOptions ArenaOptions(char* block) {
+    google::protobuf::ArenaOptions options;
+    options.initial_block = block;
+    options.initial_block_size = kArenaBlockSize;
+    return options;
+  }
+
   ServerLoop* const loop_;
   Server* server_ = nullptr;
   const Method* method_ = nullptr;
   transport::http2::ServerStream* stream_ = nullptr;
   ServerContext context_;
-  std::unique_ptr<google::protobuf::MessageLite> request_;
-  std::unique_ptr<google::protobuf::MessageLite> response_;
+  // The arena's first block, declared first so that it outlives the arena.
+  alignas(8) char arena_block_[kArenaBlockSize];
+  google::protobuf::Arena arena_{ArenaOptions(arena_block_)};
+  google::protobuf::MessageLite* request_ = nullptr;   // on arena_
+  google::protobuf::MessageLite* response_ = nullptr;  // on arena_
   bool got_request_ = false;
   bool handler_running_ = false;
   Status handler_status_;

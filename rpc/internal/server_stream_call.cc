@@ -29,9 +29,9 @@ ServerStreamCall::ServerStreamCall(ServerLoop* loop, Server* server,
   context_.call_ = this;
   context_.peer_ = stream->peer();
   if (method->kind() == MethodKind::kServerStreaming) {
-    request_ = method->NewRequest();
+    request_.reset(method->NewRequest(nullptr));
   } else if (method->kind() == MethodKind::kClientStreaming) {
-    response_ = method->NewResponse();
+    response_.reset(method->NewResponse(nullptr));
   }
 }
 
