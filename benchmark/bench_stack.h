@@ -1,7 +1,9 @@
 #ifndef H2RPC_BENCHMARK_BENCH_STACK_H_
 #define H2RPC_BENCHMARK_BENCH_STACK_H_
 
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -16,6 +18,29 @@ namespace h2rpc::benchmark {
 // StreamingBothWays (each side streams independently).
 
 enum class Workload { kUnary, kStreaming, kUnconstrained };
+
+// Counts a client's streams and calls still running, so that Stop() can
+// wait for them.
+class Outstanding {
+ public:
+  void Add() {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++count_;
+  }
+  void Done() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (--count_ == 0) zero_.notify_all();
+  }
+  void WaitForZero() {
+    std::unique_lock<std::mutex> lock(mu_);
+    zero_.wait(lock, [this] { return count_ == 0; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable zero_;
+  int count_ = 0;
+};
 
 struct ClientConfig {
   std::string target;  // "host:port"

@@ -90,14 +90,14 @@ bool IntList(const std::string& name, const std::string& value,
   return true;
 }
 
-std::vector<int> Cpus(const std::string& value, int default_cpu) {
-  std::vector<int> cpus;
+// "default": `default_cpu` on a machine with two or more CPUs, else none.
+bool Cpus(const std::string& name, const std::string& value, int default_cpu,
+          std::vector<int>* cpus) {
   if (value == "default") {
-    if (std::thread::hardware_concurrency() >= 2) cpus.push_back(default_cpu);
-    return cpus;
+    if (std::thread::hardware_concurrency() >= 2) cpus->push_back(default_cpu);
+    return true;
   }
-  IntList("cpus", value, &cpus);
-  return cpus;
+  return IntList(name, value, cpus);
 }
 
 bool ParseCompression(const std::string& name, CompressionAlgorithm* out) {
@@ -293,7 +293,9 @@ int ServeOnly() {
   }
   ServerConfig config;
   config.compression = compression;
-  config.cpus = Cpus(absl::GetFlag(FLAGS_server_cpus), 0);
+  if (!Cpus("server_cpus", absl::GetFlag(FLAGS_server_cpus), 0, &config.cpus)) {
+    return 2;
+  }
   if (absl::GetFlag(FLAGS_port) != 0) {
     config.address = absl::StrCat("0.0.0.0:", absl::GetFlag(FLAGS_port));
   }
@@ -317,8 +319,12 @@ int Main(int argc, char** argv) {
   SetThisThreadRole(Role::kHarness);
 
   Plan plan;
-  plan.client_cpus = Cpus(absl::GetFlag(FLAGS_client_cpus), 1);
-  plan.server_cpus = Cpus(absl::GetFlag(FLAGS_server_cpus), 0);
+  if (!Cpus("client_cpus", absl::GetFlag(FLAGS_client_cpus), 1,
+            &plan.client_cpus) ||
+      !Cpus("server_cpus", absl::GetFlag(FLAGS_server_cpus), 0,
+            &plan.server_cpus)) {
+    return 2;
+  }
   plan.process = absl::GetFlag(FLAGS_process);
   plan.target = absl::GetFlag(FLAGS_target);
   plan.warmup = absl::GetFlag(FLAGS_warmup);

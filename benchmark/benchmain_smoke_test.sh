@@ -59,3 +59,10 @@ for pairing in 'h2rpc→h2rpc' 'h2rpc→grpcpp' 'grpcpp→h2rpc' \
 done
 "$benchresult" "$result" "$result" > "$TEST_TMPDIR/two.txt"
 grep -q 'TotalOps' "$TEST_TMPDIR/two.txt"
+
+# Bad flags are refused with a message naming the flag.
+if "$benchmain" --client_cpus=one > "$TEST_TMPDIR/bad.txt" 2>&1; then
+  echo "expected --client_cpus=one to be refused"; exit 1
+fi
+grep -q "bad --client_cpus entry 'one'" "$TEST_TMPDIR/bad.txt" ||
+  { cat "$TEST_TMPDIR/bad.txt"; exit 1; }

@@ -520,28 +520,6 @@ class GrpcppServer final : public BenchServer {
 // ---------------------------------------------------------------------------
 // Client
 
-// Counts streams and calls still running so Stop() can wait for them.
-class Outstanding {
- public:
-  void Add() {
-    std::lock_guard<std::mutex> lock(mu_);
-    ++count_;
-  }
-  void Done() {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (--count_ == 0) zero_.notify_all();
-  }
-  void WaitForZero() {
-    std::unique_lock<std::mutex> lock(mu_);
-    zero_.wait(lock, [this] { return count_ == 0; });
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable zero_;
-  int count_ = 0;
-};
-
 struct ClientShared {
   OpStats* stats = nullptr;
   grpc_compression_algorithm compression = GRPC_COMPRESS_NONE;

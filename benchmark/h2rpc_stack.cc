@@ -1,8 +1,7 @@
 // The benchmark's client and server on h2rpc: callback (loop-thread) handlers
 // and reactors, so neither side adds thread hand-offs of its own.
-#include <condition_variable>
+#include <atomic>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -137,28 +136,6 @@ class H2rpcServer final : public BenchServer {
 
 // ---------------------------------------------------------------------------
 // Client
-
-// Counts streams and calls still running so Stop() can wait for them.
-class Outstanding {
- public:
-  void Add() {
-    std::lock_guard<std::mutex> lock(mu_);
-    ++count_;
-  }
-  void Done() {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (--count_ == 0) zero_.notify_all();
-  }
-  void WaitForZero() {
-    std::unique_lock<std::mutex> lock(mu_);
-    zero_.wait(lock, [this] { return count_ == 0; });
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable zero_;
-  int count_ = 0;
-};
 
 struct ClientShared {
   const ClientConfig* config;
