@@ -18,8 +18,6 @@ void ServerCall::Begin(Server* server, const Method* method,
                        transport::http2::ServerStream* stream) {
   server_ = server;
   method_ = method;
-  // Frees the previous call's messages; keeps the arena's first block.
-  arena_.Reset();
   request_ = method->NewRequest(&arena_);
   response_ = method->NewResponse(&arena_);
   stream_ = stream;
@@ -126,6 +124,11 @@ void ServerCall::End() {
   stream_ = nullptr;
   Server* server = server_;
   context_.Reset();
+  // Frees the messages (and whatever outgrew the first block) now rather
+  // than when the pooled call is next used; keeps the first block.
+  request_ = nullptr;
+  response_ = nullptr;
+  arena_.Reset();
   stream->Release();
   loop_->ReturnCall(this);
   server->CallEnded();  // last: Shutdown() may be waiting for it

@@ -20,8 +20,8 @@ class ServerLoop;
 
 // One unary call on the server, from dispatch to its last byte. Pooled per
 // loop. Its request and response live on the call's protobuf arena, whose
-// first block is part of the call: each call resets the arena and creates
-// them there, so their sub-messages and string objects cost no heap
+// first block is part of the call: each call creates them there and resets
+// the arena when it ends, so their sub-messages and string objects cost no heap
 // allocation (protobuf frees a heap message's sub-messages in Clear(), so
 // reusing heap messages would allocate them again for every call). Only
 // string contents beyond the SSO size, and messages outgrowing the block,
