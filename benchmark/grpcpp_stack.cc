@@ -605,13 +605,12 @@ class UnaryLoop final : public ClientLoop {
 using ClientStream =
     grpc::ClientAsyncReaderWriter<SimpleRequest, SimpleResponse>;
 
-// Streaming: one ping-pong stream. A round writes a request and reads its
-// response; the next round starts once both have completed. On Stop(), the
-// stream half-closes, reads to the end and finishes.
-class PingPongLoop final : public ClientLoop {
+// What the two stream loops share: starting the stream, finishing it, and
+// the end of the loop once Finish() has completed.
+class StreamLoop : public ClientLoop {
  public:
   using ClientLoop::ClientLoop;
-  ~PingPongLoop() override { stream_.reset(); }  // lives in the call's arena
+  ~StreamLoop() override { stream_.reset(); }  // lives in the call's arena
 
   void Start() override {
     if (shared_->compression != GRPC_COMPRESS_NONE) {
@@ -619,6 +618,28 @@ class PingPongLoop final : public ClientLoop {
     }
     stream_ = stub_->AsyncStreamingCall(&context_, cq_, &start_tag_);
   }
+
+ protected:
+  void Finish() { stream_->Finish(&status_, &finish_tag_); }
+  // kFinish: the stream is over.
+  void Finished() {
+    if (!status_.ok()) shared_->stats->RecordError(StatusText(status_));
+    shared_->outstanding.Done();  // the last touch of this loop
+  }
+
+  grpc::ClientContext context_;
+  std::unique_ptr<ClientStream> stream_;
+  SimpleResponse response_;
+  grpc::Status status_;
+};
+
+// Streaming: one ping-pong stream. A round writes a request and reads its
+// response; the next round starts once both have completed. On Stop(), the
+// stream half-closes, reads to the end and finishes.
+class PingPongLoop final : public StreamLoop {
+ public:
+  using StreamLoop::StreamLoop;
+
   void Proceed(Event event, bool ok) override {
     switch (event) {
       case kStart:
@@ -644,8 +665,7 @@ class PingPongLoop final : public ClientLoop {
         Step(ok);
         return;
       case kFinish:
-        if (!status_.ok()) shared_->stats->RecordError(StatusText(status_));
-        shared_->outstanding.Done();  // the last touch of this loop
+        Finished();
         return;
     }
   }
@@ -676,12 +696,6 @@ class PingPongLoop final : public ClientLoop {
       stream_->Read(&response_, &read_tag_);  // sees the end of the stream
     }
   }
-  void Finish() { stream_->Finish(&status_, &finish_tag_); }
-
-  grpc::ClientContext context_;
-  std::unique_ptr<ClientStream> stream_;
-  SimpleResponse response_;
-  grpc::Status status_;
   absl::Time start_;
   int pending_ = 0;
   bool ok_ = true;
@@ -691,17 +705,10 @@ class PingPongLoop final : public ClientLoop {
 // Unconstrained: one stream writing back to back and reading back to back,
 // independently. On Stop(), the next completed write half-closes; the stream
 // finishes once the write side is closed and the read side has ended.
-class BothWaysLoop final : public ClientLoop {
+class BothWaysLoop final : public StreamLoop {
  public:
-  using ClientLoop::ClientLoop;
-  ~BothWaysLoop() override { stream_.reset(); }  // lives in the call's arena
+  using StreamLoop::StreamLoop;
 
-  void Start() override {
-    if (shared_->compression != GRPC_COMPRESS_NONE) {
-      context_.set_compression_algorithm(shared_->compression);
-    }
-    stream_ = stub_->AsyncStreamingCall(&context_, cq_, &start_tag_);
-  }
   void Proceed(Event event, bool ok) override {
     switch (event) {
       case kStart:
@@ -741,8 +748,7 @@ class BothWaysLoop final : public ClientLoop {
         stream_->Read(&response_, &read_tag_);
         return;
       case kFinish:
-        if (!status_.ok()) shared_->stats->RecordError(StatusText(status_));
-        shared_->outstanding.Done();  // the last touch of this loop
+        Finished();
         return;
     }
   }
@@ -751,12 +757,6 @@ class BothWaysLoop final : public ClientLoop {
   void MaybeFinish() {
     if (!writing_ && !reading_) Finish();
   }
-  void Finish() { stream_->Finish(&status_, &finish_tag_); }
-
-  grpc::ClientContext context_;
-  std::unique_ptr<ClientStream> stream_;
-  SimpleResponse response_;
-  grpc::Status status_;
   bool writing_ = false;
   bool reading_ = false;
 };

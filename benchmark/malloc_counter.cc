@@ -73,8 +73,6 @@ void SetDefaultRole(Role role) {
 
 void SetThisThreadRole(Role role) { thread_role = static_cast<int>(role); }
 
-Role ThisThreadRole() { return static_cast<Role>(CurrentRole()); }
-
 AllocationCount AllocationsOf(Role role) {
   const int i = static_cast<int>(role);
   return {role_allocations[i].load(std::memory_order_relaxed),

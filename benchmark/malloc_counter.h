@@ -20,7 +20,7 @@ namespace h2rpc::benchmark {
 // gRPC C++ server shares the process with an h2rpc client.
 //
 // Under ASan or TSan (which interpose malloc themselves) nothing is counted
-// and available() is false.
+// and MallocCounterAvailable() is false.
 enum class Role { kClient = 0, kServer = 1, kHarness = 2 };
 
 struct AllocationCount {
@@ -31,8 +31,6 @@ struct AllocationCount {
 bool MallocCounterAvailable();
 void SetDefaultRole(Role role);
 void SetThisThreadRole(Role role);
-// The role allocations of the calling thread count against.
-Role ThisThreadRole();
 AllocationCount AllocationsOf(Role role);
 
 }  // namespace h2rpc::benchmark
