@@ -3,6 +3,9 @@
 #include <sys/epoll.h>
 
 #include <algorithm>
+#include <memory>
+#include <string>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -13,29 +16,45 @@
 namespace h2rpc {
 namespace internal {
 
-// Connects the channel's socket: resolves the target, tries each address in
-// turn with a non-blocking connect, bounded by the connect timeout. Lives as
-// long as the channel; one attempt at a time, on the loop thread.
-class ChannelConnector : private transport::io::FdWatcher,
+// Connects the channel's socket: resolves the target (an IP address at once,
+// a host name on the resolver thread), tries each address in turn with a
+// non-blocking connect, all within the connect timeout. Lives as long as the
+// channel; one attempt at a time, on the loop thread.
+class ChannelConnector final : private transport::io::FdWatcher,
                          private transport::io::Timer {
  public:
-  explicit ChannelConnector(Channel* channel) : channel_(channel) {}
+  ChannelConnector(Channel* channel,
+                   std::shared_ptr<transport::io::Resolver> resolver)
+      : channel_(channel), resolver_(std::move(resolver)) {}
 
   void Start() {
     addresses_.clear();
     next_ = 0;
-    last_error_ = transport::io::ResolveTarget(channel_->target_, &addresses_);
-    if (!last_error_.ok()) {
-      channel_->OnConnectFailed(last_error_);
-      return;
-    }
+    last_error_ = Status();
     channel_->loop_.Schedule(
         this, channel_->loop_.Now() + channel_->options_.connect_timeout);
-    TryNext();
+    Status status =
+        transport::io::ResolveNumericTarget(channel_->target_, &addresses_);
+    if (!status.ok()) {
+      Fail(status);
+      return;
+    }
+    if (!addresses_.empty()) {
+      TryNext();
+      return;
+    }
+    // Safe to capture `this`: Abort() (before the channel goes) and the
+    // timeout cancel the resolution, and a cancelled one never calls back.
+    resolution_ =
+        resolver_->Resolve(channel_->target_, &channel_->loop_,
+                           [this](transport::io::Resolver::Result result) {
+                             OnResolved(std::move(result));
+                           });
   }
 
   // Abandons an attempt in progress (channel shutting down).
   void Abort() {
+    resolution_.Cancel();
     channel_->loop_.Cancel(this);
     if (socket_.valid()) {
       channel_->loop_.RemoveFd(socket_.get());
@@ -44,6 +63,15 @@ class ChannelConnector : private transport::io::FdWatcher,
   }
 
  private:
+  void OnResolved(transport::io::Resolver::Result result) {
+    if (!result.status.ok()) {
+      Fail(result.status);
+      return;
+    }
+    addresses_ = std::move(result.addresses);
+    TryNext();
+  }
+
   void TryNext() {
     while (next_ < addresses_.size()) {
       current_ = addresses_[next_++];
@@ -58,11 +86,15 @@ class ChannelConnector : private transport::io::FdWatcher,
         Succeed();
         return;
       }
-      channel_->loop_.AddFd(socket_.get(), EPOLLOUT, this);
+      status = channel_->loop_.AddFd(socket_.get(), EPOLLOUT, this);
+      if (!status.ok()) {
+        socket_.reset();
+        last_error_ = std::move(status);
+        continue;
+      }
       return;
     }
-    channel_->loop_.Cancel(this);
-    channel_->OnConnectFailed(last_error_);
+    Fail(last_error_);
   }
 
   void OnFdReady(uint32_t events) override {
@@ -78,15 +110,27 @@ class ChannelConnector : private transport::io::FdWatcher,
   }
 
   void OnTimer() override {
+    const bool resolving = resolution_.active();
+    resolution_.Cancel();
     if (socket_.valid()) {
       channel_->loop_.RemoveFd(socket_.get());
       socket_.reset();
     }
+    const std::string timeout =
+        absl::FormatDuration(channel_->options_.connect_timeout);
     channel_->OnConnectFailed(
         Status(StatusCode::kUnavailable,
-               absl::StrCat(
-                   "connect to ", current_.ToString(), " timed out after ",
-                   absl::FormatDuration(channel_->options_.connect_timeout))));
+               resolving ? absl::StrCat("resolving '", channel_->target_,
+                                        "' timed out after ", timeout,
+                                        " (ChannelOptions::connect_timeout)")
+                         : absl::StrCat("connect to ", current_.ToString(),
+                                        " timed out after ", timeout,
+                                        " (ChannelOptions::connect_timeout)")));
+  }
+
+  void Fail(const Status& why) {
+    channel_->loop_.Cancel(this);
+    channel_->OnConnectFailed(why);
   }
 
   void Succeed() {
@@ -95,6 +139,8 @@ class ChannelConnector : private transport::io::FdWatcher,
   }
 
   Channel* const channel_;
+  const std::shared_ptr<transport::io::Resolver> resolver_;
+  transport::io::Resolver::Resolution resolution_;
   std::vector<transport::io::SocketAddress> addresses_;
   size_t next_ = 0;
   transport::io::SocketAddress current_;
@@ -111,7 +157,10 @@ using transport::http2::ClientConnection;
 Channel::Channel(absl::string_view target, const ChannelOptions& options)
     : target_(target),
       options_(options),
-      connector_(std::make_unique<internal::ChannelConnector>(this)),
+      connector_(std::make_unique<internal::ChannelConnector>(
+          this, options.resolver != nullptr
+                    ? options.resolver
+                    : std::make_shared<transport::io::Resolver>())),
       next_backoff_(options.initial_backoff) {
   loop_status_ = loop_.Start("h2rpc-channel", options_.loop_cpu);
 }
@@ -119,7 +168,7 @@ Channel::Channel(absl::string_view target, const ChannelOptions& options)
 Channel::~Channel() {
   loop_.Post([this] { Shutdown(); });
   loop_.Stop();
-  std::lock_guard<std::mutex> lock(pool_mu_);
+  transport::io::MutexLock lock(&pool_mu_);
   for (ClientCall* call : free_calls_) delete call;
 }
 
@@ -133,7 +182,7 @@ void Channel::Shutdown() {
 }
 
 ClientCall* Channel::TakeCall() {
-  std::lock_guard<std::mutex> lock(pool_mu_);
+  transport::io::MutexLock lock(&pool_mu_);
   if (free_calls_.empty()) return new ClientCall(this);
   ClientCall* call = free_calls_.back();
   free_calls_.pop_back();
@@ -142,7 +191,7 @@ ClientCall* Channel::TakeCall() {
 
 void Channel::ReturnCall(ClientCall* call) {
   call->ResetForReuse();
-  std::lock_guard<std::mutex> lock(pool_mu_);
+  transport::io::MutexLock lock(&pool_mu_);
   free_calls_.push_back(call);
 }
 
@@ -192,6 +241,18 @@ Status Channel::GenericUnaryCall(ClientContext* context,
   return RunBlocking(call);
 }
 
+void Channel::CompleteUnstarted(absl::AnyInvocable<void(const Status&)> done,
+                                Status status) {
+  auto complete = [done = std::move(done),
+                   status = std::move(status)]() mutable { done(status); };
+  if (!loop_status_.ok()) {
+    // No loop runs: a thread of its own keeps `done` off the caller's stack.
+    std::thread(std::move(complete)).detach();
+    return;
+  }
+  loop_.Post(std::move(complete));  // allocates; a failure path only
+}
+
 void Channel::AsyncUnaryCall(ClientContext* context, absl::string_view method,
                              const google::protobuf::MessageLite& request,
                              google::protobuf::MessageLite* response,
@@ -199,7 +260,7 @@ void Channel::AsyncUnaryCall(ClientContext* context, absl::string_view method,
   Status status;
   ClientCall* call = PrepareCall(context, method, &request, {}, &status);
   if (call == nullptr) {
-    done(status);
+    CompleteUnstarted(std::move(done), std::move(status));
     return;
   }
   call->response = response;
@@ -213,7 +274,7 @@ void Channel::AsyncGenericUnaryCall(
   Status status;
   ClientCall* call = PrepareCall(context, method, nullptr, request, &status);
   if (call == nullptr) {
-    done(status);
+    CompleteUnstarted(std::move(done), std::move(status));
     return;
   }
   call->response_bytes = response;

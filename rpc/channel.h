@@ -2,10 +2,10 @@
 #define H2RPC_RPC_CHANNEL_H_
 
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/functional/any_invocable.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
@@ -16,6 +16,9 @@
 #include "rpc/status.h"
 #include "transport/http2/client_connection.h"
 #include "transport/io/event_loop.h"
+#include "transport/io/monotonic_time.h"
+#include "transport/io/mutex.h"
+#include "transport/io/resolver.h"
 
 namespace h2rpc {
 
@@ -32,8 +35,14 @@ struct ChannelOptions {
   std::string user_agent = "h2rpc-cpp/0.1";
   // HTTP/2 settings and message size limits of the connection.
   transport::http2::ConnectionOptions connection;
-  // Longest wait for a TCP connect. Duration.
+  // Longest wait for a connection: resolving the target's host name and the
+  // TCP connect together. Duration.
   absl::Duration connect_timeout = absl::Seconds(20);
+  // Looks up the target's host name off the event loop (a target whose host
+  // is an IP address needs no lookup). Null (default): the channel makes its
+  // own, whose thread starts on the first lookup. A Resolver may be shared
+  // by several channels; they then look up one at a time.
+  std::shared_ptr<transport::io::Resolver> resolver;
   // Reconnect backoff after a failed connect: first wait, growth factor,
   // longest wait. While backing off, calls fail fast with UNAVAILABLE.
   absl::Duration initial_backoff = absl::Seconds(1);
@@ -52,13 +61,15 @@ struct ChannelOptions {
 // A client's link to one server ("host:port", "[v6]:port"). Connects lazily
 // on the first call, over one HTTP/2 connection that carries any number of
 // concurrent calls, and reconnects (with backoff) after a failure. Owns an
-// event loop thread on which the transport and completion callbacks run.
-// Thread-safe.
-class Channel : private transport::http2::ClientConnection::Listener {
+// event loop thread on which the transport and completion callbacks run;
+// host names are looked up on a resolver thread (ChannelOptions::resolver),
+// never on the loop. Thread-safe.
+class Channel final : private transport::http2::ClientConnection::Listener {
  public:
   explicit Channel(absl::string_view target,
                    const ChannelOptions& options = ChannelOptions());
-  // Fails calls still in flight with CANCELLED, then stops the loop.
+  // Fails calls still in flight with CANCELLED, then stops the loop. Does
+  // not wait for a host-name lookup under way (its result is dropped).
   ~Channel();
   Channel(const Channel&) = delete;
   Channel& operator=(const Channel&) = delete;
@@ -72,10 +83,13 @@ class Channel : private transport::http2::ClientConnection::Listener {
                    google::protobuf::MessageLite* response);
 
   // Asynchronous unary call: returns at once (the request is serialized
-  // before it does); `done` runs on the channel's loop thread when the call
-  // is over and must not block (or inline, before this returns, when the call
-  // cannot start: past deadline, cancelled context, oversized request).
-  // `context`, `method` and `response` must live until then.
+  // before it does). `done` runs exactly once, on the channel's loop thread,
+  // never on the caller's stack, even when the call cannot start (past
+  // deadline, cancelled context, bad metadata, oversized request): the
+  // caller may hold a lock that `done` takes. It must not block. If the
+  // channel's loop could not start (ChannelOptions::loop_cpu out of range),
+  // `done` runs on a thread of its own with the loop's error. `context`,
+  // `method` and `response` must live until `done` runs.
   void AsyncUnaryCall(ClientContext* context, absl::string_view method,
                       const google::protobuf::MessageLite& request,
                       google::protobuf::MessageLite* response,
@@ -84,6 +98,7 @@ class Channel : private transport::http2::ClientConnection::Listener {
   // The same with serialized messages (the generic layer stubs build on).
   Status GenericUnaryCall(ClientContext* context, absl::string_view method,
                           absl::string_view request, std::string* response);
+  // `done` as for AsyncUnaryCall.
   void AsyncGenericUnaryCall(ClientContext* context, absl::string_view method,
                              absl::string_view request, std::string* response,
                              absl::AnyInvocable<void(const Status&)> done);
@@ -162,6 +177,10 @@ class Channel : private transport::http2::ClientConnection::Listener {
       const google::protobuf::MessageLite* request,
       absl::string_view request_bytes, Status* status);
   Status RunBlocking(internal::ClientCall* call);
+  // Runs `done(status)` for an asynchronous call that could not start: on
+  // the loop thread, never on the caller's stack.
+  void CompleteUnstarted(absl::AnyInvocable<void(const Status&)> done,
+                         Status status);
   void ReturnCall(internal::ClientCall* call);
 
   // Loop thread.
@@ -188,12 +207,14 @@ class Channel : private transport::http2::ClientConnection::Listener {
   std::unique_ptr<internal::ChannelConnector> connector_;
   internal::ChannelCall* pending_ = nullptr;  // waiting for a connection
   Status last_error_;
-  absl::Time backoff_until_ = absl::InfinitePast();
+  transport::io::MonotonicTime backoff_until_ =
+      transport::io::MonotonicTime::InfinitePast();
   absl::Duration next_backoff_;
   bool shut_down_ = false;
 
-  std::mutex pool_mu_;
-  std::vector<internal::ClientCall*> free_calls_;  // guarded by pool_mu_
+  // Idle unary calls, taken and returned from any thread.
+  transport::io::Mutex pool_mu_;
+  std::vector<internal::ClientCall*> free_calls_ ABSL_GUARDED_BY(pool_mu_);
 };
 
 }  // namespace h2rpc

@@ -1,15 +1,19 @@
 #ifndef H2RPC_RPC_CLIENT_CONTEXT_H_
 #define H2RPC_RPC_CLIENT_CONTEXT_H_
 
-#include <mutex>
+#include <atomic>
+#include <cstddef>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/optional.h"
 #include "rpc/compression.h"
 #include "rpc/metadata.h"
 #include "rpc/status.h"
+#include "transport/io/monotonic_time.h"
+#include "transport/io/mutex.h"
 
 namespace h2rpc {
 
@@ -18,6 +22,9 @@ class ChannelCall;
 class ClientCall;
 class ClientStreamCall;
 }  // namespace internal
+namespace testing {
+class ClientCallPeer;
+}  // namespace testing
 
 // Per-call settings and results on the client, as in gRPC C++: a deadline,
 // metadata to send, and the server's initial and trailing metadata once the
@@ -30,13 +37,18 @@ class ClientContext {
   ClientContext& operator=(const ClientContext&) = delete;
   ~ClientContext();
 
-  // Absolute deadline. Default: none (InfiniteFuture). A deadline already
-  // past when the call starts fails it with DEADLINE_EXCEEDED without
-  // opening a stream.
-  void set_deadline(absl::Time deadline) { deadline_ = deadline; }
-  // Deadline = now + timeout.
+  // Absolute deadline on the wall clock. Default: none (InfiniteFuture).
+  // Converted here, once, to the monotonic clock that every timer inside
+  // h2rpc uses: a later step of the wall clock does not move it. A deadline
+  // already past when the call starts fails it with DEADLINE_EXCEEDED
+  // without opening a stream.
+  void set_deadline(absl::Time deadline);
+  // Deadline = now + timeout, on the monotonic clock (the wall clock is not
+  // read).
   void set_timeout(absl::Duration timeout);
-  absl::Time deadline() const { return deadline_; }
+  // The deadline on the wall clock, converted back when called (it differs
+  // from what set_deadline() was given by any wall-clock step since).
+  absl::Time deadline() const;
 
   // Metadata sent with the call. Keys must be lowercase [0-9a-z_.-] and not
   // reserved (grpc-*, te, content-type, user-agent...); a bad key fails the
@@ -79,20 +91,26 @@ class ClientContext {
   friend class internal::ChannelCall;
   friend class internal::ClientCall;
   friend class internal::ClientStreamCall;
+  friend class testing::ClientCallPeer;
 
-  absl::Time deadline_ = absl::InfiniteFuture();
+  transport::io::MonotonicTime deadline_ =
+      transport::io::MonotonicTime::InfiniteFuture();
   absl::optional<CompressionAlgorithm> compression_;
   bool last_message_compressed_ = false;  // written on the loop thread
   Metadata send_metadata_;
   std::string authority_;
   Metadata initial_metadata_;
   Metadata trailing_metadata_;
+  // Bytes of response messages a streaming call holds unread (queued with
+  // no read waiting), counted against the server's flow-control window.
+  // Written on the loop thread; read by tests (testing::ClientCallPeer).
+  std::atomic<size_t> held_bytes_{0};
 
-  // std::mutex rather than absl::Mutex throughout: Debian's Abseil is not
-  // built for ThreadSanitizer, which then cannot see absl::Mutex locking.
-  std::mutex mu_;
-  internal::ChannelCall* call_ = nullptr;  // guarded by mu_
-  bool cancelled_ = false;                 // guarded by mu_
+  // Links TryCancel (any thread) to the call while it runs (see
+  // ChannelCall::BindContext and UnbindContext).
+  transport::io::Mutex mu_;
+  internal::ChannelCall* call_ ABSL_GUARDED_BY(mu_) = nullptr;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace h2rpc

@@ -27,14 +27,14 @@ BlockingClientStream::~BlockingClientStream() {
     // discard has run, so the tasks these post run before it goes.
     call_->RequestCancel();
     call_->DiscardUnread();
-    std::unique_lock<std::mutex> lock(mu_);
-    changed_.wait(lock, [this] { return done_; });
+    transport::io::MutexLock lock(&mu_);
+    while (!done_) changed_.Wait(&mu_);
   }
   call_->ReleaseKeepAlive();
 }
 
 bool BlockingClientStream::done() {
-  std::lock_guard<std::mutex> lock(mu_);
+  transport::io::MutexLock lock(&mu_);
   return done_;
 }
 
@@ -66,8 +66,8 @@ void BlockingClientStream::WaitForInitialMetadata() {
 
 Status BlockingClientStream::Finish() {
   call_->DiscardUnread();
-  std::unique_lock<std::mutex> lock(mu_);
-  changed_.wait(lock, [this] { return done_; });
+  transport::io::MutexLock lock(&mu_);
+  while (!done_) changed_.Wait(&mu_);
   return status_;
 }
 
@@ -84,10 +84,12 @@ void BlockingClientStream::OnWritesDoneDone(bool ok) {
 }
 
 void BlockingClientStream::OnDone(const Status& status) {
-  std::lock_guard<std::mutex> lock(mu_);
+  // Signalled under the lock: a waiter may destroy this object as soon as
+  // it sees done_.
+  transport::io::MutexLock lock(&mu_);
   status_ = status;
   done_ = true;
-  changed_.notify_all();
+  changed_.SignalAll();
 }
 
 }  // namespace internal

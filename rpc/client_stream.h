@@ -2,13 +2,13 @@
 #define H2RPC_RPC_CLIENT_STREAM_H_
 
 #include <atomic>
-#include <condition_variable>
-#include <mutex>
 
+#include "absl/base/thread_annotations.h"
 #include "google/protobuf/message_lite.h"
 #include "rpc/compression.h"
 #include "rpc/internal/op_waiter.h"
 #include "rpc/status.h"
+#include "transport/io/mutex.h"
 
 namespace h2rpc {
 
@@ -129,10 +129,11 @@ class BlockingClientStream final : public ClientStreamReactor {
   OpWaiter write_;
   OpWaiter writes_done_;
   std::atomic<bool> writes_done_called_{false};
-  std::mutex mu_;
-  std::condition_variable changed_;  // done_ became true
-  bool done_ = false;                // guarded by mu_
-  Status status_;                    // guarded by mu_
+  // OnDone (loop thread) hands the status to Finish() and the destructor.
+  transport::io::Mutex mu_;
+  transport::io::CondVar changed_;  // done_ became true
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  Status status_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace internal

@@ -1,7 +1,5 @@
 #include "rpc/server.h"
 
-#include <sys/epoll.h>
-
 #include <algorithm>
 #include <thread>
 #include <utility>
@@ -9,10 +7,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "rpc/internal/server_call.h"
+#include "rpc/internal/server_listener.h"
 #include "rpc/internal/server_loop.h"
 #include "rpc/internal/server_stream_call.h"
 #include "rpc/internal/worker_pool.h"
 #include "transport/io/socket.h"
+#include "transport/message_framer.h"
 
 namespace h2rpc {
 namespace internal {
@@ -24,6 +24,8 @@ using transport::http2::ServerStream;
 // ServerLoop
 
 ServerLoop::ServerLoop(Server* server, int cpu) : server_(server) {
+  // Before any connection exists, so before the quota is shared.
+  server->memory_quota_.AddListener(this);
   start_status_ = loop_.Start("h2rpc-server", cpu);
 }
 
@@ -37,7 +39,7 @@ void ServerLoop::Adopt(transport::io::FileDescriptor socket, std::string peer) {
   loop_.Post([this, fd = socket.release(), peer = std::move(peer)]() mutable {
     auto connection = std::make_unique<ServerConnection>(
         &loop_, transport::io::FileDescriptor(fd), std::move(peer),
-        server_->options_.connection, this, this);
+        server_->options_.connection, &server_->memory_quota_, this, this);
     ServerConnection* raw = connection.get();
     connections_.push_back(std::move(connection));
     raw->Start();
@@ -70,7 +72,19 @@ ServerCall* ServerLoop::TakeCall() {
 void ServerLoop::ReturnCall(ServerCall* call) { free_calls_.push_back(call); }
 
 Status ServerLoop::Dispatch(ServerStream* stream) {
+  const transport::MemoryQuota& quota = server_->memory_quota_;
+  if (quota.exhausted()) {
+    return Status(StatusCode::kResourceExhausted,
+                  absl::StrCat("server memory quota exhausted: ", quota.used(),
+                               " of ", quota.limit(),
+                               " bytes in use (memory_quota); new calls are "
+                               "refused while less than 1/16 is free"));
+  }
   return server_->Dispatch(this, stream);
+}
+
+void ServerLoop::RetryMemoryWaiters() {
+  for (auto& connection : connections_) connection->RetryMemoryWaiters();
 }
 
 void ServerLoop::OnConnectionClosed(ServerConnection* connection) {
@@ -86,42 +100,6 @@ void ServerLoop::OnConnectionClosed(ServerConnection* connection) {
     server_->ConnectionClosed();
   });
 }
-
-// ---------------------------------------------------------------------------
-// ServerListener: accepts on one listening socket, on the first loop.
-
-class ServerListener final : private transport::io::FdWatcher {
- public:
-  ServerListener(Server* server, transport::io::FileDescriptor socket)
-      : server_(server), socket_(std::move(socket)) {}
-
-  void Start(transport::io::EventLoop* loop) {
-    loop_ = loop;
-    loop->Post([this] { loop_->AddFd(socket_.get(), EPOLLIN, this); });
-  }
-
-  // Loop thread.
-  void Stop() {
-    if (!socket_.valid()) return;
-    loop_->RemoveFd(socket_.get());
-    socket_.reset();
-  }
-
- private:
-  void OnFdReady(uint32_t events) override {
-    for (int i = 0; i < 64 && socket_.valid(); ++i) {
-      transport::io::SocketAddress peer;
-      transport::io::FileDescriptor accepted =
-          transport::io::AcceptTcp(socket_.get(), &peer);
-      if (!accepted.valid()) return;
-      server_->NextLoop()->Adopt(std::move(accepted), peer.ToString());
-    }
-  }
-
-  Server* const server_;
-  transport::io::FileDescriptor socket_;
-  transport::io::EventLoop* loop_ = nullptr;
-};
 
 }  // namespace internal
 
@@ -158,11 +136,63 @@ Server::Builder& Server::Builder::Register(
   return *this;
 }
 
+namespace {
+
+Status CheckOptions(const ServerOptions& options) {
+  if (options.max_sync_threads < 1) {
+    return Status(
+        StatusCode::kInvalidArgument,
+        absl::StrCat("ServerOptions::max_sync_threads is ",
+                     options.max_sync_threads, "; it must be at least 1"));
+  }
+  if (options.min_sync_threads < 0 ||
+      options.min_sync_threads > options.max_sync_threads) {
+    return Status(
+        StatusCode::kInvalidArgument,
+        absl::StrCat("ServerOptions::min_sync_threads is ",
+                     options.min_sync_threads, "; it must be from 0 to ",
+                     options.max_sync_threads, " (max_sync_threads)"));
+  }
+  if (options.sync_thread_idle_time < absl::ZeroDuration()) {
+    return Status(
+        StatusCode::kInvalidArgument,
+        absl::StrCat("ServerOptions::sync_thread_idle_time is ",
+                     absl::FormatDuration(options.sync_thread_idle_time),
+                     "; it must not be negative"));
+  }
+  const transport::http2::ConnectionOptions& connection = options.connection;
+  if (connection.memory_quota_share > options.memory_quota) {
+    return Status(
+        StatusCode::kInvalidArgument,
+        absl::StrCat("ServerOptions::connection.memory_quota_share is ",
+                     connection.memory_quota_share,
+                     " bytes; it must be at most memory_quota (",
+                     options.memory_quota, ")"));
+  }
+  // A message of the largest size accepted must be receivable.
+  if (connection.memory_quota_share <
+      connection.max_receive_message_size + transport::kMessagePrefixSize) {
+    return Status(
+        StatusCode::kInvalidArgument,
+        absl::StrCat("ServerOptions::connection.memory_quota_share is ",
+                     connection.memory_quota_share,
+                     " bytes; it must hold a message of "
+                     "max_receive_message_size (",
+                     connection.max_receive_message_size,
+                     ") and its 5-byte prefix"));
+  }
+  return Status();
+}
+
+}  // namespace
+
 std::unique_ptr<Server> Server::Builder::BuildAndStart(Status* status) {
   if (!error_.ok()) {
     *status = error_;
     return nullptr;
   }
+  *status = CheckOptions(options_);
+  if (!status->ok()) return nullptr;
   std::vector<transport::io::FileDescriptor> sockets;
   for (auto& [address, selected_port] : ports_) {
     std::vector<transport::io::SocketAddress> addresses;
@@ -185,10 +215,14 @@ std::unique_ptr<Server> Server::Builder::BuildAndStart(Status* status) {
       return nullptr;
     }
   }
+  // Every listener exists before any starts: ConnectionClosed() reads
+  // listeners_ from the loops.
   for (auto& socket : sockets) {
     server->listeners_.push_back(std::make_unique<internal::ServerListener>(
         server.get(), std::move(socket)));
-    server->listeners_.back()->Start(&server->loops_.front()->loop());
+  }
+  for (auto& listener : server->listeners_) {
+    listener->Start(&server->loops_.front()->loop());
   }
   *status = Status();
   return server;
@@ -214,8 +248,13 @@ Server::Server(
                         : -1;
     loops_.push_back(std::make_unique<ServerLoop>(this, cpu));
   }
+  const int min_sync_threads =
+      options_.min_sync_threads > 0
+          ? options_.min_sync_threads
+          : std::min(std::max(4, 2 * cores), options_.max_sync_threads);
   workers_ = std::make_unique<internal::WorkerPool>(
-      options_.num_workers > 0 ? options_.num_workers : std::max(4, 2 * cores));
+      min_sync_threads, options_.max_sync_threads,
+      options_.sync_thread_idle_time);
 }
 
 Server::~Server() {
@@ -279,6 +318,18 @@ void Server::ConnectionOpened() {
 void Server::ConnectionClosed() {
   std::lock_guard<std::mutex> lock(mu_);
   if (--live_connections_ == 0) changed_.notify_all();
+  // Under mu_, so that Shutdown(), once it has seen the last close, clears
+  // listeners_ and the loops with no notification under way.
+  if (!shutdown_started_ && options_.max_connections > 0 &&
+      static_cast<size_t>(live_connections_) + 1 == options_.max_connections) {
+    for (auto& listener : listeners_) listener->ConnectionSlotFreed();
+  }
+}
+
+bool Server::AtConnectionLimit() {
+  if (options_.max_connections == 0) return false;
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<size_t>(live_connections_) >= options_.max_connections;
 }
 
 void Server::Shutdown(absl::Time deadline) {

@@ -21,6 +21,7 @@
 #include "rpc/server_stream.h"
 #include "rpc/status.h"
 #include "transport/http2/connection.h"
+#include "transport/memory_quota.h"
 
 namespace h2rpc {
 
@@ -207,15 +208,46 @@ struct ServerOptions {
   int num_loops = 0;
   // CPUs to pin the loop threads to, in order; empty: not pinned.
   std::vector<int> loop_cpus;
-  // Threads running synchronous handlers. 0: max(4, 2 x cores). A
-  // synchronous streaming handler holds its thread for the whole call.
-  int num_workers = 0;
+  // Threads running synchronous handlers; a synchronous streaming handler
+  // holds its thread for the whole call. A call whose handler finds no idle
+  // thread gets a new one, up to max_sync_threads; beyond that it fails at
+  // once with RESOURCE_EXHAUSTED ("all 256 synchronous handler threads are
+  // busy (ServerOptions::max_sync_threads)") rather than wait. Threads
+  // beyond min_sync_threads exit after sync_thread_idle_time without work.
+  //
+  // Threads started with the server and kept even when idle. 0: max(4,
+  // 2 x cores), at most max_sync_threads. Threads.
+  int min_sync_threads = 0;
+  // Most threads running synchronous handlers at once, so the most
+  // synchronous calls in progress. At least 1. Threads.
+  int max_sync_threads = 256;
+  // How long a thread beyond min_sync_threads waits for work before it
+  // exits. At least zero. Duration.
+  absl::Duration sync_thread_idle_time = absl::Seconds(60);
   // A streaming call's write completes once at most this many bytes wait
   // in its send buffer (see ServerStreamReactor). Bytes.
   size_t stream_write_buffer = 64 << 10;
   // How responses are compressed unless the ServerContext says otherwise;
   // only used for clients that accept it (see rpc/compression.h).
   CompressionAlgorithm default_compression = CompressionAlgorithm::kIdentity;
+  // Bytes the server holds on its peers' behalf, all connections together:
+  // received messages being gathered (spanning DATA frames) and response
+  // bytes not yet written to a connection. Each connection takes at most
+  // connection.memory_quota_share of it (see there for how the bounds
+  // combine with the flow-control windows). A received message that does
+  // not fit waits, its sender stalled by flow control, until memory frees
+  // up; a response that does not fit fails its call with
+  // RESOURCE_EXHAUSTED; while less than 1/16 of it is free, new calls fail
+  // at once with RESOURCE_EXHAUSTED. Bytes.
+  size_t memory_quota = 256 << 20;
+  // Most connections open at once; 0: unlimited. Connections. At the limit
+  // the server stops accepting until one closes: new clients wait in the
+  // listen backlog (1024) and are served in order as connections close,
+  // their calls' deadlines bounding the wait. gRPC C++ accepts and closes
+  // them instead; not accepting costs the server nothing per excess connect
+  // (a flood of reconnects at the limit is not a loop of accept and close),
+  // and a waiting client is served without a reconnect back-off.
+  size_t max_connections = 0;
 };
 
 // A gRPC server: listens on ports, routes each call by its method path to a
@@ -364,7 +396,8 @@ class Server {
     // Binds the ports and starts serving. Returns null and sets `*status`
     // (UNAVAILABLE naming the address) if a port cannot be bound, or
     // INVALID_ARGUMENT for a method registered twice or not of the form
-    // "/package.Service/Method".
+    // "/package.Service/Method", or for ServerOptions out of range (naming
+    // the field and its value).
     std::unique_ptr<Server> BuildAndStart(Status* status);
 
    private:
@@ -425,11 +458,16 @@ class Server {
   void CallStarted();
   void CallEnded();
   void ConnectionOpened();
+  // Also tells the listeners when the count drops below max_connections.
   void ConnectionClosed();
+  // True when options_.max_connections connections are open.
+  bool AtConnectionLimit();
   // Round-robin over the loops.
   internal::ServerLoop* NextLoop();
 
   const ServerOptions options_;
+  // Outlives the loops and their connections.
+  transport::MemoryQuota memory_quota_{options_.memory_quota};
   const std::map<std::string, std::unique_ptr<internal::Method>, std::less<>>
       methods_;
   std::set<std::string, std::less<>> services_;

@@ -1,6 +1,7 @@
 #include "rpc/server_context.h"
 
 #include "transport/http2/server_connection.h"
+#include "transport/io/monotonic_time.h"
 
 namespace h2rpc {
 
@@ -8,7 +9,9 @@ const Metadata& ServerContext::client_metadata() const {
   return stream_->client_metadata();
 }
 
-absl::Time ServerContext::deadline() const { return stream_->deadline(); }
+absl::Time ServerContext::deadline() const {
+  return transport::io::WallFromMonotonic(stream_->deadline());
+}
 
 absl::string_view ServerContext::method() const { return stream_->method(); }
 

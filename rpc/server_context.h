@@ -40,7 +40,9 @@ class ServerContext {
 
   // The client's metadata (user-agent included; transport headers removed).
   const Metadata& client_metadata() const;
-  // From the client's grpc-timeout; InfiniteFuture when it sent none.
+  // From the client's grpc-timeout, on the wall clock (converted from the
+  // server's monotonic deadline when called); InfiniteFuture when it sent
+  // none.
   absl::Time deadline() const;
   // "/package.Service/Method".
   absl::string_view method() const;

@@ -7,7 +7,7 @@ namespace h2rpc::transport {
 namespace {
 
 bool HasDeadline(const CallDescription& call) {
-  return call.deadline != absl::InfiniteFuture();
+  return !call.deadline.is_infinite_future();
 }
 
 bool SendsEncoding(const CallDescription& call) {
@@ -28,7 +28,7 @@ size_t CountRequestHeaderFields(const CallDescription& call) {
   return count;
 }
 
-Status BuildRequestHeaders(const CallDescription& call, absl::Time now,
+Status BuildRequestHeaders(const CallDescription& call, io::MonotonicTime now,
                            HeaderList* headers) {
   if (call.method_path.empty() || call.method_path[0] != '/') {
     return Status(StatusCode::kInternal,

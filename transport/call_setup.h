@@ -4,8 +4,8 @@
 #include <cstddef>
 
 #include "absl/strings/string_view.h"
-#include "absl/time/time.h"
 #include "transport/header_list.h"
+#include "transport/io/monotonic_time.h"
 #include "transport/metadata.h"
 #include "transport/status.h"
 
@@ -24,9 +24,9 @@ struct CallDescription {
   absl::string_view scheme = "http";
   // "user-agent", e.g. "h2rpc-cpp/0.1". Empty: omitted.
   absl::string_view user_agent;
-  // Absolute deadline; sent as the remaining time in "grpc-timeout".
-  // InfiniteFuture (the default): no grpc-timeout.
-  absl::Time deadline = absl::InfiniteFuture();
+  // Absolute deadline on the monotonic clock; sent as the remaining time in
+  // "grpc-timeout". InfiniteFuture (the default): no grpc-timeout.
+  io::MonotonicTime deadline = io::MonotonicTime::InfiniteFuture();
   // "grpc-encoding" of the messages this call sends. Empty or "identity":
   // omitted.
   absl::string_view send_encoding;
@@ -58,7 +58,7 @@ size_t CountRequestHeaderFields(const CallDescription& call);
 //   INTERNAL if the method path is empty or does not start with '/', the
 //     authority is empty, or the user metadata is invalid (the message names
 //     the key).
-Status BuildRequestHeaders(const CallDescription& call, absl::Time now,
+Status BuildRequestHeaders(const CallDescription& call, io::MonotonicTime now,
                            HeaderList* headers);
 
 }  // namespace h2rpc::transport

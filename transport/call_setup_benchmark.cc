@@ -1,7 +1,7 @@
 // Header building for one call (seed 002): fresh lists allocate the field
 // vector exactly once; pooled (reused) lists allocate nothing.
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "benchmark/benchmark.h"
 #include "test/util/allocation_counter.h"
 #include "transport/call_setup.h"
@@ -20,7 +20,7 @@ Metadata MakeMetadata(int64_t entries) {
   return md;
 }
 
-CallDescription MakeCall(const Metadata* md, absl::Time now) {
+CallDescription MakeCall(const Metadata* md, io::MonotonicTime now) {
   CallDescription call;
   call.method_path = "/grpc.testing.BenchmarkService/UnaryCall";
   call.authority = "localhost:50051";
@@ -42,7 +42,7 @@ void ReportAllocations(benchmark::State& state,
 
 void BM_BuildRequestHeaders_Fresh(benchmark::State& state) {
   const Metadata md = MakeMetadata(state.range(0));
-  const absl::Time now = absl::Now();
+  const io::MonotonicTime now = io::MonotonicTime::Now();
   const CallDescription call = MakeCall(&md, now);
   AllocationCounter counter;
   for (auto _ : state) {
@@ -56,7 +56,7 @@ BENCHMARK(BM_BuildRequestHeaders_Fresh)->Arg(0)->Arg(10)->Arg(100);
 
 void BM_BuildRequestHeaders_Reused(benchmark::State& state) {
   const Metadata md = MakeMetadata(state.range(0));
-  const absl::Time now = absl::Now();
+  const io::MonotonicTime now = io::MonotonicTime::Now();
   const CallDescription call = MakeCall(&md, now);
   HeaderList headers;
   AllocationCounter counter;

@@ -19,7 +19,8 @@ using ::h2rpc::testing::ExchangeRequestHeaders;
 using ::h2rpc::testing::HeaderExchange;
 using ::testing::HasSubstr;
 
-const absl::Time kNow = absl::FromUnixSeconds(1700000000);
+const io::MonotonicTime kNow =
+    io::MonotonicTime::FromSinceEpoch(absl::Hours(1000));
 
 std::vector<std::pair<std::string, std::string>> Fields(
     const HeaderList& list) {

@@ -30,14 +30,22 @@ MessageDeframer::MessageDeframer(const Options& options) : options_(options) {}
 MessageDeframer::~MessageDeframer() { ReturnGrant(); }
 
 void MessageDeframer::ReturnGrant() {
+  waiting_ = false;
   if (granted_ == 0) return;
-  options_.gather_budget->Give(granted_);
+  options_.quota->Release(granted_);
   granted_ = 0;
+}
+
+void MessageDeframer::ShrinkGatherBuffer() {
+  if (capacity_ <= std::max<size_t>(options_.eager_reserve_limit, 1)) return;
+  buffer_.reset();
+  capacity_ = 0;
 }
 
 void MessageDeframer::Reset(const Options& options) {
   ReturnGrant();
   options_ = options;
+  ShrinkGatherBuffer();
   state_ = State::kPrefix;
   compressed_ = false;
   prefix_size_ = 0;
@@ -55,6 +63,27 @@ void MessageDeframer::ReleaseGatherBuffer() {
 
 bool MessageDeframer::at_message_boundary() const {
   return state_ == State::kPrefix && prefix_size_ == 0;
+}
+
+size_t MessageDeframer::ungranted_bytes() const {
+  if (options_.quota == nullptr) return 0;
+  switch (state_) {
+    case State::kPrefix:
+      return prefix_size_;
+    case State::kBody:
+      return granted_ > 0 ? 0 : kMessagePrefixSize + gathered_;
+    case State::kError:
+      return 0;
+  }
+  return 0;
+}
+
+bool MessageDeframer::RetryGrant() {
+  if (!waiting_) return true;
+  if (!options_.quota->TryReserve(length_)) return false;
+  granted_ = length_;
+  waiting_ = false;
+  return true;
 }
 
 Status MessageDeframer::Finish() const {
@@ -95,6 +124,16 @@ Status MessageDeframer::BeginMessage(const MessagePrefix& prefix) {
                      " bytes exceeds the limit of ", options_.max_message_size,
                      " (max_receive_message_size)"));
   }
+  if (options_.quota != nullptr &&
+      prefix.length > options_.quota->max_reservation()) {
+    return Status(
+        StatusCode::kResourceExhausted,
+        absl::StrCat("received message of ", prefix.length,
+                     " bytes exceeds the most memory the server grants one "
+                     "message, ",
+                     options_.quota->max_reservation(),
+                     " bytes (memory_quota_share, memory_quota)"));
+  }
   compressed_ = prefix.flag == 1;
   length_ = prefix.length;
   gathered_ = 0;
@@ -105,11 +144,7 @@ Status MessageDeframer::EnsureGatherCapacity(size_t needed) {
   if (needed <= capacity_) return Status();
   const size_t eager_limit = std::max<size_t>(options_.eager_reserve_limit, 1);
   size_t new_capacity;
-  if (length_ <= eager_limit) {
-    new_capacity = length_;
-  } else if (granted_ > 0 || (options_.gather_budget != nullptr &&
-                              options_.gather_budget->TryTake(length_))) {
-    granted_ = length_;
+  if (granted_ > 0 || (options_.quota == nullptr && length_ <= eager_limit)) {
     new_capacity = length_;
   } else {
     // needed <= length_, so this ends, without overflow, at most at length_.
@@ -117,6 +152,7 @@ Status MessageDeframer::EnsureGatherCapacity(size_t needed) {
     while (new_capacity < needed) {
       new_capacity = new_capacity > length_ / 2 ? length_ : new_capacity * 2;
     }
+    new_capacity = std::min(new_capacity, length_);
   }
   std::unique_ptr<char[]> buffer(new (std::nothrow) char[new_capacity]);
   if (buffer == nullptr) {
@@ -132,12 +168,14 @@ Status MessageDeframer::EnsureGatherCapacity(size_t needed) {
 }
 
 Status MessageDeframer::Deliver(absl::string_view message, Listener& listener) {
-  ReturnGrant();
   ++messages_delivered_;
   state_ = State::kPrefix;
   prefix_size_ = 0;
   gathered_ = 0;
   Status status = listener.OnMessage(message, compressed_);
+  // The message (which may lie in the buffer) is no longer needed.
+  ShrinkGatherBuffer();
+  ReturnGrant();
   if (!status.ok()) return Fail(std::move(status));
   return status;
 }
@@ -186,6 +224,15 @@ Status MessageDeframer::Feed(absl::string_view chunk, Listener& listener) {
       continue;
     }
     if (size == 0) break;  // the body starts in a later chunk
+    if (gathered_ == 0 && options_.quota != nullptr && granted_ == 0 &&
+        !waiting_) {
+      // The message spans chunks: it needs a grant to be gathered as one.
+      if (options_.quota->TryReserve(length_)) {
+        granted_ = length_;
+      } else {
+        waiting_ = true;
+      }
+    }
     const size_t take = std::min(size, length_ - gathered_);
     Status status = EnsureGatherCapacity(gathered_ + take);
     if (!status.ok()) return Fail(std::move(status));

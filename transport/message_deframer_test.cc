@@ -9,6 +9,7 @@
 
 #include "gtest/gtest.h"
 #include "test/util/allocation_counter.h"
+#include "transport/memory_quota.h"
 #include "transport/message_framer.h"
 #include "transport/status.h"
 
@@ -105,13 +106,20 @@ class CountingListener : public MessageDeframer::Listener {
     bytes += message.size();
     compressed_count += compressed ? 1 : 0;
     last = message;
+    if (copy_last) last_copy.assign(message.data(), message.size());
     return Status();
   }
 
   size_t count = 0;
   size_t bytes = 0;
   size_t compressed_count = 0;
+  // Valid only while the deframer keeps the message's buffer: a gathered
+  // message larger than eager_reserve_limit is freed once delivered.
   absl::string_view last;
+  // With copy_last: a copy of the last message (reserve it beforehand to
+  // keep allocation counts unchanged).
+  bool copy_last = false;
+  std::string last_copy;
 };
 
 bool PointsInto(absl::string_view inner, absl::string_view outer) {
@@ -320,6 +328,8 @@ TEST(MessageDeframerTest, LargeMessageGrowsGeometricallyAsBytesArrive) {
   stream += body;
   MessageDeframer deframer(options);
   CountingListener listener;
+  listener.copy_last = true;
+  listener.last_copy.reserve(body.size());
   AllocationCounter counter;
   size_t peak_capacity = 0;
   for (size_t offset = 0; offset < stream.size(); offset += 16 * kKiB) {
@@ -329,7 +339,9 @@ TEST(MessageDeframerTest, LargeMessageGrowsGeometricallyAsBytesArrive) {
             .ok());
     const size_t received =
         std::min(stream.size(), offset + 16 * kKiB) - kMessagePrefixSize;
-    peak_capacity = std::max(peak_capacity, deframer.gather_capacity());
+    if (listener.count == 0) {
+      peak_capacity = std::max(peak_capacity, deframer.gather_capacity());
+    }
     // At most ~2x what arrived (and never less than the eager step).
     ASSERT_LE(deframer.gather_capacity(), std::max(64 * kKiB, 2 * received))
         << "after " << received << " body bytes";
@@ -338,19 +350,22 @@ TEST(MessageDeframerTest, LargeMessageGrowsGeometricallyAsBytesArrive) {
   EXPECT_GE(counter.allocations(), 2);
   EXPECT_EQ(peak_capacity, 16 * kMiB);
   ASSERT_EQ(listener.count, 1u);
-  EXPECT_TRUE(listener.last == body);
+  EXPECT_TRUE(listener.last_copy == body);
 }
 
-TEST(MessageDeframerTest, LargeMessageWithinTheBudgetIsGatheredOnceExactly) {
-  MessageDeframer::GatherBudget budget(32 * kMiB);
+TEST(MessageDeframerTest, LargeMessageGrantedByTheQuotaIsGatheredOnceExactly) {
+  MemoryQuota quota(64 * kMiB);
+  MemoryQuotaShare share(&quota, 32 * kMiB);
   Options options;
   options.max_message_size = 32 * kMiB;
-  options.gather_budget = &budget;
+  options.quota = &share;
   const std::string body = Pattern(16 * kMiB, 9);
   std::string stream = RawPrefix(0, 16 * kMiB);
   stream += body;
   MessageDeframer deframer(options);
   CountingListener listener;
+  listener.copy_last = true;
+  listener.last_copy.reserve(body.size());
   AllocationCounter counter;
   for (size_t offset = 0; offset < stream.size(); offset += 16 * kKiB) {
     ASSERT_TRUE(
@@ -358,22 +373,54 @@ TEST(MessageDeframerTest, LargeMessageWithinTheBudgetIsGatheredOnceExactly) {
             .Feed(absl::string_view(stream).substr(offset, 16 * kKiB), listener)
             .ok());
     if (listener.count == 0) {
-      EXPECT_EQ(budget.available(), 16 * kMiB);  // the grant is held
+      EXPECT_EQ(share.used(), 16 * kMiB);  // the grant is held
+      EXPECT_EQ(deframer.gather_capacity(), 16 * kMiB);
+      EXPECT_EQ(deframer.ungranted_bytes(), 0u);
+      EXPECT_FALSE(deframer.waiting_for_grant());
     }
   }
   EXPECT_EQ(counter.allocations(), 1);  // no regrowth
-  EXPECT_EQ(deframer.gather_capacity(), 16 * kMiB);
   ASSERT_EQ(listener.count, 1u);
-  EXPECT_TRUE(listener.last == body);
-  EXPECT_EQ(budget.available(), 32 * kMiB);  // returned once complete
+  EXPECT_TRUE(listener.last_copy == body);
+  EXPECT_EQ(share.used(), 0u);  // returned once delivered
+  EXPECT_EQ(quota.used(), 0u);
+  EXPECT_EQ(deframer.gather_capacity(), 0u);  // and the buffer freed
 }
 
-TEST(MessageDeframerTest, MessagesBeyondTheBudgetGrowAsBytesArrive) {
-  // Two hostile streams each declare 4 MiB and send one byte: the first is
-  // granted its declared size, the second (over budget) holds little.
-  MessageDeframer::GatherBudget budget(6 * kMiB);
+TEST(MessageDeframerTest, SmallMessagesNeedAGrantOnlyWhenTheySpanChunks) {
+  MemoryQuota quota(kMiB);
+  MemoryQuotaShare share(&quota, kMiB);
   Options options;
-  options.gather_budget = &budget;
+  options.quota = &share;
+  MessageDeframer deframer(options);
+  CountingListener listener;
+  const std::string whole = Frame({{Pattern(kKiB, 3), false}});
+  ASSERT_TRUE(deframer.Feed(whole, listener).ok());
+  EXPECT_EQ(quota.grants(), 0u);
+  // Prefix bytes alone are ungranted until the body comes.
+  ASSERT_TRUE(
+      deframer.Feed(absl::string_view(whole).substr(0, 3), listener).ok());
+  EXPECT_EQ(deframer.ungranted_bytes(), 3u);
+  ASSERT_TRUE(
+      deframer.Feed(absl::string_view(whole).substr(3, 100), listener).ok());
+  EXPECT_EQ(quota.grants(), 1u);
+  EXPECT_EQ(share.used(), kKiB);
+  EXPECT_EQ(deframer.ungranted_bytes(), 0u);
+  ASSERT_TRUE(
+      deframer.Feed(absl::string_view(whole).substr(103), listener).ok());
+  EXPECT_EQ(listener.count, 2u);
+  EXPECT_EQ(share.used(), 0u);
+  EXPECT_EQ(deframer.gather_capacity(), kKiB);  // kept: small
+}
+
+TEST(MessageDeframerTest, AMessageTheQuotaRefusesWaitsWithItsBytesUngranted) {
+  // Two hostile streams each declare 4 MiB and send one byte: the first is
+  // granted its declared size, the second (over the share) waits, holding
+  // little, and reports its bytes as ungranted.
+  MemoryQuota quota(64 * kMiB);
+  MemoryQuotaShare share(&quota, 6 * kMiB);
+  Options options;
+  options.quota = &share;
   const std::string start = RawPrefix(0, 4 * kMiB) + "x";
   MessageDeframer first(options);
   MessageDeframer second(options);
@@ -381,23 +428,87 @@ TEST(MessageDeframerTest, MessagesBeyondTheBudgetGrowAsBytesArrive) {
   ASSERT_TRUE(first.Feed(start, listener).ok());
   ASSERT_TRUE(second.Feed(start, listener).ok());
   EXPECT_EQ(first.gather_capacity(), 4 * kMiB);
+  EXPECT_FALSE(first.waiting_for_grant());
+  EXPECT_EQ(first.ungranted_bytes(), 0u);
   EXPECT_EQ(second.gather_capacity(), 64 * kKiB);
-  EXPECT_EQ(budget.available(), 2 * kMiB);
-  // Abandoning the message (Reset) or the deframer gives the grant back.
+  EXPECT_TRUE(second.waiting_for_grant());
+  EXPECT_EQ(second.ungranted_bytes(), kMessagePrefixSize + 1);
+  EXPECT_EQ(second.current_length(), 4 * kMiB);
+  EXPECT_FALSE(second.RetryGrant());
+  EXPECT_EQ(share.used(), 4 * kMiB);
+  // More bytes of the waiting message are gathered as they come.
+  ASSERT_TRUE(second.Feed(Pattern(100 * kKiB, 4), listener).ok());
+  EXPECT_EQ(second.ungranted_bytes(), kMessagePrefixSize + 1 + 100 * kKiB);
+  EXPECT_EQ(second.gather_capacity(), 128 * kKiB);
+  // Abandoning the first message (Reset) gives its grant back and frees its
+  // large buffer; the second is then granted.
   first.Reset(options);
-  EXPECT_EQ(budget.available(), 6 * kMiB);
+  EXPECT_EQ(share.used(), 0u);
+  EXPECT_EQ(first.gather_capacity(), 0u);
+  EXPECT_TRUE(second.RetryGrant());
+  EXPECT_FALSE(second.waiting_for_grant());
+  EXPECT_EQ(second.ungranted_bytes(), 0u);
+  EXPECT_EQ(share.used(), 4 * kMiB);
+  // Once its buffer is full it grows straight to the granted size.
+  ASSERT_TRUE(second.Feed(Pattern(28 * kKiB - 1, 5), listener).ok());
+  EXPECT_EQ(second.gather_capacity(), 128 * kKiB);
+  ASSERT_TRUE(second.Feed("y", listener).ok());
+  EXPECT_EQ(second.gather_capacity(), 4 * kMiB);
   {
     MessageDeframer third(options);
     ASSERT_TRUE(third.Feed(start, listener).ok());
-    EXPECT_EQ(budget.available(), 2 * kMiB);
+    EXPECT_TRUE(third.waiting_for_grant());
   }
-  EXPECT_EQ(budget.available(), 6 * kMiB);
+  second.Reset(options);
+  EXPECT_EQ(quota.used(), 0u);
+}
+
+TEST(MessageDeframerTest, AWaitingMessageThatCompletesIsDelivered) {
+  MemoryQuota quota(64 * kMiB);
+  MemoryQuotaShare share(&quota, 10);
+  Options options;
+  options.quota = &share;
+  MessageDeframer deframer(options);
+  RecordingListener listener;
+  const std::string stream = Frame({{Pattern(10, 5), false}});
+  ASSERT_TRUE(share.TryReserve(5));
+  ASSERT_TRUE(
+      deframer.Feed(absl::string_view(stream).substr(0, 8), listener).ok());
+  EXPECT_TRUE(deframer.waiting_for_grant());
+  EXPECT_EQ(deframer.ungranted_bytes(), 8u);
+  ASSERT_TRUE(
+      deframer.Feed(absl::string_view(stream).substr(8), listener).ok());
+  ASSERT_EQ(listener.messages.size(), 1u);
+  EXPECT_EQ(listener.messages[0].data, Pattern(10, 5));
+  EXPECT_FALSE(deframer.waiting_for_grant());
+  EXPECT_EQ(deframer.ungranted_bytes(), 0u);
+  share.Release(5);
+}
+
+TEST(MessageDeframerTest, AMessageBeyondWhatTheQuotaCanGrantIsRefused) {
+  MemoryQuota quota(64 * kMiB);
+  MemoryQuotaShare share(&quota, 2 * kMiB);
+  Options options;
+  options.quota = &share;
+  MessageDeframer deframer(options);
+  CountingListener listener;
+  const Status status =
+      deframer.Feed(RawPrefix(0, 2 * kMiB + 1) + "abc", listener);
+  EXPECT_EQ(status.code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(status.message(),
+            "received message of 2097153 bytes exceeds the most memory the "
+            "server grants one message, 2097152 bytes (memory_quota_share, "
+            "memory_quota)");
+  EXPECT_EQ(deframer.gather_capacity(), 0u);
+  EXPECT_EQ(deframer.ungranted_bytes(), 0u);
+  EXPECT_EQ(quota.used(), 0u);
 }
 
 TEST(MessageDeframerTest, ARefusedMessageGivesTheGrantBack) {
-  MessageDeframer::GatherBudget budget(8 * kMiB);
+  MemoryQuota quota(64 * kMiB);
+  MemoryQuotaShare share(&quota, 8 * kMiB);
   Options options;
-  options.gather_budget = &budget;
+  options.quota = &share;
   MessageDeframer deframer(options);
   RecordingListener listener;
   listener.fail_at = 1;
@@ -405,10 +516,10 @@ TEST(MessageDeframerTest, ARefusedMessageGivesTheGrantBack) {
   std::string stream = RawPrefix(0, 1 * kMiB) + Pattern(kMiB, 3);
   ASSERT_TRUE(
       deframer.Feed(absl::string_view(stream).substr(0, 100), listener).ok());
-  EXPECT_EQ(budget.available(), 7 * kMiB);
+  EXPECT_EQ(share.used(), 1 * kMiB);
   EXPECT_FALSE(
       deframer.Feed(absl::string_view(stream).substr(100), listener).ok());
-  EXPECT_EQ(budget.available(), 8 * kMiB);
+  EXPECT_EQ(share.used(), 0u);
 }
 
 TEST(MessageDeframerTest, GrowthIsCappedAtTheDeclaredLength) {
@@ -416,14 +527,18 @@ TEST(MessageDeframerTest, GrowthIsCappedAtTheDeclaredLength) {
   const std::string stream = Frame({{Pattern(length, 10), false}});
   MessageDeframer deframer(Options{});
   CountingListener listener;
+  size_t peak_capacity = 0;
   for (size_t offset = 0; offset < stream.size(); offset += 10 * kKiB) {
     ASSERT_TRUE(
         deframer
             .Feed(absl::string_view(stream).substr(offset, 10 * kKiB), listener)
             .ok());
+    peak_capacity = std::max(peak_capacity, deframer.gather_capacity());
   }
-  EXPECT_EQ(deframer.gather_capacity(), length);
+  EXPECT_EQ(peak_capacity, length);
   EXPECT_EQ(listener.count, 1u);
+  // Larger than eager_reserve_limit: not kept once delivered.
+  EXPECT_EQ(deframer.gather_capacity(), 0u);
 }
 
 TEST(MessageDeframerTest, HostileDeclaredLengthHoldsLittleMemory) {

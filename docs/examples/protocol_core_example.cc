@@ -4,8 +4,9 @@
 #include <cstdio>
 #include <string>
 
-#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "transport/call_setup.h"
+#include "transport/io/monotonic_time.h"
 #include "transport/message_deframer.h"
 #include "transport/message_framer.h"
 
@@ -25,10 +26,12 @@ int main() {
   CallDescription call;
   call.method_path = "/grpc.testing.TestService/UnaryCall";
   call.authority = "localhost:50051";
-  call.deadline = absl::Now() + absl::Seconds(5);
+  // Deadlines are on the monotonic clock, immune to wall-clock steps.
+  const io::MonotonicTime now = io::MonotonicTime::Now();
+  call.deadline = now + absl::Seconds(5);
   call.metadata = &metadata;
   HeaderList headers;  // reuse it for the next call: no allocation then
-  Status status = BuildRequestHeaders(call, absl::Now(), &headers);
+  Status status = BuildRequestHeaders(call, now, &headers);
   if (!status.ok()) return 1;
   std::printf("%zu header fields, ready for nghttp2_submit_request\n",
               headers.size());

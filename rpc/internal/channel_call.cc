@@ -1,14 +1,15 @@
 #include "rpc/internal/channel_call.h"
 
-#include "absl/time/clock.h"
 #include "rpc/channel.h"
+#include "transport/io/monotonic_time.h"
+#include "transport/io/mutex.h"
 
 namespace h2rpc::internal {
 
 transport::io::EventLoop* ChannelCall::loop() const { return &channel_->loop_; }
 
 Status ChannelCall::Describe(ClientContext* context, absl::string_view method) {
-  if (context->deadline() <= absl::Now()) {
+  if (context->deadline_ <= transport::io::MonotonicTime::Now()) {
     return Status(StatusCode::kDeadlineExceeded,
                   "deadline exceeded before the call started");
   }
@@ -17,7 +18,7 @@ Status ChannelCall::Describe(ClientContext* context, absl::string_view method) {
   call.authority =
       context->authority().empty() ? channel_->target() : context->authority();
   call.user_agent = channel_->options_.user_agent;
-  call.deadline = context->deadline();
+  call.deadline = context->deadline_;
   send_compression_ = context->compression_algorithm().value_or(
       channel_->options_.default_compression);
   call.send_encoding =
@@ -29,7 +30,7 @@ Status ChannelCall::Describe(ClientContext* context, absl::string_view method) {
 Status ChannelCall::BindContext(ClientContext* context) {
   context_ = context;
   refs_.store(1, std::memory_order_relaxed);
-  std::lock_guard<std::mutex> lock(context->mu_);
+  transport::io::MutexLock lock(&context->mu_);
   if (context->cancelled_) {
     return Status(StatusCode::kCancelled, "the call was cancelled");
   }
@@ -39,7 +40,7 @@ Status ChannelCall::BindContext(ClientContext* context) {
 
 void ChannelCall::UnbindContext() {
   finished_ = true;
-  std::lock_guard<std::mutex> lock(context_->mu_);
+  transport::io::MutexLock lock(&context_->mu_);
   context_->call_ = nullptr;
 }
 
@@ -92,7 +93,7 @@ void ChannelCall::WaitForConnection(ChannelCall** list_head) {
   next_pending_ = *list_head;
   if (next_pending_ != nullptr) next_pending_->prev_pending_ = this;
   *list_head = this;
-  if (stream_.description.deadline != absl::InfiniteFuture()) {
+  if (!stream_.description.deadline.is_infinite_future()) {
     loop()->Schedule(&pending_deadline_, stream_.description.deadline);
   }
 }

@@ -26,8 +26,8 @@ Status ClientCall::Prepare(ClientContext* context, absl::string_view method,
 }
 
 Status ClientCall::Wait() {
-  std::unique_lock<std::mutex> lock(mu_);
-  completed_cv_.wait(lock, [this] { return completed_; });
+  transport::io::MutexLock lock(&mu_);
+  while (!completed_) completed_cv_.Wait(&mu_);
   return status_;
 }
 
@@ -78,10 +78,10 @@ void ClientCall::Complete(const Status& status) {
     Unref();
     return;
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  transport::io::MutexLock lock(&mu_);
   status_ = status;
   completed_ = true;
-  completed_cv_.notify_one();
+  completed_cv_.Signal();
 }
 
 void ClientCall::OnLastUnref() { channel_->ReturnCall(this); }
@@ -92,7 +92,7 @@ void ClientCall::ResetForReuse() {
   response_bytes = nullptr;
   done = nullptr;
   got_message_ = false;
-  std::lock_guard<std::mutex> lock(mu_);
+  transport::io::MutexLock lock(&mu_);
   completed_ = false;
   status_ = Status();
 }

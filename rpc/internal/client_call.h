@@ -1,16 +1,16 @@
 #ifndef H2RPC_RPC_INTERNAL_CLIENT_CALL_H_
 #define H2RPC_RPC_INTERNAL_CLIENT_CALL_H_
 
-#include <condition_variable>
-#include <mutex>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/functional/any_invocable.h"
 #include "google/protobuf/message_lite.h"
 #include "rpc/client_context.h"
 #include "rpc/internal/channel_call.h"
 #include "rpc/status.h"
 #include "transport/http2/client_connection.h"
+#include "transport/io/mutex.h"
 
 namespace h2rpc {
 class Channel;
@@ -59,10 +59,11 @@ class ClientCall final : public ChannelCall,
 
   bool got_message_ = false;
 
-  std::mutex mu_;
-  std::condition_variable completed_cv_;
-  bool completed_ = false;  // guarded by mu_
-  Status status_;           // guarded by mu_
+  // The result of a blocking call, handed from the loop to Wait().
+  transport::io::Mutex mu_;
+  transport::io::CondVar completed_cv_;  // completed_ became true
+  bool completed_ ABSL_GUARDED_BY(mu_) = false;
+  Status status_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace internal

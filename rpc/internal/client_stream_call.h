@@ -47,9 +47,19 @@ class ClientStreamCall final : public ChannelCall,
     return stream_.outgoing();
   }
   void ResumeSend() override { stream_.ResumeSend(); }
-  size_t HoldMessage() override { return stream_.HoldMessage(); }
+  size_t HoldMessage() override {
+    const size_t bytes = stream_.HoldMessage();
+    std::atomic<size_t>& held = context_->held_bytes_;
+    held.store(held.load(std::memory_order_relaxed) + bytes,
+               std::memory_order_relaxed);
+    return bytes;
+  }
   CompressionAlgorithm SendCompression() override { return send_compression_; }
   void ReleaseMessage(size_t held_bytes) override {
+    // Only this loop thread writes the count: no read-modify-write needed.
+    std::atomic<size_t>& held = context_->held_bytes_;
+    held.store(held.load(std::memory_order_relaxed) - held_bytes,
+               std::memory_order_relaxed);
     stream_.ReleaseMessage(held_bytes);
   }
   void FailCall(const Status& status) override { CancelOnLoop(status); }

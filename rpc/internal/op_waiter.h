@@ -1,8 +1,8 @@
 #ifndef H2RPC_RPC_INTERNAL_OP_WAITER_H_
 #define H2RPC_RPC_INTERNAL_OP_WAITER_H_
 
-#include <condition_variable>
-#include <mutex>
+#include "absl/base/thread_annotations.h"
+#include "transport/io/mutex.h"
 
 namespace h2rpc::internal {
 
@@ -12,27 +12,27 @@ namespace h2rpc::internal {
 class OpWaiter {
  public:
   void Arm() {
-    std::lock_guard<std::mutex> lock(mu_);
+    transport::io::MutexLock lock(&mu_);
     done_ = false;
   }
   void Complete(bool ok) {
-    std::lock_guard<std::mutex> lock(mu_);
+    transport::io::MutexLock lock(&mu_);
     done_ = true;
     ok_ = ok;
-    completed_.notify_all();
+    completed_.SignalAll();
   }
   // Returns the `ok` of the completion.
   bool Wait() {
-    std::unique_lock<std::mutex> lock(mu_);
-    completed_.wait(lock, [this] { return done_; });
+    transport::io::MutexLock lock(&mu_);
+    while (!done_) completed_.Wait(&mu_);
     return ok_;
   }
 
  private:
-  std::mutex mu_;
-  std::condition_variable completed_;
-  bool done_ = false;  // guarded by mu_
-  bool ok_ = false;    // guarded by mu_
+  transport::io::Mutex mu_;
+  transport::io::CondVar completed_;  // done_ became true
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  bool ok_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace h2rpc::internal

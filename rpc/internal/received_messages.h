@@ -11,9 +11,10 @@ namespace h2rpc::internal {
 
 // Messages a stream received before the application asked for them, in
 // order (decompressed), each with the flow-control bytes it holds. A ring of
-// buffers that keep their capacity, so a stream that queues messages of a
-// steady size stops allocating once warm. Its length is bounded by the stream's
-// receive window (held messages stop the sender).
+// buffers that keep their capacity (up to kRetainedCapacity), so a stream
+// that queues messages of a steady size stops allocating once warm. Its
+// length is bounded by the stream's receive window (held messages stop the
+// sender).
 class ReceivedMessages {
  public:
   // Room for a few messages from the start (with the call, not with its
@@ -35,10 +36,17 @@ class ReceivedMessages {
   // Whether it arrived compressed (it is held decompressed).
   bool front_compressed() const { return slots_[head_].compressed; }
   size_t front_held_bytes() const { return slots_[head_].held_bytes; }
+  // Drops the oldest message. Its slot keeps up to kRetainedCapacity for
+  // later messages; a larger buffer is freed.
   void Pop() {
+    std::string& bytes = slots_[head_].bytes;
+    if (bytes.capacity() > kRetainedCapacity) std::string().swap(bytes);
     head_ = (head_ + 1) % slots_.size();
     --size_;
   }
+
+  // Bytes of capacity a slot keeps once its message is taken.
+  static constexpr size_t kRetainedCapacity = 64 << 10;
 
  private:
   struct Slot {

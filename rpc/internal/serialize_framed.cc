@@ -1,5 +1,6 @@
 #include "rpc/internal/serialize_framed.h"
 
+#include "absl/strings/str_cat.h"
 #include "transport/compression/thread_codecs.h"
 #include "transport/message_framer.h"
 
@@ -11,6 +12,14 @@ Status SerializeFramed(const google::protobuf::MessageLite& message,
   const size_t size = message.ByteSizeLong();
   Status status = transport::CheckSendMessageSize(size, max_send_message_size);
   if (!status.ok()) return status;
+  if (size > kMaxSerializedMessageSize) {
+    // Protobuf would abort the process rather than serialize it.
+    return Status(
+        StatusCode::kResourceExhausted,
+        absl::StrCat("sent message of ", size, " bytes exceeds the limit of ",
+                     kMaxSerializedMessageSize,
+                     " (the largest message protobuf serializes)"));
+  }
   if (compression != CompressionAlgorithm::kIdentity) {
     thread_local std::string serialized;
     if (serialized.capacity() > transport::compression::kMaxRetainedScratch) {

@@ -1,6 +1,7 @@
 #ifndef H2RPC_RPC_INTERNAL_SERIALIZE_FRAMED_H_
 #define H2RPC_RPC_INTERNAL_SERIALIZE_FRAMED_H_
 
+#include <climits>
 #include <cstddef>
 #include <string>
 
@@ -10,13 +11,18 @@
 
 namespace h2rpc::internal {
 
+// Largest message protobuf serializes (its sizes are ints). Bytes.
+inline constexpr size_t kMaxSerializedMessageSize = INT_MAX;
+
 // Appends `message` to `*out` as one gRPC length-prefixed message.
 // Uncompressed (identity), it is serialized in place: no intermediate copy,
 // and no allocation once `*out` has the capacity. Otherwise it is serialized
 // into the thread's scratch buffer and compressed into `*out` (see
 // AppendCompressedFramedMessage: sent as is when that is smaller).
-// RESOURCE_EXHAUSTED (and `*out` untouched) if the serialized message is
-// larger than `max_send_message_size` bytes.
+// RESOURCE_EXHAUSTED naming the size and the limit, with `*out` untouched and
+// nothing serialized, if message.ByteSizeLong() is larger than
+// `max_send_message_size` or than kMaxSerializedMessageSize bytes. Any
+// thread; allocates only to grow `*out`, the scratch buffer, or an error.
 Status SerializeFramed(const google::protobuf::MessageLite& message,
                        CompressionAlgorithm compression,
                        size_t max_send_message_size, std::string* out);

@@ -4,7 +4,6 @@
 
 #include "rpc/internal/serialize_framed.h"
 #include "rpc/internal/server_loop.h"
-#include "rpc/internal/worker_pool.h"
 
 namespace h2rpc {
 
@@ -58,17 +57,22 @@ void ServerCall::OnHalfClose() {
 
 void ServerCall::RunHandler() {
   handler_running_ = true;
-  if (method_->sync()) {
-    server_->workers_->Submit(&worker_task_);
-  } else {
+  if (!method_->sync()) {
     method_->RunCallback(&context_, request_, response_, UnaryDone(this));
+    return;
   }
+  const Status status = server_->workers_->TrySubmit(&handler_task_);
+  // No thread for the handler: the call ends here, on the loop thread.
+  if (!status.ok()) HandlerDone(status);
 }
 
-void ServerCall::WorkerTask::Run() {
-  ServerCall* call = call_;
-  call->HandlerDone(call->method_->RunSync(&call->context_, *call->request_,
-                                           call->response_));
+void ServerCall::HandlerTask::Run() {
+  call_->handler_status_ = call_->method_->RunSync(
+      &call_->context_, *call_->request_, call_->response_);
+}
+
+void ServerCall::HandlerTask::Done() {
+  call_->loop_->loop().Post(static_cast<transport::io::Task*>(call_));
 }
 
 void ServerCall::HandlerDone(const Status& status) {
@@ -107,6 +111,8 @@ void ServerCall::Run() {
     status = SerializeFramed(*response_, stream_->send_encoding(),
                              server_->options_.connection.max_send_message_size,
                              &stream_->outgoing().buffer());
+    // A response the memory quota cannot hold fails the call instead.
+    if (status.ok()) status = stream_->outgoing().ChargeAppended();
     if (status.ok()) {
       stream_->SendInitialMetadata(&context_.initial_metadata_);
       stream_->ResumeSend();

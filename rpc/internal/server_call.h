@@ -8,6 +8,7 @@
 #include "google/protobuf/arena.h"
 #include "google/protobuf/message_lite.h"
 #include "rpc/internal/member_task.h"
+#include "rpc/internal/worker_pool.h"
 #include "rpc/server.h"
 #include "rpc/server_context.h"
 #include "rpc/status.h"
@@ -28,10 +29,12 @@ class ServerLoop;
 // still reach the allocator.
 //
 // Flow: the transport feeds the request (OnMessage, OnHalfClose), the
-// handler runs (on a worker thread or inline on the loop), then Complete()
-// runs on the loop: it sends the response and the status and releases the
-// stream. A cancel (OnCancel) during the handler only marks the call; the
-// handler's completion then just cleans up.
+// handler runs (on a worker thread or inline on the loop), then Run() runs
+// on the loop: it sends the response and the status and releases the
+// stream. A synchronous handler that gets no worker thread (all
+// ServerOptions::max_sync_threads busy) never runs: the call ends at once
+// with RESOURCE_EXHAUSTED. A cancel (OnCancel) during the handler only marks
+// the call; the handler's completion then just cleans up.
 class ServerCall final : public transport::http2::ServerStream::Observer,
                          public CancellableServerCall,
                          private transport::io::Task {
@@ -41,16 +44,20 @@ class ServerCall final : public transport::http2::ServerStream::Observer,
   // Loop thread: binds the call to a new stream.
   void Begin(Server* server, const Method* method,
              transport::http2::ServerStream* stream);
-  // Any thread: the handler finished (UnaryDone, or the worker).
+  // Any thread: a callback handler finished (UnaryDone). Loop thread: a
+  // synchronous handler could not start (`status` says why).
   void HandlerDone(const Status& status);
   // Any thread, while the handler runs (ServerContext::TryCancel).
   void RequestCancel() override;
 
  private:
-  class WorkerTask : public transport::io::Task {
+  // A synchronous handler on a worker thread: Run() runs it, Done() posts
+  // its completion.
+  class HandlerTask final : public WorkerTask {
    public:
-    explicit WorkerTask(ServerCall* call) : call_(call) {}
+    explicit HandlerTask(ServerCall* call) : call_(call) {}
     void Run() override;
+    void Done() override;
 
    private:
     ServerCall* call_;
@@ -91,7 +98,7 @@ class ServerCall final : public transport::http2::ServerStream::Observer,
   bool got_request_ = false;
   bool handler_running_ = false;
   Status handler_status_;
-  WorkerTask worker_task_{this};
+  HandlerTask handler_task_{this};
   // Posted before the handler's completion, so it runs first.
   std::atomic<bool> cancel_requested_{false};
   MemberTask<ServerCall, &ServerCall::RunCancel> cancel_task_{this};

@@ -4,10 +4,12 @@
 #include <memory>
 #include <vector>
 
+#include "rpc/internal/member_task.h"
 #include "rpc/server.h"
 #include "transport/http2/server_connection.h"
 #include "transport/io/event_loop.h"
 #include "transport/io/socket.h"
+#include "transport/memory_quota.h"
 
 namespace h2rpc::internal {
 
@@ -16,7 +18,8 @@ class ServerCall;
 // One of the server's event loops with the connections it serves and its
 // pool of call objects (touched only on its thread).
 class ServerLoop final : public transport::http2::ServerDispatcher,
-                         public transport::http2::ServerConnection::Listener {
+                         public transport::http2::ServerConnection::Listener,
+                         private transport::MemoryQuota::Listener {
  public:
   ServerLoop(Server* server, int cpu);
   ~ServerLoop();
@@ -38,6 +41,10 @@ class ServerLoop final : public transport::http2::ServerDispatcher,
   Status Dispatch(transport::http2::ServerStream* stream) override;
   void OnConnectionClosed(
       transport::http2::ServerConnection* connection) override;
+  // Any thread: memory of the server's quota was released while a message
+  // waits for it; the loop's connections retry on a posted task.
+  void OnMemoryQuotaReleased() override { loop_.Post(&memory_task_); }
+  void RetryMemoryWaiters();
 
   Server* const server_;
   transport::io::EventLoop loop_;
@@ -45,6 +52,7 @@ class ServerLoop final : public transport::http2::ServerDispatcher,
   std::vector<ServerCall*> free_calls_;
   bool draining_ = false;
   Status start_status_;
+  MemberTask<ServerLoop, &ServerLoop::RetryMemoryWaiters> memory_task_{this};
 };
 
 }  // namespace h2rpc::internal

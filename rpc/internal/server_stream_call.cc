@@ -4,7 +4,6 @@
 
 #include "rpc/internal/serialize_framed.h"
 #include "rpc/internal/server_loop.h"
-#include "rpc/internal/worker_pool.h"
 
 namespace h2rpc::internal {
 namespace {
@@ -44,7 +43,9 @@ void ServerStreamCall::StartHandler() {
   handler_started_ = true;
   if (method_->sync()) {
     reactor_ = &blocking_;
-    server_->workers_->Submit(&worker_task_);
+    const Status status = server_->workers_->TrySubmit(&handler_task_);
+    // No thread for the handler: finish the call on its behalf.
+    if (!status.ok()) Finish(status);
     return;
   }
   binding_call = this;
@@ -56,9 +57,14 @@ void ServerStreamCall::StartHandler() {
   }
 }
 
-void ServerStreamCall::RunSyncHandler() {
-  Finish(method_->RunSyncStream(&context_, &blocking_, request_.get(),
-                                response_.get()));
+void ServerStreamCall::HandlerTask::Run() {
+  call_->handler_status_ = call_->method_->RunSyncStream(
+      &call_->context_, &call_->blocking_, call_->request_.get(),
+      call_->response_.get());
+}
+
+void ServerStreamCall::HandlerTask::Done() {
+  call_->Finish(call_->handler_status_);
 }
 
 // ---------------------------------------------------------------------------
@@ -147,6 +153,7 @@ void ServerStreamCall::RunFinish() {
           SerializeFramed(*response_, SendCompression(),
                           server_->options_.connection.max_send_message_size,
                           &stream_->outgoing().buffer());
+      if (status.ok()) status = stream_->outgoing().ChargeAppended();
       if (status.ok()) ResumeSend();
     }
     if (!context_.initial_metadata_.empty()) {

@@ -6,6 +6,7 @@
 
 #include "google/protobuf/message_lite.h"
 #include "rpc/internal/stream_ops.h"
+#include "rpc/internal/worker_pool.h"
 #include "rpc/server.h"
 #include "rpc/server_context.h"
 #include "rpc/server_stream.h"
@@ -22,7 +23,9 @@ class ServerLoop;
 // Created at dispatch; deleted after OnDone.
 //
 // A server-streaming handler starts once the request message has arrived;
-// the others start at once. The call is done when Finish has run (or the
+// the others start at once. A synchronous handler that gets no worker thread
+// (all ServerOptions::max_sync_threads busy) never runs: the call finishes
+// at once with RESOURCE_EXHAUSTED. The call is done when Finish has run (or the
 // call was cancelled and Finish was still called) and every operation has
 // completed.
 class ServerStreamCall final : public StreamOps,
@@ -68,8 +71,19 @@ class ServerStreamCall final : public StreamOps,
   void OnHalfClose() override;
   void OnCancel() override;
 
+  // A synchronous handler on a worker thread: Run() runs it, Done() hands
+  // its status to Finish().
+  class HandlerTask final : public WorkerTask {
+   public:
+    explicit HandlerTask(ServerStreamCall* call) : call_(call) {}
+    void Run() override;
+    void Done() override;
+
+   private:
+    ServerStreamCall* call_;
+  };
+
   void StartHandler();
-  void RunSyncHandler();
   void RunSendInitialMetadata();
   void RunFinish();
   void RunCancel();
@@ -92,8 +106,8 @@ class ServerStreamCall final : public StreamOps,
   Status finish_status_;  // set by Finish before its task runs
   std::atomic<bool> cancel_requested_{false};
 
-  MemberTask<ServerStreamCall, &ServerStreamCall::RunSyncHandler> worker_task_{
-      this};
+  Status handler_status_;  // written by handler_task_'s Run()
+  HandlerTask handler_task_{this};
   MemberTask<ServerStreamCall, &ServerStreamCall::RunSendInitialMetadata>
       metadata_task_{this};
   MemberTask<ServerStreamCall, &ServerStreamCall::RunFinish> finish_task_{this};

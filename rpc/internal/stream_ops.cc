@@ -97,11 +97,13 @@ void StreamOps::RunWrite() {
   transport::http2::OutgoingData& out = outgoing();
   // Fixes the call's encoding even for a message sent uncompressed.
   const CompressionAlgorithm compression = SendCompression();
-  const Status status = SerializeFramed(*write_message_,
-                                        write_options_.no_compression()
-                                            ? CompressionAlgorithm::kIdentity
-                                            : compression,
-                                        max_send_message_size_, &out.buffer());
+  Status status = SerializeFramed(*write_message_,
+                                  write_options_.no_compression()
+                                      ? CompressionAlgorithm::kIdentity
+                                      : compression,
+                                  max_send_message_size_, &out.buffer());
+  // A message the memory quota (servers) cannot hold fails the call.
+  if (status.ok()) status = out.ChargeAppended();
   if (!status.ok()) {
     CompleteWrite(false);
     FailCall(status);

@@ -538,8 +538,13 @@ TEST(ClientFaultTest, ResponseHeadersThenCloseIsUnavailable) {
                  Frame(0x1, 0x4 /*END_HEADERS*/, 1, GrpcResponseHeaderBlock()) +
                  // Half of a 100-byte message.
                  Frame(0x0, 0, 1, std::string("\0\0\0\0\x64", 5) + "half"));
-    // Let the client read it all before the FIN.
-    absl::SleepFor(absl::Milliseconds(50));
+    // The FIN follows the frames, so the client reads them all before the
+    // end of the stream. Then read until the client closes its end: with
+    // nothing left unread, close() cannot turn into an RST.
+    shutdown(fd, SHUT_WR);
+    ReadUntil(
+        fd, &received, [](const std::string&) { return false; },
+        absl::Seconds(10));
     close(fd);
     return false;
   });
@@ -638,7 +643,11 @@ TEST(ClientFaultTest, CancelDuringTransparentRetryIsNotLost) {
                            done_a.Notify();
                          });
   // B starts once the server has seen A.
-  while (requests.load() < 2) absl::SleepFor(absl::Milliseconds(1));
+  const absl::Time give_up = absl::Now() + absl::Seconds(30);
+  while (requests.load() < 2 && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  ASSERT_EQ(requests.load(), 2) << "the server never saw call A";
   ClientContext context_b;
   context_b.set_timeout(absl::Seconds(30));
   SimpleResponse response_b;
@@ -791,7 +800,14 @@ TEST(ClientFaultTest, Http2ServerThatNeverRespondsHitsTheDeadline) {
 }
 
 TEST(ClientFaultTest, DestroyingTheChannelEndsACallToASilentServer) {
-  FakeServer fake([](int fd) { return true; });
+  Notification headers_seen;
+  FakeServer fake([&headers_seen](int fd) {
+    std::string received;
+    if (ReadUntil(fd, &received, HasClientHeaders, absl::Seconds(10))) {
+      headers_seen.Notify();
+    }
+    return true;  // and never answers
+  });
   ASSERT_TRUE(fake.ok());
   auto channel = std::make_unique<Channel>(fake.target());
   ClientContext context;  // no deadline
@@ -803,8 +819,8 @@ TEST(ClientFaultTest, DestroyingTheChannelEndsACallToASilentServer) {
                             result = status;
                             done.Notify();
                           });
-  // Let the call reach the wire.
-  while (fake.accepted() == 0) absl::SleepFor(absl::Milliseconds(1));
+  // The call is on the wire: its stream is open when the channel goes.
+  ASSERT_TRUE(headers_seen.WaitForNotificationWithTimeout(absl::Seconds(30)));
   channel.reset();
   ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(30)));
   EXPECT_EQ(result.code(), StatusCode::kCancelled) << result.ToString();

@@ -12,13 +12,16 @@
 //    RESOURCE_EXHAUSTED naming the limit, on either receiving side.
 //
 // Every assertion is about bytes, counts and order; sleeps only slow readers
-// down, and polling only decides when a stalled sender is looked at.
+// down (the slow reader is the scenario), and polling waits for a state of
+// the call (ClientCallPeer: bytes the client holds unread) or decides when a
+// stalled sender is looked at.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -34,6 +37,7 @@
 #include "rpc/channel.h"
 #include "rpc/server.h"
 #include "test/util/allocation_counter.h"
+#include "test/util/client_call_peer.h"
 #include "test/util/notification.h"
 
 namespace h2rpc {
@@ -43,6 +47,7 @@ using grpc::testing::StreamingInputCallRequest;
 using grpc::testing::StreamingInputCallResponse;
 using grpc::testing::StreamingOutputCallRequest;
 using grpc::testing::StreamingOutputCallResponse;
+using ::h2rpc::testing::ClientCallPeer;
 using ::h2rpc::testing::LiveHeapBytes;
 using ::h2rpc::testing::Notification;
 using ::h2rpc::testing::PeakLiveHeapBytes;
@@ -204,6 +209,8 @@ int64_t BulkTransferHeapBound(const ConnectionOptions& receiver,
   return 2 * (receive + send + coalesce) + static_cast<int64_t>(1 * kMiB);
 }
 
+// The pause is the scenario (a reader slower than the sender), not a wait
+// for something to happen.
 void SlowDown(int64_t messages_read) {
   if (messages_read % kSlowReadEvery == 0) {
     std::this_thread::sleep_for(kSlowReadPause);
@@ -221,7 +228,7 @@ class FlowControlTest : public ::testing::Test {
   void Start(ServerOptions server_options = ServerOptions(),
              ChannelOptions channel_options = ChannelOptions()) {
     server_options.num_loops = 1;
-    server_options.num_workers = 4;
+    server_options.min_sync_threads = 4;
     server_options_ = server_options;
     channel_options_ = channel_options;
     Status status;
@@ -453,13 +460,25 @@ class FlowControlTest : public ::testing::Test {
 
   // Polls until `value` >= `target` (or `timeout`); returns the last value.
   static int WaitUntilAtLeast(const std::atomic<int>& value, int target,
-                              std::chrono::seconds timeout) {
+                              std::chrono::steady_clock::duration timeout) {
     const auto give_up = std::chrono::steady_clock::now() + timeout;
     while (value.load() < target &&
            std::chrono::steady_clock::now() < give_up) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     return value.load();
+  }
+
+  // Polls `condition` every millisecond until it holds (true) or `timeout`
+  // passes (false).
+  static bool WaitFor(const std::function<bool()>& condition,
+                      std::chrono::seconds timeout) {
+    const auto give_up = std::chrono::steady_clock::now() + timeout;
+    while (!condition()) {
+      if (std::chrono::steady_clock::now() >= give_up) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return true;
   }
 
   ServerOptions server_options_;
@@ -584,9 +603,20 @@ TEST_F(FlowControlTest, ReaderThatStopsReadingStopsTheSender) {
   auto reader = channel_->ServerStreamingCall<StreamingOutputCallRequest,
                                               StreamingOutputCallResponse>(
       &context, kUnread, StreamingOutputCallRequest());
+  // The client holds a window of unread messages (less the message that
+  // would complete it): the server has used the credit a client that does
+  // not read gives. Then its writes stop once its send buffer is full.
+  ASSERT_TRUE(WaitFor(
+      [&] { return ClientCallPeer::HeldBytes(&context) + wire > window; },
+      std::chrono::seconds(120)))
+      << "the client holds " << ClientCallPeer::HeldBytes(&context)
+      << " bytes unread, window " << window;
   const int stalled_at =
       WaitUntilStable(unread_writes_, std::chrono::milliseconds(1000),
                       std::chrono::seconds(120));
+  const size_t held = ClientCallPeer::HeldBytes(&context);
+  EXPECT_LE(held, window + wire)
+      << "the client holds more unread bytes than its window lets through";
   const size_t written = static_cast<size_t>(stalled_at) * wire;
   std::printf(
       "unread: server stalled after %d writes = %zu bytes; at most "
@@ -614,6 +644,7 @@ TEST_F(FlowControlTest, ReaderThatStopsReadingStopsTheSender) {
   EXPECT_TRUE(status.ok()) << status.ToString();
   EXPECT_EQ(received, kUnreadMessages);
   EXPECT_EQ(unread_writes_.load(), kUnreadMessages);
+  EXPECT_EQ(ClientCallPeer::HeldBytes(&context), 0u);
 }
 
 // Options for the large-message tests: the default 1 MiB stream window, and
@@ -672,19 +703,37 @@ TEST_F(FlowControlTest, LargeMessageHeldUnreadStopsTheSenderThenArrives) {
   for (size_t size : sizes) {
     request.add_response_parameters()->set_size(static_cast<int32_t>(size));
   }
+  const size_t window = channel_options_.connection.initial_stream_window;
+  const size_t held_0 = WireBytes<StreamingOutputCallResponse>(sizes[0]);
   ClientContext context;
+  const auto started = std::chrono::steady_clock::now();
   auto reader = channel_->ServerStreamingCall<StreamingOutputCallRequest,
                                               StreamingOutputCallResponse>(
       &context, kProduce, request);
-  // Write #0 completes only once all but stream_write_buffer of it left the
-  // server, which the 1 MiB window allows only because bytes of a message
-  // being gathered are returned at once.
+  // Message #0 arrives whole with no read waiting and is held whole, 16
+  // times the window: it got through the 1 MiB window only because bytes of
+  // a message being gathered are returned at once.
+  ASSERT_TRUE(WaitFor(
+      [&] { return ClientCallPeer::HeldBytes(&context) >= held_0; },
+      std::chrono::seconds(120)))
+      << "the client holds " << ClientCallPeer::HeldBytes(&context)
+      << " bytes unread, message #0 is " << held_0;
+  const auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_EQ(ClientCallPeer::HeldBytes(&context), held_0);
+  ASSERT_GT(held_0, window);
+  // Write #0 completes (all but stream_write_buffer of it left the server).
   ASSERT_GE(WaitUntilAtLeast(produced_, 1, std::chrono::seconds(120)), 1);
-  // Let the rest of message #0 arrive and be queued (held whole).
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
   // Message #1 (20 MiB) cannot complete now: with message #0 held, the
-  // server may send at most a window of it.
-  EXPECT_EQ(produced_.load(), 1);
+  // client returns no credit, so the server may send at most a window of
+  // it. Had the client returned credit for #1's bytes, #1 (1.25 times #0)
+  // would be through in about the time #0 took; the window watched is
+  // twice that, so it scales with the build's speed (TSan, ASan).
+  const std::chrono::steady_clock::duration watch =
+      std::max<std::chrono::steady_clock::duration>(
+          2 * took, std::chrono::milliseconds(200));
+  EXPECT_EQ(WaitUntilAtLeast(produced_, 2, watch), 1)
+      << "write #1 completed while message #0 was held";
+  EXPECT_EQ(ClientCallPeer::HeldBytes(&context), held_0);
 
   StreamingOutputCallResponse response;
   for (size_t seq = 0; seq < sizes.size(); ++seq) {
@@ -695,6 +744,7 @@ TEST_F(FlowControlTest, LargeMessageHeldUnreadStopsTheSenderThenArrives) {
   EXPECT_FALSE(reader->Read(&response));
   const Status status = reader->Finish();
   EXPECT_TRUE(status.ok()) << status.ToString();
+  EXPECT_EQ(ClientCallPeer::HeldBytes(&context), 0u);
   produce_returned_.WaitForNotification();
   std::lock_guard<std::mutex> lock(mu_);
   EXPECT_THAT(produce_write_results_, ::testing::ElementsAre(true, true, true));

@@ -50,7 +50,7 @@ class StreamingAllocationTest : public ::testing::TestWithParam<const char*> {
   void SetUp() override {
     ServerOptions options;
     options.num_loops = 1;
-    options.num_workers = 1;
+    options.min_sync_threads = 1;
     Status status;
     server_ =
         Server::Builder()

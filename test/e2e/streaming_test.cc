@@ -12,6 +12,7 @@
 #include "proto/grpc/testing/messages.pb.h"
 #include "rpc/channel.h"
 #include "rpc/server.h"
+#include "test/util/client_call_peer.h"
 #include "test/util/notification.h"
 
 namespace h2rpc {
@@ -21,8 +22,12 @@ using grpc::testing::StreamingInputCallRequest;
 using grpc::testing::StreamingInputCallResponse;
 using grpc::testing::StreamingOutputCallRequest;
 using grpc::testing::StreamingOutputCallResponse;
+using ::h2rpc::testing::ClientCallPeer;
 using ::h2rpc::testing::Notification;
 using ::testing::HasSubstr;
+
+// Generous: only catches hangs, never measures speed.
+constexpr absl::Duration kHangTimeout = absl::Seconds(30);
 
 constexpr char kSum[] = "/h2rpc.test.Stream/Sum";
 constexpr char kSumCallback[] = "/h2rpc.test.Stream/SumCallback";
@@ -424,8 +429,8 @@ TEST_F(StreamingTest, ServerCancelEndsTheCallWithCancelledOnBothSides) {
 }
 
 // A client reactor that reads exactly the four responses it asked for, late
-// (after the server may have finished), and never reads past them: OnDone
-// still comes, once the last queued message has been taken.
+// (after the client has the server's status), and never reads past them:
+// OnDone still comes, once the last queued message has been taken.
 class CountingClientReactor final
     : public ClientReadReactor<StreamingOutputCallResponse> {
  public:
@@ -452,20 +457,45 @@ class CountingClientReactor final
   StreamingOutputCallResponse response_;
 };
 
+// Bytes that responses of `sizes` (CountReactor, SyncCount) hold while
+// queued unread: each one's serialized size plus its 5-byte gRPC prefix.
+size_t HeldBytesOfCountResponses(const std::vector<int>& sizes) {
+  size_t bytes = 0;
+  for (int size : sizes) {
+    StreamingOutputCallResponse response;
+    response.mutable_payload()->set_body(std::string(size, 'c'));
+    bytes += 5 + response.ByteSizeLong();
+  }
+  return bytes;
+}
+
 TEST_F(StreamingTest, ClientReactorGetsOnDoneAfterReadingEveryMessage) {
+  const std::vector<int> sizes = {31415, 9, 2653, 58979};
   for (const char* method : {kCount, kCountCallback}) {
     SCOPED_TRACE(method);
     ClientContext context;
     CountingClientReactor reactor;
-    channel_->AsyncServerStreamingCall(
-        &context, method, AskFor({31415, 9, 2653, 58979}), &reactor);
+    channel_->AsyncServerStreamingCall(&context, method, AskFor(sizes),
+                                       &reactor);
     reactor.StartCall();
-    absl::SleepFor(absl::Milliseconds(50));  // let the responses queue up
+    // The call's status is known (its trailers came after the four messages)
+    // while all four wait unread in its queue: OnDone must wait for them.
+    const absl::Time give_up = absl::Now() + kHangTimeout;
+    while (ClientCallPeer::CallBound(&context) && absl::Now() < give_up) {
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+    ASSERT_FALSE(ClientCallPeer::CallBound(&context))
+        << "the call's status never arrived";
+    EXPECT_EQ(ClientCallPeer::HeldBytes(&context),
+              HeldBytesOfCountResponses(sizes));
+    EXPECT_FALSE(reactor.done.HasBeenNotified())
+        << "OnDone came with four messages unread";
     reactor.ReadLater();
-    reactor.done.WaitForNotification();
+    ASSERT_TRUE(reactor.done.WaitForNotificationWithTimeout(kHangTimeout));
     EXPECT_TRUE(reactor.status.ok()) << reactor.status.ToString();
     EXPECT_FALSE(reactor.failed_read_);
     EXPECT_THAT(reactor.sizes, ::testing::ElementsAre(31415, 9, 2653, 58979));
+    EXPECT_EQ(ClientCallPeer::HeldBytes(&context), 0u);
   }
 }
 

@@ -35,7 +35,7 @@ class UnaryAllocationTest : public ::testing::Test {
   void SetUp() override {
     ServerOptions options;
     options.num_loops = 1;
-    options.num_workers = 1;
+    options.min_sync_threads = 1;
     Status status;
     server_ =
         Server::Builder()

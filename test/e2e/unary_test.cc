@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -14,6 +15,7 @@
 #include "rpc/channel.h"
 #include "rpc/server.h"
 #include "test/util/notification.h"
+#include "test/util/raw_h2_client.h"
 
 namespace h2rpc {
 namespace {
@@ -21,7 +23,23 @@ namespace {
 using grpc::testing::SimpleRequest;
 using grpc::testing::SimpleResponse;
 using ::h2rpc::testing::Notification;
+using ::h2rpc::testing::RawH2Client;
 using ::testing::HasSubstr;
+
+// Generous: only catches hangs, never measures speed.
+constexpr absl::Duration kHangTimeout = absl::Seconds(30);
+
+// Polls `condition` every millisecond until it holds (true) or `timeout`
+// passes (false).
+template <class Condition>
+bool WaitFor(Condition condition, absl::Duration timeout = kHangTimeout) {
+  const absl::Time give_up = absl::Now() + timeout;
+  while (!condition()) {
+    if (absl::Now() >= give_up) return false;
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  return true;
+}
 
 constexpr char kEcho[] = "/h2rpc.test.Echo/Echo";
 constexpr char kEchoCallback[] = "/h2rpc.test.Echo/EchoCallback";
@@ -68,9 +86,14 @@ class UnaryTest : public ::testing::Test {
                       kSleep,
                       [this](ServerContext* context, const SimpleRequest&,
                              SimpleResponse*) {
+                        // Runs until cancelled (a handler has no cancel
+                        // callback: it polls), or gives up after
+                        // kHangTimeout without notifying saw_cancel_.
                         sleeping_.Notify();
-                        while (!context->IsCancelled()) {
-                          absl::SleepFor(absl::Milliseconds(1));
+                        if (!WaitFor([context] {
+                              return context->IsCancelled();
+                            })) {
+                          return Status(StatusCode::kAborted, "no cancel");
                         }
                         saw_cancel_.Notify();
                         return Status(StatusCode::kCancelled, "noticed");
@@ -352,8 +375,14 @@ TEST(UnaryShutdownTest, GracefulShutdownLosesNoCallInFlight) {
   std::atomic<int> started{0};
   int port = 0;
   Status status;
+  // One loop: the server's DrainConnections() sends GOAWAY on all of the
+  // loop's connections in one task, so a GOAWAY seen on one connection
+  // means the channel's connection got its GOAWAY too.
+  ServerOptions options;
+  options.num_loops = 1;
   auto server =
       Server::Builder()
+          .SetOptions(options)
           .AddListeningPort("127.0.0.1:0", &port)
           .RegisterUnary<SimpleRequest, SimpleResponse>(
               kEcho,
@@ -365,7 +394,8 @@ TEST(UnaryShutdownTest, GracefulShutdownLosesNoCallInFlight) {
               })
           .BuildAndStart(&status);
   ASSERT_TRUE(status.ok());
-  Channel channel("127.0.0.1:" + std::to_string(port));
+  // Whatever fails below, the handlers return before ~Server waits for them.
+  absl::Cleanup release_handlers = [&release] { release.Notify(); };
   constexpr int kCalls = 4;
   struct Call {
     ClientContext context;
@@ -374,7 +404,9 @@ TEST(UnaryShutdownTest, GracefulShutdownLosesNoCallInFlight) {
     Status status;
     Notification done;
   };
+  // Before the channel: outlives the callbacks ~Channel may run.
   std::vector<std::unique_ptr<Call>> calls;
+  Channel channel("127.0.0.1:" + std::to_string(port));
   for (int i = 0; i < kCalls; ++i) {
     calls.push_back(std::make_unique<Call>());
     Call* c = calls.back().get();
@@ -385,10 +417,25 @@ TEST(UnaryShutdownTest, GracefulShutdownLosesNoCallInFlight) {
                              c->done.Notify();
                            });
   }
-  while (started.load() < kCalls) absl::SleepFor(absl::Milliseconds(1));
+  ASSERT_TRUE(WaitFor([&] { return started.load() == kCalls; }))
+      << started.load() << " of " << kCalls << " handlers started";
+  // A second connection, which the server has taken (it answered a PING),
+  // watches for the server's GOAWAY.
+  std::string error;
+  std::unique_ptr<RawH2Client> watcher = RawH2Client::Connect(port, &error);
+  ASSERT_NE(watcher, nullptr) << error;
+  ASSERT_TRUE(watcher->Ping());
   std::thread shutdown(
       [&] { server->Shutdown(absl::Now() + absl::Seconds(30)); });
-  absl::SleepFor(absl::Milliseconds(100));
+  // Every handler is still blocked when the GOAWAY goes out: the calls are
+  // in flight on a draining connection.
+  const bool goaway =
+      watcher->RunUntil([&] { return watcher->goaway_received(); },
+                        kHangTimeout);
+  EXPECT_TRUE(goaway) << watcher->error();
+  for (int i = 0; i < kCalls; ++i) {
+    EXPECT_FALSE(calls[i]->done.HasBeenNotified()) << "call " << i;
+  }
   release.Notify();
   shutdown.join();
   for (int i = 0; i < kCalls; ++i) {

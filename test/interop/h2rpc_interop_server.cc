@@ -20,8 +20,8 @@
 // blocking ServerReader / ServerWriter / ServerReaderWriter, because
 // interval_us is a blocking sleep, which a callback reactor could not do on
 // the loop thread.
-// Each streaming call holds a worker thread for its whole life, hence the
-// fixed pool of kNumWorkers workers.
+// Each streaming call holds a worker thread for its whole life; the server
+// starts more as calls need them (ServerOptions::max_sync_threads).
 //
 // Choices where the description leaves room (the same as the gRPC C++
 // interop server's, grpcpp_interop_server.cc):
@@ -101,10 +101,6 @@ using ResponseWriter = ServerWriter<StreamingOutputCallResponse>;
 using DuplexStream =
     ServerReaderWriter<StreamingOutputCallResponse, StreamingOutputCallRequest>;
 
-// Worker threads for the synchronous handlers. A streaming call holds one for
-// its whole life, so this bounds the concurrent streaming calls; the interop
-// clients run one call at a time.
-constexpr int kNumWorkers = 16;
 constexpr char kEchoInitialMetadataKey[] = "x-grpc-test-echo-initial";
 constexpr char kEchoTrailingBinMetadataKey[] = "x-grpc-test-echo-trailing-bin";
 
@@ -407,7 +403,6 @@ int Run() {
   }
 
   ServerOptions options;
-  options.num_workers = kNumWorkers;
   int selected_port = 0;
   Status status;
   TestServiceImpl service;  // outlives the server

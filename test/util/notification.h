@@ -2,40 +2,55 @@
 #define H2RPC_TEST_UTIL_NOTIFICATION_H_
 
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/time/time.h"
+#include "transport/io/mutex.h"
 
 namespace h2rpc::testing {
 
-// A one-shot event, like absl::Notification but on std::mutex, which
-// ThreadSanitizer can see (Debian's Abseil is not TSan-instrumented).
+// A one-shot event, like absl::Notification but on transport::io::Mutex (a
+// std::mutex underneath), which ThreadSanitizer can see (Debian's Abseil is
+// not TSan-instrumented). Any thread may call any method.
 class Notification {
  public:
   void Notify() {
-    std::lock_guard<std::mutex> lock(mu_);
+    transport::io::MutexLock lock(&mu_);
     notified_ = true;
-    cv_.notify_all();
+    cv_.SignalAll();
   }
   bool HasBeenNotified() {
-    std::lock_guard<std::mutex> lock(mu_);
+    transport::io::MutexLock lock(&mu_);
     return notified_;
   }
   void WaitForNotification() {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [this] { return notified_; });
+    transport::io::MutexLock lock(&mu_);
+    while (!notified_) cv_.Wait(&mu_);
   }
+  // True if notified within `timeout` (measured on the steady clock, so a
+  // step of the wall clock neither shortens nor extends it).
+  // Beyond a century (InfiniteDuration included) waits for ever.
   bool WaitForNotificationWithTimeout(absl::Duration timeout) {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, absl::ToChronoNanoseconds(timeout),
-                        [this] { return notified_; });
+    if (timeout >= absl::Hours(24 * 365 * 100)) {
+      WaitForNotification();
+      return true;
+    }
+    using Clock = std::chrono::steady_clock;
+    const Clock::time_point deadline =
+        Clock::now() + absl::ToChronoNanoseconds(timeout);
+    transport::io::MutexLock lock(&mu_);
+    while (!notified_) {
+      const Clock::duration left = deadline - Clock::now();
+      if (left <= Clock::duration::zero()) return false;
+      cv_.WaitWithTimeout(&mu_, absl::FromChrono(left));
+    }
+    return true;
   }
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool notified_ = false;
+  transport::io::Mutex mu_;
+  transport::io::CondVar cv_;  // notified_ became true
+  bool notified_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace h2rpc::testing

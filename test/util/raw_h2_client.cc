@@ -312,7 +312,9 @@ void RawH2Client::ResetStream(int32_t stream_id, uint32_t error_code) {
 int32_t RawH2Client::Start(const RawRequest& request) {
   if (closed_) return -1;
   auto stream = std::make_unique<Stream>();
-  stream->body = request.body;
+  stream->body = request.shared_body != nullptr
+                     ? request.shared_body
+                     : std::make_shared<const std::string>(request.body);
   stream->max_data_frame_size = request.max_data_frame_size;
   stream->end_stream = request.end_stream;
   stream->rst_when = request.rst_when;
@@ -335,7 +337,7 @@ int32_t RawH2Client::Start(const RawRequest& request) {
   provider.source.ptr = stream.get();
   provider.read_callback = &ReadBody;
   const bool headers_only = request.end_stream_on_headers &&
-                            request.body.empty() && request.end_stream;
+                            stream->body->empty() && request.end_stream;
   const int32_t id =
       nghttp2_submit_request(session_, nullptr, nva.data(), nva.size(),
                              headers_only ? nullptr : &provider, stream.get());
@@ -380,7 +382,10 @@ bool RawH2Client::RunUntil(const std::function<bool()>& done,
 RawResponse RawH2Client::Response(int32_t stream_id) const {
   RawResponse response;
   auto it = streams_.find(stream_id);
-  if (it != streams_.end()) response = it->second->response;
+  if (it != streams_.end()) {
+    response = it->second->response;
+    response.request_bytes_sent = it->second->offset;
+  }
   response.goaway_received = goaway_received_;
   response.goaway_error_code = goaway_error_code_;
   response.goaway_last_stream_id = goaway_last_stream_id_;
@@ -424,13 +429,14 @@ ssize_t RawH2Client::ReadBody(nghttp2_session*, int32_t, uint8_t* buf,
                               size_t length, uint32_t* data_flags,
                               nghttp2_data_source* source, void*) {
   auto* stream = static_cast<Stream*>(source->ptr);
-  size_t n = std::min(length, stream->body.size() - stream->offset);
+  const std::string& body = *stream->body;
+  size_t n = std::min(length, body.size() - stream->offset);
   if (stream->max_data_frame_size > 0) {
     n = std::min(n, stream->max_data_frame_size);
   }
-  std::memcpy(buf, stream->body.data() + stream->offset, n);
+  std::memcpy(buf, body.data() + stream->offset, n);
   stream->offset += n;
-  if (stream->offset == stream->body.size()) {
+  if (stream->offset == body.size()) {
     if (stream->end_stream) {
       *data_flags |= NGHTTP2_DATA_FLAG_EOF;
     } else if (n == 0) {
@@ -624,8 +630,9 @@ std::vector<RawFrame> ParseFrames(absl::string_view bytes) {
   return frames;
 }
 
-RawBytesResult SendRawBytes(int port, absl::string_view bytes,
-                            absl::Duration timeout) {
+RawBytesResult SendRawBytes(
+    int port, absl::string_view bytes, absl::Duration timeout,
+    const std::function<bool(const std::vector<RawFrame>&)>& until) {
   RawBytesResult result;
   const absl::Time deadline = absl::Now() + timeout;
   const int fd = ConnectLoopback(port, timeout, &result.connect_error);
@@ -667,6 +674,7 @@ RawBytesResult SendRawBytes(int port, absl::string_view bytes,
         break;
       }
       result.received.append(buffer, static_cast<size_t>(n));
+      if (until != nullptr && until(ParseFrames(result.received))) break;
     }
   }
   close(fd);

@@ -40,6 +40,9 @@ struct RawRequest {
   RawHeaders headers;
   // The request body: raw bytes, gRPC length prefixes included (GrpcFrame()).
   std::string body;
+  // When set, sent instead of `body` and not copied: many streams can send
+  // one large body without each holding a copy.
+  std::shared_ptr<const std::string> shared_body;
   // Largest payload of one DATA frame; 0: as large as flow control and the
   // peer's SETTINGS_MAX_FRAME_SIZE allow. 1 sends one byte per frame.
   size_t max_data_frame_size = 0;
@@ -73,6 +76,9 @@ struct RawResponse {
   // Concatenated DATA payloads.
   std::string body;
   int data_frames = 0;
+  // Bytes of the request's body sent so far: flow control lets nghttp2
+  // take them (RawRequest::body.size() once all were).
+  size_t request_bytes_sent = 0;
   // The server sent END_STREAM (on HEADERS or DATA).
   bool end_stream_received = false;
   // The server sent RST_STREAM, with this error code.
@@ -156,7 +162,7 @@ class RawH2Client {
  private:
   struct Stream {
     int32_t id = -1;
-    std::string body;
+    std::shared_ptr<const std::string> body;
     size_t offset = 0;
     size_t max_data_frame_size = 0;
     bool end_stream = true;
@@ -255,10 +261,13 @@ struct RawBytesResult {
 };
 
 // Connects to 127.0.0.1:port, writes `bytes`, then reads until the server
-// closes the connection or `timeout` passes. The client never closes or
+// closes the connection, `until` (when given) returns true for the frames
+// received so far, or `timeout` passes. The client never closes or
 // half-closes first, so a close seen here is the server's doing.
-RawBytesResult SendRawBytes(int port, absl::string_view bytes,
-                            absl::Duration timeout = absl::Seconds(10));
+RawBytesResult SendRawBytes(
+    int port, absl::string_view bytes,
+    absl::Duration timeout = absl::Seconds(10),
+    const std::function<bool(const std::vector<RawFrame>&)>& until = nullptr);
 
 }  // namespace h2rpc::testing
 

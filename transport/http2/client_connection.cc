@@ -117,7 +117,7 @@ void ClientConnection::StartCall(ClientStream* stream) {
   stream->stream_id_ = id;
   stream->status_known_ = false;
   Link(stream);
-  if (stream->description.deadline != absl::InfiniteFuture()) {
+  if (!stream->description.deadline.is_infinite_future()) {
     loop()->Schedule(stream, stream->description.deadline);
   }
   RequestFlush();
@@ -318,7 +318,7 @@ int ClientConnection::OnStreamClose(int32_t stream_id, uint32_t error_code) {
   if (!stream->status_known_) {
     stream->status_known_ = true;
     const bool deadline_passed =
-        stream->description.deadline != absl::InfiniteFuture() &&
+        !stream->description.deadline.is_infinite_future() &&
         loop()->Now() >= stream->description.deadline;
     stream->status_ =
         error_code == NGHTTP2_NO_ERROR

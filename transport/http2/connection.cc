@@ -16,6 +16,27 @@ constexpr int kMaxReadsPerEvent = 16;
 
 Connection* Self(void* user) { return static_cast<Connection*>(user); }
 
+// nghttp2's view of a server's MAX_CONCURRENT_STREAMS (see Start()).
+constexpr uint32_t kNghttp2StreamLimit = 0xFFFFFFFFu;
+
+// The GOAWAY error code for a fatal nghttp2 receive error for which nghttp2
+// queues no GOAWAY of its own (for the others it has queued one already, and
+// Fail() keeps it).
+uint32_t GoAwayCodeFor(int error) {
+  switch (error) {
+    case NGHTTP2_ERR_FLOODED:
+    case NGHTTP2_ERR_TOO_MANY_CONTINUATIONS:
+      return NGHTTP2_ENHANCE_YOUR_CALM;
+    case NGHTTP2_ERR_HEADER_COMP:
+      return NGHTTP2_COMPRESSION_ERROR;
+    case NGHTTP2_ERR_NOMEM:
+    case NGHTTP2_ERR_CALLBACK_FAILURE:
+      return NGHTTP2_INTERNAL_ERROR;
+    default:
+      return NGHTTP2_PROTOCOL_ERROR;
+  }
+}
+
 }  // namespace
 
 Connection::Connection(io::EventLoop* loop, io::FileDescriptor socket,
@@ -23,8 +44,7 @@ Connection::Connection(io::EventLoop* loop, io::FileDescriptor socket,
     : loop_(loop),
       socket_(std::move(socket)),
       peer_(std::move(peer)),
-      options_(options),
-      gather_budget_(options.eager_gather_budget) {
+      options_(options) {
   compression::CompressionAlgorithmSet accepted = options.accepted_compression;
   accepted.Add(compression::CompressionAlgorithm::kIdentity);
   accept_encoding_ = compression::FormatCompressionAlgorithmSet(accepted);
@@ -49,10 +69,12 @@ bool Connection::AcceptsEncoding(
 }
 
 Connection::~Connection() {
+  if (deadline_timer_.scheduled()) loop_->Cancel(&deadline_timer_);
   if (session_ != nullptr) nghttp2_session_del(session_);
 }
 
 void Connection::InitSession(bool server) {
+  server_ = server;
   nghttp2_session_callbacks* cbs;
   nghttp2_session_callbacks_new(&cbs);
   SetSendCallback(cbs, &Connection::SendCallback);
@@ -101,7 +123,7 @@ MessageDeframer::Options Connection::DeframerOptions(
   deframer_options.compression_available =
       encoding != compression::CompressionAlgorithm::kIdentity;
   deframer_options.max_message_size = options_.max_receive_message_size;
-  deframer_options.gather_budget = &gather_budget_;
+  deframer_options.quota = memory_share_;
   return deframer_options;
 }
 
@@ -120,9 +142,15 @@ void Connection::ReturnAllCredit(ReceiveWindow* window) {
 }
 
 void Connection::Start() {
+  // A server enforces MAX_CONCURRENT_STREAMS itself, refusing the excess
+  // stream alone with RST_STREAM(REFUSED_STREAM) (see ServerConnection);
+  // nghttp2 would treat it as a connection error. So nghttp2 is told there
+  // is no limit, and the frame on the wire is patched to advertise the real
+  // one (PatchAdvertisedSettings).
+  settings_patch_pending_ = server_;
   const nghttp2_settings_entry settings[] = {
       {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS,
-       options_.max_concurrent_streams},
+       server_ ? kNghttp2StreamLimit : options_.max_concurrent_streams},
       {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, options_.initial_stream_window},
       {NGHTTP2_SETTINGS_MAX_FRAME_SIZE, options_.max_frame_size},
       {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, options_.max_header_list_size},
@@ -131,13 +159,71 @@ void Connection::Start() {
                           sizeof(settings) / sizeof(settings[0]));
   nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0,
                                         options_.connection_window);
-  loop_->AddFd(socket_.get(), EPOLLIN | EPOLLRDHUP, this);
+  const Status watched =
+      loop_->AddFd(socket_.get(), EPOLLIN | EPOLLRDHUP, this);
+  if (!watched.ok()) {
+    Close(watched);
+    return;
+  }
+  if (options_.handshake_timeout != absl::InfiniteDuration()) {
+    loop_->Schedule(&deadline_timer_,
+                    loop_->Now() + options_.handshake_timeout);
+  }
   RequestFlush();
+}
+
+void Connection::OnHandshakeDone() {
+  if (handshake_done_) return;
+  handshake_done_ = true;
+  loop_->Cancel(&deadline_timer_);
+  SetIdle(idle_);
+}
+
+void Connection::SetIdle(bool idle) {
+  idle_ = idle;
+  if (!server_ || !handshake_done_ || closed()) return;
+  if (!idle) {
+    loop_->Cancel(&deadline_timer_);
+  } else if (options_.idle_timeout != absl::InfiniteDuration() &&
+             !going_away_) {
+    loop_->Schedule(&deadline_timer_, loop_->Now() + options_.idle_timeout);
+  }
+}
+
+void Connection::OnDeadline() {
+  if (closed_) return;
+  if (lingering_) {
+    Close(linger_status_);
+  } else if (!handshake_done_) {
+    Fail(NGHTTP2_NO_ERROR,
+         Status(StatusCode::kUnavailable,
+                absl::StrCat("HTTP/2 handshake with ", peer_,
+                             " did not complete within ",
+                             absl::FormatDuration(options_.handshake_timeout),
+                             " (handshake_timeout)")));
+  } else if (idle_) {
+    GracefulShutdown();
+  }
+}
+
+void Connection::PatchAdvertisedSettings(uint8_t* frame, size_t length) {
+  // 9-byte frame header, then 6-byte entries: 16-bit id, 32-bit value.
+  for (size_t i = 9; i + 6 <= length; i += 6) {
+    const uint16_t id = static_cast<uint16_t>(frame[i] << 8 | frame[i + 1]);
+    if (id != NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS) continue;
+    const uint32_t value = options_.max_concurrent_streams;
+    frame[i + 2] = static_cast<uint8_t>(value >> 24);
+    frame[i + 3] = static_cast<uint8_t>(value >> 16);
+    frame[i + 4] = static_cast<uint8_t>(value >> 8);
+    frame[i + 5] = static_cast<uint8_t>(value);
+  }
 }
 
 void Connection::Close(const Status& why) {
   if (closed_) return;
   closed_ = true;
+  lingering_ = false;
+  loop_->Cancel(&deadline_timer_);
   if (flush_requested_) {
     // The owner may destroy us before the end of this iteration.
     loop_->CancelEndOfIteration(&flush_task_);
@@ -148,9 +234,67 @@ void Connection::Close(const Status& why) {
   OnClosed(why);
 }
 
+void Connection::Fail(uint32_t error_code, const Status& why) {
+  if (closed()) return;
+  lingering_ = true;
+  linger_status_ = why;
+  // A no-op when nghttp2 has queued its own GOAWAY for the error.
+  nghttp2_session_terminate_session2(
+      session_, nghttp2_session_get_last_proc_stream_id(session_),
+      error_code);
+  if (flush_requested_) {
+    loop_->CancelEndOfIteration(&flush_task_);
+    flush_requested_ = false;
+  }
+  if (!server_) {
+    // A client fails its calls at once: one attempt to deliver the GOAWAY.
+    Flush();
+    Close(why);
+    return;
+  }
+  loop_->Schedule(&deadline_timer_, loop_->Now() + options_.close_linger);
+  Flush();
+}
+
+void Connection::OnLingerFlushed() {
+  if (write_side_shut_) return;
+  write_side_shut_ = true;
+  if (peer_shut_) {
+    Close(linger_status_);
+    return;
+  }
+  // FIN after the GOAWAY. Unread input would make close() send a reset that
+  // can destroy the GOAWAY before the peer reads it, so input is read and
+  // dropped until the peer closes too.
+  shutdown(socket_.get(), SHUT_WR);
+  WatchWritable(false);
+  DiscardAvailable();
+}
+
+void Connection::DiscardAvailable() {
+  for (int i = 0; i < kMaxReadsPerEvent && !closed_; ++i) {
+    const ssize_t n =
+        recv(socket_.get(), read_buffer_, sizeof(read_buffer_), 0);
+    if (n > 0) continue;
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    if (n < 0 || write_side_shut_) {
+      Close(linger_status_);
+      return;
+    }
+    // The peer closed first: wait only for the GOAWAY to be written.
+    peer_shut_ = true;
+    if (!loop_->ModifyFd(socket_.get(), EPOLLOUT, this).ok()) {
+      Close(linger_status_);
+    }
+    return;
+  }
+}
+
 void Connection::GracefulShutdown() {
-  if (closed_ || going_away_) return;
+  if (closed() || going_away_) return;
   going_away_ = true;
+  loop_->Cancel(&deadline_timer_);
   nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE,
                         nghttp2_session_get_last_proc_stream_id(session_),
                         NGHTTP2_NO_ERROR, nullptr, 0);
@@ -165,6 +309,13 @@ void Connection::RequestFlush() {
 
 void Connection::OnFdReady(uint32_t events) {
   if (closed_) return;
+  if (lingering_) {
+    if (events & EPOLLOUT) Flush();
+    if (!closed_ && (events & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP))) {
+      DiscardAvailable();
+    }
+    return;
+  }
   if (events & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP)) ReadAvailable();
   if (closed_) return;
   if (events & EPOLLOUT) {
@@ -193,13 +344,13 @@ void Connection::ReadAvailable() {
     }
     const Nghttp2Ssize consumed =
         MemRecv(session_, reinterpret_cast<const uint8_t*>(read_buffer_), n);
-    if (closed_) return;
+    if (closed()) return;
     if (consumed < 0) {
-      // nghttp2 has queued a GOAWAY for protocol errors; try to send it.
-      Flush();
-      Close(Status(StatusCode::kUnavailable,
-                   absl::StrCat("HTTP/2 error on connection to ", peer_, ": ",
-                                nghttp2_strerror(static_cast<int>(consumed)))));
+      const int error = static_cast<int>(consumed);
+      Fail(GoAwayCodeFor(error),
+           Status(StatusCode::kUnavailable,
+                  absl::StrCat("HTTP/2 error on connection to ", peer_, ": ",
+                               nghttp2_strerror(error))));
       return;
     }
     // Sends what this chunk produced (responses, window updates) now rather
@@ -210,21 +361,29 @@ void Connection::ReadAvailable() {
     if (flush_requested_) {
       loop_->CancelEndOfIteration(&flush_task_);
       Flush();
-      if (closed_) return;
+      if (closed()) return;
     }
     if (static_cast<size_t>(n) < sizeof(read_buffer_)) return;
   }
 }
 
+bool Connection::WantsToProduce() const {
+  if (lingering_) {
+    return !goaway_written_ && nghttp2_session_want_write(session_) != 0;
+  }
+  return nghttp2_session_want_write(session_) != 0;
+}
+
 void Connection::Flush() {
   flush_requested_ = false;
-  if (closed_) return;
+  if (closed_ || write_side_shut_) return;
   for (;;) {
     if (write_offset_ == write_buffer_.size()) {
       write_buffer_.clear();
       write_offset_ = 0;
     }
-    if (write_buffer_.size() < options_.write_buffer_limit) {
+    if (write_buffer_.size() < options_.write_buffer_limit &&
+        WantsToProduce()) {
       const int rv = nghttp2_session_send(session_);
       if (rv != 0) {
         Close(Status(StatusCode::kInternal,
@@ -243,9 +402,10 @@ void Connection::Flush() {
         WatchWritable(true);
         return;
       }
-      Close(Status(
-          StatusCode::kUnavailable,
-          absl::StrCat("write to ", peer_, " failed: ", strerror(errno))));
+      Close(lingering_ ? linger_status_
+                       : Status(StatusCode::kUnavailable,
+                                absl::StrCat("write to ", peer_,
+                                             " failed: ", strerror(errno))));
       return;
     }
     write_offset_ += static_cast<size_t>(n);
@@ -253,7 +413,11 @@ void Connection::Flush() {
       WatchWritable(true);
       return;
     }
-    if (!nghttp2_session_want_write(session_)) break;
+    if (!WantsToProduce()) break;
+  }
+  if (lingering_) {
+    OnLingerFlushed();
+    return;
   }
   WatchWritable(false);
   if (!nghttp2_session_want_read(session_) &&
@@ -264,19 +428,32 @@ void Connection::Flush() {
 }
 
 void Connection::WatchWritable(bool on) {
-  if (watching_writable_ == on || closed_) return;
+  if (watching_writable_ == on || closed_ || peer_shut_) return;
   watching_writable_ = on;
-  loop_->ModifyFd(socket_.get(), EPOLLIN | EPOLLRDHUP | (on ? EPOLLOUT : 0u),
-                  this);
+  const Status status = loop_->ModifyFd(
+      socket_.get(), EPOLLIN | EPOLLRDHUP | (on ? EPOLLOUT : 0u), this);
+  if (!status.ok()) Close(status);
 }
 
 Nghttp2Ssize Connection::SendCallback(nghttp2_session*, const uint8_t* data,
                                       size_t length, int, void* user) {
   Connection* self = Self(user);
-  if (self->write_buffer_.size() >= self->options_.write_buffer_limit) {
+  if (self->write_buffer_.size() >= self->options_.write_buffer_limit ||
+      self->goaway_written_) {
     return NGHTTP2_ERR_WOULDBLOCK;
   }
+  // nghttp2 passes whole frames here (DATA goes to SendDataCallback).
+  if (self->lingering_ && length >= 9 && data[3] == NGHTTP2_GOAWAY) {
+    self->goaway_written_ = true;
+  }
+  const size_t start = self->write_buffer_.size();
   self->write_buffer_.append(reinterpret_cast<const char*>(data), length);
+  if (self->settings_patch_pending_ && length >= 9 &&
+      data[3] == NGHTTP2_SETTINGS && (data[4] & NGHTTP2_FLAG_ACK) == 0) {
+    self->settings_patch_pending_ = false;
+    self->PatchAdvertisedSettings(
+        reinterpret_cast<uint8_t*>(&self->write_buffer_[start]), length);
+  }
   return static_cast<Nghttp2Ssize>(length);
 }
 
@@ -284,7 +461,8 @@ int Connection::SendDataCallback(nghttp2_session*, nghttp2_frame* frame,
                                  const uint8_t* framehd, size_t length,
                                  nghttp2_data_source* source, void* user) {
   Connection* self = Self(user);
-  if (self->write_buffer_.size() >= self->options_.write_buffer_limit) {
+  if (self->write_buffer_.size() >= self->options_.write_buffer_limit ||
+      self->goaway_written_) {
     return NGHTTP2_ERR_WOULDBLOCK;
   }
   self->write_buffer_.append(reinterpret_cast<const char*>(framehd), 9);
@@ -333,6 +511,10 @@ int Connection::FrameRecvCallback(nghttp2_session*, const nghttp2_frame* frame,
   if (frame->hd.type == NGHTTP2_GOAWAY) {
     self->OnGoAway(frame->goaway.last_stream_id, frame->goaway.error_code);
     return 0;
+  }
+  if (frame->hd.type == NGHTTP2_SETTINGS &&
+      (frame->hd.flags & NGHTTP2_FLAG_ACK) == 0) {
+    self->OnHandshakeDone();
   }
   return self->OnFrameRecv(frame);
 }

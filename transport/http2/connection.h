@@ -3,11 +3,13 @@
 
 #include <nghttp2/nghttp2.h>
 
+#include <climits>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "absl/types/optional.h"
 #include "transport/compression/compression_algorithm.h"
 #include "transport/http2/nghttp2_compat.h"
@@ -15,6 +17,7 @@
 #include "transport/http2/stream_base.h"
 #include "transport/io/event_loop.h"
 #include "transport/io/socket.h"
+#include "transport/memory_quota.h"
 #include "transport/message_deframer.h"
 #include "transport/status.h"
 
@@ -22,7 +25,8 @@ namespace h2rpc::transport::http2 {
 
 // Limits and HTTP/2 settings of one connection. Every field: default, unit.
 struct ConnectionOptions {
-  // SETTINGS_MAX_CONCURRENT_STREAMS we advertise (servers). Streams.
+  // SETTINGS_MAX_CONCURRENT_STREAMS we advertise (servers); a stream past
+  // it is refused alone with RST_STREAM(REFUSED_STREAM). Streams.
   uint32_t max_concurrent_streams = 1024;
   // SETTINGS_INITIAL_WINDOW_SIZE we advertise. Bytes per stream.
   uint32_t initial_stream_window = 1 << 20;
@@ -30,18 +34,36 @@ struct ConnectionOptions {
   uint32_t connection_window = 16 << 20;
   // SETTINGS_MAX_FRAME_SIZE we advertise. Bytes.
   uint32_t max_frame_size = 16384;
-  // SETTINGS_MAX_HEADER_LIST_SIZE we advertise; larger header blocks are
-  // refused. Bytes.
+  // SETTINGS_MAX_HEADER_LIST_SIZE we advertise (decoded size, 32 bytes of
+  // overhead per field). A larger request header list is answered
+  // RESOURCE_EXHAUSTED (servers); a larger response header list fails the
+  // call with RESOURCE_EXHAUSTED (clients). Bytes.
   uint32_t max_header_list_size = 16384;
   // Largest message accepted (max_receive_message_size). Bytes.
   size_t max_receive_message_size = 4 << 20;
-  // Bytes the connection's streams may reserve up front, all together, for
-  // messages above 64 KiB being gathered (each then in one buffer of its
-  // declared size); beyond it their buffers grow as data arrives. See
-  // MessageDeframer. Bytes.
-  size_t eager_gather_budget = 64 << 20;
-  // Largest message sent (max_send_message_size). Bytes.
-  size_t max_send_message_size = 0xFFFFFFFFu;
+  // Servers: the most bytes of the server's memory quota
+  // (ServerOptions::memory_quota) this connection may hold at once: received
+  // messages that span DATA frames (each takes its declared length while it
+  // is gathered) and response bytes waiting to be written. A message the
+  // quota cannot grant yet waits with its flow-control credit withheld, so
+  // the peer stalls, and is granted when memory frees up; a response that
+  // does not fit fails its call with RESOURCE_EXHAUSTED. A received message
+  // larger than this (or than the server's quota) is refused with
+  // RESOURCE_EXHAUSTED: keep it at least max_receive_message_size.
+  // How the bounds combine: outside the quota, a connection holds only what
+  // its peer sent without credit, at most connection_window bytes (messages
+  // queued unread, and messages waiting for a grant, which may hold at most
+  // a quarter of it: a stream whose waiting bytes would pass that fails with
+  // RESOURCE_EXHAUSTED; their gather buffers may take twice their bytes). So
+  // one connection holds at most memory_quota_share + 2 x connection_window
+  // of message bytes, and a server memory_quota + 2 x connection_window per
+  // connection. Clients have no quota. Bytes.
+  size_t memory_quota_share = 32 << 20;
+  // Largest message sent (max_send_message_size); a larger one fails its
+  // call with RESOURCE_EXHAUSTED and is never serialized. Bytes. The
+  // default, 2147483647 (INT_MAX), is the largest message protobuf
+  // serializes: a protobuf message above it is refused whatever this says.
+  size_t max_send_message_size = INT_MAX;
   // nghttp2 stops producing frames while this many bytes wait to be written.
   // Bytes.
   size_t write_buffer_limit = 256 << 10;
@@ -51,6 +73,19 @@ struct ConnectionOptions {
   // with INTERNAL (clients). identity is always accepted.
   compression::CompressionAlgorithmSet accepted_compression =
       compression::CompressionAlgorithmSet::All();
+  // The peer must complete its side of the handshake (the connection preface
+  // and its first SETTINGS frame) within this time of the connection's
+  // start, or the connection is closed (a server sends GOAWAY first).
+  absl::Duration handshake_timeout = absl::Seconds(5);
+  // Servers: a connection with no open stream for this long is shut down
+  // gracefully (GOAWAY NO_ERROR, then closed). InfiniteDuration: never.
+  absl::Duration idle_timeout = absl::InfiniteDuration();
+  // Servers: a connection ending on a fatal error (a protocol violation, a
+  // flood, a handshake timeout) keeps its socket at most this long to
+  // deliver its GOAWAY and the frames queued before it, reading and
+  // discarding what the peer still sends, before it closes and fails its
+  // calls.
+  absl::Duration close_linger = absl::Seconds(1);
 };
 
 // One HTTP/2 connection on one EventLoop: the socket, the nghttp2 session,
@@ -78,6 +113,15 @@ class Connection : private io::FdWatcher {
   // `why`, the socket is closed, OnClosed runs. Idempotent.
   void Close(const Status& why);
 
+  // Ends the connection on a fatal error: queues GOAWAY with `error_code`
+  // (unless nghttp2 has queued one already), stops processing what the
+  // peer sends, and writes what was queued up to and including the GOAWAY
+  // and nothing after it. A server then closes with `why` once the peer has
+  // closed its side too, or after options().close_linger, whichever comes
+  // first (Close() ends the linger at once); a client closes at once after
+  // one attempt to write. Idempotent.
+  void Fail(uint32_t error_code, const Status& why);
+
   // Sends GOAWAY (last stream id = the last one accepted) and closes once
   // every open stream has finished.
   void GracefulShutdown();
@@ -97,9 +141,10 @@ class Connection : private io::FdWatcher {
   void ReturnAllCredit(ReceiveWindow* window);
 
   // Options for a new stream's deframer: the receive limit, the connection's
-  // gather budget, and whether messages may arrive compressed (`encoding`
-  // is not identity). A stream leaving the connection must ReleaseDeframer()
-  // so the budget is not referenced after it.
+  // memory quota share if it has one (servers), and whether messages may
+  // arrive compressed (`encoding` is not identity). A stream leaving the
+  // connection must ReleaseDeframer() so the share is not referenced after
+  // it.
   MessageDeframer::Options DeframerOptions(
       compression::CompressionAlgorithm encoding =
           compression::CompressionAlgorithm::kIdentity);
@@ -107,7 +152,8 @@ class Connection : private io::FdWatcher {
     deframer->Reset(MessageDeframer::Options());
   }
 
-  bool closed() const { return closed_; }
+  // True once Close() or Fail() has run: the connection takes no new work.
+  bool closed() const { return closed_ || lingering_; }
   io::EventLoop* loop() const { return loop_; }
   const std::string& peer() const { return peer_; }
   const ConnectionOptions& options() const { return options_; }
@@ -124,6 +170,14 @@ class Connection : private io::FdWatcher {
 
   // Creates the nghttp2 session; called by the subclass constructor.
   void InitSession(bool server);
+  // The memory quota share messages being gathered are granted from (see
+  // DeframerOptions); null (clients): none. Set by the subclass
+  // constructor.
+  void set_memory_share(MemoryQuotaShare* share) { memory_share_ = share; }
+
+  // Servers: whether the connection has no open stream. While idle (and
+  // once the handshake is done), options().idle_timeout runs.
+  void SetIdle(bool idle);
 
   // Stream-level nghttp2 callbacks. Return 0, or NGHTTP2_ERR_CALLBACK_FAILURE
   // to tear the connection down.
@@ -157,9 +211,32 @@ class Connection : private io::FdWatcher {
     Connection* connection_;
   };
 
+  // The one deadline a connection waits for at a time: the peer's
+  // handshake, then (servers) the idle timeout, or the end of a linger.
+  class DeadlineTimer : public io::Timer {
+   public:
+    explicit DeadlineTimer(Connection* c) : connection_(c) {}
+    void OnTimer() override { connection_->OnDeadline(); }
+
+   private:
+    Connection* connection_;
+  };
+
   void OnFdReady(uint32_t events) override;
   void ReadAvailable();
+  // Lingering: reads and discards until EOF, then closes.
+  void DiscardAvailable();
+  void OnDeadline();
+  // The peer's first SETTINGS arrived.
+  void OnHandshakeDone();
+  // Lingering: the write buffer and nghttp2's queue are empty.
+  void OnLingerFlushed();
+  // The server's own SETTINGS frame as nghttp2 serialized it: rewrites the
+  // SETTINGS_MAX_CONCURRENT_STREAMS value to the advertised limit.
+  void PatchAdvertisedSettings(uint8_t* frame, size_t length);
   void Flush();
+  // Whether Flush() should ask nghttp2 for more frames.
+  bool WantsToProduce() const;
   void WatchWritable(bool on);
 
   static Nghttp2Ssize SendCallback(nghttp2_session*, const uint8_t* data,
@@ -192,12 +269,24 @@ class Connection : private io::FdWatcher {
   const ConnectionOptions options_;
   std::string accept_encoding_;
   Nghttp2MemoryPool memory_;  // outlives session_ (deleted in ~Connection)
-  MessageDeframer::GatherBudget gather_budget_;
+  MemoryQuotaShare* memory_share_ = nullptr;
   nghttp2_session* session_ = nullptr;
   FlushTask flush_task_{this};
   bool flush_requested_ = false;
   bool watching_writable_ = false;
+  DeadlineTimer deadline_timer_{this};
+  bool server_ = false;
+  bool handshake_done_ = false;
+  bool idle_ = true;
+  // Our SETTINGS frame has not been serialized yet (servers).
+  bool settings_patch_pending_ = false;
   bool closed_ = false;
+  // Fail() ran: only the GOAWAY and what precedes it are written.
+  bool lingering_ = false;
+  bool goaway_written_ = false;  // while lingering
+  bool write_side_shut_ = false;
+  bool peer_shut_ = false;  // EOF seen while lingering
+  Status linger_status_;
   bool going_away_ = false;
   std::string write_buffer_;
   size_t write_offset_ = 0;

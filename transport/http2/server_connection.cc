@@ -23,7 +23,7 @@ void ServerStream::Reset() {
   method_.clear();
   authority_.clear();
   client_metadata_.Clear();
-  deadline_ = absl::InfiniteFuture();
+  deadline_ = io::MonotonicTime::InfiniteFuture();
   client_accepted_encodings_ = compression::CompressionAlgorithmSet();
   receive_encoding_ = send_encoding_ =
       compression::CompressionAlgorithm::kIdentity;
@@ -172,11 +172,14 @@ void ServerStream::Unref() {
 ServerConnection::ServerConnection(io::EventLoop* loop,
                                    io::FileDescriptor socket, std::string peer,
                                    const ConnectionOptions& options,
+                                   MemoryQuota* memory_quota,
                                    ServerDispatcher* dispatcher,
                                    Listener* listener)
     : Connection(loop, std::move(socket), std::move(peer), options),
       dispatcher_(dispatcher),
-      listener_(listener) {
+      listener_(listener),
+      memory_share_(memory_quota, options.memory_quota_share) {
+  set_memory_share(&memory_share_);
   InitSession(/*server=*/true);
 }
 
@@ -194,6 +197,7 @@ ServerStream* ServerConnection::NewStream() {
     free_streams_ = stream->next_;
   } else {
     stream = new ServerStream(this, loop());
+    stream->outgoing_.set_quota(&memory_share_);
   }
   stream->prev_ = nullptr;
   stream->next_ = streams_;
@@ -226,10 +230,21 @@ int ServerConnection::OnBeginHeaders(const nghttp2_frame* frame) {
     }
     return 0;
   }
+  if (open_streams_ >= options().max_concurrent_streams) {
+    // Past the advertised limit: this stream alone is refused (the client
+    // may retry it transparently); its frames are then ignored.
+    if (nghttp2_submit_rst_stream(session(), NGHTTP2_FLAG_NONE,
+                                  frame->hd.stream_id,
+                                  NGHTTP2_REFUSED_STREAM) != 0) {
+      return NGHTTP2_ERR_CALLBACK_FAILURE;
+    }
+    return 0;
+  }
   ServerStream* stream = NewStream();
   stream->stream_id_ = frame->hd.stream_id;
   stream->refs_ = 1;  // the transport's, until nghttp2 closes the stream
   stream->open_in_nghttp2_ = true;
+  if (open_streams_++ == 0) SetIdle(false);
   nghttp2_session_set_stream_user_data(session(), frame->hd.stream_id, stream);
   return 0;
 }
@@ -242,8 +257,10 @@ int ServerConnection::OnHeader(const nghttp2_frame* frame, nghttp2_rcbuf* name,
   stream->header_bytes_ +=
       nghttp2_rcbuf_get_buf(name).len + nghttp2_rcbuf_get_buf(value).len + 32;
   if (stream->header_bytes_ > options().max_header_list_size) {
-    // Resets the stream with INTERNAL_ERROR.
-    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    // Counted on, but no longer kept: OnRequestHeaders answers
+    // RESOURCE_EXHAUSTED (trailers are dropped).
+    stream->block_.Release();
+    return 0;
   }
   stream->block_.Add(name, value);
   return 0;
@@ -291,6 +308,17 @@ void ServerConnection::Refuse(ServerStream* stream, const Status& status,
 }
 
 void ServerConnection::OnRequestHeaders(ServerStream* stream, bool end_stream) {
+  stream->half_closed_ = end_stream;
+  if (stream->header_bytes_ > options().max_header_list_size) {
+    Refuse(stream,
+           Status(StatusCode::kResourceExhausted,
+                  absl::StrCat("request header list of ", stream->header_bytes_,
+                               " bytes exceeds the limit of ",
+                               options().max_header_list_size,
+                               " (max_header_list_size)")),
+           200);
+    return;
+  }
   ReservedHeaderValues reserved;
   const Status parsed = ParseReceivedHeaders(stream->block_.fields(), &reserved,
                                              &stream->client_metadata_);
@@ -337,7 +365,6 @@ void ServerConnection::OnRequestHeaders(ServerStream* stream, bool end_stream) {
   stream->client_accepted_encodings_.Add(
       compression::CompressionAlgorithm::kIdentity);
   stream->block_.Release();
-  stream->half_closed_ = end_stream;
   if (!refusal.ok()) {
     Refuse(stream, refusal, refusal_http_status);
     return;
@@ -370,17 +397,107 @@ int ServerConnection::OnDataChunk(int32_t stream_id, const uint8_t* data,
     return 0;
   }
   stream->window_.Received(size);
-  if (!stream->finished_ && !stream->cancelled() &&
-      stream->observer != nullptr) {
+  if (!stream->ignoring_data()) {
     DeliverToObserver<ServerStream::Observer> listener(
         stream->observer, stream->receive_encoding_,
         options().max_receive_message_size, &stream->delivering_wire_size_);
-    const Status status = stream->deframer_.Feed(
+    MessageDeframer& deframer = stream->deframer_;
+    const Status status = deframer.Feed(
         absl::string_view(reinterpret_cast<const char*>(data), size), listener);
-    if (!status.ok()) stream->Abort(status);
+    if (!status.ok()) {
+      stream->Abort(status);
+    } else if (deframer.waiting_for_grant()) {
+      // Waiting messages must leave most of the connection window to the
+      // granted ones, or those could never complete and free memory.
+      const size_t waiting_bytes = ungranted_bytes_ -
+                                   stream->window_.ungranted() +
+                                   deframer.ungranted_bytes();
+      if (waiting_bytes > options().connection_window / 4) {
+        stream->Abort(WaitingLimitStatus(stream, waiting_bytes));
+      }
+    }
   }
-  ReturnCredit(stream_id, &stream->window_);
+  SettleReceive(stream);
   return 0;
+}
+
+void ServerConnection::SettleReceive(ServerStream* stream) {
+  MessageDeframer& deframer = stream->deframer_;
+  if (stream->ignoring_data() && !deframer.at_message_boundary()) {
+    // Nothing more is delivered: the partial message (and its grant) goes.
+    ReleaseDeframer(&deframer);
+  }
+  if (deframer.waiting_for_grant() && !stream->waiting_for_memory_) {
+    AddMemoryWaiter(stream);
+    // Memory released between the refusal and the registration as a waiter
+    // woke nobody: ask once more.
+    deframer.RetryGrant();
+  }
+  if (!deframer.waiting_for_grant() && stream->waiting_for_memory_) {
+    RemoveMemoryWaiter(stream);
+  }
+  const size_t ungranted = deframer.ungranted_bytes();
+  ungranted_bytes_ = ungranted_bytes_ - stream->window_.ungranted() + ungranted;
+  stream->window_.set_ungranted(ungranted);
+  ReturnCredit(stream->stream_id_, &stream->window_);
+}
+
+void ServerConnection::ForgetReceive(ServerStream* stream) {
+  if (stream->waiting_for_memory_) RemoveMemoryWaiter(stream);
+  ungranted_bytes_ -= stream->window_.ungranted();
+  stream->window_.set_ungranted(0);
+}
+
+void ServerConnection::AddMemoryWaiter(ServerStream* stream) {
+  stream->waiting_for_memory_ = true;
+  stream->waiting_next_ = nullptr;
+  stream->waiting_prev_ = waiting_tail_;
+  if (waiting_tail_ != nullptr) {
+    waiting_tail_->waiting_next_ = stream;
+  } else {
+    waiting_head_ = stream;
+    memory_share_.SetWaiting(true);
+  }
+  waiting_tail_ = stream;
+}
+
+void ServerConnection::RemoveMemoryWaiter(ServerStream* stream) {
+  stream->waiting_for_memory_ = false;
+  if (stream->waiting_prev_ != nullptr) {
+    stream->waiting_prev_->waiting_next_ = stream->waiting_next_;
+  } else {
+    waiting_head_ = stream->waiting_next_;
+  }
+  if (stream->waiting_next_ != nullptr) {
+    stream->waiting_next_->waiting_prev_ = stream->waiting_prev_;
+  } else {
+    waiting_tail_ = stream->waiting_prev_;
+  }
+  stream->waiting_prev_ = stream->waiting_next_ = nullptr;
+  if (waiting_head_ == nullptr) memory_share_.SetWaiting(false);
+}
+
+void ServerConnection::RetryMemoryWaiters() {
+  // Oldest first; any that fits is granted, so a large message does not
+  // hold back smaller ones while memory is free for them.
+  ServerStream* stream = waiting_head_;
+  while (stream != nullptr) {
+    ServerStream* const next = stream->waiting_next_;
+    if (stream->ignoring_data() || stream->deframer_.RetryGrant()) {
+      SettleReceive(stream);
+    }
+    stream = next;
+  }
+}
+
+Status ServerConnection::WaitingLimitStatus(const ServerStream* stream,
+                                            size_t waiting_bytes) const {
+  return memory_share_.Refusal(absl::StrCat(
+      "a received message of ", stream->deframer_.current_length(),
+      " bytes, and the messages waiting for memory on this connection would "
+      "hold ",
+      waiting_bytes, " bytes, more than ", options().connection_window / 4,
+      " (a quarter of connection_window)"));
 }
 
 bool ServerConnection::OnEndOfData(int32_t stream_id) {
@@ -409,7 +526,9 @@ int ServerConnection::OnStreamClose(int32_t stream_id, uint32_t error_code) {
   if (stream == nullptr) return 0;
   nghttp2_session_set_stream_user_data(session(), stream_id, nullptr);
   stream->open_in_nghttp2_ = false;
+  if (--open_streams_ == 0) SetIdle(true);
   ReturnAllCredit(&stream->window_);
+  ForgetReceive(stream);
   ReleaseDeframer(&stream->deframer_);
   if (!stream->finished_) stream->Cancel();
   stream->Unref();
@@ -424,9 +543,13 @@ void ServerConnection::OnClosed(const Status& why) {
     if (streams_ != nullptr) streams_->prev_ = nullptr;
     stream->prev_ = stream->next_ = nullptr;
     stream->connection_ = nullptr;
+    ForgetReceive(stream);
     ReleaseDeframer(&stream->deframer_);
+    // Its bytes no longer count against the connection's share.
+    stream->outgoing_.set_quota(nullptr);
     if (stream->open_in_nghttp2_) {
       stream->open_in_nghttp2_ = false;
+      --open_streams_;
       if (!stream->finished_) stream->Cancel();
       stream->Unref();
     }

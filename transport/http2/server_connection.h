@@ -12,6 +12,7 @@
 #include "transport/http2/connection.h"
 #include "transport/http2/stream_base.h"
 #include "transport/io/event_loop.h"
+#include "transport/memory_quota.h"
 #include "transport/message_deframer.h"
 #include "transport/metadata.h"
 #include "transport/response_setup.h"
@@ -54,8 +55,9 @@ class ServerStream final : private io::Timer {
   absl::string_view authority() const { return authority_; }
   const std::string& peer() const;
   const Metadata& client_metadata() const { return client_metadata_; }
-  // InfiniteFuture when the client sent no grpc-timeout.
-  absl::Time deadline() const { return deadline_; }
+  // On the loop's monotonic clock; InfiniteFuture when the client sent no
+  // grpc-timeout.
+  io::MonotonicTime deadline() const { return deadline_; }
   // The encodings the client's grpc-accept-encoding lists (identity
   // always): the only ones the response may use.
   compression::CompressionAlgorithmSet client_accepted_encodings() const {
@@ -119,6 +121,10 @@ class ServerStream final : private io::Timer {
   // Marks the call cancelled and tells the observer, once.
   void Cancel();
   void SubmitResponseHeaders();
+  // Received DATA is dropped (returned at once, never delivered).
+  bool ignoring_data() const {
+    return finished_ || cancelled() || observer == nullptr;
+  }
   // The response headers' grpc-encoding and grpc-accept-encoding, with
   // `metadata`.
   ResponseDescription DescribeResponse(const Metadata* metadata) const;
@@ -130,11 +136,15 @@ class ServerStream final : private io::Timer {
   int refs_ = 0;
   ServerStream* prev_ = nullptr;  // in the connection's list of open streams
   ServerStream* next_ = nullptr;
+  // In the connection's list of streams whose message waits for memory.
+  bool waiting_for_memory_ = false;
+  ServerStream* waiting_prev_ = nullptr;
+  ServerStream* waiting_next_ = nullptr;
   bool open_in_nghttp2_ = false;
   std::string method_;
   std::string authority_;
   Metadata client_metadata_;
-  absl::Time deadline_ = absl::InfiniteFuture();
+  io::MonotonicTime deadline_ = io::MonotonicTime::InfiniteFuture();
   compression::CompressionAlgorithmSet client_accepted_encodings_;
   compression::CompressionAlgorithm receive_encoding_ =
       compression::CompressionAlgorithm::kIdentity;
@@ -183,10 +193,18 @@ class ServerConnection : public Connection {
     ~Listener() = default;
   };
 
+  // `memory_quota`, the server's, must outlive the connection; the
+  // connection takes at most options.memory_quota_share of it.
   ServerConnection(io::EventLoop* loop, io::FileDescriptor socket,
                    std::string peer, const ConnectionOptions& options,
-                   ServerDispatcher* dispatcher, Listener* listener);
+                   MemoryQuota* memory_quota, ServerDispatcher* dispatcher,
+                   Listener* listener);
   ~ServerConnection() override;
+
+  // Loop thread, after the memory quota's listener heard of a release:
+  // grants memory to the messages waiting for it, as far as it goes, and
+  // returns their withheld flow-control credit.
+  void RetryMemoryWaiters();
 
  private:
   friend class ServerStream;
@@ -207,11 +225,35 @@ class ServerConnection : public Connection {
   void Refuse(ServerStream* stream, const Status& status, int http_status);
   ServerStream* NewStream();
   void Recycle(ServerStream* stream);
+  // After a stream's deframer changed (bytes fed, a grant): drops the
+  // partial message of a stream being ignored, withholds the credit of its
+  // ungranted bytes, keeps the waiting list in step, and returns what may be
+  // returned.
+  void SettleReceive(ServerStream* stream);
+  // The stream is closing: off the waiting list, its ungranted bytes
+  // forgotten.
+  void ForgetReceive(ServerStream* stream);
+  void AddMemoryWaiter(ServerStream* stream);
+  void RemoveMemoryWaiter(ServerStream* stream);
+  // The status failing `stream`, whose message waits for memory while the
+  // connection's waiting messages would hold `waiting_bytes`.
+  Status WaitingLimitStatus(const ServerStream* stream,
+                            size_t waiting_bytes) const;
 
   ServerDispatcher* const dispatcher_;
   Listener* const listener_;
+  // Streams open in nghttp2 (refused ones excluded), against
+  // options().max_concurrent_streams.
+  uint32_t open_streams_ = 0;
   ServerStream* streams_ = nullptr;       // open streams, intrusive list
   ServerStream* free_streams_ = nullptr;  // recycled, linked through next_
+  MemoryQuotaShare memory_share_;
+  // Streams whose message waits for a memory grant, oldest first.
+  ServerStream* waiting_head_ = nullptr;
+  ServerStream* waiting_tail_ = nullptr;
+  // Received bytes of all streams that no grant covers (withheld credit);
+  // while waiting, at most options().connection_window / 4.
+  size_t ungranted_bytes_ = 0;
 };
 
 }  // namespace h2rpc::transport::http2

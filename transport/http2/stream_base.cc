@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
+
 namespace h2rpc::transport::http2 {
 
 size_t OutgoingData::Reserve(size_t max) {
@@ -10,16 +12,56 @@ size_t OutgoingData::Reserve(size_t max) {
   return n;
 }
 
+Status OutgoingData::ChargeAppended() {
+  const size_t waiting = pending();
+  if (quota_ == nullptr || waiting <= charged_) return Status();
+  const size_t bytes = waiting - charged_;
+  if (quota_->TryReserve(bytes)) {
+    charged_ += bytes;
+    return Status();
+  }
+  // Appended since the last charge, and the stream not resumed since: none
+  // of these bytes was handed to nghttp2.
+  const size_t dropped = std::min(bytes, unreserved());
+  buffer_.resize(buffer_.size() - dropped);
+  if (buffer_.capacity() > kRetainedCapacity &&
+      buffer_.size() <= kRetainedCapacity) {
+    buffer_.shrink_to_fit();
+  }
+  return quota_->Refusal(
+      absl::StrCat("a message of ", bytes, " bytes to send"));
+}
+
+void OutgoingData::set_quota(MemoryQuotaShare* quota) {
+  if (quota_ != nullptr && charged_ > 0) quota_->Release(charged_);
+  charged_ = 0;
+  quota_ = quota;
+}
+
+void OutgoingData::ReleaseWritten() {
+  if (charged_ <= pending()) return;
+  quota_->Release(charged_ - pending());
+  charged_ = pending();
+}
+
+void OutgoingData::ShrinkIfEmpty() {
+  if (buffer_.empty() && buffer_.capacity() > kRetainedCapacity) {
+    std::string().swap(buffer_);
+  }
+}
+
 void OutgoingData::CopyReserved(size_t n, std::string* out) {
   out->append(buffer_.data() + written_, n);
   written_ += n;
   if (!end_of_data_) {
-    // A stream still writing: drop what was written, keeping capacity, so a
-    // long stream reuses one buffer. A finished body stays until Clear(), so
-    // a refused stream can resend it. Moving the unwritten tail costs at
-    // most as much as the bytes written since the last move.
+    // A stream still writing: drop what was written, keeping capacity up to
+    // kRetainedCapacity, so a long stream reuses one buffer. A finished body
+    // stays until Clear(), so a refused stream can resend it. Moving the
+    // unwritten tail costs at most as much as the bytes written since the
+    // last move.
     if (written_ == buffer_.size()) {
       buffer_.clear();
+      ShrinkIfEmpty();
       reserved_ = written_ = 0;
       dropped_sent_bytes_ = true;
     } else if (written_ >= pending()) {
@@ -29,6 +71,7 @@ void OutgoingData::CopyReserved(size_t n, std::string* out) {
       dropped_sent_bytes_ = true;
     }
   }
+  ReleaseWritten();
   if (drain_listener_ != nullptr && pending() <= drain_threshold_) {
     DrainListener* listener = drain_listener_;
     drain_listener_ = nullptr;
@@ -44,7 +87,10 @@ bool OutgoingData::Rewind() {
 }
 
 void OutgoingData::Clear() {
+  if (quota_ != nullptr && charged_ > 0) quota_->Release(charged_);
+  charged_ = 0;
   buffer_.clear();
+  ShrinkIfEmpty();
   drain_listener_ = nullptr;
   drain_threshold_ = 0;
   reserved_ = written_ = 0;

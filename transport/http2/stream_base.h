@@ -14,6 +14,7 @@
 #include "transport/compression/compression_algorithm.h"
 #include "transport/compression/thread_codecs.h"
 #include "transport/header_field.h"
+#include "transport/memory_quota.h"
 #include "transport/message_deframer.h"
 #include "transport/message_framer.h"
 #include "transport/status.h"
@@ -23,8 +24,13 @@ namespace h2rpc::transport::http2 {
 // Bytes queued to go out as a stream's DATA frames. nghttp2 pulls them with
 // NGHTTP2_DATA_FLAG_NO_COPY: the read callback only reserves a length, and
 // the send-data callback copies the bytes straight into the connection's
-// coalesced write buffer (the one user-space copy). The buffer keeps its
-// capacity across messages and calls.
+// coalesced write buffer (the one user-space copy). The buffer keeps up to
+// kRetainedCapacity of capacity across messages and calls; a larger one is
+// freed once drained (or cleared).
+//
+// With a memory quota (servers), the bytes waiting here are charged to it:
+// whoever appends calls ChargeAppended() before resuming the stream, and
+// bytes return to the quota as they are written to the connection.
 class OutgoingData {
  public:
   // Told when the bytes not yet written drop to a threshold (see
@@ -38,8 +44,27 @@ class OutgoingData {
     ~DrainListener() = default;
   };
 
-  // Appends bytes; the caller then resumes the stream's data.
+  // Capacity kept once the buffer is drained or cleared. Bytes.
+  static constexpr size_t kRetainedCapacity = 64 << 10;
+
+  OutgoingData() = default;
+  OutgoingData(const OutgoingData&) = delete;
+  OutgoingData& operator=(const OutgoingData&) = delete;
+  ~OutgoingData() { set_quota(nullptr); }
+
+  // Appends bytes; the caller then calls ChargeAppended() and resumes the
+  // stream's data.
   std::string& buffer() { return buffer_; }
+  // Loop thread. Charges the bytes appended since the last charge to the
+  // quota (see set_quota; OK at once without one). If the quota refuses
+  // them, removes them again (nothing of them was sent) and returns
+  // RESOURCE_EXHAUSTED naming the quota. Allocates only on a refusal.
+  Status ChargeAppended();
+  // The quota that bytes waiting here are charged to; null: none. Gives
+  // what is charged to the previous one back.
+  void set_quota(MemoryQuotaShare* quota);
+  // Bytes charged to the quota now.
+  size_t charged() const { return charged_; }
   // No more bytes will be appended: the last DATA frame ends the body.
   void set_end_of_data() { end_of_data_ = true; }
   bool end_of_data() const { return end_of_data_; }
@@ -68,11 +93,18 @@ class OutgoingData {
   // (end_of_data) before any byte was dropped; returns false otherwise.
   bool Rewind();
 
-  // Empties the queue for reuse, keeping capacity.
+  // Empties the queue for reuse, keeping up to kRetainedCapacity of
+  // capacity and giving back what is charged to the quota.
   void Clear();
 
  private:
+  // Gives back the charge of bytes no longer waiting.
+  void ReleaseWritten();
+  void ShrinkIfEmpty();
+
   std::string buffer_;
+  MemoryQuotaShare* quota_ = nullptr;
+  size_t charged_ = 0;
   DrainListener* drain_listener_ = nullptr;
   size_t drain_threshold_ = 0;
   size_t reserved_ = 0;
@@ -84,14 +116,21 @@ class OutgoingData {
 // Receive-side flow control of one stream. The connection runs with manual
 // window updates: bytes return to the peer's windows (nghttp2_session_consume)
 // only when the application is done with them. Bytes of a message the
-// application has not taken yet are "held"; everything else (prefixes,
-// messages consumed at once, a message still being gathered, data of a
-// stream being ignored) is returned as soon as it is received. So a reader
-// that stops reading stops the sender once the stream window is full of held
-// messages, while a message larger than the window still gets through.
+// application has not taken yet are "held"; bytes of a message being
+// gathered without a memory grant are "ungranted" (see
+// MessageDeframer::ungranted_bytes); everything else (prefixes, messages
+// consumed at once, a message being gathered with a grant, data of a stream
+// being ignored) is returned as soon as it is received. So a reader that
+// stops reading stops the sender once the stream window is full of held
+// messages; a message larger than the window still gets through once the
+// memory quota grants it, and stalls the sender until then.
 class ReceiveWindow {
  public:
   void Received(size_t bytes) { received_ += bytes; }
+  // The bytes of the message being gathered that have no memory grant now;
+  // they are not returned until it is granted or complete.
+  void set_ungranted(size_t bytes) { ungranted_ = bytes; }
+  size_t ungranted() const { return ungranted_; }
   // A delivered message of `wire_size` bytes on the wire (compressed, if it
   // was) the application keeps for later: holds its wire bytes (prefix
   // included) and returns them, for Release().
@@ -105,7 +144,8 @@ class ReceiveWindow {
   // Zero while held bytes exceed what was not yet returned, e.g. when a
   // large message was returned while being gathered and is now held whole.
   size_t TakeCredit() {
-    const size_t returnable = received_ - held_;
+    const size_t kept = held_ + ungranted_;
+    const size_t returnable = received_ > kept ? received_ - kept : 0;
     if (closed_ || returnable <= credited_) return 0;
     const size_t credit = returnable - credited_;
     credited_ = returnable;
@@ -123,6 +163,7 @@ class ReceiveWindow {
  private:
   size_t received_ = 0;
   size_t held_ = 0;
+  size_t ungranted_ = 0;
   size_t credited_ = 0;
   bool closed_ = false;
 };

@@ -10,14 +10,12 @@
 #include <algorithm>
 #include <cassert>
 #include <climits>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 
 namespace h2rpc::transport::io {
 namespace {
@@ -54,13 +52,13 @@ class FunctionTask final : public Task {
 
 // Start() waits on this until the loop thread has pinned and named itself.
 struct EventLoop::StartSignal {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  Status status;
+  Mutex mu;
+  CondVar cv;  // done became true
+  bool done ABSL_GUARDED_BY(mu) = false;
+  Status status ABSL_GUARDED_BY(mu);
 };
 
-EventLoop::EventLoop() : now_(absl::Now()) {
+EventLoop::EventLoop() : now_(MonotonicTime::Now()) {
   events_.resize(kMaxEventsPerWait);
   watchers_.resize(kInitialWatcherSlots, nullptr);
   timers_.reserve(kInitialTimerCapacity);
@@ -100,7 +98,7 @@ EventLoop::~EventLoop() {
   // started) never run: unqueue them, and free the ones Post() allocated.
   Task* task;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     task = posted_head_;
     posted_head_ = posted_tail_ = nullptr;
     has_posted_.store(false);
@@ -128,7 +126,7 @@ Status EventLoop::Start(absl::string_view name, int cpu) {
         absl::StrCat("cannot pin event loop thread '", name, "' to CPU ", cpu,
                      ": at most ", CPU_SETSIZE, " CPUs are supported"));
   }
-  std::lock_guard<std::mutex> lock(thread_mu_);
+  MutexLock lock(&thread_mu_);
   if (started_) {
     return Status(StatusCode::kFailedPrecondition,
                   absl::StrCat("event loop '", name, "' started twice"));
@@ -137,8 +135,8 @@ Status EventLoop::Start(absl::string_view name, int cpu) {
   StartSignal started;
   thread_ =
       std::thread(&EventLoop::Run, this, std::string(name), cpu, &started);
-  std::unique_lock<std::mutex> wait_lock(started.mu);
-  started.cv.wait(wait_lock, [&started] { return started.done; });
+  MutexLock wait_lock(&started.mu);
+  while (!started.done) started.cv.Wait(&started.mu);
   if (!started.status.ok()) thread_.join();
   return started.status;
 }
@@ -147,7 +145,7 @@ void EventLoop::Stop() {
   stop_requested_.store(true);
   MaybeWake();
   if (InLoopThread()) return;
-  std::lock_guard<std::mutex> lock(thread_mu_);
+  MutexLock lock(&thread_mu_);
   if (thread_.joinable()) thread_.join();
 }
 
@@ -159,7 +157,7 @@ bool EventLoop::InLoopThread() const {
 void EventLoop::Post(Task* task) {
   if (task->queued_.exchange(true, std::memory_order_acq_rel)) return;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     task->next_ = nullptr;
     if (posted_tail_ != nullptr) {
       posted_tail_->next_ = task;
@@ -300,7 +298,7 @@ void EventLoop::HeapRemove(size_t index) {
   }
 }
 
-void EventLoop::Schedule(Timer* timer, absl::Time deadline) {
+void EventLoop::Schedule(Timer* timer, MonotonicTime deadline) {
   timer->deadline_ = deadline;
   timer->sequence_ = next_timer_sequence_++;
   if (timer->scheduled()) {
@@ -371,14 +369,14 @@ void EventLoop::Run(std::string name, int cpu, StartSignal* started) {
   if (status.ok()) {
     name.resize(std::min(name.size(), kMaxThreadNameLength));
     pthread_setname_np(pthread_self(), name.c_str());
-    now_ = absl::Now();
+    now_ = MonotonicTime::Now();
   }
   const bool ok = status.ok();
   {
-    std::lock_guard<std::mutex> lock(started->mu);
+    MutexLock lock(&started->mu);
     started->status = std::move(status);
     started->done = true;
-    started->cv.notify_one();
+    started->cv.Signal();
   }
   // `started` is gone once Start() has seen `done`.
   if (ok) {
@@ -400,7 +398,7 @@ int EventLoop::ComputeTimeoutMs() const {
     return 0;
   }
   if (timers_.empty()) return -1;
-  const absl::Duration remaining = timers_[0]->deadline_ - absl::Now();
+  const absl::Duration remaining = timers_[0]->deadline_ - MonotonicTime::Now();
   if (remaining <= absl::ZeroDuration()) return 0;
   if (remaining >= absl::Milliseconds(INT_MAX)) return INT_MAX;
   // Round up: waking before the deadline would only spin.
@@ -423,7 +421,7 @@ void EventLoop::RunIteration() {
                        static_cast<int>(events_.size()), timeout_ms);
   } while (count < 0 && errno == EINTR);
   if (may_sleep) sleeping_.store(false);
-  now_ = absl::Now();
+  now_ = MonotonicTime::Now();
   if (count > 0) DispatchFdEvents(count);
   RunExpiredTimers();
   RunPostedTasks();
@@ -461,7 +459,7 @@ void EventLoop::RunPostedTasks() {
   if (!has_posted_.load(std::memory_order_acquire)) return;
   Task* task;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     task = posted_head_;
     posted_head_ = posted_tail_ = nullptr;
     has_posted_.store(false, std::memory_order_relaxed);

@@ -6,14 +6,15 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/functional/any_invocable.h"
 #include "absl/strings/string_view.h"
-#include "absl/time/time.h"
+#include "transport/io/monotonic_time.h"
+#include "transport/io/mutex.h"
 #include "transport/status.h"
 
 namespace h2rpc::transport::io {
@@ -68,8 +69,8 @@ class Timer {
   virtual void OnTimer() = 0;
   // True from Schedule() until the timer fires or is cancelled.
   bool scheduled() const { return heap_index_ != kNotScheduled; }
-  // The deadline of the last Schedule().
-  absl::Time deadline() const { return deadline_; }
+  // The deadline of the last Schedule() (monotonic clock).
+  MonotonicTime deadline() const { return deadline_; }
 
  protected:
   ~Timer() = default;
@@ -77,7 +78,7 @@ class Timer {
  private:
   friend class EventLoop;
   static constexpr size_t kNotScheduled = static_cast<size_t>(-1);
-  absl::Time deadline_;
+  MonotonicTime deadline_;
   // Breaks ties between equal deadlines (first scheduled fires first) and
   // keeps a timer re-armed from a callback for a past deadline from firing
   // again in the same iteration.
@@ -93,7 +94,7 @@ class Timer {
 //   1. waits in epoll_wait: not at all if posted or end-of-iteration tasks
 //      are pending or Stop() was called, otherwise until the earliest timer
 //      (rounded up to the next millisecond) or forever if there is none;
-//   2. sets Now();
+//   2. sets Now() from the monotonic clock;
 //   3. calls OnFdReady() for every ready descriptor;
 //   4. fires the timers whose deadline is at or before Now(), earliest first
 //      (equal deadlines in scheduling order);
@@ -107,9 +108,9 @@ class Timer {
 // Thread safety: Post(), Stop() and InLoopThread() may be called from any
 // thread; every other method only from the loop thread (or before Start()).
 //
-// Under ThreadSanitizer: the loop synchronizes with std::mutex and atomics,
-// which TSan sees; Debian's libabsl is not built with TSan, so absl::Mutex
-// would produce false race reports.
+// Under ThreadSanitizer: the loop synchronizes with transport::io::Mutex (a
+// std::mutex underneath) and atomics, which TSan sees; Debian's libabsl is
+// not built with TSan, so absl::Mutex would produce false race reports.
 class EventLoop {
  public:
   // Creates the epoll instance and the wake-up eventfd; a failure is
@@ -158,10 +159,11 @@ class EventLoop {
   // delivered are dropped, so the watcher may be destroyed right after.
   void RemoveFd(int fd);
 
-  // Loop thread only. (Re)schedules `timer` for `deadline`. A deadline
+  // Loop thread only. (Re)schedules `timer` for `deadline` (monotonic clock:
+  // a step of the wall clock neither fires nor delays it). A deadline
   // already passed fires in the next timer phase: this iteration's if called
   // from an fd callback, else the next iteration's. O(log n).
-  void Schedule(Timer* timer, absl::Time deadline);
+  void Schedule(Timer* timer, MonotonicTime deadline);
   // Loop thread only. Unschedules `timer`; cancelling an unscheduled timer
   // is a no-op. O(log n).
   void Cancel(Timer* timer);
@@ -176,8 +178,10 @@ class EventLoop {
   // be pending, e.g. a connection closed from another connection's flush.
   void CancelEndOfIteration(Task* task);
 
-  // The time at the start of the current iteration (loop thread).
-  absl::Time Now() const { return now_; }
+  // The monotonic time at the start of the current iteration (loop thread).
+  // Timers and deadlines on the loop are computed from it; a wall-clock
+  // deadline (absl::Time) is converted with MonotonicFromWall() first.
+  MonotonicTime Now() const { return now_; }
 
  private:
   struct StartSignal;
@@ -212,7 +216,7 @@ class EventLoop {
   Status init_status_;
 
   // Loop thread state (or owner state before Start()).
-  absl::Time now_;
+  MonotonicTime now_;
   std::vector<epoll_event> events_;
   // Index: file descriptor. The watcher of each registered descriptor.
   std::vector<FdWatcher*> watchers_;
@@ -226,9 +230,9 @@ class EventLoop {
   int end_add_ = 0;
 
   // Posted tasks: an intrusive FIFO.
-  std::mutex mu_;
-  Task* posted_head_ = nullptr;  // Guarded by mu_.
-  Task* posted_tail_ = nullptr;  // Guarded by mu_.
+  Mutex mu_;
+  Task* posted_head_ ABSL_GUARDED_BY(mu_) = nullptr;
+  Task* posted_tail_ ABSL_GUARDED_BY(mu_) = nullptr;
   // True while the posted queue may be non-empty (written under mu_).
   std::atomic<bool> has_posted_{false};
   // Set by the loop just before it may block in epoll_wait, cleared when it
@@ -241,9 +245,9 @@ class EventLoop {
   std::atomic<bool> stop_requested_{false};
 
   std::atomic<std::thread::id> loop_thread_id_{std::thread::id()};
-  std::mutex thread_mu_;
-  bool started_ = false;  // Guarded by thread_mu_.
-  std::thread thread_;    // Guarded by thread_mu_.
+  Mutex thread_mu_;
+  bool started_ ABSL_GUARDED_BY(thread_mu_) = false;
+  std::thread thread_ ABSL_GUARDED_BY(thread_mu_);
 };
 
 }  // namespace h2rpc::transport::io

@@ -253,9 +253,9 @@ TEST(EventLoopTest, PostedTasksRunInPostingOrderOnTheLoopThread) {
 
 struct Firing {
   int id;
-  absl::Time deadline;
-  absl::Time loop_now;
-  absl::Time wall_now;
+  MonotonicTime deadline;
+  MonotonicTime loop_now;
+  MonotonicTime clock_now;
 };
 
 TEST(EventLoopTest, TimersFireInDeadlineOrderAfterTheirDeadlines) {
@@ -267,12 +267,13 @@ TEST(EventLoopTest, TimersFireInDeadlineOrderAfterTheirDeadlines) {
   std::vector<std::unique_ptr<FunctionTimer>> timers;
   for (int i = 0; i < 5; ++i) {
     timers.push_back(std::make_unique<FunctionTimer>([&, i] {
-      firings.push_back({i, timers[i]->deadline(), loop.Now(), absl::Now()});
+      firings.push_back(
+          {i, timers[i]->deadline(), loop.Now(), MonotonicTime::Now()});
       if (firings.size() == 5) done.Notify();
     }));
   }
   RunOnLoop(loop, [&] {
-    const absl::Time base = loop.Now();
+    const MonotonicTime base = loop.Now();
     for (int i = 0; i < 5; ++i) {
       loop.Schedule(timers[i].get(), base + absl::Milliseconds(offsets_ms[i]));
       EXPECT_TRUE(timers[i]->scheduled());
@@ -286,7 +287,7 @@ TEST(EventLoopTest, TimersFireInDeadlineOrderAfterTheirDeadlines) {
   for (const Firing& firing : firings) {
     ids.push_back(firing.id);
     EXPECT_GE(firing.loop_now, firing.deadline) << "timer " << firing.id;
-    EXPECT_GE(firing.wall_now, firing.deadline) << "timer " << firing.id;
+    EXPECT_GE(firing.clock_now, firing.deadline) << "timer " << firing.id;
     EXPECT_FALSE(timers[firing.id]->scheduled());
   }
   EXPECT_THAT(ids, ElementsAre(1, 3, 0, 4, 2));
@@ -300,7 +301,7 @@ TEST(EventLoopTest, TimersWithEqualDeadlinesFireInSchedulingOrder) {
     timers.push_back(
         std::make_unique<FunctionTimer>([&order, i] { order.push_back(i); }));
   }
-  const absl::Time deadline = absl::Now();
+  const MonotonicTime deadline = MonotonicTime::Now();
   for (int i : {2, 0, 3, 1}) loop.Schedule(timers[i].get(), deadline);
   ASSERT_TRUE(loop.Start("equal-deadlines").ok());
   RunOnLoop(loop, [] {});  // The deadline has passed: timers ran first.
@@ -342,7 +343,7 @@ TEST(EventLoopTest, RescheduleMovesATimerEarlierOrLater) {
     done.Notify();
   });
   RunOnLoop(loop, [&] {
-    const absl::Time now = loop.Now();
+    const MonotonicTime now = loop.Now();
     loop.Schedule(&moved_earlier, now + absl::Hours(1));
     loop.Schedule(&moved_later, now + absl::Milliseconds(5));
     loop.Schedule(&fixed, now + absl::Milliseconds(20));
@@ -362,7 +363,7 @@ TEST(EventLoopTest, TimerHeapStaysOrderedUnderCancelAndReschedule) {
   EventLoop loop;
   ASSERT_TRUE(loop.Start("timer-heap").ok());
   std::vector<int> fire_counts(kTimers, 0);
-  std::vector<absl::Time> fired_deadlines;
+  std::vector<MonotonicTime> fired_deadlines;
   std::vector<std::unique_ptr<FunctionTimer>> timers;
   int expected = 0;
   Latch done;
@@ -376,7 +377,7 @@ TEST(EventLoopTest, TimerHeapStaysOrderedUnderCancelAndReschedule) {
   RunOnLoop(loop, [&] {
     std::mt19937 random(42);
     std::uniform_int_distribution<int> micros(1000, 30000);
-    const absl::Time base = loop.Now();
+    const MonotonicTime base = loop.Now();
     for (auto& timer : timers) {
       loop.Schedule(timer.get(), base + absl::Microseconds(micros(random)));
     }
@@ -444,7 +445,8 @@ TEST(EventLoopTest, TimerRearmedForAPastDeadlineFiresInTheNextIteration) {
     }
   });
   self = &timer;
-  RunOnLoop(loop, [&] { loop.Schedule(&timer, absl::InfinitePast()); });
+  RunOnLoop(loop,
+            [&] { loop.Schedule(&timer, MonotonicTime::InfinitePast()); });
   ASSERT_TRUE(done.Wait());
   loop.Stop();
   EXPECT_EQ(runs, 50);
@@ -454,7 +456,7 @@ TEST(EventLoopTest, TimerRearmedForAPastDeadlineFiresInTheNextIteration) {
 TEST(EventLoopTest, NowIsCachedForTheIteration) {
   EventLoop loop;
   ASSERT_TRUE(loop.Start("now").ok());
-  absl::Time first, second, next_iteration;
+  MonotonicTime first, second, next_iteration;
   RunOnLoop(loop, [&] {
     first = loop.Now();
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
@@ -658,7 +660,7 @@ TEST(EventLoopTest, EndOfIterationRunsAfterFdsTimersAndPostedTasks) {
   ASSERT_TRUE(loop.AddFd(first.fds[0], EPOLLIN, &replaced_watcher).ok());
   ASSERT_TRUE(loop.ModifyFd(first.fds[0], EPOLLIN, &first_watcher).ok());
   ASSERT_TRUE(loop.AddFd(second.fds[0], EPOLLIN, &second_watcher).ok());
-  loop.Schedule(&timer, absl::InfinitePast());
+  loop.Schedule(&timer, MonotonicTime::InfinitePast());
   loop.Post(&posted);
   ASSERT_TRUE(loop.Start("end-of-iteration").ok());
   ASSERT_TRUE(done.Wait());

@@ -172,9 +172,15 @@ std::string SocketAddress::ToString() const {
   }
 }
 
-Status ResolveTarget(absl::string_view target,
-                     std::vector<SocketAddress>* addresses) {
+namespace {
+
+// getaddrinfo for a split target; `numeric_only` adds AI_NUMERICHOST (no
+// lookup). `*is_name` tells that a numeric-only lookup failed because the
+// host is a name.
+Status Lookup(absl::string_view target, bool numeric_only,
+              std::vector<SocketAddress>* addresses, bool* is_name) {
   addresses->clear();
+  *is_name = false;
   std::string host, port;
   bool bracketed = false;
   Status split = SplitTarget(target, &host, &port, &bracketed);
@@ -191,11 +197,16 @@ Status ResolveTarget(absl::string_view target,
     hints.ai_flags |= AI_NUMERICHOST;
     hints.ai_family = AF_INET6;
   }
+  if (numeric_only) hints.ai_flags |= AI_NUMERICHOST;
   addrinfo* result = nullptr;
   const int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &result);
   if (rc != 0) {
     if (bracketed && rc != EAI_SYSTEM && rc != EAI_MEMORY) {
       return InvalidTarget(target, "not an IPv6 address in brackets");
+    }
+    if (numeric_only && rc == EAI_NONAME) {
+      *is_name = true;
+      return Status();
     }
     const std::string why =
         rc == EAI_SYSTEM ? ErrnoText(errno) : std::string(gai_strerror(rc));
@@ -219,6 +230,20 @@ Status ResolveTarget(absl::string_view target,
         absl::StrCat("cannot resolve '", target, "': no IPv4 or IPv6 address"));
   }
   return Status();
+}
+
+}  // namespace
+
+Status ResolveTarget(absl::string_view target,
+                     std::vector<SocketAddress>* addresses) {
+  bool is_name;
+  return Lookup(target, /*numeric_only=*/false, addresses, &is_name);
+}
+
+Status ResolveNumericTarget(absl::string_view target,
+                            std::vector<SocketAddress>* addresses) {
+  bool is_name;
+  return Lookup(target, /*numeric_only=*/true, addresses, &is_name);
 }
 
 Status ListenTcp(const SocketAddress& address, int backlog,

@@ -59,6 +59,15 @@ struct SocketAddress {
 Status ResolveTarget(absl::string_view target,
                      std::vector<SocketAddress>* addresses);
 
+// ResolveTarget for a target whose host is an IP address literal
+// ("127.0.0.1:80", "[::1]:80"): converted without any lookup
+// (AI_NUMERICHOST), so it never blocks and may run on a loop thread. A host
+// name leaves `*addresses` empty and returns OK: resolve it with
+// ResolveTarget, off the loop (transport/io/resolver.h). INVALID_ARGUMENT for
+// a malformed target, as ResolveTarget.
+Status ResolveNumericTarget(absl::string_view target,
+                            std::vector<SocketAddress>* addresses);
+
 // A non-blocking, close-on-exec listening TCP socket bound to `address`
 // (port 0: the kernel picks; read it back with LocalAddress). SO_REUSEADDR.
 // UNAVAILABLE naming the address and errno text on failure.

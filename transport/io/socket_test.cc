@@ -161,6 +161,35 @@ TEST(ResolveTargetTest, MalformedTargetsAreInvalidArguments) {
   }
 }
 
+TEST(ResolveNumericTargetTest, ConvertsAddressLiterals) {
+  for (const char* target : {"127.0.0.1:80", "[::1]:443"}) {
+    std::vector<SocketAddress> addresses;
+    Status status = ResolveNumericTarget(target, &addresses);
+    ASSERT_TRUE(status.ok()) << target << ": " << status.ToString();
+    ASSERT_EQ(addresses.size(), 1u) << target;
+    EXPECT_EQ(addresses[0].ToString(), target);
+  }
+}
+
+TEST(ResolveNumericTargetTest, LeavesHostNamesToTheResolver) {
+  for (const char* target : {"localhost:80", "example.invalid:80"}) {
+    std::vector<SocketAddress> addresses(2);  // Cleared.
+    Status status = ResolveNumericTarget(target, &addresses);
+    EXPECT_TRUE(status.ok()) << target << ": " << status.ToString();
+    EXPECT_TRUE(addresses.empty()) << target;
+  }
+}
+
+TEST(ResolveNumericTargetTest, MalformedTargetsAreInvalidArguments) {
+  for (const char* target : {"nohost", "host:99999", "[::1", "[not-v6]:80"}) {
+    std::vector<SocketAddress> addresses;
+    Status status = ResolveNumericTarget(target, &addresses);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument)
+        << "'" << target << "': " << status.ToString();
+    EXPECT_THAT(status.message(), HasSubstr("'" + std::string(target) + "'"));
+  }
+}
+
 TEST(SocketAddressTest, EmptyAddress) {
   SocketAddress address;
   EXPECT_EQ(address.family(), AF_UNSPEC);

@@ -1,0 +1,350 @@
+#include "rpc/channel.h"
+
+#include <poll.h>
+#include <pthread.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "proto/grpc/testing/messages.pb.h"
+#include "rpc/client_context.h"
+#include "test/util/notification.h"
+#include "transport/io/event_loop.h"
+#include "transport/io/resolver.h"
+#include "transport/io/socket.h"
+
+namespace h2rpc {
+namespace {
+
+using grpc::testing::SimpleRequest;
+using grpc::testing::SimpleResponse;
+using ::h2rpc::testing::Notification;
+using ::testing::HasSubstr;
+using transport::io::FileDescriptor;
+using transport::io::Resolver;
+using transport::io::SocketAddress;
+
+// Generous: only catches hangs, never measures speed.
+constexpr absl::Duration kHangTimeout = absl::Seconds(30);
+constexpr char kMethod[] = "/test.Service/Method";
+
+std::string ThreadName() {
+  char name[16] = {};
+  pthread_getname_np(pthread_self(), name, sizeof(name));
+  return name;
+}
+
+// A TCP listener on 127.0.0.1 that nobody answers: where the looked-up
+// name points, so that a connect proves the lookup's result was used.
+class Listener {
+ public:
+  Listener() {
+    std::vector<SocketAddress> addresses;
+    EXPECT_TRUE(
+        transport::io::ResolveNumericTarget("127.0.0.1:0", &addresses).ok());
+    EXPECT_TRUE(transport::io::ListenTcp(addresses[0], 4, &fd_).ok());
+    SocketAddress bound;
+    EXPECT_TRUE(transport::io::LocalAddress(fd_.get(), &bound).ok());
+    port_ = bound.port();
+  }
+  int port() const { return port_; }
+  // Waits up to `timeout` for a connection.
+  bool Accept(absl::Duration timeout) {
+    pollfd p = {fd_.get(), POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(absl::ToInt64Milliseconds(timeout))) !=
+        1) {
+      return false;
+    }
+    return transport::io::AcceptTcp(fd_.get(), nullptr).valid();
+  }
+
+ private:
+  FileDescriptor fd_;
+  int port_ = 0;
+};
+
+// A lookup that blocks until released, then answers 127.0.0.1 with the
+// target's port. Its state is shared with the resolver thread, which may
+// outlive the test's objects.
+class BlockingLookup {
+ public:
+  Resolver::ResolveFunction Function() {
+    return [state = state_](absl::string_view target,
+                            std::vector<SocketAddress>* addresses) {
+      {
+        std::lock_guard<std::mutex> lock(state->mu);
+        ++state->entered;
+        state->entered_cv.notify_all();
+      }
+      state->release.WaitForNotification();
+      return transport::io::ResolveNumericTarget(
+          absl::StrCat("127.0.0.1", target.substr(target.rfind(':'))),
+          addresses);
+    };
+  }
+  bool WaitForLookup() {
+    std::unique_lock<std::mutex> lock(state_->mu);
+    return state_->entered_cv.wait_for(lock,
+                                       absl::ToChronoNanoseconds(kHangTimeout),
+                                       [&] { return state_->entered > 0; });
+  }
+  void Release() { state_->release.Notify(); }
+
+ private:
+  struct State {
+    std::mutex mu;
+    std::condition_variable entered_cv;
+    int entered = 0;  // guarded by mu
+    Notification release;
+  };
+  std::shared_ptr<State> state_ = std::make_shared<State>();
+};
+
+// The outcome of one asynchronous call.
+struct Outcome {
+  Notification done;
+  std::atomic<int> calls{0};
+  Status status;
+  std::string thread_name;
+
+  absl::AnyInvocable<void(const Status&)> Callback() {
+    return [this](const Status& s) {
+      status = s;
+      thread_name = ThreadName();
+      calls.fetch_add(1);
+      done.Notify();
+    };
+  }
+};
+
+// While the host-name lookup blocks, the channel's loop still runs: a
+// call's deadline timer fires and fails it. The lookup's answer is then
+// used to connect.
+TEST(ChannelResolverTest, ABlockingLookupDoesNotStallTheLoop) {
+  Listener listener;
+  BlockingLookup lookup;
+  ChannelOptions options;
+  options.resolver = std::make_shared<Resolver>(lookup.Function());
+  Channel channel(absl::StrCat("slow.test:", listener.port()), options);
+
+  ClientContext context;
+  context.set_timeout(absl::Milliseconds(50));
+  std::string response;
+  Outcome outcome;
+  channel.AsyncGenericUnaryCall(&context, kMethod, "request", &response,
+                                outcome.Callback());
+  ASSERT_TRUE(lookup.WaitForLookup());
+  ASSERT_TRUE(outcome.done.WaitForNotificationWithTimeout(kHangTimeout))
+      << "the call's deadline did not fire while the lookup blocked";
+  EXPECT_EQ(outcome.status.code(), StatusCode::kDeadlineExceeded)
+      << outcome.status.ToString();
+  EXPECT_EQ(outcome.thread_name, "h2rpc-channel");
+
+  lookup.Release();
+  EXPECT_TRUE(listener.Accept(kHangTimeout))
+      << "the channel did not connect to the looked-up address";
+  EXPECT_EQ(outcome.calls.load(), 1);
+}
+
+TEST(ChannelResolverTest, ConnectTimeoutCoversTheLookup) {
+  BlockingLookup lookup;
+  ChannelOptions options;
+  options.resolver = std::make_shared<Resolver>(lookup.Function());
+  options.connect_timeout = absl::Milliseconds(50);
+  Channel channel("slow.test:1", options);
+
+  ClientContext context;  // no deadline: only the connect timeout ends it
+  std::string response;
+  Outcome outcome;
+  channel.AsyncGenericUnaryCall(&context, kMethod, "request", &response,
+                                outcome.Callback());
+  ASSERT_TRUE(outcome.done.WaitForNotificationWithTimeout(kHangTimeout));
+  EXPECT_EQ(outcome.status.code(), StatusCode::kUnavailable);
+  EXPECT_THAT(outcome.status.message(),
+              HasSubstr("resolving 'slow.test:1' timed out after 50ms"));
+  lookup.Release();
+}
+
+// A channel destroyed while its lookup blocks goes at once; the lookup's
+// result, when it comes, reaches nothing (ASan would see a use after free).
+// The channel owns the resolver here, as by default.
+TEST(ChannelResolverTest, DestroyedDuringALookupGoesAtOnce) {
+  BlockingLookup lookup;
+  // Notified when the resolver thread, the last owner of the lookup
+  // function, has exited.
+  auto thread_exited = std::make_shared<Notification>();
+  struct NotifyOnDestroy {
+    std::shared_ptr<Notification> notification;
+    ~NotifyOnDestroy() { notification->Notify(); }
+  };
+  auto on_destroy = std::make_shared<NotifyOnDestroy>();
+  on_destroy->notification = thread_exited;
+  ChannelOptions options;
+  options.resolver = std::make_shared<Resolver>(
+      [blocking = lookup.Function(), on_destroy](
+          absl::string_view target, std::vector<SocketAddress>* addresses) {
+        return blocking(target, addresses);
+      });
+  on_destroy.reset();
+  Listener listener;
+  auto channel = std::make_unique<Channel>(
+      absl::StrCat("slow.test:", listener.port()), options);
+  options.resolver.reset();  // the channel is the resolver's last owner
+
+  ClientContext context;
+  std::string response;
+  Outcome outcome;
+  channel->AsyncGenericUnaryCall(&context, kMethod, "request", &response,
+                                 outcome.Callback());
+  ASSERT_TRUE(lookup.WaitForLookup());
+
+  Notification destroyed;
+  std::thread destroyer([&] {
+    channel.reset();
+    destroyed.Notify();
+  });
+  EXPECT_TRUE(destroyed.WaitForNotificationWithTimeout(absl::Seconds(5)))
+      << "~Channel waited for the blocked lookup";
+  destroyer.join();
+  ASSERT_TRUE(outcome.done.HasBeenNotified());
+  EXPECT_EQ(outcome.status.code(), StatusCode::kCancelled);
+
+  lookup.Release();
+  ASSERT_TRUE(thread_exited->WaitForNotificationWithTimeout(kHangTimeout))
+      << "the resolver thread did not exit after its lookup";
+  EXPECT_EQ(outcome.calls.load(), 1);
+  // The dropped result opened no connection.
+  EXPECT_FALSE(listener.Accept(absl::ZeroDuration()));
+}
+
+// A call that fails before it starts completes on the channel's loop
+// thread, after AsyncUnaryCall has returned: a caller holding a lock that
+// `done` takes does not deadlock.
+class UnstartedCallTest : public ::testing::Test {
+ protected:
+  struct Result {
+    Notification done;
+    std::thread::id thread;
+    std::string thread_name;
+    bool caller_returned = false;  // seen by `done`
+    Status status;
+  };
+
+  // Starts a call on `start` while holding mu_, which `done` also takes.
+  void StartHoldingTheLock(
+      const std::function<void(absl::AnyInvocable<void(const Status&)>)>& start,
+      Result* result) {
+    const std::thread::id caller = std::this_thread::get_id();
+    std::unique_lock<std::mutex> lock(mu_);
+    start([this, result, caller](const Status& status) {
+      result->thread = std::this_thread::get_id();
+      result->thread_name = ThreadName();
+      result->status = status;
+      // Taking mu_ on the caller's own stack would deadlock: record the
+      // failure instead.
+      if (result->thread != caller) {
+        std::lock_guard<std::mutex> done_lock(mu_);
+        result->caller_returned = caller_returned_;
+      }
+      result->done.Notify();
+    });
+    caller_returned_ = true;
+    lock.unlock();
+    ASSERT_TRUE(result->done.WaitForNotificationWithTimeout(kHangTimeout));
+    EXPECT_NE(result->thread, caller) << "`done` ran on the caller's stack";
+    EXPECT_TRUE(result->caller_returned);
+    std::lock_guard<std::mutex> reset(mu_);
+    caller_returned_ = false;
+  }
+
+  std::mutex mu_;
+  bool caller_returned_ = false;  // guarded by mu_
+};
+
+TEST_F(UnstartedCallTest, CompletesOnTheLoopThread) {
+  ChannelOptions options;
+  options.connection.max_send_message_size = 16;
+  Channel channel("127.0.0.1:1", options);
+
+  ClientContext past_deadline;
+  past_deadline.set_deadline(absl::Now() - absl::Seconds(1));
+  ClientContext cancelled;
+  cancelled.TryCancel();
+  ClientContext oversized;
+  SimpleRequest request;
+  SimpleResponse response;
+  std::string response_bytes;
+
+  Result deadline_result;
+  StartHoldingTheLock(
+      [&](auto done) {
+        channel.AsyncUnaryCall(&past_deadline, kMethod, request, &response,
+                               std::move(done));
+      },
+      &deadline_result);
+  EXPECT_EQ(deadline_result.status.code(), StatusCode::kDeadlineExceeded);
+
+  Result cancelled_result;
+  StartHoldingTheLock(
+      [&](auto done) {
+        channel.AsyncGenericUnaryCall(&cancelled, kMethod, "request",
+                                      &response_bytes, std::move(done));
+      },
+      &cancelled_result);
+  EXPECT_EQ(cancelled_result.status.code(), StatusCode::kCancelled);
+
+  Result oversized_result;
+  request.mutable_payload()->set_body(std::string(100, 'x'));
+  StartHoldingTheLock(
+      [&](auto done) {
+        channel.AsyncUnaryCall(&oversized, kMethod, request, &response,
+                               std::move(done));
+      },
+      &oversized_result);
+  EXPECT_EQ(oversized_result.status.code(), StatusCode::kResourceExhausted);
+
+  // All on the loop thread, the one that completes started calls too.
+  EXPECT_EQ(deadline_result.thread_name, "h2rpc-channel");
+  EXPECT_EQ(cancelled_result.thread, deadline_result.thread);
+  EXPECT_EQ(oversized_result.thread, deadline_result.thread);
+  ClientContext refused;
+  Outcome started;
+  channel.AsyncGenericUnaryCall(&refused, kMethod, "request", &response_bytes,
+                                started.Callback());
+  ASSERT_TRUE(started.done.WaitForNotificationWithTimeout(kHangTimeout));
+  EXPECT_EQ(started.status.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(started.thread_name, "h2rpc-channel");
+}
+
+// With no loop (it could not start), `done` still runs off the caller's
+// stack, with the loop's error.
+TEST_F(UnstartedCallTest, CompletesOffTheCallersStackWithoutALoop) {
+  ChannelOptions options;
+  options.loop_cpu = 1 << 20;  // beyond CPU_SETSIZE: the loop cannot start
+  Channel channel("127.0.0.1:1", options);
+  ClientContext context;
+  std::string response;
+  Result result;
+  StartHoldingTheLock(
+      [&](auto done) {
+        channel.AsyncGenericUnaryCall(&context, kMethod, "request", &response,
+                                      std::move(done));
+      },
+      &result);
+  EXPECT_EQ(result.status.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(result.status.message(), HasSubstr("CPU"));
+}
+
+}  // namespace
+}  // namespace h2rpc

@@ -1,0 +1,147 @@
+#include "rpc/internal/server_listener.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/epoll.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "rpc/internal/server_loop.h"
+#include "rpc/server.h"
+
+namespace h2rpc::internal {
+namespace {
+
+// Connections accepted per readiness event before the loop serves others.
+constexpr int kMaxAcceptsPerEvent = 64;
+
+}  // namespace
+
+AcceptFailure ClassifyAcceptFailure(int error) {
+  switch (error) {
+    case EAGAIN:  // == EWOULDBLOCK on Linux
+      return AcceptFailure::kDrained;
+    // A connection aborted or refused by a firewall rule, and the network
+    // errors Linux reports early on the accepted connection (accept(2)).
+    case ECONNABORTED:
+    case EINTR:
+    case EPERM:
+    case EPROTO:
+    case ENETDOWN:
+    case ENOPROTOOPT:
+    case EHOSTDOWN:
+    case ENONET:
+    case EHOSTUNREACH:
+    case EOPNOTSUPP:
+    case ENETUNREACH:
+    case ETIMEDOUT:
+    case ESOCKTNOSUPPORT:
+    case EPROTONOSUPPORT:
+      return AcceptFailure::kSkipConnection;
+    default:  // EMFILE, ENFILE, ENOBUFS, ENOMEM, EBADF, EINVAL...
+      return AcceptFailure::kBackOff;
+  }
+}
+
+absl::Duration NextAcceptBackoff(absl::Duration previous) {
+  if (previous <= absl::ZeroDuration()) return kAcceptBackoffInitial;
+  return std::min(previous * 2, kAcceptBackoffMax);
+}
+
+ServerListener::ServerListener(Server* server,
+                               transport::io::FileDescriptor socket)
+    : server_(server), socket_(std::move(socket)) {
+  transport::io::SocketAddress bound;
+  const Status status = transport::io::LocalAddress(socket_.get(), &bound);
+  address_ = status.ok() ? bound.ToString()
+                         : absl::StrCat("listening socket ", socket_.get());
+}
+
+void ServerListener::Start(transport::io::EventLoop* loop) {
+  loop_ = loop;
+  loop->Post([this] { Watch(); });
+}
+
+void ServerListener::Stop() {
+  if (!socket_.valid()) return;
+  Unwatch();
+  loop_->Cancel(this);
+  paused_at_limit_ = false;
+  socket_.reset();
+}
+
+void ServerListener::ConnectionSlotFreed() {
+  loop_->Post(static_cast<transport::io::Task*>(this));
+}
+
+void ServerListener::OnFdReady(uint32_t events) {
+  for (int i = 0; i < kMaxAcceptsPerEvent && watching_; ++i) {
+    if (server_->AtConnectionLimit()) {
+      // Pending connections wait in the backlog until one closes.
+      Unwatch();
+      paused_at_limit_ = true;
+      return;
+    }
+    transport::io::SocketAddress peer;
+    int error = 0;
+    transport::io::FileDescriptor accepted =
+        transport::io::AcceptTcp(socket_.get(), &peer, &error);
+    if (accepted.valid()) {
+      backoff_ = absl::ZeroDuration();
+      server_->NextLoop()->Adopt(std::move(accepted), peer.ToString());
+      continue;
+    }
+    switch (ClassifyAcceptFailure(error)) {
+      case AcceptFailure::kDrained:
+        return;
+      case AcceptFailure::kSkipConnection:
+        continue;
+      case AcceptFailure::kBackOff: {
+        char buffer[256];
+        // GNU strerror_r: returns the message, maybe not in `buffer`.
+        BackOff("accept", strerror_r(error, buffer, sizeof(buffer)));
+        return;
+      }
+    }
+  }
+}
+
+void ServerListener::OnTimer() { Watch(); }
+
+void ServerListener::Run() {
+  if (!paused_at_limit_) return;
+  paused_at_limit_ = false;
+  Watch();
+}
+
+void ServerListener::Watch() {
+  if (watching_ || !socket_.valid()) return;
+  const Status status = loop_->AddFd(socket_.get(), EPOLLIN, this);
+  if (!status.ok()) {
+    BackOff("watching the socket", status.message());
+    return;
+  }
+  watching_ = true;
+}
+
+void ServerListener::Unwatch() {
+  if (!watching_) return;
+  loop_->RemoveFd(socket_.get());
+  watching_ = false;
+}
+
+void ServerListener::BackOff(const char* what, absl::string_view reason) {
+  if (backoff_ == absl::ZeroDuration()) {
+    std::fprintf(stderr, "h2rpc server: %s failed on %s: %.*s; backing off\n",
+                 what, address_.c_str(), static_cast<int>(reason.size()),
+                 reason.data());
+  }
+  backoff_ = NextAcceptBackoff(backoff_);
+  Unwatch();
+  loop_->Schedule(this, loop_->Now() + backoff_);
+}
+
+}  // namespace h2rpc::internal

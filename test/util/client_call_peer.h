@@ -1,0 +1,37 @@
+#ifndef H2RPC_TEST_UTIL_CLIENT_CALL_PEER_H_
+#define H2RPC_TEST_UTIL_CLIENT_CALL_PEER_H_
+
+#include <atomic>
+#include <cstddef>
+
+#include "rpc/client_context.h"
+#include "transport/io/mutex.h"
+
+namespace h2rpc::testing {
+
+// Test-only views of a client call through its ClientContext, so a test can
+// wait for a state of the call instead of sleeping. Any thread may call
+// them while the context lives; they allocate nothing.
+class ClientCallPeer {
+ public:
+  // True while a call is bound to `context`: from when a Channel method set
+  // the call up (before it returned) until the call's status became known on
+  // the channel's loop (the server's trailers, a reset, a cancel, a
+  // deadline). A streaming call's OnDone may come later, once its queued
+  // messages are read.
+  static bool CallBound(ClientContext* context) {
+    transport::io::MutexLock lock(&context->mu_);
+    return context->call_ != nullptr;
+  }
+
+  // Bytes of response messages the streaming call on `context` holds unread
+  // (each message's 5-byte prefix included), counted against the server's
+  // flow-control window until read. 0 for a unary call.
+  static size_t HeldBytes(const ClientContext* context) {
+    return context->held_bytes_.load(std::memory_order_relaxed);
+  }
+};
+
+}  // namespace h2rpc::testing
+
+#endif  // H2RPC_TEST_UTIL_CLIENT_CALL_PEER_H_
