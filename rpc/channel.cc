@@ -21,7 +21,7 @@ namespace internal {
 // non-blocking connect, all within the connect timeout. Lives as long as the
 // channel; one attempt at a time, on the loop thread.
 class ChannelConnector final : private transport::io::FdWatcher,
-                         private transport::io::Timer {
+                               private transport::io::Timer {
  public:
   ChannelConnector(Channel* channel,
                    std::shared_ptr<transport::io::Resolver> resolver)

@@ -110,6 +110,21 @@ class Http2LimitsTest : public ::testing::Test {
         << response.DebugString();
   }
 
+  // Writing `bytes` to a fresh connection makes the server send GOAWAY
+  // with `code` and then close cleanly (FIN, not a reset); other
+  // connections are still served.
+  void ExpectGoAwayThenClose(const std::string& bytes, uint32_t code) {
+    const RawBytesResult result =
+        SendRawBytes(port_, bytes, absl::Seconds(20));
+    ASSERT_TRUE(result.connected);
+    EXPECT_FALSE(result.timed_out);
+    EXPECT_TRUE(ClosedCleanlyWithGoAway(result, code))
+        << "closed " << result.closed_by_peer << " reset "
+        << result.reset_by_peer << " goaway "
+        << GoAwayErrorCode(result.frames).value_or(0xffffffffu);
+    ExpectServerStillServes();
+  }
+
   int port_ = 0;
   std::unique_ptr<Server> server_;
 };
@@ -213,13 +228,7 @@ TEST_F(Http2LimitsTest, PingFloodGetsGoAwayEnhanceYourCalm) {
   for (int i = 0; i < 20000; ++i) {
     bytes += EncodeFrame(NGHTTP2_PING, 0, 0, std::string(8, 'p'));
   }
-  const RawBytesResult result = SendRawBytes(port_, bytes, absl::Seconds(20));
-  ASSERT_TRUE(result.connected);
-  EXPECT_FALSE(result.timed_out);
-  EXPECT_TRUE(ClosedCleanlyWithGoAway(result, NGHTTP2_ENHANCE_YOUR_CALM))
-      << "closed " << result.closed_by_peer << " reset " << result.reset_by_peer
-      << " goaway " << GoAwayErrorCode(result.frames).value_or(0xffffffffu);
-  ExpectServerStillServes();
+  ExpectGoAwayThenClose(bytes, NGHTTP2_ENHANCE_YOUR_CALM);
 }
 
 TEST_F(Http2LimitsTest, SettingsFloodGetsGoAwayEnhanceYourCalm) {
@@ -228,13 +237,7 @@ TEST_F(Http2LimitsTest, SettingsFloodGetsGoAwayEnhanceYourCalm) {
   for (int i = 0; i < 20000; ++i) {
     bytes += EncodeFrame(NGHTTP2_SETTINGS, 0, 0, "");
   }
-  const RawBytesResult result = SendRawBytes(port_, bytes, absl::Seconds(20));
-  ASSERT_TRUE(result.connected);
-  EXPECT_FALSE(result.timed_out);
-  EXPECT_TRUE(ClosedCleanlyWithGoAway(result, NGHTTP2_ENHANCE_YOUR_CALM))
-      << "closed " << result.closed_by_peer << " reset " << result.reset_by_peer
-      << " goaway " << GoAwayErrorCode(result.frames).value_or(0xffffffffu);
-  ExpectServerStillServes();
+  ExpectGoAwayThenClose(bytes, NGHTTP2_ENHANCE_YOUR_CALM);
 }
 
 TEST_F(Http2LimitsTest, ContinuationFloodGetsGoAwayEnhanceYourCalm) {
@@ -247,13 +250,7 @@ TEST_F(Http2LimitsTest, ContinuationFloodGetsGoAwayEnhanceYourCalm) {
   for (int i = 0; i < 1000; ++i) {
     bytes += EncodeFrame(NGHTTP2_CONTINUATION, 0, 1, "");
   }
-  const RawBytesResult result = SendRawBytes(port_, bytes, absl::Seconds(20));
-  ASSERT_TRUE(result.connected);
-  EXPECT_FALSE(result.timed_out);
-  EXPECT_TRUE(ClosedCleanlyWithGoAway(result, NGHTTP2_ENHANCE_YOUR_CALM))
-      << "closed " << result.closed_by_peer << " reset " << result.reset_by_peer
-      << " goaway " << GoAwayErrorCode(result.frames).value_or(0xffffffffu);
-  ExpectServerStillServes();
+  ExpectGoAwayThenClose(bytes, NGHTTP2_ENHANCE_YOUR_CALM);
 }
 
 TEST_F(Http2LimitsTest, UndecodableHpackGetsGoAwayCompressionError) {
@@ -262,13 +259,7 @@ TEST_F(Http2LimitsTest, UndecodableHpackGetsGoAwayCompressionError) {
   const std::string bytes = absl::StrCat(
       Handshake(),
       EncodeFrame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, 1, "\x80"));
-  const RawBytesResult result = SendRawBytes(port_, bytes, absl::Seconds(20));
-  ASSERT_TRUE(result.connected);
-  EXPECT_FALSE(result.timed_out);
-  EXPECT_TRUE(ClosedCleanlyWithGoAway(result, NGHTTP2_COMPRESSION_ERROR))
-      << "closed " << result.closed_by_peer << " reset " << result.reset_by_peer
-      << " goaway " << GoAwayErrorCode(result.frames).value_or(0xffffffffu);
-  ExpectServerStillServes();
+  ExpectGoAwayThenClose(bytes, NGHTTP2_COMPRESSION_ERROR);
 }
 
 // ---------------------------------------------------------------------------

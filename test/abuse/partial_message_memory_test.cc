@@ -205,5 +205,37 @@ TEST_F(PartialMessageMemoryTest, HundredStreamsOfAlmostFourMiBStallTheSender) {
   ExpectEchoWorks("after the attack");
 }
 
+// A quota that could never grant a message of the largest accepted size
+// would stall such a message for ever: the server refuses to start.
+TEST(MemoryQuotaOptionsTest, QuotaThatCannotHoldALargestMessageIsRefused) {
+  struct Case {
+    size_t quota;
+    size_t share;
+    size_t max_receive;
+    const char* message;
+  };
+  for (const Case& c : {
+           Case{256 * kMiB, 4 * kMiB, 4 * kMiB,
+                "memory_quota_share is 4194304 bytes; it must hold a message "
+                "of max_receive_message_size (4194304)"},
+           Case{16 * kMiB, 32 * kMiB, 4 * kMiB,
+                "memory_quota_share is 33554432 bytes; it must be at most "
+                "memory_quota (16777216)"},
+       }) {
+    ServerOptions options;
+    options.memory_quota = c.quota;
+    options.connection.memory_quota_share = c.share;
+    options.connection.max_receive_message_size = c.max_receive;
+    Status status;
+    EXPECT_EQ(Server::Builder()
+                  .SetOptions(options)
+                  .AddListeningPort("127.0.0.1:0")
+                  .BuildAndStart(&status),
+              nullptr);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(status.message(), HasSubstr(c.message));
+  }
+}
+
 }  // namespace
 }  // namespace h2rpc

@@ -713,9 +713,9 @@ TEST_F(FlowControlTest, LargeMessageHeldUnreadStopsTheSenderThenArrives) {
   // Message #0 arrives whole with no read waiting and is held whole, 16
   // times the window: it got through the 1 MiB window only because bytes of
   // a message being gathered are returned at once.
-  ASSERT_TRUE(WaitFor(
-      [&] { return ClientCallPeer::HeldBytes(&context) >= held_0; },
-      std::chrono::seconds(120)))
+  ASSERT_TRUE(
+      WaitFor([&] { return ClientCallPeer::HeldBytes(&context) >= held_0; },
+              std::chrono::seconds(120)))
       << "the client holds " << ClientCallPeer::HeldBytes(&context)
       << " bytes unread, message #0 is " << held_0;
   const auto took = std::chrono::steady_clock::now() - started;

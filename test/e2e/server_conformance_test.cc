@@ -16,6 +16,7 @@
 #include "rpc/server.h"
 #include "test/util/allocation_counter.h"
 #include "test/util/notification.h"
+#include "test/util/raw_frames.h"
 #include "test/util/raw_h2_client.h"
 
 namespace h2rpc {
@@ -23,7 +24,9 @@ namespace {
 
 using grpc::testing::SimpleRequest;
 using grpc::testing::SimpleResponse;
+using ::h2rpc::testing::EncodeFrameHeader;
 using ::h2rpc::testing::GrpcFrame;
+using ::h2rpc::testing::kClientPreface;
 using ::h2rpc::testing::GrpcPrefix;
 using ::h2rpc::testing::GrpcRequestHeaders;
 using ::h2rpc::testing::Notification;
@@ -45,7 +48,6 @@ using ::testing::StartsWith;
 
 constexpr char kEcho[] = "/h2rpc.test.Conformance/Echo";
 constexpr char kSlow[] = "/h2rpc.test.Conformance/Slow";
-constexpr char kPreface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 // grpc-status values, as they appear on the wire.
 constexpr char kOk[] = "0";
@@ -53,22 +55,6 @@ constexpr char kDeadlineExceeded[] = "4";
 constexpr char kResourceExhausted[] = "8";
 constexpr char kUnimplemented[] = "12";
 constexpr char kInternal[] = "13";
-
-// A frame header: 24-bit length, type, flags, stream id.
-std::string FrameHeader(uint32_t length, uint8_t type, uint8_t flags,
-                        uint32_t stream_id) {
-  std::string h(9, '\0');
-  h[0] = static_cast<char>(length >> 16);
-  h[1] = static_cast<char>(length >> 8);
-  h[2] = static_cast<char>(length);
-  h[3] = static_cast<char>(type);
-  h[4] = static_cast<char>(flags);
-  h[5] = static_cast<char>(stream_id >> 24);
-  h[6] = static_cast<char>(stream_id >> 16);
-  h[7] = static_cast<char>(stream_id >> 8);
-  h[8] = static_cast<char>(stream_id);
-  return h;
-}
 
 std::string SerializedRequest(absl::string_view body) {
   SimpleRequest request;
@@ -661,8 +647,8 @@ TEST_F(ServerConformanceTest, HpackAmplifiedHeaderBlockIsRefusedCheaply) {
   const std::string block = AmplifiedRequestHeaderBlock(kEcho, 10000);
   ASSERT_LE(block.size(), 16384u);
   const std::string bytes = absl::StrCat(
-      kPreface, FrameHeader(0, NGHTTP2_SETTINGS, 0, 0),
-      FrameHeader(block.size(), NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, 1),
+      kClientPreface, EncodeFrameHeader(0, NGHTTP2_SETTINGS, 0, 0),
+      EncodeFrameHeader(block.size(), NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, 1),
       block);
   ::h2rpc::testing::ResetPeakLiveHeapBytes();
   const int64_t live_before = ::h2rpc::testing::LiveHeapBytes();
@@ -781,7 +767,7 @@ TEST_F(ServerConformanceTest, TruncatedPrefaceThenSilenceDoesNotBlockOthers) {
   // meanwhile.
   RawBytesResult result;
   std::thread stuck([&] {
-    result = SendRawBytes(port_, std::string(kPreface).substr(0, 10),
+    result = SendRawBytes(port_, std::string(kClientPreface.substr(0, 10)),
                           absl::Seconds(2));
   });
   ExpectServerStillServes();
@@ -804,8 +790,8 @@ bool HasGoAway(const RawBytesResult& result, uint32_t* error_code) {
 
 TEST_F(ServerConformanceTest, DataOnStreamZeroGetsGoAwayAndClose) {
   const std::string bytes =
-      absl::StrCat(kPreface, FrameHeader(0, NGHTTP2_SETTINGS, 0, 0),
-                   FrameHeader(4, NGHTTP2_DATA, 0, 0), "oops");
+      absl::StrCat(kClientPreface, EncodeFrameHeader(0, NGHTTP2_SETTINGS, 0, 0),
+                   EncodeFrameHeader(4, NGHTTP2_DATA, 0, 0), "oops");
   const RawBytesResult result = SendRawBytes(port_, bytes);
   ASSERT_TRUE(result.connected);
   EXPECT_FALSE(result.timed_out);
@@ -820,8 +806,8 @@ TEST_F(ServerConformanceTest, OversizedFrameGetsGoAwayAndClose) {
   // 1 MiB DATA frame header, over the advertised 16 KiB
   // SETTINGS_MAX_FRAME_SIZE.
   const std::string bytes = absl::StrCat(
-      kPreface, FrameHeader(0, NGHTTP2_SETTINGS, 0, 0),
-      FrameHeader(1 << 20, NGHTTP2_DATA, 0, 1), std::string(100, 'z'));
+      kClientPreface, EncodeFrameHeader(0, NGHTTP2_SETTINGS, 0, 0),
+      EncodeFrameHeader(1 << 20, NGHTTP2_DATA, 0, 1), std::string(100, 'z'));
   const RawBytesResult result = SendRawBytes(port_, bytes);
   ASSERT_TRUE(result.connected);
   EXPECT_FALSE(result.timed_out);

@@ -45,7 +45,7 @@ class EchoReactor final
     : public ServerBidiReactor<StreamingOutputCallRequest,
                                StreamingOutputCallResponse> {
  public:
-  explicit EchoReactor(ServerContext* context) : context_(context) {
+  explicit EchoReactor(ServerContext* context) {
     if (auto v = context->client_metadata().Get("x-echo-initial")) {
       context->AddInitialMetadata("x-echo-initial", *v);
     }
@@ -79,7 +79,6 @@ class EchoReactor final
     StartWrite(&response_);
   }
 
-  ServerContext* context_;
   StreamingOutputCallRequest request_;
   StreamingOutputCallResponse response_;
   int next_ = 0;

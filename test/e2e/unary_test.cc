@@ -72,41 +72,39 @@ class UnaryTest : public ::testing::Test {
     ServerOptions options;
     options.num_loops = 2;
     Status status;
-    server_ = Server::Builder()
-                  .SetOptions(options)
-                  .AddListeningPort("127.0.0.1:0", &port_)
-                  .RegisterUnary<SimpleRequest, SimpleResponse>(kEcho, Echo)
-                  .RegisterCallbackUnary<SimpleRequest, SimpleResponse>(
-                      kEchoCallback,
-                      [](ServerContext* context, const SimpleRequest* request,
-                         SimpleResponse* response, UnaryDone done) {
-                        done(Echo(context, *request, response));
-                      })
-                  .RegisterUnary<SimpleRequest, SimpleResponse>(
-                      kSleep,
-                      [this](ServerContext* context, const SimpleRequest&,
-                             SimpleResponse*) {
-                        // Runs until cancelled (a handler has no cancel
-                        // callback: it polls), or gives up after
-                        // kHangTimeout without notifying saw_cancel_.
-                        sleeping_.Notify();
-                        if (!WaitFor([context] {
-                              return context->IsCancelled();
-                            })) {
-                          return Status(StatusCode::kAborted, "no cancel");
-                        }
-                        saw_cancel_.Notify();
-                        return Status(StatusCode::kCancelled, "noticed");
-                      })
-                  .RegisterUnary<SimpleRequest, SimpleResponse>(
-                      kServerCancels,
-                      [](ServerContext* context, const SimpleRequest&,
-                         SimpleResponse* response) {
-                        context->TryCancel();
-                        response->mutable_payload()->set_body("not sent");
-                        return Status();
-                      })
-                  .BuildAndStart(&status);
+    server_ =
+        Server::Builder()
+            .SetOptions(options)
+            .AddListeningPort("127.0.0.1:0", &port_)
+            .RegisterUnary<SimpleRequest, SimpleResponse>(kEcho, Echo)
+            .RegisterCallbackUnary<SimpleRequest, SimpleResponse>(
+                kEchoCallback,
+                [](ServerContext* context, const SimpleRequest* request,
+                   SimpleResponse* response,
+                   UnaryDone done) { done(Echo(context, *request, response)); })
+            .RegisterUnary<SimpleRequest, SimpleResponse>(
+                kSleep,
+                [this](ServerContext* context, const SimpleRequest&,
+                       SimpleResponse*) {
+                  // Runs until cancelled (a handler has no cancel
+                  // callback: it polls), or gives up after
+                  // kHangTimeout without notifying saw_cancel_.
+                  sleeping_.Notify();
+                  if (!WaitFor([context] { return context->IsCancelled(); })) {
+                    return Status(StatusCode::kAborted, "no cancel");
+                  }
+                  saw_cancel_.Notify();
+                  return Status(StatusCode::kCancelled, "noticed");
+                })
+            .RegisterUnary<SimpleRequest, SimpleResponse>(
+                kServerCancels,
+                [](ServerContext* context, const SimpleRequest&,
+                   SimpleResponse* response) {
+                  context->TryCancel();
+                  response->mutable_payload()->set_body("not sent");
+                  return Status();
+                })
+            .BuildAndStart(&status);
     ASSERT_TRUE(status.ok()) << status.ToString();
     ASSERT_GT(port_, 0);
     channel_ = std::make_unique<Channel>("127.0.0.1:" + std::to_string(port_));
@@ -429,9 +427,8 @@ TEST(UnaryShutdownTest, GracefulShutdownLosesNoCallInFlight) {
       [&] { server->Shutdown(absl::Now() + absl::Seconds(30)); });
   // Every handler is still blocked when the GOAWAY goes out: the calls are
   // in flight on a draining connection.
-  const bool goaway =
-      watcher->RunUntil([&] { return watcher->goaway_received(); },
-                        kHangTimeout);
+  const bool goaway = watcher->RunUntil(
+      [&] { return watcher->goaway_received(); }, kHangTimeout);
   EXPECT_TRUE(goaway) << watcher->error();
   for (int i = 0; i < kCalls; ++i) {
     EXPECT_FALSE(calls[i]->done.HasBeenNotified()) << "call " << i;

@@ -49,7 +49,9 @@ struct ConnectionOptions {
   // the peer stalls, and is granted when memory frees up; a response that
   // does not fit fails its call with RESOURCE_EXHAUSTED. A received message
   // larger than this (or than the server's quota) is refused with
-  // RESOURCE_EXHAUSTED: keep it at least max_receive_message_size.
+  // RESOURCE_EXHAUSTED, so a server refuses to start when it is smaller
+  // than max_receive_message_size plus the 5-byte prefix, or larger than
+  // ServerOptions::memory_quota.
   // How the bounds combine: outside the quota, a connection holds only what
   // its peer sent without credit, at most connection_window bytes (messages
   // queued unread, and messages waiting for a grant, which may hold at most
