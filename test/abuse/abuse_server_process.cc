@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -167,32 +168,35 @@ void AbuseServerProcess::DrainStderr() {
     char buffer[4096];
     const ssize_t n = read(stderr_fd_, buffer, sizeof(buffer));
     if (n < 0 && errno == EINTR) continue;
-    std::lock_guard<std::mutex> lock(mu_);
+    transport::io::MutexLock lock(&mu_);
     if (n <= 0) {
       stderr_closed_ = true;
-      stderr_grew_.notify_all();
+      stderr_grew_.SignalAll();
       return;
     }
     stderr_text_.append(buffer, static_cast<size_t>(n));
-    stderr_grew_.notify_all();
+    stderr_grew_.SignalAll();
   }
 }
 
 bool AbuseServerProcess::WaitForStderr(absl::string_view text,
                                        absl::Duration timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
-  return stderr_grew_.wait_for(lock, absl::ToChronoNanoseconds(timeout),
-                               [this, text] {
-                                 return stderr_text_.find(text.data(), 0,
-                                                          text.size()) !=
-                                            std::string::npos ||
-                                        stderr_closed_;
-                               }) &&
-         stderr_text_.find(text.data(), 0, text.size()) != std::string::npos;
+  // Steady time: std::condition_variable's waits use the steady clock.
+  const auto deadline = std::chrono::steady_clock::now() +
+                        absl::ToChronoNanoseconds(timeout);
+  transport::io::MutexLock lock(&mu_);
+  for (;;) {
+    if (stderr_text_.find(text.data(), 0, text.size()) != std::string::npos) {
+      return true;
+    }
+    const auto left = deadline - std::chrono::steady_clock::now();
+    if (stderr_closed_ || left <= left.zero()) return false;
+    stderr_grew_.WaitWithTimeout(&mu_, absl::FromChrono(left));
+  }
 }
 
 std::string AbuseServerProcess::Stderr() {
-  std::lock_guard<std::mutex> lock(mu_);
+  transport::io::MutexLock lock(&mu_);
   return stderr_text_;
 }
 

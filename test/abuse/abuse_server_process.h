@@ -3,9 +3,7 @@
 
 #include <sys/types.h>
 
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -13,6 +11,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "transport/io/mutex.h"
 
 namespace h2rpc::testing {
 
@@ -68,10 +67,8 @@ class AbuseServerProcess {
   // Why the child did not exit cleanly; empty if it did.
   std::string stop_how_;
   std::thread drain_thread_;
-  // std::mutex (not absl::Mutex): Debian's Abseil is not built with
-  // ThreadSanitizer, which then could not see the locking.
-  std::mutex mu_;
-  std::condition_variable stderr_grew_;
+  transport::io::Mutex mu_;
+  transport::io::CondVar stderr_grew_;
   std::string stderr_text_ ABSL_GUARDED_BY(mu_);
   bool stderr_closed_ ABSL_GUARDED_BY(mu_) = false;
 };
