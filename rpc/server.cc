@@ -1,6 +1,9 @@
 #include "rpc/server.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
 #include <thread>
 #include <utility>
 
@@ -153,6 +156,13 @@ Status CheckOptions(const ServerOptions& options) {
                      options.min_sync_threads, "; it must be from 0 to ",
                      options.max_sync_threads, " (max_sync_threads)"));
   }
+  if (options.shutdown_grace_period <= absl::ZeroDuration()) {
+    return Status(
+        StatusCode::kInvalidArgument,
+        absl::StrCat("ServerOptions::shutdown_grace_period is ",
+                     absl::FormatDuration(options.shutdown_grace_period),
+                     "; it must be more than zero"));
+  }
   if (options.sync_thread_idle_time < absl::ZeroDuration()) {
     return Status(
         StatusCode::kInvalidArgument,
@@ -217,6 +227,7 @@ std::unique_ptr<Server> Server::Builder::BuildAndStart(Status* status) {
   }
   // Every listener exists before any starts: ConnectionClosed() reads
   // listeners_ from the loops.
+  transport::io::MutexLock lock(&server->mu_);
   for (auto& socket : sockets) {
     server->listeners_.push_back(std::make_unique<internal::ServerListener>(
         server.get(), std::move(socket)));
@@ -286,38 +297,48 @@ Status Server::Dispatch(ServerLoop* loop,
                   absl::StrCat("unknown method ", path.substr(slash + 1),
                                " for service ", service));
   }
-  CallStarted();
-  if (it->second->kind() == internal::MethodKind::kUnary) {
-    loop->TakeCall()->Begin(this, it->second.get(), stream);
+  internal::Method* method = it->second.get();
+  CallStarted(method);
+  if (method->kind() == internal::MethodKind::kUnary) {
+    loop->TakeCall()->Begin(this, method, it->first, stream);
   } else {
-    (new internal::ServerStreamCall(loop, this, it->second.get(), stream))
+    (new internal::ServerStreamCall(loop, this, method, it->first, stream))
         ->Start();
   }
   return Status();
 }
 
-void Server::CallStarted() {
-  live_calls_.fetch_add(1, std::memory_order_relaxed);
+void Server::CallStarted(const internal::Method* method) {
+  method->live_calls_.fetch_add(1, std::memory_order_relaxed);
 }
 
-void Server::CallEnded() {
-  // The mutex only when Shutdown() may be waiting for the last call: taking
-  // it before notifying means the waiter is either before its check (and
-  // sees 0) or inside wait() (and is woken).
-  if (live_calls_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-    std::lock_guard<std::mutex> lock(mu_);
-    changed_.notify_all();
+void Server::CallEnded(const internal::Method* method) {
+  // Dekker-style with Shutdown() (both sequentially consistent): either
+  // this sees watching_calls_ and wakes it, or Shutdown, which sets it
+  // before it reads the counts, sees this decrement.
+  if (method->live_calls_.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
+      watching_calls_.load(std::memory_order_seq_cst)) {
+    transport::io::MutexLock lock(&mu_);
+    changed_.SignalAll();
   }
 }
 
+int Server::live_calls() const {
+  int live = 0;
+  for (const auto& [name, method] : methods_) {
+    live += method->live_calls_.load(std::memory_order_seq_cst);
+  }
+  return live;
+}
+
 void Server::ConnectionOpened() {
-  std::lock_guard<std::mutex> lock(mu_);
+  transport::io::MutexLock lock(&mu_);
   ++live_connections_;
 }
 
 void Server::ConnectionClosed() {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (--live_connections_ == 0) changed_.notify_all();
+  transport::io::MutexLock lock(&mu_);
+  if (--live_connections_ == 0) changed_.SignalAll();
   // Under mu_, so that Shutdown(), once it has seen the last close, clears
   // listeners_ and the loops with no notification under way.
   if (!shutdown_started_ && options_.max_connections > 0 &&
@@ -328,58 +349,101 @@ void Server::ConnectionClosed() {
 
 bool Server::AtConnectionLimit() {
   if (options_.max_connections == 0) return false;
-  std::lock_guard<std::mutex> lock(mu_);
+  transport::io::MutexLock lock(&mu_);
   return static_cast<size_t>(live_connections_) >= options_.max_connections;
+}
+
+bool Server::Idle() { return live_connections_ == 0 && live_calls() == 0; }
+
+bool Server::WaitUntilIdle(absl::Duration timeout) {
+  using Clock = std::chrono::steady_clock;
+  // Beyond a century (InfiniteDuration included) is for ever.
+  const bool forever = timeout >= absl::Hours(24 * 365 * 100);
+  const Clock::time_point until =
+      forever ? Clock::time_point::max()
+              : Clock::now() + absl::ToChronoNanoseconds(timeout);
+  transport::io::MutexLock lock(&mu_);
+  while (!Idle()) {
+    if (forever) {
+      changed_.Wait(&mu_);
+      continue;
+    }
+    const Clock::duration left = until - Clock::now();
+    if (left <= Clock::duration::zero()) return false;
+    changed_.WaitWithTimeout(&mu_, absl::FromChrono(left));
+  }
+  return true;
+}
+
+void Server::LogStillRunning(absl::Duration past_deadline) {
+  std::string calls;
+  int total = 0;
+  for (const auto& [name, method] : methods_) {
+    const int live = method->live_calls_.load(std::memory_order_seq_cst);
+    if (live == 0) continue;
+    total += live;
+    absl::StrAppend(&calls, calls.empty() ? "" : ", ", name, " (", live,
+                    live == 1 ? " call)" : " calls)");
+  }
+  int connections;
+  {
+    transport::io::MutexLock lock(&mu_);
+    connections = live_connections_;
+  }
+  const std::string line = absl::StrCat(
+      "h2rpc server: Shutdown is still waiting ",
+      absl::FormatDuration(past_deadline), " after its deadline for ", total,
+      total == 1 ? " call" : " calls", " whose handler has not returned",
+      calls.empty() ? "" : ": ", calls, "; ", connections,
+      connections == 1 ? " connection" : " connections", " open\n");
+  std::fputs(line.c_str(), stderr);
 }
 
 void Server::Shutdown(absl::Time deadline) {
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    transport::io::MutexLock lock(&mu_);
     if (shutdown_started_) {
-      changed_.wait(lock, [this] { return shutdown_done_; });
+      while (!shutdown_done_) changed_.Wait(&mu_);
       return;
     }
     shutdown_started_ = true;
+    // Stop accepting.
+    for (auto& listener : listeners_) {
+      loops_.front()->loop().Post([l = listener.get()] { l->Stop(); });
+    }
   }
-  // Stop accepting, then GOAWAY everywhere.
-  for (auto& listener : listeners_) {
-    loops_.front()->loop().Post([l = listener.get()] { l->Stop(); });
-  }
+  watching_calls_.store(true, std::memory_order_seq_cst);
+  // GOAWAY everywhere; calls in flight go on until the deadline.
   for (auto& loop : loops_) {
     loop->loop().Post([l = loop.get()] { l->DrainConnections(); });
   }
-  auto all_closed = [this] {
-    return live_connections_ == 0 &&
-           live_calls_.load(std::memory_order_acquire) == 0;
-  };
-  {
-    std::unique_lock<std::mutex> lock(mu_);
-    changed_.wait_for(lock,
-                      absl::ToChronoNanoseconds(std::max(deadline - absl::Now(),
-                                                         absl::ZeroDuration())),
-                      all_closed);
+  if (!WaitUntilIdle(std::max(deadline - absl::Now(), absl::ZeroDuration()))) {
+    // Past the deadline: cancel whatever is left. What still keeps a call
+    // alive after this is its handler (see Shutdown's contract).
+    for (auto& loop : loops_) {
+      loop->loop().Post([l = loop.get()] { l->CloseConnections(); });
+    }
+    absl::Duration waited = absl::ZeroDuration();
+    while (!WaitUntilIdle(options_.shutdown_grace_period)) {
+      waited += options_.shutdown_grace_period;
+      LogStillRunning(waited);
+    }
   }
-  // Past the deadline: cancel whatever is left.
-  for (auto& loop : loops_) {
-    loop->loop().Post([l = loop.get()] { l->CloseConnections(); });
-  }
-  {
-    std::unique_lock<std::mutex> lock(mu_);
-    changed_.wait(lock, all_closed);
-  }
-  // Handlers have returned; loops run their last tasks and join; only then
-  // may the listeners (watched by the first loop) go.
+  // Every handler has returned and every call object is released; loops
+  // run their last tasks and join; only then may the listeners (watched by
+  // the first loop) go.
   workers_.reset();
   loops_.clear();
-  listeners_.clear();
-  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::unique_ptr<internal::ServerListener>> listeners;
+  transport::io::MutexLock lock(&mu_);
+  listeners.swap(listeners_);
   shutdown_done_ = true;
-  changed_.notify_all();
+  changed_.SignalAll();
 }
 
 void Server::Wait() {
-  std::unique_lock<std::mutex> lock(mu_);
-  changed_.wait(lock, [this] { return shutdown_done_; });
+  transport::io::MutexLock lock(&mu_);
+  while (!shutdown_done_) changed_.Wait(&mu_);
 }
 
 }  // namespace h2rpc

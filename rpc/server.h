@@ -2,16 +2,15 @@
 #define H2RPC_RPC_SERVER_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "google/protobuf/arena.h"
@@ -21,9 +20,12 @@
 #include "rpc/server_stream.h"
 #include "rpc/status.h"
 #include "transport/http2/connection.h"
+#include "transport/io/mutex.h"
 #include "transport/memory_quota.h"
 
 namespace h2rpc {
+
+class Server;
 
 namespace internal {
 class ServerCall;
@@ -33,16 +35,36 @@ class ServerListener;
 class WorkerPool;
 }  // namespace internal
 
-// Finishes a callback-style unary call: call it once, from any thread, after
-// filling the response. Copyable.
+// Finishes a callback-style unary call: the handler fills the response, then
+// calls done(status) exactly once, from any thread, then or later. Move-only
+// (pass it on with std::move). Misuse is reported (see
+// rpc/internal/misuse.h: a debug build aborts with the message, naming the
+// call's method): calling it a second time (or after it was moved from)
+// is ignored in optimized builds; destroying it without calling it fails
+// the call with INTERNAL, so a dropped UnaryDone never leaves a call
+// hanging (nor Server::Shutdown waiting for it).
 class UnaryDone {
  public:
-  void operator()(const Status& status) const;
+  UnaryDone(UnaryDone&& other) noexcept
+      : call_(other.call_), method_(other.method_) {
+    other.call_ = nullptr;
+  }
+  // Reports a dropped UnaryDone if this one was not called yet.
+  UnaryDone& operator=(UnaryDone&& other) noexcept;
+  UnaryDone(const UnaryDone&) = delete;
+  UnaryDone& operator=(const UnaryDone&) = delete;
+  ~UnaryDone();
+
+  void operator()(const Status& status);
 
  private:
   friend class internal::ServerCall;
-  explicit UnaryDone(internal::ServerCall* call) : call_(call) {}
-  internal::ServerCall* call_;
+  UnaryDone(internal::ServerCall* call, absl::string_view method)
+      : call_(call), method_(method) {}
+  void Dropped();
+
+  internal::ServerCall* call_;  // null once called or moved from
+  absl::string_view method_;    // the server's copy of the method path
 };
 
 namespace internal {
@@ -98,8 +120,12 @@ class Method {
   }
 
  private:
+  friend class h2rpc::Server;
   const MethodKind kind_;
   const bool sync_;
+  // Calls of the method dispatched and not yet ended (the Server counts
+  // them, any thread).
+  mutable std::atomic<int> live_calls_{0};
 };
 
 // Creates the method's message types.
@@ -149,7 +175,7 @@ class CallbackUnaryMethod final : public TypedMethod<Request, Response> {
                    google::protobuf::MessageLite* response,
                    UnaryDone done) const override {
     handler_(context, static_cast<const Request*>(request),
-             static_cast<Response*>(response), done);
+             static_cast<Response*>(response), std::move(done));
   }
 
  private:
@@ -248,6 +274,11 @@ struct ServerOptions {
   // (a flood of reconnects at the limit is not a loop of accept and close),
   // and a waiting client is served without a reconnect back-off.
   size_t max_connections = 0;
+  // Once Shutdown's deadline has cancelled the calls left, how long it waits
+  // for their handlers to return before it logs (to stderr) the methods of
+  // the calls still running, and then again after every further period
+  // while any runs (see Server::Shutdown). More than zero. Duration.
+  absl::Duration shutdown_grace_period = absl::Seconds(5);
 };
 
 // A gRPC server: listens on ports, routes each call by its method path to a
@@ -434,13 +465,33 @@ class Server {
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
-  // Stops accepting connections and sends GOAWAY on every connection; calls
-  // in flight finish (new ones are refused, so clients see UNAVAILABLE).
-  // Calls still running at `deadline` are cancelled. Returns when every
-  // connection is closed and every handler has returned. Idempotent.
+  // Stops accepting connections and sends GOAWAY on every connection: calls
+  // in flight go on, new ones are refused (clients see UNAVAILABLE). At
+  // `deadline` the calls still in flight are cancelled (handlers see
+  // IsCancelled(), their reads and writes fail, reactors get OnCancel) and
+  // the connections closed. From then on Shutdown waits only for handlers
+  // to return: a synchronous handler to return, a callback handler to call
+  // its UnaryDone or its reactor's Finish (and get OnDone).
+  //
+  // Returns once every connection is closed and every call has ended, so no
+  // handler can touch the server any more; never earlier. A handler that
+  // ignores cancellation therefore keeps Shutdown waiting: every
+  // ServerOptions::shutdown_grace_period past the deadline, Shutdown logs to
+  // stderr the methods (and counts) of the calls still running. Misuse (a
+  // second Finish, UnaryDone dropped or called twice) cannot keep it
+  // waiting.
+  //
+  // Any thread but the server's own (a loop or a handler thread: Shutdown
+  // would wait for itself). Idempotent: a second call waits for the first
+  // to complete.
   void Shutdown(absl::Time deadline);
   // Blocks until Shutdown() has completed.
   void Wait();
+
+  // Calls dispatched to a handler and not yet ended (the handler has not
+  // finished, or the call is still being completed on its loop). Any
+  // thread; for tests and monitoring.
+  int live_calls() const;
 
  private:
   friend class internal::ServerCall;
@@ -455,8 +506,12 @@ class Server {
   // dispatcher and forwards here).
   Status Dispatch(internal::ServerLoop* loop,
                   transport::http2::ServerStream* stream);
-  void CallStarted();
-  void CallEnded();
+  // Each dispatched call is counted once by its method: CallStarted at
+  // dispatch (loop thread), CallEnded by the one function that releases the
+  // call object (ServerCall::Recycle, ServerStreamCall::Destroy; loop
+  // thread), which runs exactly once per call.
+  void CallStarted(const internal::Method* method);
+  void CallEnded(const internal::Method* method);
   void ConnectionOpened();
   // Also tells the listeners when the count drops below max_connections.
   void ConnectionClosed();
@@ -464,6 +519,13 @@ class Server {
   bool AtConnectionLimit();
   // Round-robin over the loops.
   internal::ServerLoop* NextLoop();
+  // Shutdown: waits up to `timeout` (steady clock) for every connection to
+  // close and every call to end; true if they have.
+  bool WaitUntilIdle(absl::Duration timeout);
+  bool Idle() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Shutdown: logs what it still waits for, `past_deadline` after its
+  // deadline.
+  void LogStillRunning(absl::Duration past_deadline);
 
   const ServerOptions options_;
   // Outlives the loops and their connections.
@@ -471,18 +533,25 @@ class Server {
   const std::map<std::string, std::unique_ptr<internal::Method>, std::less<>>
       methods_;
   std::set<std::string, std::less<>> services_;
+  // Written by the constructor and by Shutdown once every call has ended
+  // and every connection closed (read without a lock in between).
   std::vector<std::unique_ptr<internal::ServerLoop>> loops_;
-  std::vector<std::unique_ptr<internal::ServerListener>> listeners_;
   std::unique_ptr<internal::WorkerPool> workers_;
   std::atomic<size_t> next_loop_{0};
 
-  std::mutex mu_;
-  std::condition_variable changed_;  // any of the fields below changed
-  bool shutdown_started_ = false;    // guarded by mu_
-  bool shutdown_done_ = false;       // guarded by mu_
-  int live_connections_ = 0;         // guarded by mu_
-  // Counted without the mutex (twice per call); see CallEnded().
-  std::atomic<int> live_calls_{0};
+  mutable transport::io::Mutex mu_;
+  // Any of the fields below changed, or a method's count of live calls
+  // dropped to zero while Shutdown waits.
+  transport::io::CondVar changed_;
+  std::vector<std::unique_ptr<internal::ServerListener>> listeners_
+      ABSL_GUARDED_BY(mu_);
+  bool shutdown_started_ ABSL_GUARDED_BY(mu_) = false;
+  bool shutdown_done_ ABSL_GUARDED_BY(mu_) = false;
+  int live_connections_ ABSL_GUARDED_BY(mu_) = 0;
+  // Set (before Shutdown first looks at the counts) while Shutdown waits
+  // for calls: CallEnded() takes mu_ to wake it only then, so a call costs
+  // two atomic operations on its method's count and no lock.
+  std::atomic<bool> watching_calls_{false};
 };
 
 }  // namespace h2rpc

@@ -19,8 +19,6 @@ absl::string_view ServerContext::authority() const {
   return stream_->authority();
 }
 
-bool ServerContext::IsCancelled() const { return stream_->cancelled(); }
-
 CompressionAlgorithmSet ServerContext::client_accepted_compression() const {
   return stream_->client_accepted_encodings();
 }
@@ -31,6 +29,14 @@ CompressionAlgorithm ServerContext::ResponseCompression(
   return stream_->client_accepted_encodings().Contains(chosen)
              ? chosen
              : CompressionAlgorithm::kIdentity;
+}
+
+void ServerContext::Bind(transport::http2::ServerStream* stream,
+                         internal::CancellableServerCall* call) {
+  stream_ = stream;
+  call_ = call;
+  peer_ = stream->peer();
+  cancelled_.store(false, std::memory_order_relaxed);
 }
 
 void ServerContext::Reset() {

@@ -1,6 +1,7 @@
 #ifndef H2RPC_RPC_SERVER_CONTEXT_H_
 #define H2RPC_RPC_SERVER_CONTEXT_H_
 
+#include <atomic>
 #include <string>
 
 #include "absl/strings/string_view.h"
@@ -30,9 +31,12 @@ class CancellableServerCall {
 }  // namespace internal
 
 // Per-call facts and settings on the server: what the client sent (metadata,
-// deadline, peer) and the metadata to send back. Valid for the duration of
-// the handler. Accessors are safe from the handler's thread; IsCancelled()
-// from any thread.
+// deadline, peer) and the metadata to send back. Valid while the handler
+// runs: until a synchronous handler returns, a callback handler calls its
+// UnaryDone, or a reactor's OnDone. Accessors and setters are for the
+// handler's thread (or the loop thread, for reactors); IsCancelled() and
+// TryCancel() are safe from any thread in that time, also when they race the
+// handler's end.
 class ServerContext {
  public:
   ServerContext(const ServerContext&) = delete;
@@ -50,11 +54,18 @@ class ServerContext {
   // "127.0.0.1:54321".
   const std::string& peer() const { return peer_; }
   // True once the call cannot complete normally any more: the client
-  // cancelled, the deadline passed, or the connection was lost.
-  bool IsCancelled() const;
+  // cancelled, the deadline passed, the connection was lost, or TryCancel()
+  // was called. Any thread: an atomic flag, set on the loop thread (and by
+  // TryCancel), never a look at the call's transport stream.
+  bool IsCancelled() const {
+    return cancelled_.load(std::memory_order_acquire);
+  }
   // Cancels the call from the server's side: the client sees CANCELLED
   // (RST_STREAM(CANCEL)), the handler's reads and writes fail, and the
   // response and status are not sent. Any thread, while the handler runs.
+  // A TryCancel racing the handler's end (done(), Finish) either cancels
+  // this call or does nothing: it never reaches another call, even when the
+  // server reuses this call's objects for the next one.
   void TryCancel() { call_->RequestCancel(); }
 
   // Compresses the response messages with `algorithm` if the client accepts
@@ -85,6 +96,12 @@ class ServerContext {
   friend class internal::ServerCall;
   friend class internal::ServerStreamCall;
   ServerContext() = default;
+  // Loop thread: the context serves a new call on `stream` (before the
+  // handler can see it).
+  void Bind(transport::http2::ServerStream* stream,
+            internal::CancellableServerCall* call);
+  // The call was cancelled (any thread).
+  void MarkCancelled() { cancelled_.store(true, std::memory_order_release); }
   void Reset();
   // The response's encoding: the chosen one (or `server_default`) if the
   // client accepts it, else identity.
@@ -96,6 +113,7 @@ class ServerContext {
   std::string peer_;
   absl::optional<CompressionAlgorithm> compression_;
   bool last_message_compressed_ = false;  // written on the loop thread
+  std::atomic<bool> cancelled_{false};
   Metadata initial_metadata_;
   Metadata trailing_metadata_;
 };

@@ -23,6 +23,10 @@ class ServerStreamCall;
 // with StartSendInitialMetadata(), or with Finish. Finish(status) sends the
 // trailers (status and the context's trailing metadata) after every
 // message written; it must be called exactly once, even after OnCancel.
+// Misuse (a second Finish; a read, write or StartSendInitialMetadata while
+// another is outstanding) is reported naming the method: a debug build
+// aborts, an optimized one fails the call with INTERNAL. The call still
+// ends, with OnDone.
 class ServerStreamReactor {
  public:
   // Inside a registered factory the reactor binds to the call being

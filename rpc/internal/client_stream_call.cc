@@ -19,16 +19,20 @@ ClientStreamCall::ClientStreamCall(Channel* channel,
 void ClientStreamCall::Prepare(ClientContext* context, absl::string_view method,
                                const google::protobuf::MessageLite* request,
                                google::protobuf::MessageLite* response) {
-  start_error_ = BindContext(context);
-  if (start_error_.ok()) start_error_ = channel_->loop_status_;
+  start_error_ = channel_->loop_status_;
   if (start_error_.ok()) start_error_ = Describe(context, method);
   single_response_ = response;
-  if (request == nullptr || !start_error_.ok()) return;
-  start_error_ =
-      SerializeFramed(*request, send_compression_,
-                      channel_->options_.connection.max_send_message_size,
-                      &stream_.outgoing().buffer());
-  stream_.outgoing().set_end_of_data();
+  if (request != nullptr && start_error_.ok()) {
+    start_error_ =
+        SerializeFramed(*request, send_compression_,
+                        channel_->options_.connection.max_send_message_size,
+                        &stream_.outgoing().buffer());
+    stream_.outgoing().set_end_of_data();
+  }
+  // Last: once bound, TryCancel (any thread) may reach the call, and its
+  // task writes start_error_ on the loop.
+  Status bound = BindContext(context);
+  if (!bound.ok()) start_error_ = std::move(bound);
 }
 
 void ClientStreamCall::StartCall() {
@@ -42,6 +46,10 @@ void ClientStreamCall::StartCall() {
 }
 
 void ClientStreamCall::StartWritesDone() {
+  if (writes_done_started_.exchange(true, std::memory_order_acq_rel)) {
+    ReportOpMisuse("StartWritesDone called twice");
+    return;
+  }
   BeginOp();
   loop_->Post(&writes_done_task_);
 }
@@ -138,6 +146,12 @@ void ClientStreamCall::MaybeDone() {
 }
 
 void ClientStreamCall::RunDone() {
+  // An operation started after this task was posted (a misuse report from
+  // another thread): its completion calls MaybeDone() again.
+  if (ops_outstanding()) {
+    done_posted_ = false;
+    return;
+  }
   reactor_->OnDone(status_);
   Unref();
 }

@@ -47,6 +47,8 @@ class ClientStreamCall final : public ChannelCall,
     return stream_.outgoing();
   }
   void ResumeSend() override { stream_.ResumeSend(); }
+  // Both keep the context's count of held bytes too; only this call's loop
+  // thread writes it, so no read-modify-write is needed.
   size_t HoldMessage() override {
     const size_t bytes = stream_.HoldMessage();
     std::atomic<size_t>& held = context_->held_bytes_;
@@ -56,13 +58,15 @@ class ClientStreamCall final : public ChannelCall,
   }
   CompressionAlgorithm SendCompression() override { return send_compression_; }
   void ReleaseMessage(size_t held_bytes) override {
-    // Only this loop thread writes the count: no read-modify-write needed.
     std::atomic<size_t>& held = context_->held_bytes_;
     held.store(held.load(std::memory_order_relaxed) - held_bytes,
                std::memory_order_relaxed);
     stream_.ReleaseMessage(held_bytes);
   }
   void FailCall(const Status& status) override { CancelOnLoop(status); }
+  absl::string_view MethodName() const override {
+    return stream_.description.method_path;
+  }
   void ReadDone(bool ok) override {
     if (ok) context_->last_message_compressed_ = last_read_compressed();
     reactor_->OnReadDone(ok);
@@ -90,6 +94,7 @@ class ClientStreamCall final : public ChannelCall,
   google::protobuf::MessageLite* single_response_ = nullptr;
   bool got_single_response_ = false;
   std::atomic<bool> discard_requested_{false};
+  std::atomic<bool> writes_done_started_{false};
   // Loop thread.
   bool initial_metadata_reported_ = false;
   bool closed_ = false;

@@ -9,11 +9,10 @@ namespace h2rpc::internal {
 // while one is outstanding, a UnaryDone called twice or never): reported,
 // never left to hang a call or leak a count.
 //
-// ReportMisuse writes `message` ("h2rpc: API misuse: " + message) to stderr.
-// In debug builds (NDEBUG not defined) it then aborts, like a failed CHECK;
-// in optimized builds it returns, and the caller fails the call with
-// INTERNAL (MisuseStatus) or ignores the duplicate. Any thread; allocates
-// the line it writes.
+// ReportMisuse writes "h2rpc: API misuse: " + `message` to stderr. In debug
+// builds (NDEBUG not defined) it then aborts, like a failed CHECK; in
+// optimized builds it returns, and the caller fails the call with INTERNAL
+// or ignores the duplicate. Any thread; allocates nothing beyond `message`.
 void ReportMisuse(const std::string& message);
 
 // Whether ReportMisuse aborts: true in debug builds, false under NDEBUG.

@@ -2,29 +2,63 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+#include "rpc/internal/misuse.h"
 #include "rpc/internal/serialize_framed.h"
 #include "rpc/internal/server_loop.h"
 
 namespace h2rpc {
 
-void UnaryDone::operator()(const Status& status) const {
-  call_->HandlerDone(status);
+UnaryDone& UnaryDone::operator=(UnaryDone&& other) noexcept {
+  if (this != &other) {
+    if (call_ != nullptr) Dropped();
+    call_ = other.call_;
+    method_ = other.method_;
+    other.call_ = nullptr;
+  }
+  return *this;
+}
+
+UnaryDone::~UnaryDone() {
+  if (call_ != nullptr) Dropped();
+}
+
+void UnaryDone::operator()(const Status& status) {
+  if (call_ == nullptr) {
+    internal::ReportMisuse(
+        absl::StrCat("the UnaryDone of a call of ", method_,
+                     " was called twice (or after being moved from); ignored"));
+    return;
+  }
+  internal::ServerCall* call = call_;
+  call_ = nullptr;
+  call->HandlerDone(status);
+}
+
+void UnaryDone::Dropped() {
+  const std::string message =
+      absl::StrCat("the UnaryDone of a call of ", method_,
+                   " was destroyed without being called");
+  internal::ReportMisuse(message);
+  internal::ServerCall* call = call_;
+  call_ = nullptr;
+  call->HandlerDone(Status(StatusCode::kInternal, message));
 }
 
 namespace internal {
 
 void ServerCall::Begin(Server* server, const Method* method,
+                       absl::string_view method_name,
                        transport::http2::ServerStream* stream) {
   server_ = server;
   method_ = method;
+  method_name_ = method_name;
   request_ = method->NewRequest(&arena_);
   response_ = method->NewResponse(&arena_);
   stream_ = stream;
   stream->observer = this;
-  context_.stream_ = stream;
-  context_.call_ = this;
-  cancel_requested_.store(false, std::memory_order_relaxed);
-  context_.peer_ = stream->peer();
+  context_.Bind(stream, this);
+  cancel_gate_.Open();
   got_request_ = false;
   handler_running_ = false;
 }
@@ -58,7 +92,8 @@ void ServerCall::OnHalfClose() {
 void ServerCall::RunHandler() {
   handler_running_ = true;
   if (!method_->sync()) {
-    method_->RunCallback(&context_, request_, response_, UnaryDone(this));
+    method_->RunCallback(&context_, request_, response_,
+                         UnaryDone(this, method_name_));
     return;
   }
   const Status status = server_->workers_->TrySubmit(&handler_task_);
@@ -85,15 +120,22 @@ void ServerCall::HandlerDone(const Status& status) {
 }
 
 void ServerCall::RequestCancel() {
-  if (cancel_requested_.exchange(true)) return;
+  if (!cancel_gate_.RequestCancel()) return;
+  // Accepted while the call runs: the object stays this call's until the
+  // task has run.
+  context_.MarkCancelled();
   loop_->loop().Post(&cancel_task_);
 }
 
 void ServerCall::RunCancel() {
+  // stream_ is this call's while it runs (the gate kept the object from
+  // being reused), null if it ended meanwhile.
   if (stream_ != nullptr) stream_->ResetWithCancel();
+  if (cancel_gate_.CancelTaskDone()) Recycle();
 }
 
 void ServerCall::OnCancel() {
+  context_.MarkCancelled();
   // While the handler runs, its completion cleans up.
   if (!handler_running_) End();
 }
@@ -128,7 +170,6 @@ void ServerCall::Run() {
 void ServerCall::End() {
   transport::http2::ServerStream* stream = stream_;
   stream_ = nullptr;
-  Server* server = server_;
   context_.Reset();
   // Frees the messages (and whatever outgrew the first block) now rather
   // than when the pooled call is next used; keeps the first block.
@@ -136,8 +177,14 @@ void ServerCall::End() {
   response_ = nullptr;
   arena_.Reset();
   stream->Release();
+  if (cancel_gate_.Close()) Recycle();
+}
+
+void ServerCall::Recycle() {
+  Server* server = server_;
+  const Method* method = method_;
   loop_->ReturnCall(this);
-  server->CallEnded();  // last: Shutdown() may be waiting for it
+  server->CallEnded(method);  // last: Shutdown() may be waiting for it
 }
 
 }  // namespace internal

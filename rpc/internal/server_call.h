@@ -1,12 +1,13 @@
 #ifndef H2RPC_RPC_INTERNAL_SERVER_CALL_H_
 #define H2RPC_RPC_INTERNAL_SERVER_CALL_H_
 
-#include <atomic>
 #include <memory>
 #include <string>
 
+#include "absl/strings/string_view.h"
 #include "google/protobuf/arena.h"
 #include "google/protobuf/message_lite.h"
+#include "rpc/internal/cancel_gate.h"
 #include "rpc/internal/member_task.h"
 #include "rpc/internal/worker_pool.h"
 #include "rpc/server.h"
@@ -35,17 +36,27 @@ class ServerLoop;
 // ServerOptions::max_sync_threads busy) never runs: the call ends at once
 // with RESOURCE_EXHAUSTED. A cancel (OnCancel) during the handler only marks
 // the call; the handler's completion then just cleans up.
+//
+// Lifetime: the call is handed to the handler once and completes once
+// (UnaryDone is move-only and once-only; a worker completes its task once),
+// so the completion task can never find the call reused. A cancel from
+// another thread (TryCancel) goes through a CancelGate: accepted only while
+// the call runs, and an accepted one keeps the object out of the pool until
+// its task has run. Recycle(), which returns the object to the pool and
+// ends the server's count of the call, runs exactly once per call.
 class ServerCall final : public transport::http2::ServerStream::Observer,
                          public CancellableServerCall,
                          private transport::io::Task {
  public:
   explicit ServerCall(ServerLoop* loop) : loop_(loop) {}
 
-  // Loop thread: binds the call to a new stream.
+  // Loop thread: binds the call to a new stream. `method_name` (the
+  // server's copy of the path) names the call in misuse reports.
   void Begin(Server* server, const Method* method,
+             absl::string_view method_name,
              transport::http2::ServerStream* stream);
-  // Any thread: a callback handler finished (UnaryDone). Loop thread: a
-  // synchronous handler could not start (`status` says why).
+  // Any thread, once per call: a callback handler finished (UnaryDone).
+  // Loop thread: a synchronous handler could not start (`status` says why).
   void HandlerDone(const Status& status);
   // Any thread, while the handler runs (ServerContext::TryCancel).
   void RequestCancel() override;
@@ -73,7 +84,11 @@ class ServerCall final : public transport::http2::ServerStream::Observer,
 
   void RunHandler();
   void RunCancel();
+  // The call is over: releases the stream; recycles the object unless a
+  // cancel task still holds it.
   void End();
+  // Back to the loop's pool; the server's count of live calls drops.
+  void Recycle();
 
   // Room for a typical unary request and response with their sub-messages,
   // after the arena's own header.
@@ -88,6 +103,8 @@ class ServerCall final : public transport::http2::ServerStream::Observer,
   ServerLoop* const loop_;
   Server* server_ = nullptr;
   const Method* method_ = nullptr;
+  absl::string_view method_name_;
+  // The call's stream while it runs; null once End() released it.
   transport::http2::ServerStream* stream_ = nullptr;
   ServerContext context_;
   // The arena's first block, declared first so that it outlives the arena.
@@ -99,8 +116,7 @@ class ServerCall final : public transport::http2::ServerStream::Observer,
   bool handler_running_ = false;
   Status handler_status_;
   HandlerTask handler_task_{this};
-  // Posted before the handler's completion, so it runs first.
-  std::atomic<bool> cancel_requested_{false};
+  CancelGate cancel_gate_;
   MemberTask<ServerCall, &ServerCall::RunCancel> cancel_task_{this};
 };
 

@@ -16,17 +16,18 @@ ServerStreamCall* ServerStreamCall::BindingCall() { return binding_call; }
 
 ServerStreamCall::ServerStreamCall(ServerLoop* loop, Server* server,
                                    const Method* method,
+                                   absl::string_view method_name,
                                    transport::http2::ServerStream* stream)
     : StreamOps(&loop->loop(), server->options_.stream_write_buffer,
                 server->options_.connection.max_send_message_size),
       loop_(loop),
       server_(server),
       method_(method),
+      method_name_(method_name),
       stream_(stream) {
   stream->observer = this;
-  context_.stream_ = stream;
-  context_.call_ = this;
-  context_.peer_ = stream->peer();
+  context_.Bind(stream, this);
+  cancel_gate_.Open();
   if (method->kind() == MethodKind::kServerStreaming) {
     request_.reset(method->NewRequest(nullptr));
   } else if (method->kind() == MethodKind::kClientStreaming) {
@@ -53,7 +54,10 @@ void ServerStreamCall::StartHandler() {
   binding_call = nullptr;
   if (reactor_ == nullptr) {
     reactor_ = &blocking_;  // receives the remaining events
-    Finish(Status(StatusCode::kInternal, "the handler created no reactor"));
+    // Unless a reactor the factory dropped has finished the call already.
+    if (!finish_called_.load(std::memory_order_acquire)) {
+      Finish(Status(StatusCode::kInternal, "the handler created no reactor"));
+    }
   }
 }
 
@@ -100,6 +104,7 @@ void ServerStreamCall::OnHalfClose() {
 }
 
 void ServerStreamCall::OnCancel() {
+  context_.MarkCancelled();
   EndReadsAndWrites();
   if (!handler_started_) {
     finished_ = true;  // no handler will ever call Finish
@@ -125,6 +130,10 @@ void ServerStreamCall::ResumeSend() {
 }
 
 void ServerStreamCall::StartSendInitialMetadata() {
+  if (metadata_outstanding_.exchange(true, std::memory_order_acq_rel)) {
+    ReportOpMisuse("StartSendInitialMetadata while one is outstanding");
+    return;
+  }
   BeginOp();
   loop_->loop().Post(&metadata_task_);
 }
@@ -133,10 +142,15 @@ void ServerStreamCall::RunSendInitialMetadata() {
   const bool ok = !stream_->cancelled() && !stream_->finished();
   SendCompression();  // the headers name the encoding
   stream_->SendInitialMetadata(&context_.initial_metadata_);
+  metadata_outstanding_.store(false, std::memory_order_release);
   EndOp([&] { reactor_->OnSendInitialMetadataDone(ok); });
 }
 
 void ServerStreamCall::Finish(const Status& status) {
+  if (finish_called_.exchange(true, std::memory_order_acq_rel)) {
+    ReportOpMisuse("Finish called twice");
+    return;
+  }
   finish_status_ = status;
   BeginOp();
   loop_->loop().Post(&finish_task_);
@@ -166,14 +180,16 @@ void ServerStreamCall::RunFinish() {
 }
 
 void ServerStreamCall::RequestCancel() {
-  if (cancel_requested_.exchange(true)) return;
-  BeginOp();  // keeps the call until the task has run
+  if (!cancel_gate_.RequestCancel()) return;
+  // Accepted while the call runs: the object stays until the task has run.
+  context_.MarkCancelled();
   loop_->loop().Post(&cancel_task_);
 }
 
 void ServerStreamCall::RunCancel() {
-  stream_->ResetWithCancel();
-  EndOp([] {});
+  // Null once the call is done (the gate kept the object alive).
+  if (stream_ != nullptr) stream_->ResetWithCancel();
+  if (cancel_gate_.CancelTaskDone()) Destroy();
 }
 
 void ServerStreamCall::MaybeDone() {
@@ -183,13 +199,25 @@ void ServerStreamCall::MaybeDone() {
 }
 
 void ServerStreamCall::RunDone() {
+  // An operation started after this task was posted (a misuse report from
+  // another thread): its completion calls MaybeDone() again.
+  if (ops_outstanding()) {
+    done_posted_ = false;
+    return;
+  }
   if (handler_started_) reactor_->OnDone();
   transport::http2::ServerStream* stream = stream_;
-  Server* server = server_;
+  stream_ = nullptr;
   context_.Reset();
   stream->Release();
+  if (cancel_gate_.Close()) Destroy();
+}
+
+void ServerStreamCall::Destroy() {
+  Server* server = server_;
+  const Method* method = method_;
   delete this;
-  server->CallEnded();  // last: Shutdown() may be waiting for it
+  server->CallEnded(method);  // last: Shutdown() may be waiting for it
 }
 
 }  // namespace h2rpc::internal

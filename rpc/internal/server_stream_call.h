@@ -4,7 +4,9 @@
 #include <atomic>
 #include <memory>
 
+#include "absl/strings/string_view.h"
 #include "google/protobuf/message_lite.h"
+#include "rpc/internal/cancel_gate.h"
 #include "rpc/internal/stream_ops.h"
 #include "rpc/internal/worker_pool.h"
 #include "rpc/server.h"
@@ -25,14 +27,26 @@ class ServerLoop;
 // A server-streaming handler starts once the request message has arrived;
 // the others start at once. A synchronous handler that gets no worker thread
 // (all ServerOptions::max_sync_threads busy) never runs: the call finishes
-// at once with RESOURCE_EXHAUSTED. The call is done when Finish has run (or the
-// call was cancelled and Finish was still called) and every operation has
-// completed.
+// at once with RESOURCE_EXHAUSTED. The call is done when Finish has run (or
+// the call was cancelled and Finish was still called) and every operation
+// has completed.
+//
+// Lifetime: every task posted from another thread is counted as an
+// operation (StreamOps), so the call outlives it, except the cancel, which
+// goes through a CancelGate (accepted only while the call runs; an accepted
+// one keeps the object until its task has run). Misuse (a second Finish, a
+// second read, write or initial metadata while one is outstanding) is
+// reported and fails the call with INTERNAL instead of counting an
+// operation that would never complete. Destroy(), which deletes the object
+// and ends the server's count of the call, runs exactly once per call.
 class ServerStreamCall final : public StreamOps,
                                public transport::http2::ServerStream::Observer,
                                public CancellableServerCall {
  public:
+  // `method_name` (the server's copy of the path) names the call in misuse
+  // reports.
   ServerStreamCall(ServerLoop* loop, Server* server, const Method* method,
+                   absl::string_view method_name,
                    transport::http2::ServerStream* stream);
   // Loop thread, once constructed: starts the handler (or waits for the
   // request of a server-streaming call).
@@ -42,7 +56,7 @@ class ServerStreamCall final : public StreamOps,
   // any (see ServerStreamReactor's constructor).
   static ServerStreamCall* BindingCall();
 
-  // Any thread.
+  // Any thread, until OnDone. Finish once; initial metadata once at a time.
   void StartSendInitialMetadata();
   void Finish(const Status& status);
   void RequestCancel() override;
@@ -59,6 +73,7 @@ class ServerStreamCall final : public StreamOps,
     stream_->ReleaseMessage(held_bytes);
   }
   void FailCall(const Status& status) override { stream_->Abort(status); }
+  absl::string_view MethodName() const override { return method_name_; }
   void ReadDone(bool ok) override {
     if (ok) context_.last_message_compressed_ = last_read_compressed();
     reactor_->OnReadDone(ok);
@@ -89,10 +104,14 @@ class ServerStreamCall final : public StreamOps,
   void RunCancel();
   void MaybeDone();
   void RunDone();
+  // Deletes the call; the server's count of live calls drops.
+  void Destroy();
 
   ServerLoop* const loop_;
   Server* const server_;
   const Method* const method_;
+  const absl::string_view method_name_;
+  // Null once RunDone() released it.
   transport::http2::ServerStream* stream_;
   ServerContext context_;
   std::unique_ptr<google::protobuf::MessageLite> request_;   // server streaming
@@ -104,7 +123,11 @@ class ServerStreamCall final : public StreamOps,
   bool finished_ = false;
   bool done_posted_ = false;
   Status finish_status_;  // set by Finish before its task runs
-  std::atomic<bool> cancel_requested_{false};
+  // Set by the first Finish / StartSendInitialMetadata (any thread); the
+  // latter cleared again when its task runs.
+  std::atomic<bool> finish_called_{false};
+  std::atomic<bool> metadata_outstanding_{false};
+  CancelGate cancel_gate_;
 
   Status handler_status_;  // written by handler_task_'s Run()
   HandlerTask handler_task_{this};

@@ -1,5 +1,10 @@
 #include "rpc/internal/stream_ops.h"
 
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "rpc/internal/misuse.h"
 #include "rpc/internal/serialize_framed.h"
 
 namespace h2rpc::internal {
@@ -11,6 +16,10 @@ StreamOps::StreamOps(transport::io::EventLoop* loop, size_t write_buffer_size,
       max_send_message_size_(max_send_message_size) {}
 
 void StreamOps::StartRead(google::protobuf::MessageLite* message) {
+  if (read_outstanding_.exchange(true, std::memory_order_acq_rel)) {
+    ReportOpMisuse("StartRead while a read is outstanding");
+    return;
+  }
   read_target_ = message;
   BeginOp();
   loop_->Post(&read_task_);
@@ -18,10 +27,31 @@ void StreamOps::StartRead(google::protobuf::MessageLite* message) {
 
 void StreamOps::StartWrite(const google::protobuf::MessageLite* message,
                            WriteOptions options) {
+  if (write_outstanding_.exchange(true, std::memory_order_acq_rel)) {
+    ReportOpMisuse("StartWrite while a write is outstanding");
+    return;
+  }
   write_message_ = message;
   write_options_ = options;
   BeginOp();
   loop_->Post(&write_task_);
+}
+
+void StreamOps::ReportOpMisuse(absl::string_view what) {
+  std::string message =
+      absl::StrCat(what, " on a call of ", MethodName(), "; the call fails");
+  ReportMisuse(message);
+  if (misuse_posted_.exchange(true, std::memory_order_acq_rel)) return;
+  misuse_message_ = std::move(message);
+  BeginOp();
+  loop_->Post(&misuse_task_);
+}
+
+void StreamOps::RunMisuse() {
+  EndOp([&] {
+    FailCall(Status(StatusCode::kInternal,
+                    absl::StrCat("API misuse: ", misuse_message_)));
+  });
 }
 
 // ---------------------------------------------------------------------------
@@ -69,6 +99,7 @@ Status StreamOps::ParseError() {
 
 void StreamOps::CompleteRead(bool ok) {
   read_waiting_ = false;
+  read_outstanding_.store(false, std::memory_order_release);
   EndOp([&] { ReadDone(ok); });
 }
 
@@ -142,6 +173,7 @@ void StreamOps::RunWriteDrained() {
 
 void StreamOps::CompleteWrite(bool ok) {
   write_waiting_ = false;
+  write_outstanding_.store(false, std::memory_order_release);
   EndOp([&] { WriteDone(ok); });
 }
 

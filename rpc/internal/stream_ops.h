@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <string>
 
 #include "absl/strings/string_view.h"
 #include "google/protobuf/message_lite.h"
@@ -19,6 +20,13 @@ namespace h2rpc::internal {
 // and the server side. The application starts at most one read and one
 // write at a time, from any thread; each runs on the loop thread and
 // completes through ReadDone / WriteDone (on the loop thread).
+//
+// Every task posted to the loop (a read, a write, a misuse report, and the
+// derived class's own through BeginOp) counts as an operation until it has
+// completed, and the derived class frees the call only once none is
+// outstanding, so no task ever finds its call gone. A read or write started
+// while another is outstanding is misuse (ReportOpMisuse): it is not
+// counted, so it cannot leave an operation that never completes.
 //
 // Backpressure, both ways:
 //  * A message that arrives while no read is waiting is queued and *held*:
@@ -56,6 +64,14 @@ class StreamOps : private transport::http2::OutgoingData::DrainListener {
   virtual void ReadDone(bool ok) = 0;
   virtual void WriteDone(bool ok) = 0;
   virtual void OpCompleted() = 0;
+  // "/package.Service/Method", for misuse reports; any thread.
+  virtual absl::string_view MethodName() const = 0;
+
+  // Any thread: the application misused the call (`what`). Reports it,
+  // naming the method (a debug build aborts; see rpc/internal/misuse.h),
+  // then fails the call with INTERNAL on the loop (once; counted as an
+  // operation, so the call outlives the report).
+  void ReportOpMisuse(absl::string_view what);
 
   // Loop thread, from the transport observer: a received message. A non-OK
   // return fails the stream.
@@ -98,6 +114,7 @@ class StreamOps : private transport::http2::OutgoingData::DrainListener {
  private:
   void RunRead();
   void RunWrite();
+  void RunMisuse();
   void RunWriteDrained();
   void OnOutgoingDrained() override;
   bool ParseIntoReadTarget(absl::string_view message);
@@ -108,6 +125,14 @@ class StreamOps : private transport::http2::OutgoingData::DrainListener {
   const size_t write_buffer_size_;
   const size_t max_send_message_size_;
   std::atomic<int> ops_{0};
+  // A read / write is outstanding: set by StartRead / StartWrite (any
+  // thread), cleared on the loop thread just before its completion runs.
+  std::atomic<bool> read_outstanding_{false};
+  std::atomic<bool> write_outstanding_{false};
+  // The first misuse posts misuse_task_ with its message; later ones are
+  // only reported.
+  std::atomic<bool> misuse_posted_{false};
+  std::string misuse_message_;  // written before misuse_task_ is posted
 
   // Set by StartRead/StartWrite before posting; read on the loop thread.
   google::protobuf::MessageLite* read_target_ = nullptr;
@@ -125,6 +150,7 @@ class StreamOps : private transport::http2::OutgoingData::DrainListener {
   MemberTask<StreamOps, &StreamOps::RunRead> read_task_{this};
   MemberTask<StreamOps, &StreamOps::RunWrite> write_task_{this};
   MemberTask<StreamOps, &StreamOps::RunWriteDrained> drained_task_{this};
+  MemberTask<StreamOps, &StreamOps::RunMisuse> misuse_task_{this};
 };
 
 }  // namespace h2rpc::internal

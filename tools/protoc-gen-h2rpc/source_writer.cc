@@ -150,7 +150,7 @@ Registration CallbackRegistration(const MethodModel& m) {
           {context, absl::StrCat("const ", m.request, "* request"),
            absl::StrCat(m.response, "* response"), "::h2rpc::UnaryDone done"},
           absl::StrCat("this->", m.name),
-          {"context", "request", "response", "done"}};
+          {"context", "request", "response", "std::move(done)"}};
     case MethodKind::kServerStreaming:
       return {"RegisterCallbackServerStreaming",
               {context, absl::StrCat("const ", m.request, "* request")},

@@ -145,9 +145,16 @@ void ClientConnection::FailStream(ClientStream* stream, Status status) {
   nghttp2_submit_rst_stream(session(), NGHTTP2_FLAG_NONE, stream->stream_id_,
                             NGHTTP2_CANCEL);
   RequestFlush();
-  // A request still waiting for a stream slot never opens: nghttp2 drops it
-  // without a close callback, so deliver now.
-  if (nghttp2_session_find_stream(session(), stream->stream_id_) == nullptr) {
+  // A request still waiting for a stream slot may wait for ever: deliver
+  // now. nghttp2 still holds its queued HEADERS, with `stream` as user data,
+  // and reports that stream closed when it takes the HEADERS off the queue
+  // (once a slot frees up); by then the call may be over and its pooled
+  // objects serving another call. So nghttp2 forgets `stream` first (it
+  // accepts that for a queued request); if it could not, that report
+  // delivers the call instead.
+  if (nghttp2_session_find_stream(session(), stream->stream_id_) == nullptr &&
+      nghttp2_session_set_stream_user_data(session(), stream->stream_id_,
+                                           nullptr) == 0) {
     Unlink(stream);
     Deliver(stream);
   }

@@ -1,0 +1,201 @@
+// Server::Shutdown's contract: at the deadline the calls left are cancelled;
+// from then on it waits only for handlers, logs the methods of those still
+// running every ServerOptions::shutdown_grace_period, and returns once the
+// last handler has returned, never before (a handler may still touch the
+// server until then).
+#include "rpc/server.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/match.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "proto/grpc/testing/messages.pb.h"
+#include "rpc/channel.h"
+#include "test/util/notification.h"
+#include "transport/io/mutex.h"
+
+namespace h2rpc {
+namespace {
+
+using grpc::testing::SimpleRequest;
+using grpc::testing::SimpleResponse;
+using ::h2rpc::testing::Notification;
+using ::testing::HasSubstr;
+using transport::io::Mutex;
+using transport::io::MutexLock;
+
+constexpr absl::Duration kHangTimeout = absl::Seconds(30);
+
+template <class Condition>
+bool WaitFor(Condition condition, absl::Duration timeout = kHangTimeout) {
+  const absl::Time give_up = absl::Now() + timeout;
+  while (!condition()) {
+    if (absl::Now() >= give_up) return false;
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  return true;
+}
+
+// Sends what this process writes to stderr into a pipe while it lives, and
+// keeps it; echoes it to stdout at the end, so nothing is lost from the log.
+class StderrCapture {
+ public:
+  StderrCapture() {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) return;
+    std::fflush(stderr);
+    saved_ = dup(STDERR_FILENO);
+    dup2(fds[1], STDERR_FILENO);
+    close(fds[1]);
+    read_fd_ = fds[0];
+    reader_ = std::thread([this] {
+      char buffer[4096];
+      ssize_t n;
+      while ((n = read(read_fd_, buffer, sizeof(buffer))) > 0) {
+        MutexLock lock(&mu_);
+        text_.append(buffer, static_cast<size_t>(n));
+      }
+    });
+  }
+  ~StderrCapture() {
+    if (saved_ < 0) return;
+    std::fflush(stderr);
+    dup2(saved_, STDERR_FILENO);  // closes the pipe's last write end
+    close(saved_);
+    reader_.join();
+    close(read_fd_);
+    std::printf("--- captured stderr ---\n%s--- end ---\n", Text().c_str());
+  }
+
+  std::string Text() {
+    MutexLock lock(&mu_);
+    return text_;
+  }
+  bool WaitForText(absl::string_view part) {
+    return WaitFor([&] { return absl::StrContains(Text(), part); });
+  }
+
+ private:
+  int saved_ = -1;
+  int read_fd_ = -1;
+  std::thread reader_;
+  Mutex mu_;
+  std::string text_ ABSL_GUARDED_BY(mu_);
+};
+
+constexpr char kStuck[] = "/h2rpc.test.Server/Stuck";
+
+TEST(ServerShutdownTest, WaitsForAHandlerThatIgnoresCancellationAndLogsIt) {
+  Notification entered;
+  Notification release;
+  std::atomic<bool> saw_cancel{false};
+  ServerOptions options;
+  options.shutdown_grace_period = absl::Milliseconds(100);
+  int port = 0;
+  Status status;
+  std::unique_ptr<Server> server =
+      Server::Builder()
+          .SetOptions(options)
+          .AddListeningPort("127.0.0.1:0", &port)
+          .RegisterUnary<SimpleRequest, SimpleResponse>(
+              kStuck,
+              [&](ServerContext* context, const SimpleRequest&,
+                  SimpleResponse*) {
+                entered.Notify();
+                // Ignores cancellation until released, then looks at its
+                // context: the server must still be there.
+                release.WaitForNotification();
+                saw_cancel = context->IsCancelled();
+                return Status();
+              })
+          .BuildAndStart(&status);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+
+  Channel channel("127.0.0.1:" + std::to_string(port));
+  Status call_status;
+  std::thread caller([&] {
+    SimpleRequest request;
+    SimpleResponse response;
+    ClientContext context;
+    context.set_timeout(kHangTimeout);
+    call_status = channel.UnaryCall(&context, kStuck, request, &response);
+  });
+  ASSERT_TRUE(entered.WaitForNotificationWithTimeout(kHangTimeout));
+
+  StderrCapture log;
+  std::atomic<bool> returned{false};
+  std::thread shutdown([&] {
+    server->Shutdown(absl::Now() + absl::Milliseconds(50));
+    returned = true;
+  });
+  // Past the deadline and the grace period Shutdown names what it waits
+  // for; it has not returned, and the call still counts.
+  EXPECT_TRUE(log.WaitForText(
+      "for 1 call whose handler has not returned: /h2rpc.test.Server/Stuck "
+      "(1 call)"))
+      << log.Text();
+  EXPECT_FALSE(returned.load());
+  EXPECT_EQ(server->live_calls(), 1);
+  // It keeps logging while the handler runs.
+  EXPECT_TRUE(WaitFor([&] {
+    const std::string text = log.Text();
+    return text.find("Shutdown is still waiting") !=
+           text.rfind("Shutdown is still waiting");
+  }));
+  EXPECT_FALSE(returned.load());
+
+  release.Notify();
+  EXPECT_TRUE(WaitFor([&] { return returned.load(); }));
+  shutdown.join();
+  caller.join();
+  EXPECT_TRUE(saw_cancel.load()) << "the deadline cancelled the call";
+  EXPECT_EQ(server->live_calls(), 0);
+  // The client saw its call end when the connection closed at the deadline.
+  EXPECT_FALSE(call_status.ok());
+}
+
+TEST(ServerShutdownTest, ReturnsAtOnceWhenNothingRuns) {
+  ServerOptions options;
+  options.shutdown_grace_period = absl::Milliseconds(1);
+  Status status;
+  std::unique_ptr<Server> server = Server::Builder()
+                                       .SetOptions(options)
+                                       .AddListeningPort("127.0.0.1:0")
+                                       .BuildAndStart(&status);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  StderrCapture log;
+  server->Shutdown(absl::InfiniteFuture());
+  EXPECT_EQ(server->live_calls(), 0);
+  EXPECT_THAT(log.Text(), ::testing::Not(HasSubstr("still waiting")));
+}
+
+TEST(ServerOptionsTest, RefusesAGracePeriodThatIsNotPositive) {
+  for (absl::Duration bad : {absl::ZeroDuration(), absl::Seconds(-1)}) {
+    ServerOptions options;
+    options.shutdown_grace_period = bad;
+    Status status;
+    std::unique_ptr<Server> server = Server::Builder()
+                                         .SetOptions(options)
+                                         .AddListeningPort("127.0.0.1:0")
+                                         .BuildAndStart(&status);
+    EXPECT_EQ(server, nullptr);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(status.message(),
+                HasSubstr("ServerOptions::shutdown_grace_period is "));
+    EXPECT_THAT(status.message(), HasSubstr("it must be more than zero"));
+  }
+}
+
+}  // namespace
+}  // namespace h2rpc
