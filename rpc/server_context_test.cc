@@ -17,6 +17,7 @@
 #include "rpc/channel.h"
 #include "rpc/server.h"
 #include "test/util/notification.h"
+#include "test/util/wait_for.h"
 
 namespace h2rpc {
 namespace {
@@ -25,17 +26,8 @@ using grpc::testing::SimpleRequest;
 using grpc::testing::SimpleResponse;
 using ::h2rpc::testing::Notification;
 
-constexpr absl::Duration kHangTimeout = absl::Seconds(30);
-
-template <class Condition>
-bool WaitFor(Condition condition, absl::Duration timeout = kHangTimeout) {
-  const absl::Time give_up = absl::Now() + timeout;
-  while (!condition()) {
-    if (absl::Now() >= give_up) return false;
-    absl::SleepFor(absl::Milliseconds(1));
-  }
-  return true;
-}
+using ::h2rpc::testing::kHangTimeout;
+using ::h2rpc::testing::WaitFor;
 
 constexpr char kWatched[] = "/h2rpc.test.Context/Watched";
 constexpr char kCancelSelf[] = "/h2rpc.test.Context/CancelSelf";

@@ -23,6 +23,7 @@
 #include "proto/grpc/testing/messages.pb.h"
 #include "rpc/channel.h"
 #include "test/util/notification.h"
+#include "test/util/wait_for.h"
 #include "transport/io/mutex.h"
 
 namespace h2rpc {
@@ -35,17 +36,8 @@ using ::testing::HasSubstr;
 using transport::io::Mutex;
 using transport::io::MutexLock;
 
-constexpr absl::Duration kHangTimeout = absl::Seconds(30);
-
-template <class Condition>
-bool WaitFor(Condition condition, absl::Duration timeout = kHangTimeout) {
-  const absl::Time give_up = absl::Now() + timeout;
-  while (!condition()) {
-    if (absl::Now() >= give_up) return false;
-    absl::SleepFor(absl::Milliseconds(1));
-  }
-  return true;
-}
+using ::h2rpc::testing::kHangTimeout;
+using ::h2rpc::testing::WaitFor;
 
 // Sends what this process writes to stderr into a pipe while it lives, and
 // keeps it; echoes it to stdout at the end, so nothing is lost from the log.

@@ -22,6 +22,7 @@
 #include "rpc/internal/misuse.h"
 #include "rpc/server.h"
 #include "test/util/raw_h2_client.h"
+#include "test/util/wait_for.h"
 #include "transport/io/mutex.h"
 
 namespace h2rpc::internal {
@@ -45,18 +46,8 @@ static_assert(!std::is_copy_assignable<UnaryDone>::value,
 static_assert(std::is_nothrow_move_constructible<UnaryDone>::value,
               "UnaryDone moves without throwing");
 
-// Generous: only catches hangs, never measures speed.
-constexpr absl::Duration kHangTimeout = absl::Seconds(30);
-
-template <class Condition>
-bool WaitFor(Condition condition, absl::Duration timeout = kHangTimeout) {
-  const absl::Time give_up = absl::Now() + timeout;
-  while (!condition()) {
-    if (absl::Now() >= give_up) return false;
-    absl::SleepFor(absl::Milliseconds(1));
-  }
-  return true;
-}
+using ::h2rpc::testing::kHangTimeout;
+using ::h2rpc::testing::WaitFor;
 
 constexpr char kCancelThenDone[] = "/h2rpc.test.Calls/CancelThenDone";
 constexpr char kHold[] = "/h2rpc.test.Calls/Hold";

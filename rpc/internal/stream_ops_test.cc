@@ -21,6 +21,7 @@
 #include "rpc/internal/misuse.h"
 #include "rpc/server.h"
 #include "test/util/notification.h"
+#include "test/util/wait_for.h"
 
 namespace h2rpc::internal {
 namespace {
@@ -30,17 +31,8 @@ using grpc::testing::SimpleResponse;
 using ::h2rpc::testing::Notification;
 using ::testing::HasSubstr;
 
-constexpr absl::Duration kHangTimeout = absl::Seconds(30);
-
-template <class Condition>
-bool WaitFor(Condition condition, absl::Duration timeout = kHangTimeout) {
-  const absl::Time give_up = absl::Now() + timeout;
-  while (!condition()) {
-    if (absl::Now() >= give_up) return false;
-    absl::SleepFor(absl::Milliseconds(1));
-  }
-  return true;
-}
+using ::h2rpc::testing::kHangTimeout;
+using ::h2rpc::testing::WaitFor;
 
 constexpr char kReadTwice[] = "/h2rpc.test.Ops/ReadTwice";
 constexpr char kWriteTwice[] = "/h2rpc.test.Ops/WriteTwice";

@@ -9,24 +9,15 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
-#include "transport/io/mutex.h"
 #include "test/util/allocation_counter.h"
+#include "test/util/wait_for.h"
+#include "transport/io/mutex.h"
 
 namespace h2rpc::internal {
 namespace {
 
-// Generous: only catches hangs, never measures speed.
-constexpr absl::Duration kTimeout = absl::Seconds(30);
-
-// Polls `condition` until it holds (true) or kTimeout passes (false).
-bool Eventually(const std::function<bool()>& condition) {
-  const absl::Time deadline = absl::Now() + kTimeout;
-  while (!condition()) {
-    if (absl::Now() > deadline) return false;
-    absl::SleepFor(absl::Milliseconds(1));
-  }
-  return true;
-}
+using ::h2rpc::testing::kHangTimeout;
+using ::h2rpc::testing::WaitFor;
 
 // Threads that ran a task, and those of them that have ended (a
 // thread_local's destructor ran at thread exit).
@@ -84,7 +75,7 @@ class TestTask final : public WorkerTask {
 
  private:
   bool WaitFor(bool* flag) {
-    const absl::Time deadline = absl::Now() + kTimeout;
+    const absl::Time deadline = absl::Now() + kHangTimeout;
     MutexLock lock(&mu_);
     while (!*flag) {
       if (changed_.WaitWithTimeout(&mu_, deadline - absl::Now()) && !*flag) {
@@ -127,7 +118,7 @@ TEST(WorkerPoolTest, GrowsOnDemandThenRefusesAtTheMaximum) {
 
   for (TestTask& task : tasks) task.Release();
   for (TestTask& task : tasks) ASSERT_TRUE(task.WaitDone());
-  ASSERT_TRUE(Eventually([&] { return pool.idle_threads() == 3; }));
+  ASSERT_TRUE(WaitFor([&] { return pool.idle_threads() == 3; }));
   // An idle thread takes the next task: no new thread.
   ASSERT_TRUE(pool.TrySubmit(&refused).ok());
   EXPECT_EQ(pool.threads(), 3);
@@ -158,10 +149,10 @@ TEST(WorkerPoolTest, ThreadsBeyondTheMinimumExitWhenIdle) {
   for (TestTask& task : tasks) task.Release();
   for (TestTask& task : tasks) ASSERT_TRUE(task.WaitDone());
 
-  ASSERT_TRUE(Eventually([&] { return pool.threads() == 1; }))
+  ASSERT_TRUE(WaitFor([&] { return pool.threads() == 1; }))
       << pool.threads() << " threads";
   // The one kept waits for work and takes it without a new thread.
-  ASSERT_TRUE(Eventually([&] { return pool.idle_threads() == 1; }));
+  ASSERT_TRUE(WaitFor([&] { return pool.idle_threads() == 1; }));
   TestTask next(/*released=*/true);
   ASSERT_TRUE(pool.TrySubmit(&next).ok());
   EXPECT_EQ(pool.threads(), 1);
@@ -203,7 +194,7 @@ TEST(WorkerPoolTest, ThreadsThatExitedWhenIdleAreJoined) {
       for (TestTask& task : tasks) ASSERT_TRUE(task.WaitStarted());
       for (TestTask& task : tasks) task.Release();
       for (TestTask& task : tasks) ASSERT_TRUE(task.WaitDone());
-      ASSERT_TRUE(Eventually([&] { return pool.threads() == 0; }));
+      ASSERT_TRUE(WaitFor([&] { return pool.threads() == 0; }));
     }
   }
   EXPECT_EQ(threads_entered.load() - entered_before, 10);
