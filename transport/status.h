@@ -14,7 +14,7 @@ namespace h2rpc {
 // (sent as `grpc-status-details-bin`, usually a serialized google.rpc.Status).
 //
 // An OK status holds empty strings and never allocates.
-class Status {
+class [[nodiscard]] Status {
  public:
   // OK.
   Status() = default;

@@ -270,7 +270,7 @@ TEST_F(ServerCallTest, DoneCalledTwiceIsIgnoredWhenMisuseIsNotFatal) {
 TEST_F(ServerCallTest, DoneCalledTwiceAbortsNamingTheMethodInDebugBuilds) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   SetMisuseIsFatalForTest(true);
-  EXPECT_DEATH(Call(kDoneTwice),
+  EXPECT_DEATH(static_cast<void>(Call(kDoneTwice)),
                "API misuse: the UnaryDone of a call of "
                "/h2rpc.test.Calls/DoneTwice was called twice");
 }
@@ -293,7 +293,7 @@ TEST_F(ServerCallTest, DroppedDoneFailsTheCallWithInternal) {
 TEST_F(ServerCallTest, DroppedDoneAbortsNamingTheMethodInDebugBuilds) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   SetMisuseIsFatalForTest(true);
-  EXPECT_DEATH(Call(kDropDone),
+  EXPECT_DEATH(static_cast<void>(Call(kDropDone)),
                "API misuse: the UnaryDone of a call of "
                "/h2rpc.test.Calls/DropDone was destroyed without being "
                "called");

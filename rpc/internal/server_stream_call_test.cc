@@ -201,7 +201,7 @@ TEST_F(ServerStreamCallTest, SecondFinishNeitherLeaksNorHangsShutdown) {
 TEST_F(ServerStreamCallTest, SecondFinishAbortsNamingTheMethodInDebugBuilds) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   SetMisuseIsFatalForTest(true);
-  EXPECT_DEATH(CallAndFinish(kFinishTwice),
+  EXPECT_DEATH(static_cast<void>(CallAndFinish(kFinishTwice)),
                "API misuse: Finish called twice on a call of "
                "/h2rpc.test.Streams/FinishTwice");
 }

@@ -14,6 +14,7 @@
 #include "rpc/server.h"
 #include "test/util/client_call_peer.h"
 #include "test/util/notification.h"
+#include "test/util/wait_for.h"
 
 namespace h2rpc {
 namespace {
@@ -48,6 +49,9 @@ class EchoReactor final
   explicit EchoReactor(ServerContext* context) {
     if (auto v = context->client_metadata().Get("x-echo-initial")) {
       context->AddInitialMetadata("x-echo-initial", *v);
+    }
+    if (context->client_metadata().Get("x-bad-initial")) {
+      context->AddInitialMetadata("Bad-Initial", "v");  // invalid key
     }
     StartRead(&request_);
   }
@@ -169,6 +173,9 @@ Status SyncEcho(ServerContext* context,
   }
   if (auto v = context->client_metadata().Get("x-echo-trailing-bin")) {
     context->AddTrailingMetadata("x-echo-trailing-bin", *v);
+  }
+  if (context->client_metadata().Get("x-bad-initial")) {
+    context->AddInitialMetadata("Bad-Initial", "v");  // invalid key
   }
   StreamingOutputCallRequest request;
   StreamingOutputCallResponse response;
@@ -311,6 +318,30 @@ TEST_F(StreamingTest, ServerStreamingDeliversEveryResponseInOrder) {
     const Status status = reader->Finish();
     ASSERT_TRUE(status.ok()) << status.ToString();
     EXPECT_THAT(sizes, ::testing::ElementsAre(31415, 9, 2653, 58979));
+  }
+}
+
+TEST_F(StreamingTest, InvalidInitialMetadataEndsTheCallWithInternal) {
+  for (const char* method : {kEcho, kEchoCallback}) {
+    SCOPED_TRACE(method);
+    ClientContext context;
+    context.AddMetadata("x-bad-initial", "1");
+    auto stream = channel_->BidiStreamingCall<StreamingOutputCallRequest,
+                                              StreamingOutputCallResponse>(
+        &context, method);
+    // Responses larger than the send buffer: the handler's writes wait for
+    // a drain that never comes once the transport ended the call.
+    stream->Write(AskFor({1 << 20, 1 << 20, 1 << 20}));
+    stream->WritesDone();
+    StreamingOutputCallResponse response;
+    while (stream->Read(&response)) {
+    }
+    const Status status = stream->Finish();
+    EXPECT_EQ(status.code(), StatusCode::kInternal) << status.ToString();
+    EXPECT_THAT(status.message(), ::testing::HasSubstr("Bad-Initial"));
+    // The handler was told (its writes failed) and the call ended.
+    EXPECT_TRUE(::h2rpc::testing::WaitFor(
+        [this] { return server_->live_calls() == 0; }));
   }
 }
 

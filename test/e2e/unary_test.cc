@@ -16,6 +16,7 @@
 #include "rpc/server.h"
 #include "test/util/notification.h"
 #include "test/util/raw_h2_client.h"
+#include "test/util/wait_for.h"
 
 namespace h2rpc {
 namespace {
@@ -23,23 +24,10 @@ namespace {
 using grpc::testing::SimpleRequest;
 using grpc::testing::SimpleResponse;
 using ::h2rpc::testing::Notification;
+using ::h2rpc::testing::kHangTimeout;
 using ::h2rpc::testing::RawH2Client;
+using ::h2rpc::testing::WaitFor;
 using ::testing::HasSubstr;
-
-// Generous: only catches hangs, never measures speed.
-constexpr absl::Duration kHangTimeout = absl::Seconds(30);
-
-// Polls `condition` every millisecond until it holds (true) or `timeout`
-// passes (false).
-template <class Condition>
-bool WaitFor(Condition condition, absl::Duration timeout = kHangTimeout) {
-  const absl::Time give_up = absl::Now() + timeout;
-  while (!condition()) {
-    if (absl::Now() >= give_up) return false;
-    absl::SleepFor(absl::Milliseconds(1));
-  }
-  return true;
-}
 
 constexpr char kEcho[] = "/h2rpc.test.Echo/Echo";
 constexpr char kEchoCallback[] = "/h2rpc.test.Echo/EchoCallback";
@@ -58,6 +46,13 @@ Status Echo(ServerContext* context, const SimpleRequest& request,
   }
   if (auto v = context->client_metadata().Get("x-echo-trailing-bin")) {
     context->AddTrailingMetadata("x-echo-trailing-bin", *v);
+  }
+  // Keys with capitals are invalid on the wire.
+  if (context->client_metadata().Get("x-bad-initial")) {
+    context->AddInitialMetadata("Bad-Initial", "v");
+  }
+  if (context->client_metadata().Get("x-bad-trailing")) {
+    context->AddTrailingMetadata("Bad-Trailing", "v");
   }
   if (request.has_response_status()) {
     return Status(static_cast<StatusCode>(request.response_status().code()),
@@ -245,6 +240,28 @@ TEST_F(UnaryTest, InvalidMetadataFailsWithInternal) {
       channel_->UnaryCall(&context, kEcho, request, &response);
   EXPECT_EQ(status.code(), StatusCode::kInternal);
   EXPECT_THAT(status.message(), HasSubstr("Bad-Key"));
+}
+
+TEST_F(UnaryTest, InvalidServerMetadataFailsWithInternalNamingTheKey) {
+  for (const char* which : {"x-bad-initial", "x-bad-trailing"}) {
+    SimpleRequest request;
+    request.mutable_payload()->set_body("hi");
+    SimpleResponse response;
+    ClientContext context;
+    context.AddMetadata(which, "1");
+    const Status status =
+        channel_->UnaryCall(&context, kEcho, request, &response);
+    EXPECT_EQ(status.code(), StatusCode::kInternal) << which;
+    EXPECT_THAT(
+        status.message(),
+        HasSubstr(which == std::string("x-bad-initial") ? "Bad-Initial"
+                                                        : "Bad-Trailing"));
+  }
+  // The connection still serves.
+  SimpleRequest request;
+  SimpleResponse response;
+  ClientContext context;
+  EXPECT_TRUE(channel_->UnaryCall(&context, kEcho, request, &response).ok());
 }
 
 TEST_F(UnaryTest, ThousandConcurrentCallsOnOneConnection) {

@@ -259,7 +259,8 @@ class SyncKeywords final : public Keywords::Service {
   Status for_(ServerContext* context, const Inner* request,
               h2rpc::ServerWriter<Inner>* writer) override {
     Inner response;
-    Answer(context, *request, &response);
+    const Status answered = Answer(context, *request, &response);
+    if (!answered.ok()) return answered;
     writer->Write(response);
     return Status();
   }
@@ -275,7 +276,8 @@ class SyncKeywords final : public Keywords::Service {
     Inner request;
     while (stream->Read(&request)) {
       Inner response;
-      Answer(context, request, &response);
+      const Status answered = Answer(context, request, &response);
+      if (!answered.ok()) return answered;
       if (!stream->Write(response)) break;
     }
     return Status();

@@ -127,7 +127,11 @@ void ClientConnection::ResumeSend(ClientStream* stream) {
   if (stream->connection_ != this || stream->status_known_) return;
   if (stream->outgoing_.deferred) {
     stream->outgoing_.deferred = false;
-    nghttp2_session_resume_data(session(), stream->stream_id_);
+    const int rv = nghttp2_session_resume_data(session(), stream->stream_id_);
+    if (rv != 0) {
+      FailStream(stream, SubmitFailure(rv, "nghttp2_session_resume_data"));
+      return;
+    }
   }
   RequestFlush();
 }
@@ -142,9 +146,7 @@ void ClientConnection::FailStream(ClientStream* stream, Status status) {
   stream->status_known_ = true;
   stream->status_ = std::move(status);
   loop()->Cancel(stream);
-  nghttp2_submit_rst_stream(session(), NGHTTP2_FLAG_NONE, stream->stream_id_,
-                            NGHTTP2_CANCEL);
-  RequestFlush();
+  ResetStream(stream->stream_id_, NGHTTP2_CANCEL);
   // A request still waiting for a stream slot may wait for ever: deliver
   // now. nghttp2 still holds its queued HEADERS, with `stream` as user data,
   // and reports that stream closed when it takes the HEADERS off the queue
@@ -272,9 +274,7 @@ void ClientConnection::OnResponseHeaderBlock(ClientStream* stream,
   // finish before reading the whole request).
   if (nghttp2_session_get_stream_local_close(session(), stream->stream_id_) ==
       0) {
-    nghttp2_submit_rst_stream(session(), NGHTTP2_FLAG_NONE, stream->stream_id_,
-                              NGHTTP2_NO_ERROR);
-    RequestFlush();
+    ResetStream(stream->stream_id_, NGHTTP2_NO_ERROR);
   }
 }
 
@@ -282,7 +282,8 @@ int ClientConnection::OnDataChunk(int32_t stream_id, const uint8_t* data,
                                   size_t size) {
   ClientStream* stream = StreamFor(stream_id);
   if (stream == nullptr) {
-    nghttp2_session_consume(session(), stream_id, size);
+    Submitted(nghttp2_session_consume(session(), stream_id, size),
+              "nghttp2_session_consume");
     return 0;
   }
   stream->window_.Received(size);
@@ -306,7 +307,9 @@ int ClientConnection::OnDataChunk(int32_t stream_id, const uint8_t* data,
 int ClientConnection::OnStreamClose(int32_t stream_id, uint32_t error_code) {
   ClientStream* stream = StreamFor(stream_id);
   if (stream == nullptr) return 0;
-  nghttp2_session_set_stream_user_data(session(), stream_id, nullptr);
+  // Cannot fail: nghttp2 knows the stream it reports closed.
+  Submitted(nghttp2_session_set_stream_user_data(session(), stream_id, nullptr),
+            "nghttp2_session_set_stream_user_data");
   if (!stream->status_known_ && error_code == NGHTTP2_REFUSED_STREAM &&
       stream->header_blocks_ == 0 && stream->outgoing_.Rewind()) {
     // Nothing was processed: offer the call a transparent retry.

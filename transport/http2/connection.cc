@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 
 #include <cstring>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
@@ -130,14 +131,20 @@ MessageDeframer::Options Connection::DeframerOptions(
 void Connection::ReturnCredit(int32_t stream_id, ReceiveWindow* window) {
   const size_t credit = window->TakeCredit();
   if (credit == 0 || closed_) return;
-  nghttp2_session_consume(session_, stream_id, credit);
+  if (!Submitted(nghttp2_session_consume(session_, stream_id, credit),
+                 "nghttp2_session_consume")) {
+    return;
+  }
   RequestFlush();
 }
 
 void Connection::ReturnAllCredit(ReceiveWindow* window) {
   const size_t credit = window->CloseAndTakeAll();
   if (credit == 0 || closed_) return;
-  nghttp2_session_consume_connection(session_, credit);
+  if (!Submitted(nghttp2_session_consume_connection(session_, credit),
+                 "nghttp2_session_consume_connection")) {
+    return;
+  }
   RequestFlush();
 }
 
@@ -155,10 +162,18 @@ void Connection::Start() {
       {NGHTTP2_SETTINGS_MAX_FRAME_SIZE, options_.max_frame_size},
       {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, options_.max_header_list_size},
   };
-  nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings,
-                          sizeof(settings) / sizeof(settings[0]));
-  nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0,
-                                        options_.connection_window);
+  int rv = nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings,
+                                   sizeof(settings) / sizeof(settings[0]));
+  if (rv == 0) {
+    rv = nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0,
+                                               options_.connection_window);
+  }
+  if (rv != 0) {
+    Close(Status(StatusCode::kInternal,
+                 absl::StrCat("cannot start HTTP/2 with ", peer_,
+                              ": SETTINGS refused: ", nghttp2_strerror(rv))));
+    return;
+  }
   const Status watched =
       loop_->AddFd(socket_.get(), EPOLLIN | EPOLLRDHUP, this);
   if (!watched.ok()) {
@@ -239,12 +254,16 @@ void Connection::Fail(uint32_t error_code, const Status& why) {
   lingering_ = true;
   linger_status_ = why;
   // A no-op when nghttp2 has queued its own GOAWAY for the error.
-  nghttp2_session_terminate_session2(
-      session_, nghttp2_session_get_last_proc_stream_id(session_),
-      error_code);
+  const int rv = nghttp2_session_terminate_session2(
+      session_, nghttp2_session_get_last_proc_stream_id(session_), error_code);
   if (flush_requested_) {
     loop_->CancelEndOfIteration(&flush_task_);
     flush_requested_ = false;
+  }
+  if (rv != 0) {
+    // No GOAWAY to deliver.
+    Close(why);
+    return;
   }
   if (!server_) {
     // A client fails its calls at once: one attempt to deliver the GOAWAY.
@@ -295,9 +314,40 @@ void Connection::GracefulShutdown() {
   if (closed() || going_away_) return;
   going_away_ = true;
   loop_->Cancel(&deadline_timer_);
-  nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE,
-                        nghttp2_session_get_last_proc_stream_id(session_),
-                        NGHTTP2_NO_ERROR, nullptr, 0);
+  if (!Submitted(nghttp2_submit_goaway(
+                     session_, NGHTTP2_FLAG_NONE,
+                     nghttp2_session_get_last_proc_stream_id(session_),
+                     NGHTTP2_NO_ERROR, nullptr, 0),
+                 "nghttp2_submit_goaway")) {
+    return;
+  }
+  RequestFlush();
+}
+
+bool Connection::Submitted(int rv, const char* what) {
+  if (rv == 0) return true;
+  Status why = SubmitFailure(rv, what);
+  if (in_session_call_) {
+    // Inside nghttp2's callbacks: fail once it has returned.
+    if (submit_failure_.ok()) submit_failure_ = std::move(why);
+  } else {
+    Fail(NGHTTP2_INTERNAL_ERROR, why);
+  }
+  return false;
+}
+
+Status Connection::SubmitFailure(int rv, const char* what) const {
+  return Status(StatusCode::kInternal,
+                absl::StrCat(what, " failed on connection to ", peer_, ": ",
+                             nghttp2_strerror(rv)));
+}
+
+void Connection::ResetStream(int32_t stream_id, uint32_t error_code) {
+  if (!Submitted(nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE,
+                                           stream_id, error_code),
+                 "nghttp2_submit_rst_stream")) {
+    return;
+  }
   RequestFlush();
 }
 
@@ -342,8 +392,13 @@ void Connection::ReadAvailable() {
           absl::StrCat("read from ", peer_, " failed: ", strerror(errno))));
       return;
     }
+    in_session_call_ = true;
     const Nghttp2Ssize consumed =
         MemRecv(session_, reinterpret_cast<const uint8_t*>(read_buffer_), n);
+    in_session_call_ = false;
+    if (!submit_failure_.ok()) {
+      Fail(NGHTTP2_INTERNAL_ERROR, std::exchange(submit_failure_, Status()));
+    }
     if (closed()) return;
     if (consumed < 0) {
       const int error = static_cast<int>(consumed);
@@ -384,7 +439,13 @@ void Connection::Flush() {
     }
     if (write_buffer_.size() < options_.write_buffer_limit &&
         WantsToProduce()) {
+      in_session_call_ = true;
       const int rv = nghttp2_session_send(session_);
+      in_session_call_ = false;
+      if (!submit_failure_.ok()) {
+        Fail(NGHTTP2_INTERNAL_ERROR, std::exchange(submit_failure_, Status()));
+        return;
+      }
       if (rv != 0) {
         Close(Status(StatusCode::kInternal,
                      absl::StrCat("HTTP/2 send failed on connection to ", peer_,

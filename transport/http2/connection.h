@@ -131,6 +131,17 @@ class Connection : private io::FdWatcher {
   // Writes pending frames at the end of this loop iteration.
   void RequestFlush();
 
+  // Whether `rv`, the result of an nghttp2 call named `what` that queues or
+  // changes what is sent, is success. On failure no promise about the
+  // streams holds any more: the connection ends (Fail() with
+  // INTERNAL_ERROR) and its calls fail with INTERNAL naming `what`.
+  bool Submitted(int rv, const char* what);
+  // INTERNAL: the nghttp2 call `what` failed with `rv` (an nghttp2_error).
+  Status SubmitFailure(int rv, const char* what) const;
+  // Queues RST_STREAM with `error_code` for `stream_id`; Submitted() decides
+  // what a failure does.
+  void ResetStream(int32_t stream_id, uint32_t error_code);
+
   // Attaches `data` as the body source of a stream (a data provider for
   // nghttp2_submit_request / submit_response / submit_data).
   static Nghttp2DataProvider DataProvider(OutgoingData* data);
@@ -290,6 +301,10 @@ class Connection : private io::FdWatcher {
   bool peer_shut_ = false;  // EOF seen while lingering
   Status linger_status_;
   bool going_away_ = false;
+  // Inside nghttp2_session_mem_recv or nghttp2_session_send, where Fail()
+  // must not run; a submit failure seen there waits in submit_failure_.
+  bool in_session_call_ = false;
+  Status submit_failure_;
   std::string write_buffer_;
   size_t write_offset_ = 0;
   // One read's worth: what a read brings in is processed and its output

@@ -1,5 +1,7 @@
 #include "transport/http2/server_connection.h"
 
+#include <cstdio>
+
 #include "absl/strings/str_cat.h"
 #include "transport/received_headers.h"
 #include "transport/response_setup.h"
@@ -28,7 +30,7 @@ void ServerStream::Reset() {
   receive_encoding_ = send_encoding_ =
       compression::CompressionAlgorithm::kIdentity;
   cancelled_.store(false, std::memory_order_relaxed);
-  headers_sent_ = finished_ = half_closed_ = false;
+  headers_sent_ = finished_ = half_closed_ = cancel_on_close_ = false;
   header_bytes_ = 0;
   initial_metadata_.Clear();
   trailing_metadata_.Clear();
@@ -64,27 +66,63 @@ ResponseDescription ServerStream::DescribeResponse(
 }
 
 void ServerStream::SubmitResponseHeaders() {
-  ResponseDescription response = DescribeResponse(&initial_metadata_);
-  Status status = BuildResponseHeaders(response, &response_headers_);
-  if (!status.ok()) {
-    // Invalid user metadata: answer without it.
-    response.metadata = nullptr;
-    BuildResponseHeaders(response, &response_headers_);
+  const Status built = BuildResponseHeaders(
+      DescribeResponse(&initial_metadata_), &response_headers_);
+  if (!built.ok()) {
+    // Invalid initial metadata ends the call with INTERNAL naming the key.
+    Finish(built, nullptr);
+    cancel_on_close_ = true;
+    return;
   }
   headers_sent_ = true;
   const Nghttp2DataProvider provider = Connection::DataProvider(&outgoing_);
-  nghttp2_submit_response(connection_->session(), stream_id_,
-                          response_headers_.fields().data(),
-                          response_headers_.size(), &provider);
+  const int rv = SubmitResponse(connection_->session(), stream_id_,
+                                         response_headers_.fields().data(),
+                                         response_headers_.size(), &provider);
+  if (rv != 0) FailSubmit(rv, "nghttp2_submit_response");
+}
+
+void ServerStream::SubmitTrailersOnly(const Status& status,
+                                      const Metadata* trailing) {
+  headers_sent_ = true;
+  Status built = BuildTrailersOnly(DescribeResponse(&initial_metadata_), status,
+                                   trailing, &trailers_);
+  if (!built.ok()) {
+    // Invalid metadata: the call ends with INTERNAL naming the key instead.
+    built = BuildTrailersOnly(DescribeResponse(nullptr), built, nullptr,
+                              &trailers_);
+  }
+  const int rv =
+      built.ok() ? SubmitResponse(connection_->session(), stream_id_,
+                                           trailers_.fields().data(),
+                                           trailers_.size(), nullptr)
+                 : NGHTTP2_ERR_INVALID_ARGUMENT;
+  if (rv != 0) FailSubmit(rv, "nghttp2_submit_response");
+}
+
+void ServerStream::ResumeData() {
+  if (!outgoing_.deferred) return;
+  outgoing_.deferred = false;
+  const int rv =
+      nghttp2_session_resume_data(connection_->session(), stream_id_);
+  if (rv != 0) FailSubmit(rv, "nghttp2_session_resume_data");
+}
+
+void ServerStream::FailSubmit(int rv, const char* what) {
+  finished_ = true;
+  cancel_on_close_ = true;
+  connection_->ResetStream(stream_id_, NGHTTP2_INTERNAL_ERROR);
+  // The client sees INTERNAL from the reset; the reason is only here.
+  std::fprintf(stderr, "h2rpc server: %s\n",
+               connection_->SubmitFailure(rv, what).ToString().c_str());
 }
 
 void ServerStream::ResumeSend() {
   if (finished_ || cancelled() || connection_ == nullptr) return;
   if (!headers_sent_) {
     SubmitResponseHeaders();
-  } else if (outgoing_.deferred) {
-    outgoing_.deferred = false;
-    nghttp2_session_resume_data(connection_->session(), stream_id_);
+  } else {
+    ResumeData();
   }
   connection_->RequestFlush();
 }
@@ -99,25 +137,20 @@ void ServerStream::Finish(const Status& status, const Metadata* trailing) {
   }
   if (!headers_sent_) {
     // Nothing sent yet: one HEADERS frame carries everything.
-    if (!BuildTrailersOnly(DescribeResponse(&initial_metadata_), status,
-                           trailing, &trailers_)
-             .ok()) {
-      BuildTrailersOnly(DescribeResponse(nullptr), status, nullptr, &trailers_);
-    }
-    headers_sent_ = true;
-    nghttp2_submit_response(connection_->session(), stream_id_,
-                            trailers_.fields().data(), trailers_.size(),
-                            nullptr);
+    SubmitTrailersOnly(status, trailing);
   } else {
-    if (!BuildTrailers(status, trailing, &trailers_).ok()) {
-      BuildTrailers(status, nullptr, &trailers_);
+    const Status built = BuildTrailers(status, trailing, &trailers_);
+    if (!built.ok()) {
+      // Invalid trailing metadata: the call ends with INTERNAL naming the
+      // key instead. Without metadata the trailers always build.
+      if (!BuildTrailers(built, nullptr, &trailers_).ok()) {
+        FailSubmit(NGHTTP2_ERR_INVALID_ARGUMENT, "BuildTrailers");
+        return;
+      }
     }
     // The trailers go out from OnEndOfData once the body is drained.
     outgoing_.set_end_of_data();
-    if (outgoing_.deferred) {
-      outgoing_.deferred = false;
-      nghttp2_session_resume_data(connection_->session(), stream_id_);
-    }
+    ResumeData();
   }
   connection_->RequestFlush();
 }
@@ -132,9 +165,7 @@ void ServerStream::Cancel() {
 void ServerStream::ResetWithCancel() {
   if (finished_ || cancelled() || connection_ == nullptr) return;
   finished_ = true;
-  nghttp2_submit_rst_stream(connection_->session(), NGHTTP2_FLAG_NONE,
-                            stream_id_, NGHTTP2_CANCEL);
-  connection_->RequestFlush();
+  connection_->ResetStream(stream_id_, NGHTTP2_CANCEL);
   Cancel();
 }
 
@@ -245,7 +276,10 @@ int ServerConnection::OnBeginHeaders(const nghttp2_frame* frame) {
   stream->refs_ = 1;  // the transport's, until nghttp2 closes the stream
   stream->open_in_nghttp2_ = true;
   if (open_streams_++ == 0) SetIdle(false);
-  nghttp2_session_set_stream_user_data(session(), frame->hd.stream_id, stream);
+  // Cannot fail: nghttp2 has just opened the stream.
+  Submitted(nghttp2_session_set_stream_user_data(session(), frame->hd.stream_id,
+                                                 stream),
+            "nghttp2_session_set_stream_user_data");
   return 0;
 }
 
@@ -293,17 +327,16 @@ int ServerConnection::OnFrameRecv(const nghttp2_frame* frame) {
 void ServerConnection::Refuse(ServerStream* stream, const Status& status,
                               int http_status) {
   stream->finished_ = true;
-  stream->headers_sent_ = true;
   if (http_status == 200) {
-    ResponseDescription response;
-    response.accept_encodings = accept_encoding();
-    BuildTrailersOnly(response, status, nullptr, &stream->trailers_);
+    stream->SubmitTrailersOnly(status, nullptr);
   } else {
+    stream->headers_sent_ = true;
     BuildHttpErrorResponse(http_status, status, &stream->trailers_);
+    const int rv = SubmitResponse(session(), stream->stream_id_,
+                                           stream->trailers_.fields().data(),
+                                           stream->trailers_.size(), nullptr);
+    if (rv != 0) stream->FailSubmit(rv, "nghttp2_submit_response");
   }
-  nghttp2_submit_response(session(), stream->stream_id_,
-                          stream->trailers_.fields().data(),
-                          stream->trailers_.size(), nullptr);
   RequestFlush();
 }
 
@@ -393,7 +426,8 @@ int ServerConnection::OnDataChunk(int32_t stream_id, const uint8_t* data,
                                   size_t size) {
   ServerStream* stream = StreamFor(stream_id);
   if (stream == nullptr) {
-    nghttp2_session_consume(session(), stream_id, size);
+    Submitted(nghttp2_session_consume(session(), stream_id, size),
+              "nghttp2_session_consume");
     return 0;
   }
   stream->window_.Received(size);
@@ -503,9 +537,17 @@ Status ServerConnection::WaitingLimitStatus(const ServerStream* stream,
 bool ServerConnection::OnEndOfData(int32_t stream_id) {
   ServerStream* stream = StreamFor(stream_id);
   if (stream == nullptr || !stream->finished_) return false;
-  nghttp2_submit_trailer(session(), stream_id,
-                         stream->trailers_.fields().data(),
-                         stream->trailers_.size());
+  const int rv = nghttp2_submit_trailer(session(), stream_id,
+                                        stream->trailers_.fields().data(),
+                                        stream->trailers_.size());
+  if (rv != 0) {
+    // The DATA frame ends the stream instead: the client fails the call
+    // with INTERNAL (no trailers).
+    std::fprintf(
+        stderr, "h2rpc server: %s\n",
+        SubmitFailure(rv, "nghttp2_submit_trailer").ToString().c_str());
+    return false;
+  }
   return true;
 }
 
@@ -516,21 +558,22 @@ void ServerConnection::OnFrameSent(const nghttp2_frame* frame) {
       (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) &&
       nghttp2_session_get_stream_remote_close(session(), frame->hd.stream_id) ==
           0) {
-    nghttp2_submit_rst_stream(session(), NGHTTP2_FLAG_NONE, frame->hd.stream_id,
-                              NGHTTP2_NO_ERROR);
+    ResetStream(frame->hd.stream_id, NGHTTP2_NO_ERROR);
   }
 }
 
 int ServerConnection::OnStreamClose(int32_t stream_id, uint32_t error_code) {
   ServerStream* stream = StreamFor(stream_id);
   if (stream == nullptr) return 0;
-  nghttp2_session_set_stream_user_data(session(), stream_id, nullptr);
+  // Cannot fail: nghttp2 knows the stream it reports closed.
+  Submitted(nghttp2_session_set_stream_user_data(session(), stream_id, nullptr),
+            "nghttp2_session_set_stream_user_data");
   stream->open_in_nghttp2_ = false;
   if (--open_streams_ == 0) SetIdle(true);
   ReturnAllCredit(&stream->window_);
   ForgetReceive(stream);
   ReleaseDeframer(&stream->deframer_);
-  if (!stream->finished_) stream->Cancel();
+  if (!stream->finished_ || stream->cancel_on_close_) stream->Cancel();
   stream->Unref();
   return 0;
 }
@@ -550,7 +593,7 @@ void ServerConnection::OnClosed(const Status& why) {
     if (stream->open_in_nghttp2_) {
       stream->open_in_nghttp2_ = false;
       --open_streams_;
-      if (!stream->finished_) stream->Cancel();
+      if (!stream->finished_ || stream->cancel_on_close_) stream->Cancel();
       stream->Unref();
     }
   }

@@ -120,7 +120,18 @@ class ServerStream final : private io::Timer {
   void Unref();
   // Marks the call cancelled and tells the observer, once.
   void Cancel();
+  // Submits the response headers, or ends the call with INTERNAL when the
+  // initial metadata is invalid.
   void SubmitResponseHeaders();
+  // Submits a Trailers-Only response with `status`, the initial metadata and
+  // `trailing`; invalid metadata turns it into INTERNAL naming the key.
+  void SubmitTrailersOnly(const Status& status, const Metadata* trailing);
+  // Resumes a body nghttp2 deferred for lack of data.
+  void ResumeData();
+  // A submit for this stream failed (`rv` from the nghttp2 call `what`):
+  // resets it with INTERNAL_ERROR; the call is cancelled when nghttp2 closes
+  // the stream (never re-entrantly, inside an rpc layer operation).
+  void FailSubmit(int rv, const char* what);
   // Received DATA is dropped (returned at once, never delivered).
   bool ignoring_data() const {
     return finished_ || cancelled() || observer == nullptr;
@@ -155,6 +166,10 @@ class ServerStream final : private io::Timer {
   bool headers_sent_ = false;
   bool finished_ = false;
   bool half_closed_ = false;
+  // The transport ended the response itself from inside an rpc layer
+  // operation (invalid metadata, a failed submit): the observer hears
+  // OnCancel when nghttp2 closes the stream.
+  bool cancel_on_close_ = false;
   size_t header_bytes_ = 0;
   // Copies of what the rpc layer sends: the header lists point into them
   // until nghttp2 has written the frames. Capacity is kept across calls.
