@@ -152,7 +152,7 @@ class ChannelConnector final : private transport::io::FdWatcher,
 
 using internal::ChannelCall;
 using internal::ClientCall;
-using transport::http2::ClientConnection;
+using transport::http2::ClientSession;
 
 Channel::Channel(absl::string_view target, const ChannelOptions& options)
     : target_(target),
@@ -177,8 +177,11 @@ void Channel::Shutdown() {
   connector_->Abort();
   const Status why(StatusCode::kCancelled, "the channel was destroyed");
   FailPending(why);
-  if (connection_ != nullptr) connection_->Close(why);
-  for (auto& draining : draining_) draining->Close(why);
+  if (connection_ != nullptr) connection_->session().Close(why);
+  // Close() calls back OnConnectionClosed, which edits draining_.
+  std::vector<ClientSession*> draining;
+  for (auto& connection : draining_) draining.push_back(&connection->session());
+  for (ClientSession* session : draining) session->Close(why);
 }
 
 ClientCall* Channel::TakeCall() {
@@ -310,8 +313,8 @@ void Channel::StartOnLoop(ChannelCall* call) {
     return;
   }
   if (state_ == State::kReady) {
-    if (connection_ != nullptr && connection_->accepting_calls()) {
-      connection_->StartCall(&call->stream());
+    if (connection_ != nullptr && connection_->session().accepting_calls()) {
+      connection_->session().StartCall(&call->stream());
       return;
     }
     state_ = State::kIdle;
@@ -335,16 +338,16 @@ void Channel::Connect() {
 void Channel::OnConnected(transport::io::FileDescriptor socket,
                           std::string peer) {
   if (shut_down_) return;
-  connection_ = std::make_unique<ClientConnection>(
+  connection_ = std::make_unique<Connection>(
       &loop_, std::move(socket), std::move(peer), options_.connection,
-      static_cast<ClientConnection::Listener*>(this));
+      static_cast<ClientSession::Listener*>(this));
   connection_->Start();
   state_ = State::kReady;
   next_backoff_ = options_.initial_backoff;
   while (pending_ != nullptr) {
     ChannelCall* call = pending_;
     call->LeavePending();
-    connection_->StartCall(&call->stream());
+    connection_->session().StartCall(&call->stream());
   }
 }
 
@@ -365,22 +368,21 @@ void Channel::FailPending(const Status& why) {
   }
 }
 
-void Channel::OnConnectionDraining(ClientConnection* connection) {
-  if (connection != connection_.get()) return;
+void Channel::OnConnectionDraining(ClientSession* connection) {
+  if (connection_ == nullptr || connection != &connection_->session()) return;
   draining_.push_back(std::move(connection_));
   state_ = State::kIdle;
 }
 
-void Channel::OnConnectionClosed(ClientConnection* connection,
-                                 const Status& why) {
-  std::unique_ptr<ClientConnection> closed;
-  if (connection == connection_.get()) {
+void Channel::OnConnectionClosed(ClientSession* connection, const Status& why) {
+  std::unique_ptr<Connection> closed;
+  if (connection_ != nullptr && connection == &connection_->session()) {
     closed = std::move(connection_);
     state_ = State::kIdle;
   } else {
     auto it = std::find_if(
         draining_.begin(), draining_.end(),
-        [connection](const auto& c) { return c.get() == connection; });
+        [connection](const auto& c) { return &c->session() == connection; });
     if (it == draining_.end()) return;
     closed = std::move(*it);
     draining_.erase(it);

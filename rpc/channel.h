@@ -14,11 +14,12 @@
 #include "rpc/client_stream.h"
 #include "rpc/compression.h"
 #include "rpc/status.h"
-#include "transport/http2/client_connection.h"
+#include "transport/http2/client_session.h"
 #include "transport/io/event_loop.h"
 #include "transport/io/monotonic_time.h"
 #include "transport/io/mutex.h"
 #include "transport/io/resolver.h"
+#include "transport/io/socket_connection.h"
 
 namespace h2rpc {
 
@@ -64,7 +65,7 @@ struct ChannelOptions {
 // event loop thread on which the transport and completion callbacks run;
 // host names are looked up on a resolver thread (ChannelOptions::resolver),
 // never on the loop. Thread-safe.
-class Channel final : private transport::http2::ClientConnection::Listener {
+class Channel final : private transport::http2::ClientSession::Listener {
  public:
   explicit Channel(absl::string_view target,
                    const ChannelOptions& options = ChannelOptions());
@@ -189,10 +190,10 @@ class Channel final : private transport::http2::ClientConnection::Listener {
   void OnConnected(transport::io::FileDescriptor socket, std::string peer);
   void OnConnectFailed(const Status& why);
   void FailPending(const Status& why);
-  void OnConnectionClosed(transport::http2::ClientConnection* connection,
+  void OnConnectionClosed(transport::http2::ClientSession* connection,
                           const Status& why) override;
   void OnConnectionDraining(
-      transport::http2::ClientConnection* connection) override;
+      transport::http2::ClientSession* connection) override;
   void Shutdown();
 
   const std::string target_;
@@ -202,8 +203,10 @@ class Channel final : private transport::http2::ClientConnection::Listener {
 
   // Loop thread only.
   State state_ = State::kIdle;
-  std::unique_ptr<transport::http2::ClientConnection> connection_;
-  std::vector<std::unique_ptr<transport::http2::ClientConnection>> draining_;
+  using Connection =
+      transport::io::SocketConnection<transport::http2::ClientSession>;
+  std::unique_ptr<Connection> connection_;
+  std::vector<std::unique_ptr<Connection>> draining_;
   std::unique_ptr<internal::ChannelConnector> connector_;
   internal::ChannelCall* pending_ = nullptr;  // waiting for a connection
   Status last_error_;

@@ -20,7 +20,7 @@
 namespace h2rpc {
 namespace internal {
 
-using transport::http2::ServerConnection;
+using transport::http2::ServerSession;
 using transport::http2::ServerStream;
 
 // ---------------------------------------------------------------------------
@@ -40,26 +40,31 @@ ServerLoop::~ServerLoop() {
 void ServerLoop::Adopt(transport::io::FileDescriptor socket, std::string peer) {
   server_->ConnectionOpened();
   loop_.Post([this, fd = socket.release(), peer = std::move(peer)]() mutable {
-    auto connection = std::make_unique<ServerConnection>(
-        &loop_, transport::io::FileDescriptor(fd), std::move(peer),
-        server_->options_.connection, &server_->memory_quota_, this, this);
-    ServerConnection* raw = connection.get();
+    auto connection =
+        std::make_unique<transport::io::SocketConnection<ServerSession>>(
+            &loop_, transport::io::FileDescriptor(fd), std::move(peer),
+            server_->options_.connection, &server_->memory_quota_, this, this);
+    auto* raw = connection.get();
     connections_.push_back(std::move(connection));
     raw->Start();
-    if (draining_) raw->GracefulShutdown();
+    if (draining_) raw->session().GracefulShutdown();
   });
 }
 
 void ServerLoop::DrainConnections() {
   draining_ = true;
-  for (auto& connection : connections_) connection->GracefulShutdown();
+  for (auto& connection : connections_) {
+    connection->session().GracefulShutdown();
+  }
 }
 
 void ServerLoop::CloseConnections() {
   // Close() calls back OnConnectionClosed, which edits connections_.
-  std::vector<ServerConnection*> open;
-  for (auto& connection : connections_) open.push_back(connection.get());
-  for (ServerConnection* connection : open) {
+  std::vector<ServerSession*> open;
+  for (auto& connection : connections_) {
+    open.push_back(&connection->session());
+  }
+  for (ServerSession* connection : open) {
     connection->Close(
         Status(StatusCode::kUnavailable, "the server is shutting down"));
   }
@@ -87,15 +92,17 @@ Status ServerLoop::Dispatch(ServerStream* stream) {
 }
 
 void ServerLoop::RetryMemoryWaiters() {
-  for (auto& connection : connections_) connection->RetryMemoryWaiters();
+  for (auto& connection : connections_) {
+    connection->session().RetryMemoryWaiters();
+  }
 }
 
-void ServerLoop::OnConnectionClosed(ServerConnection* connection) {
+void ServerLoop::OnConnectionClosed(ServerSession* connection) {
   auto it = std::find_if(
       connections_.begin(), connections_.end(),
-      [connection](const auto& c) { return c.get() == connection; });
+      [connection](const auto& c) { return &c->session() == connection; });
   if (it == connections_.end()) return;
-  ServerConnection* dead = it->release();
+  auto* dead = it->release();
   connections_.erase(it);
   // Not from inside the connection's own callback: destroy it next turn.
   loop_.Post([this, dead] {

@@ -19,7 +19,7 @@
 #include "rpc/server_context.h"
 #include "rpc/server_stream.h"
 #include "rpc/status.h"
-#include "transport/http2/connection.h"
+#include "transport/http2/session.h"
 #include "transport/io/mutex.h"
 #include "transport/memory_quota.h"
 

@@ -1,6 +1,6 @@
 #include "rpc/server_context.h"
 
-#include "transport/http2/server_connection.h"
+#include "transport/http2/server_session.h"
 #include "transport/io/monotonic_time.h"
 
 namespace h2rpc {

@@ -6,7 +6,7 @@
 #include "absl/strings/string_view.h"
 #include "rpc/client_context.h"
 #include "rpc/status.h"
-#include "transport/http2/client_connection.h"
+#include "transport/http2/client_session.h"
 #include "transport/io/event_loop.h"
 
 namespace h2rpc {

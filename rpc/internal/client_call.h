@@ -9,7 +9,7 @@
 #include "rpc/client_context.h"
 #include "rpc/internal/channel_call.h"
 #include "rpc/status.h"
-#include "transport/http2/client_connection.h"
+#include "transport/http2/client_session.h"
 #include "transport/io/mutex.h"
 
 namespace h2rpc {

@@ -9,7 +9,7 @@
 #include "rpc/internal/channel_call.h"
 #include "rpc/internal/stream_ops.h"
 #include "rpc/status.h"
-#include "transport/http2/client_connection.h"
+#include "transport/http2/client_session.h"
 
 namespace h2rpc::internal {
 

@@ -13,7 +13,7 @@
 #include "rpc/server.h"
 #include "rpc/server_context.h"
 #include "rpc/status.h"
-#include "transport/http2/server_connection.h"
+#include "transport/http2/server_session.h"
 #include "transport/io/event_loop.h"
 
 namespace h2rpc::internal {

@@ -6,9 +6,10 @@
 
 #include "rpc/internal/member_task.h"
 #include "rpc/server.h"
-#include "transport/http2/server_connection.h"
+#include "transport/http2/server_session.h"
 #include "transport/io/event_loop.h"
 #include "transport/io/socket.h"
+#include "transport/io/socket_connection.h"
 #include "transport/memory_quota.h"
 
 namespace h2rpc::internal {
@@ -18,7 +19,7 @@ class ServerCall;
 // One of the server's event loops with the connections it serves and its
 // pool of call objects (touched only on its thread).
 class ServerLoop final : public transport::http2::ServerDispatcher,
-                         public transport::http2::ServerConnection::Listener,
+                         public transport::http2::ServerSession::Listener,
                          private transport::MemoryQuota::Listener {
  public:
   ServerLoop(Server* server, int cpu);
@@ -39,8 +40,7 @@ class ServerLoop final : public transport::http2::ServerDispatcher,
 
  private:
   Status Dispatch(transport::http2::ServerStream* stream) override;
-  void OnConnectionClosed(
-      transport::http2::ServerConnection* connection) override;
+  void OnConnectionClosed(transport::http2::ServerSession* connection) override;
   // Any thread: memory of the server's quota was released while a message
   // waits for it; the loop's connections retry on a posted task.
   void OnMemoryQuotaReleased() override { loop_.Post(&memory_task_); }
@@ -48,7 +48,9 @@ class ServerLoop final : public transport::http2::ServerDispatcher,
 
   Server* const server_;
   transport::io::EventLoop loop_;
-  std::vector<std::unique_ptr<transport::http2::ServerConnection>> connections_;
+  std::vector<std::unique_ptr<
+      transport::io::SocketConnection<transport::http2::ServerSession>>>
+      connections_;
   std::vector<ServerCall*> free_calls_;
   bool draining_ = false;
   Status start_status_;

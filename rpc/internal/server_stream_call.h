@@ -13,7 +13,7 @@
 #include "rpc/server_context.h"
 #include "rpc/server_stream.h"
 #include "rpc/status.h"
-#include "transport/http2/server_connection.h"
+#include "transport/http2/server_session.h"
 
 namespace h2rpc::internal {
 

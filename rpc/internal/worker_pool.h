@@ -3,8 +3,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/time/time.h"
-#include "transport/io/mutex.h"
 #include "rpc/status.h"
+#include "transport/io/mutex.h"
 
 namespace h2rpc::internal {
 

@@ -22,7 +22,6 @@ namespace {
 
 // Ready events taken per epoll_wait; more stay ready for the next call.
 constexpr size_t kMaxEventsPerWait = 256;
-constexpr size_t kInitialTimerCapacity = 1024;
 constexpr size_t kInitialWatcherSlots = 256;
 // Linux limits thread names to 16 bytes including the terminating NUL.
 constexpr size_t kMaxThreadNameLength = 15;
@@ -61,7 +60,6 @@ struct EventLoop::StartSignal {
 EventLoop::EventLoop() : now_(MonotonicTime::Now()) {
   events_.resize(kMaxEventsPerWait);
   watchers_.resize(kInitialWatcherSlots, nullptr);
-  timers_.reserve(kInitialTimerCapacity);
 
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   if (epoll_fd_ < 0) {
@@ -113,7 +111,6 @@ EventLoop::~EventLoop() {
   for (TaskList& list : end_lists_) {
     while (list.head != nullptr) UnlinkEndTask(list.head);
   }
-  for (Timer* timer : timers_) timer->heap_index_ = Timer::kNotScheduled;
   if (wake_fd_ >= 0) close(wake_fd_);
   if (epoll_fd_ >= 0) close(epoll_fd_);
 }
@@ -249,74 +246,11 @@ void EventLoop::RemoveFd(int fd) {
   }
 }
 
-bool EventLoop::Earlier(const Timer* a, const Timer* b) {
-  if (a->deadline_ != b->deadline_) return a->deadline_ < b->deadline_;
-  return a->sequence_ < b->sequence_;
-}
-
-void EventLoop::HeapSet(size_t index, Timer* timer) {
-  timers_[index] = timer;
-  timer->heap_index_ = index;
-}
-
-void EventLoop::SiftUp(size_t index) {
-  Timer* timer = timers_[index];
-  while (index > 0) {
-    const size_t parent = (index - 1) / 2;
-    if (!Earlier(timer, timers_[parent])) break;
-    HeapSet(index, timers_[parent]);
-    index = parent;
-  }
-  HeapSet(index, timer);
-}
-
-void EventLoop::SiftDown(size_t index) {
-  Timer* timer = timers_[index];
-  const size_t size = timers_.size();
-  for (;;) {
-    size_t child = 2 * index + 1;
-    if (child >= size) break;
-    if (child + 1 < size && Earlier(timers_[child + 1], timers_[child])) {
-      ++child;
-    }
-    if (!Earlier(timers_[child], timer)) break;
-    HeapSet(index, timers_[child]);
-    index = child;
-  }
-  HeapSet(index, timer);
-}
-
-void EventLoop::HeapRemove(size_t index) {
-  Timer* timer = timers_[index];
-  Timer* last = timers_.back();
-  timers_.pop_back();
-  timer->heap_index_ = Timer::kNotScheduled;
-  if (index < timers_.size()) {
-    HeapSet(index, last);
-    SiftUp(index);
-    SiftDown(last->heap_index_);
-  }
-}
-
 void EventLoop::Schedule(Timer* timer, MonotonicTime deadline) {
-  timer->deadline_ = deadline;
-  timer->sequence_ = next_timer_sequence_++;
-  if (timer->scheduled()) {
-    assert(timers_[timer->heap_index_] == timer);
-    SiftUp(timer->heap_index_);
-    SiftDown(timer->heap_index_);
-    return;
-  }
-  timer->heap_index_ = timers_.size();
-  timers_.push_back(timer);
-  SiftUp(timer->heap_index_);
+  timers_.Schedule(timer, deadline);
 }
 
-void EventLoop::Cancel(Timer* timer) {
-  if (!timer->scheduled()) return;
-  assert(timers_[timer->heap_index_] == timer);
-  HeapRemove(timer->heap_index_);
-}
+void EventLoop::Cancel(Timer* timer) { timers_.Cancel(timer); }
 
 void EventLoop::RunAtEndOfIteration(Task* task) {
   if (task->end_list_ >= 0) return;
@@ -398,7 +332,7 @@ int EventLoop::ComputeTimeoutMs() const {
     return 0;
   }
   if (timers_.empty()) return -1;
-  const absl::Duration remaining = timers_[0]->deadline_ - MonotonicTime::Now();
+  const absl::Duration remaining = timers_.earliest() - MonotonicTime::Now();
   if (remaining <= absl::ZeroDuration()) return 0;
   if (remaining >= absl::Milliseconds(INT_MAX)) return INT_MAX;
   // Round up: waking before the deadline would only spin.
@@ -446,11 +380,8 @@ void EventLoop::DispatchFdEvents(int count) {
 void EventLoop::RunExpiredTimers() {
   // Timers (re)scheduled by callbacks of this phase wait for the next
   // iteration, even if already due: no livelock on a self-rearming timer.
-  const uint64_t sequence_limit = next_timer_sequence_;
-  while (!timers_.empty()) {
-    Timer* timer = timers_[0];
-    if (timer->deadline_ > now_ || timer->sequence_ >= sequence_limit) break;
-    HeapRemove(0);
+  const uint64_t sequence_limit = timers_.next_sequence();
+  while (Timer* timer = timers_.PopDue(now_, sequence_limit)) {
     timer->OnTimer();
   }
 }

@@ -15,36 +15,10 @@
 #include "absl/strings/string_view.h"
 #include "transport/io/monotonic_time.h"
 #include "transport/io/mutex.h"
+#include "transport/io/scheduler.h"
 #include "transport/status.h"
 
 namespace h2rpc::transport::io {
-
-// Work handed to an EventLoop without allocating: embed a Task in a pooled
-// object (a call, a stream) and Post() it. A Task may be queued at most once
-// at a time in each of the two queues (Post() and RunAtEndOfIteration()); it
-// may be queued again as soon as its Run() has started. A posted task must
-// stay alive until it has run.
-class Task {
- public:
-  // Runs on the loop thread.
-  virtual void Run() = 0;
-
- protected:
-  ~Task() = default;
-
- private:
-  friend class EventLoop;
-  // Posted-task queue: `next_` is guarded by the loop's mutex while queued and
-  // owned by the loop thread once the queue has been taken; `queued_` is set
-  // by the poster and cleared by the loop thread just before Run().
-  Task* next_ = nullptr;
-  std::atomic<bool> queued_{false};
-  // End-of-iteration queues (loop thread only): a doubly-linked list so that
-  // CancelEndOfIteration() is O(1); `end_list_` is the list index or -1.
-  Task* end_prev_ = nullptr;
-  Task* end_next_ = nullptr;
-  int8_t end_list_ = -1;
-};
 
 // Reacts to readiness of one file descriptor registered with AddFd().
 class FdWatcher {
@@ -55,35 +29,6 @@ class FdWatcher {
 
  protected:
   ~FdWatcher() = default;
-};
-
-// A one-shot timer embedded in its owner; scheduling and cancelling never
-// allocate once the loop's timer heap has grown to its working size (it
-// starts with room for 1024 timers). The owner must Cancel() a scheduled
-// timer before destroying it.
-class Timer {
- public:
-  // Runs on the loop thread when the deadline passes (unless cancelled). The
-  // timer is no longer scheduled when this runs, so it may Schedule() itself
-  // again.
-  virtual void OnTimer() = 0;
-  // True from Schedule() until the timer fires or is cancelled.
-  bool scheduled() const { return heap_index_ != kNotScheduled; }
-  // The deadline of the last Schedule() (monotonic clock).
-  MonotonicTime deadline() const { return deadline_; }
-
- protected:
-  ~Timer() = default;
-
- private:
-  friend class EventLoop;
-  static constexpr size_t kNotScheduled = static_cast<size_t>(-1);
-  MonotonicTime deadline_;
-  // Breaks ties between equal deadlines (first scheduled fires first) and
-  // keeps a timer re-armed from a callback for a past deadline from firing
-  // again in the same iteration.
-  uint64_t sequence_ = 0;
-  size_t heap_index_ = kNotScheduled;
 };
 
 // One thread running epoll: file-descriptor readiness, timers, and work
@@ -111,7 +56,7 @@ class Timer {
 // Under ThreadSanitizer: the loop synchronizes with transport::io::Mutex (a
 // std::mutex underneath) and atomics, which TSan sees; Debian's libabsl is
 // not built with TSan, so absl::Mutex would produce false race reports.
-class EventLoop {
+class EventLoop final : public Scheduler {
  public:
   // Creates the epoll instance and the wake-up eventfd; a failure is
   // reported by Start() (and AddFd()).
@@ -163,10 +108,10 @@ class EventLoop {
   // a step of the wall clock neither fires nor delays it). A deadline
   // already passed fires in the next timer phase: this iteration's if called
   // from an fd callback, else the next iteration's. O(log n).
-  void Schedule(Timer* timer, MonotonicTime deadline);
+  void Schedule(Timer* timer, MonotonicTime deadline) override;
   // Loop thread only. Unschedules `timer`; cancelling an unscheduled timer
   // is a no-op. O(log n).
-  void Cancel(Timer* timer);
+  void Cancel(Timer* timer) override;
 
   // Loop thread only. Runs `task` once after the current iteration has
   // handled every ready descriptor, timer and posted task: connections flush
@@ -181,7 +126,7 @@ class EventLoop {
   // The monotonic time at the start of the current iteration (loop thread).
   // Timers and deadlines on the loop are computed from it; a wall-clock
   // deadline (absl::Time) is converted with MonotonicFromWall() first.
-  MonotonicTime Now() const { return now_; }
+  MonotonicTime Now() const override { return now_; }
 
  private:
   struct StartSignal;
@@ -204,13 +149,6 @@ class EventLoop {
   void MaybeWake();
   void DrainWakeFd();
 
-  // Timer heap, ordered by (deadline_, sequence_).
-  static bool Earlier(const Timer* a, const Timer* b);
-  void HeapSet(size_t index, Timer* timer);
-  void SiftUp(size_t index);
-  void SiftDown(size_t index);
-  void HeapRemove(size_t index);
-
   int epoll_fd_ = -1;
   int wake_fd_ = -1;
   Status init_status_;
@@ -222,8 +160,7 @@ class EventLoop {
   std::vector<FdWatcher*> watchers_;
   // Ready events of the current epoll_wait, for RemoveFd() to scrub.
   int ready_count_ = 0;
-  std::vector<Timer*> timers_;
-  uint64_t next_timer_sequence_ = 0;
+  TimerHeap timers_;
   // End-of-iteration tasks: requests go to end_lists_[end_add_]; while one
   // list runs, new requests go to the other one (the next iteration).
   TaskList end_lists_[2];

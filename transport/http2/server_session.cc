@@ -1,4 +1,4 @@
-#include "transport/http2/server_connection.h"
+#include "transport/http2/server_session.h"
 
 #include <cstdio>
 
@@ -75,10 +75,10 @@ void ServerStream::SubmitResponseHeaders() {
     return;
   }
   headers_sent_ = true;
-  const Nghttp2DataProvider provider = Connection::DataProvider(&outgoing_);
+  const Nghttp2DataProvider provider = Session::DataProvider(&outgoing_);
   const int rv = SubmitResponse(connection_->session(), stream_id_,
-                                         response_headers_.fields().data(),
-                                         response_headers_.size(), &provider);
+                                response_headers_.fields().data(),
+                                response_headers_.size(), &provider);
   if (rv != 0) FailSubmit(rv, "nghttp2_submit_response");
 }
 
@@ -92,11 +92,10 @@ void ServerStream::SubmitTrailersOnly(const Status& status,
     built = BuildTrailersOnly(DescribeResponse(nullptr), built, nullptr,
                               &trailers_);
   }
-  const int rv =
-      built.ok() ? SubmitResponse(connection_->session(), stream_id_,
-                                           trailers_.fields().data(),
-                                           trailers_.size(), nullptr)
-                 : NGHTTP2_ERR_INVALID_ARGUMENT;
+  const int rv = built.ok() ? SubmitResponse(connection_->session(), stream_id_,
+                                             trailers_.fields().data(),
+                                             trailers_.size(), nullptr)
+                            : NGHTTP2_ERR_INVALID_ARGUMENT;
   if (rv != 0) FailSubmit(rv, "nghttp2_submit_response");
 }
 
@@ -130,7 +129,7 @@ void ServerStream::ResumeSend() {
 void ServerStream::Finish(const Status& status, const Metadata* trailing) {
   if (finished_ || cancelled() || connection_ == nullptr) return;
   finished_ = true;
-  loop_->Cancel(this);
+  scheduler_->Cancel(this);
   if (trailing != nullptr) {
     trailing_metadata_ = *trailing;
     trailing = &trailing_metadata_;
@@ -158,7 +157,7 @@ void ServerStream::Finish(const Status& status, const Metadata* trailing) {
 void ServerStream::Cancel() {
   if (cancelled()) return;
   cancelled_.store(true, std::memory_order_release);
-  loop_->Cancel(this);
+  scheduler_->Cancel(this);
   if (observer != nullptr) observer->OnCancel();
 }
 
@@ -189,7 +188,7 @@ void ServerStream::Release() {
 
 void ServerStream::Unref() {
   if (--refs_ > 0) return;
-  loop_->Cancel(this);
+  scheduler_->Cancel(this);
   if (connection_ != nullptr) {
     connection_->Recycle(this);
   } else {
@@ -198,15 +197,13 @@ void ServerStream::Unref() {
 }
 
 // ---------------------------------------------------------------------------
-// ServerConnection
+// ServerSession
 
-ServerConnection::ServerConnection(io::EventLoop* loop,
-                                   io::FileDescriptor socket, std::string peer,
-                                   const ConnectionOptions& options,
-                                   MemoryQuota* memory_quota,
-                                   ServerDispatcher* dispatcher,
-                                   Listener* listener)
-    : Connection(loop, std::move(socket), std::move(peer), options),
+ServerSession::ServerSession(io::Scheduler* scheduler, std::string peer,
+                             const ConnectionOptions& options,
+                             MemoryQuota* memory_quota,
+                             ServerDispatcher* dispatcher, Listener* listener)
+    : Session(scheduler, std::move(peer), options),
       dispatcher_(dispatcher),
       listener_(listener),
       memory_share_(memory_quota, options.memory_quota_share) {
@@ -214,7 +211,7 @@ ServerConnection::ServerConnection(io::EventLoop* loop,
   InitSession(/*server=*/true);
 }
 
-ServerConnection::~ServerConnection() {
+ServerSession::~ServerSession() {
   while (free_streams_ != nullptr) {
     ServerStream* stream = free_streams_;
     free_streams_ = stream->next_;
@@ -222,12 +219,12 @@ ServerConnection::~ServerConnection() {
   }
 }
 
-ServerStream* ServerConnection::NewStream() {
+ServerStream* ServerSession::NewStream() {
   ServerStream* stream = free_streams_;
   if (stream != nullptr) {
     free_streams_ = stream->next_;
   } else {
-    stream = new ServerStream(this, loop());
+    stream = new ServerStream(this, scheduler());
     stream->outgoing_.set_quota(&memory_share_);
   }
   stream->prev_ = nullptr;
@@ -237,7 +234,7 @@ ServerStream* ServerConnection::NewStream() {
   return stream;
 }
 
-void ServerConnection::Recycle(ServerStream* stream) {
+void ServerSession::Recycle(ServerStream* stream) {
   if (stream->prev_ != nullptr) stream->prev_->next_ = stream->next_;
   if (stream->next_ != nullptr) stream->next_->prev_ = stream->prev_;
   if (streams_ == stream) streams_ = stream->next_;
@@ -247,12 +244,12 @@ void ServerConnection::Recycle(ServerStream* stream) {
   free_streams_ = stream;
 }
 
-ServerStream* ServerConnection::StreamFor(int32_t stream_id) {
+ServerStream* ServerSession::StreamFor(int32_t stream_id) {
   return static_cast<ServerStream*>(
       nghttp2_session_get_stream_user_data(session(), stream_id));
 }
 
-int ServerConnection::OnBeginHeaders(const nghttp2_frame* frame) {
+int ServerSession::OnBeginHeaders(const nghttp2_frame* frame) {
   if (frame->headers.cat != NGHTTP2_HCAT_REQUEST) {
     ServerStream* stream = StreamFor(frame->hd.stream_id);
     if (stream != nullptr) {
@@ -283,8 +280,8 @@ int ServerConnection::OnBeginHeaders(const nghttp2_frame* frame) {
   return 0;
 }
 
-int ServerConnection::OnHeader(const nghttp2_frame* frame, nghttp2_rcbuf* name,
-                               nghttp2_rcbuf* value) {
+int ServerSession::OnHeader(const nghttp2_frame* frame, nghttp2_rcbuf* name,
+                            nghttp2_rcbuf* value) {
   ServerStream* stream = StreamFor(frame->hd.stream_id);
   if (stream == nullptr) return 0;
   // HPACK counts 32 bytes of overhead per field (RFC 7541 section 4.1).
@@ -300,7 +297,7 @@ int ServerConnection::OnHeader(const nghttp2_frame* frame, nghttp2_rcbuf* name,
   return 0;
 }
 
-int ServerConnection::OnFrameRecv(const nghttp2_frame* frame) {
+int ServerSession::OnFrameRecv(const nghttp2_frame* frame) {
   ServerStream* stream = StreamFor(frame->hd.stream_id);
   if (stream == nullptr) return 0;
   const bool end_stream = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
@@ -324,8 +321,8 @@ int ServerConnection::OnFrameRecv(const nghttp2_frame* frame) {
   return 0;
 }
 
-void ServerConnection::Refuse(ServerStream* stream, const Status& status,
-                              int http_status) {
+void ServerSession::Refuse(ServerStream* stream, const Status& status,
+                           int http_status) {
   stream->finished_ = true;
   if (http_status == 200) {
     stream->SubmitTrailersOnly(status, nullptr);
@@ -333,14 +330,14 @@ void ServerConnection::Refuse(ServerStream* stream, const Status& status,
     stream->headers_sent_ = true;
     BuildHttpErrorResponse(http_status, status, &stream->trailers_);
     const int rv = SubmitResponse(session(), stream->stream_id_,
-                                           stream->trailers_.fields().data(),
-                                           stream->trailers_.size(), nullptr);
+                                  stream->trailers_.fields().data(),
+                                  stream->trailers_.size(), nullptr);
     if (rv != 0) stream->FailSubmit(rv, "nghttp2_submit_response");
   }
   RequestFlush();
 }
 
-void ServerConnection::OnRequestHeaders(ServerStream* stream, bool end_stream) {
+void ServerSession::OnRequestHeaders(ServerStream* stream, bool end_stream) {
   stream->half_closed_ = end_stream;
   if (stream->header_bytes_ > options().max_header_list_size) {
     Refuse(stream,
@@ -403,8 +400,8 @@ void ServerConnection::OnRequestHeaders(ServerStream* stream, bool end_stream) {
     return;
   }
   if (timeout.has_value()) {
-    stream->deadline_ = loop()->Now() + *timeout;
-    loop()->Schedule(stream, stream->deadline_);
+    stream->deadline_ = scheduler()->Now() + *timeout;
+    scheduler()->Schedule(stream, stream->deadline_);
   }
   stream->deframer_.Reset(DeframerOptions(stream->receive_encoding_));
 
@@ -412,7 +409,7 @@ void ServerConnection::OnRequestHeaders(ServerStream* stream, bool end_stream) {
   const Status dispatched = dispatcher_->Dispatch(stream);
   if (!dispatched.ok()) {
     --stream->refs_;
-    loop()->Cancel(stream);
+    scheduler()->Cancel(stream);
     Refuse(stream, dispatched, 200);
     return;
   }
@@ -422,8 +419,8 @@ void ServerConnection::OnRequestHeaders(ServerStream* stream, bool end_stream) {
   }
 }
 
-int ServerConnection::OnDataChunk(int32_t stream_id, const uint8_t* data,
-                                  size_t size) {
+int ServerSession::OnDataChunk(int32_t stream_id, const uint8_t* data,
+                               size_t size) {
   ServerStream* stream = StreamFor(stream_id);
   if (stream == nullptr) {
     Submitted(nghttp2_session_consume(session(), stream_id, size),
@@ -455,7 +452,7 @@ int ServerConnection::OnDataChunk(int32_t stream_id, const uint8_t* data,
   return 0;
 }
 
-void ServerConnection::SettleReceive(ServerStream* stream) {
+void ServerSession::SettleReceive(ServerStream* stream) {
   MessageDeframer& deframer = stream->deframer_;
   if (stream->ignoring_data() && !deframer.at_message_boundary()) {
     // Nothing more is delivered: the partial message (and its grant) goes.
@@ -476,13 +473,13 @@ void ServerConnection::SettleReceive(ServerStream* stream) {
   ReturnCredit(stream->stream_id_, &stream->window_);
 }
 
-void ServerConnection::ForgetReceive(ServerStream* stream) {
+void ServerSession::ForgetReceive(ServerStream* stream) {
   if (stream->waiting_for_memory_) RemoveMemoryWaiter(stream);
   ungranted_bytes_ -= stream->window_.ungranted();
   stream->window_.set_ungranted(0);
 }
 
-void ServerConnection::AddMemoryWaiter(ServerStream* stream) {
+void ServerSession::AddMemoryWaiter(ServerStream* stream) {
   stream->waiting_for_memory_ = true;
   stream->waiting_next_ = nullptr;
   stream->waiting_prev_ = waiting_tail_;
@@ -495,7 +492,7 @@ void ServerConnection::AddMemoryWaiter(ServerStream* stream) {
   waiting_tail_ = stream;
 }
 
-void ServerConnection::RemoveMemoryWaiter(ServerStream* stream) {
+void ServerSession::RemoveMemoryWaiter(ServerStream* stream) {
   stream->waiting_for_memory_ = false;
   if (stream->waiting_prev_ != nullptr) {
     stream->waiting_prev_->waiting_next_ = stream->waiting_next_;
@@ -511,7 +508,7 @@ void ServerConnection::RemoveMemoryWaiter(ServerStream* stream) {
   if (waiting_head_ == nullptr) memory_share_.SetWaiting(false);
 }
 
-void ServerConnection::RetryMemoryWaiters() {
+void ServerSession::RetryMemoryWaiters() {
   // Oldest first; any that fits is granted, so a large message does not
   // hold back smaller ones while memory is free for them.
   ServerStream* stream = waiting_head_;
@@ -524,8 +521,8 @@ void ServerConnection::RetryMemoryWaiters() {
   }
 }
 
-Status ServerConnection::WaitingLimitStatus(const ServerStream* stream,
-                                            size_t waiting_bytes) const {
+Status ServerSession::WaitingLimitStatus(const ServerStream* stream,
+                                         size_t waiting_bytes) const {
   return memory_share_.Refusal(absl::StrCat(
       "a received message of ", stream->deframer_.current_length(),
       " bytes, and the messages waiting for memory on this connection would "
@@ -534,7 +531,7 @@ Status ServerConnection::WaitingLimitStatus(const ServerStream* stream,
       " (a quarter of connection_window)"));
 }
 
-bool ServerConnection::OnEndOfData(int32_t stream_id) {
+bool ServerSession::OnEndOfData(int32_t stream_id) {
   ServerStream* stream = StreamFor(stream_id);
   if (stream == nullptr || !stream->finished_) return false;
   const int rv = nghttp2_submit_trailer(session(), stream_id,
@@ -551,7 +548,7 @@ bool ServerConnection::OnEndOfData(int32_t stream_id) {
   return true;
 }
 
-void ServerConnection::OnFrameSent(const nghttp2_frame* frame) {
+void ServerSession::OnFrameSent(const nghttp2_frame* frame) {
   // After our END_STREAM, a client still sending is told to stop
   // (RST_STREAM NO_ERROR, as PROTOCOL-HTTP2 asks).
   if (frame->hd.type == NGHTTP2_HEADERS &&
@@ -562,7 +559,7 @@ void ServerConnection::OnFrameSent(const nghttp2_frame* frame) {
   }
 }
 
-int ServerConnection::OnStreamClose(int32_t stream_id, uint32_t error_code) {
+int ServerSession::OnStreamClose(int32_t stream_id, uint32_t error_code) {
   ServerStream* stream = StreamFor(stream_id);
   if (stream == nullptr) return 0;
   // Cannot fail: nghttp2 knows the stream it reports closed.
@@ -578,7 +575,7 @@ int ServerConnection::OnStreamClose(int32_t stream_id, uint32_t error_code) {
   return 0;
 }
 
-void ServerConnection::OnClosed(const Status& why) {
+void ServerSession::OnClosed(const Status& why) {
   // Detach every live stream: those the rpc layer still holds outlive us.
   while (streams_ != nullptr) {
     ServerStream* stream = streams_;

@@ -1,5 +1,5 @@
-#ifndef H2RPC_TRANSPORT_HTTP2_CLIENT_CONNECTION_H_
-#define H2RPC_TRANSPORT_HTTP2_CLIENT_CONNECTION_H_
+#ifndef H2RPC_TRANSPORT_HTTP2_CLIENT_SESSION_H_
+#define H2RPC_TRANSPORT_HTTP2_CLIENT_SESSION_H_
 
 #include <cstdint>
 #include <string>
@@ -7,16 +7,16 @@
 #include "absl/strings/string_view.h"
 #include "transport/call_setup.h"
 #include "transport/header_list.h"
-#include "transport/http2/connection.h"
+#include "transport/http2/session.h"
 #include "transport/http2/stream_base.h"
-#include "transport/io/event_loop.h"
+#include "transport/io/scheduler.h"
 #include "transport/message_deframer.h"
 #include "transport/metadata.h"
 #include "transport/status.h"
 
 namespace h2rpc::transport::http2 {
 
-class ClientConnection;
+class ClientSession;
 
 // One client call's stream: what it sends (headers from `description`, the
 // framed messages in outgoing()) and what it receives (initial metadata,
@@ -81,10 +81,10 @@ class ClientStream : private io::Timer {
   void Reset();
 
  private:
-  friend class ClientConnection;
+  friend class ClientSession;
   void OnTimer() override;
 
-  ClientConnection* connection_ = nullptr;
+  ClientSession* connection_ = nullptr;
   int32_t stream_id_ = -1;
   ClientStream* prev_ = nullptr;  // in the connection's list of open streams
   ClientStream* next_ = nullptr;
@@ -111,26 +111,25 @@ class ClientStream : private io::Timer {
 // The client side of an HTTP/2 connection: opens one stream per call. Any
 // number of calls may be started; beyond the server's
 // SETTINGS_MAX_CONCURRENT_STREAMS nghttp2 holds them until a stream closes.
-class ClientConnection : public Connection {
+class ClientSession : public Session {
  public:
   // Connection-level events for the owner (a Channel).
   class Listener {
    public:
     // The connection is closed and every stream on it has been closed; the
     // owner may destroy it once this returns (not from inside).
-    virtual void OnConnectionClosed(ClientConnection* connection,
+    virtual void OnConnectionClosed(ClientSession* connection,
                                     const Status& why) = 0;
     // The server sent GOAWAY: start new calls on another connection.
-    virtual void OnConnectionDraining(ClientConnection* connection) {}
+    virtual void OnConnectionDraining(ClientSession* connection) {}
 
    protected:
     ~Listener() = default;
   };
 
-  ClientConnection(io::EventLoop* loop, io::FileDescriptor socket,
-                   std::string peer, const ConnectionOptions& options,
-                   Listener* listener);
-  ~ClientConnection() override;
+  ClientSession(io::Scheduler* scheduler, std::string peer,
+                const ConnectionOptions& options, Listener* listener);
+  ~ClientSession() override;
 
   // Opens a stream for `stream` and submits its headers and data. Failures
   // (deadline already passed, invalid metadata, connection unusable) close
@@ -170,4 +169,4 @@ class ClientConnection : public Connection {
 
 }  // namespace h2rpc::transport::http2
 
-#endif  // H2RPC_TRANSPORT_HTTP2_CLIENT_CONNECTION_H_
+#endif  // H2RPC_TRANSPORT_HTTP2_CLIENT_SESSION_H_

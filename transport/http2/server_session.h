@@ -1,5 +1,5 @@
-#ifndef H2RPC_TRANSPORT_HTTP2_SERVER_CONNECTION_H_
-#define H2RPC_TRANSPORT_HTTP2_SERVER_CONNECTION_H_
+#ifndef H2RPC_TRANSPORT_HTTP2_SERVER_SESSION_H_
+#define H2RPC_TRANSPORT_HTTP2_SERVER_SESSION_H_
 
 #include <atomic>
 #include <cstdint>
@@ -9,9 +9,9 @@
 #include "absl/time/time.h"
 #include "transport/compression/compression_algorithm.h"
 #include "transport/header_list.h"
-#include "transport/http2/connection.h"
+#include "transport/http2/session.h"
 #include "transport/http2/stream_base.h"
-#include "transport/io/event_loop.h"
+#include "transport/io/scheduler.h"
 #include "transport/memory_quota.h"
 #include "transport/message_deframer.h"
 #include "transport/metadata.h"
@@ -20,7 +20,7 @@
 
 namespace h2rpc::transport::http2 {
 
-class ServerConnection;
+class ServerSession;
 
 // One incoming RPC on a server connection. Created by the connection when a
 // valid gRPC request's headers arrive, handed to the ServerDispatcher, and
@@ -112,9 +112,9 @@ class ServerStream final : private io::Timer {
   void Release();
 
  private:
-  friend class ServerConnection;
-  ServerStream(ServerConnection* connection, io::EventLoop* loop)
-      : connection_(connection), loop_(loop) {}
+  friend class ServerSession;
+  ServerStream(ServerSession* connection, io::Scheduler* scheduler)
+      : connection_(connection), scheduler_(scheduler) {}
   ~ServerStream() = default;
   void OnTimer() override;
   void Unref();
@@ -141,8 +141,8 @@ class ServerStream final : private io::Timer {
   ResponseDescription DescribeResponse(const Metadata* metadata) const;
   void Reset();
 
-  ServerConnection* connection_;
-  io::EventLoop* const loop_;
+  ServerSession* connection_;
+  io::Scheduler* const scheduler_;
   int32_t stream_id_ = -1;
   int refs_ = 0;
   ServerStream* prev_ = nullptr;  // in the connection's list of open streams
@@ -196,13 +196,13 @@ class ServerDispatcher {
 };
 
 // The server side of an HTTP/2 connection.
-class ServerConnection : public Connection {
+class ServerSession : public Session {
  public:
   class Listener {
    public:
     // The connection closed; the owner may destroy it once this returns
     // (not from inside).
-    virtual void OnConnectionClosed(ServerConnection* connection) = 0;
+    virtual void OnConnectionClosed(ServerSession* connection) = 0;
 
    protected:
     ~Listener() = default;
@@ -210,11 +210,10 @@ class ServerConnection : public Connection {
 
   // `memory_quota`, the server's, must outlive the connection; the
   // connection takes at most options.memory_quota_share of it.
-  ServerConnection(io::EventLoop* loop, io::FileDescriptor socket,
-                   std::string peer, const ConnectionOptions& options,
-                   MemoryQuota* memory_quota, ServerDispatcher* dispatcher,
-                   Listener* listener);
-  ~ServerConnection() override;
+  ServerSession(io::Scheduler* scheduler, std::string peer,
+                const ConnectionOptions& options, MemoryQuota* memory_quota,
+                ServerDispatcher* dispatcher, Listener* listener);
+  ~ServerSession() override;
 
   // Loop thread, after the memory quota's listener heard of a release:
   // grants memory to the messages waiting for it, as far as it goes, and
@@ -273,4 +272,4 @@ class ServerConnection : public Connection {
 
 }  // namespace h2rpc::transport::http2
 
-#endif  // H2RPC_TRANSPORT_HTTP2_SERVER_CONNECTION_H_
+#endif  // H2RPC_TRANSPORT_HTTP2_SERVER_SESSION_H_

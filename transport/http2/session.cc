@@ -1,10 +1,5 @@
-#include "transport/http2/connection.h"
+#include "transport/http2/session.h"
 
-#include <errno.h>
-#include <sys/epoll.h>
-#include <sys/socket.h>
-
-#include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -12,10 +7,7 @@
 namespace h2rpc::transport::http2 {
 namespace {
 
-// Reads per readiness event before yielding to other connections.
-constexpr int kMaxReadsPerEvent = 16;
-
-Connection* Self(void* user) { return static_cast<Connection*>(user); }
+Session* Self(void* user) { return static_cast<Session*>(user); }
 
 // nghttp2's view of a server's MAX_CONCURRENT_STREAMS (see Start()).
 constexpr uint32_t kNghttp2StreamLimit = 0xFFFFFFFFu;
@@ -40,18 +32,15 @@ uint32_t GoAwayCodeFor(int error) {
 
 }  // namespace
 
-Connection::Connection(io::EventLoop* loop, io::FileDescriptor socket,
-                       std::string peer, const ConnectionOptions& options)
-    : loop_(loop),
-      socket_(std::move(socket)),
-      peer_(std::move(peer)),
-      options_(options) {
+Session::Session(io::Scheduler* scheduler, std::string peer,
+                 const ConnectionOptions& options)
+    : scheduler_(scheduler), peer_(std::move(peer)), options_(options) {
   compression::CompressionAlgorithmSet accepted = options.accepted_compression;
   accepted.Add(compression::CompressionAlgorithm::kIdentity);
   accept_encoding_ = compression::FormatCompressionAlgorithmSet(accepted);
 }
 
-bool Connection::AcceptsEncoding(
+bool Session::AcceptsEncoding(
     absl::optional<absl::string_view> name,
     compression::CompressionAlgorithm* algorithm) const {
   if (!name.has_value()) {
@@ -69,56 +58,60 @@ bool Connection::AcceptsEncoding(
   return true;
 }
 
-Connection::~Connection() {
-  if (deadline_timer_.scheduled()) loop_->Cancel(&deadline_timer_);
+Session::~Session() {
+  if (deadline_timer_.scheduled()) scheduler_->Cancel(&deadline_timer_);
   if (session_ != nullptr) nghttp2_session_del(session_);
 }
 
-void Connection::InitSession(bool server) {
+void Session::InitSession(bool server) {
   server_ = server;
   nghttp2_session_callbacks* cbs;
-  nghttp2_session_callbacks_new(&cbs);
-  SetSendCallback(cbs, &Connection::SendCallback);
-  nghttp2_session_callbacks_set_send_data_callback(
-      cbs, &Connection::SendDataCallback);
+  if (nghttp2_session_callbacks_new(&cbs) != 0) return;  // Start() fails
+  SetSendCallback(cbs, &Session::SendCallback);
+  nghttp2_session_callbacks_set_send_data_callback(cbs,
+                                                   &Session::SendDataCallback);
   nghttp2_session_callbacks_set_on_begin_headers_callback(
-      cbs, &Connection::BeginHeadersCallback);
-  nghttp2_session_callbacks_set_on_header_callback2(
-      cbs, &Connection::HeaderCallback);
+      cbs, &Session::BeginHeadersCallback);
+  nghttp2_session_callbacks_set_on_header_callback2(cbs,
+                                                    &Session::HeaderCallback);
   nghttp2_session_callbacks_set_on_frame_recv_callback(
-      cbs, &Connection::FrameRecvCallback);
+      cbs, &Session::FrameRecvCallback);
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(
-      cbs, &Connection::DataChunkCallback);
+      cbs, &Session::DataChunkCallback);
   nghttp2_session_callbacks_set_on_stream_close_callback(
-      cbs, &Connection::StreamCloseCallback);
+      cbs, &Session::StreamCloseCallback);
   nghttp2_session_callbacks_set_on_frame_send_callback(
-      cbs, &Connection::FrameSendCallback);
+      cbs, &Session::FrameSendCallback);
 
   nghttp2_option* option;
-  nghttp2_option_new(&option);
+  if (nghttp2_option_new(&option) != 0) {
+    nghttp2_session_callbacks_del(cbs);
+    return;  // Start() fails
+  }
   // Keep memory bounded: no closed-stream retention for priorities.
   nghttp2_option_set_no_closed_streams(option, 1);
   nghttp2_option_set_max_send_header_block_length(option, 64 << 10);
   // Flow control is backpressure: received bytes go back to the peer's
   // windows only once the application has taken them (ReturnCredit).
   nghttp2_option_set_no_auto_window_update(option, 1);
-  if (server) {
-    nghttp2_session_server_new3(&session_, cbs, this, option, memory_.mem());
-  } else {
-    nghttp2_session_client_new3(&session_, cbs, this, option, memory_.mem());
-  }
+  // On failure session_ stays null and Start() fails.
+  const int rv = server ? nghttp2_session_server_new3(&session_, cbs, this,
+                                                      option, memory_.mem())
+                        : nghttp2_session_client_new3(&session_, cbs, this,
+                                                      option, memory_.mem());
+  if (rv != 0) session_ = nullptr;
   nghttp2_option_del(option);
   nghttp2_session_callbacks_del(cbs);
 }
 
-Nghttp2DataProvider Connection::DataProvider(OutgoingData* data) {
+Nghttp2DataProvider Session::DataProvider(OutgoingData* data) {
   Nghttp2DataProvider provider;
   provider.source.ptr = data;
-  provider.read_callback = &Connection::ReadDataCallback;
+  provider.read_callback = &Session::ReadDataCallback;
   return provider;
 }
 
-MessageDeframer::Options Connection::DeframerOptions(
+MessageDeframer::Options Session::DeframerOptions(
     compression::CompressionAlgorithm encoding) {
   MessageDeframer::Options deframer_options;
   deframer_options.compression_available =
@@ -128,7 +121,7 @@ MessageDeframer::Options Connection::DeframerOptions(
   return deframer_options;
 }
 
-void Connection::ReturnCredit(int32_t stream_id, ReceiveWindow* window) {
+void Session::ReturnCredit(int32_t stream_id, ReceiveWindow* window) {
   const size_t credit = window->TakeCredit();
   if (credit == 0 || closed_) return;
   if (!Submitted(nghttp2_session_consume(session_, stream_id, credit),
@@ -138,7 +131,7 @@ void Connection::ReturnCredit(int32_t stream_id, ReceiveWindow* window) {
   RequestFlush();
 }
 
-void Connection::ReturnAllCredit(ReceiveWindow* window) {
+void Session::ReturnAllCredit(ReceiveWindow* window) {
   const size_t credit = window->CloseAndTakeAll();
   if (credit == 0 || closed_) return;
   if (!Submitted(nghttp2_session_consume_connection(session_, credit),
@@ -148,9 +141,16 @@ void Connection::ReturnAllCredit(ReceiveWindow* window) {
   RequestFlush();
 }
 
-void Connection::Start() {
+void Session::Start(io::Wire* wire) {
+  wire_ = wire;
+  if (session_ == nullptr) {
+    Close(Status(
+        StatusCode::kInternal,
+        absl::StrCat("cannot start HTTP/2 with ", peer_, ": out of memory")));
+    return;
+  }
   // A server enforces MAX_CONCURRENT_STREAMS itself, refusing the excess
-  // stream alone with RST_STREAM(REFUSED_STREAM) (see ServerConnection);
+  // stream alone with RST_STREAM(REFUSED_STREAM) (see ServerSession);
   // nghttp2 would treat it as a connection error. So nghttp2 is told there
   // is no limit, and the frame on the wire is patched to advertise the real
   // one (PatchAdvertisedSettings).
@@ -174,38 +174,33 @@ void Connection::Start() {
                               ": SETTINGS refused: ", nghttp2_strerror(rv))));
     return;
   }
-  const Status watched =
-      loop_->AddFd(socket_.get(), EPOLLIN | EPOLLRDHUP, this);
-  if (!watched.ok()) {
-    Close(watched);
-    return;
-  }
   if (options_.handshake_timeout != absl::InfiniteDuration()) {
-    loop_->Schedule(&deadline_timer_,
-                    loop_->Now() + options_.handshake_timeout);
+    scheduler_->Schedule(&deadline_timer_,
+                         scheduler_->Now() + options_.handshake_timeout);
   }
   RequestFlush();
 }
 
-void Connection::OnHandshakeDone() {
+void Session::OnHandshakeDone() {
   if (handshake_done_) return;
   handshake_done_ = true;
-  loop_->Cancel(&deadline_timer_);
+  scheduler_->Cancel(&deadline_timer_);
   SetIdle(idle_);
 }
 
-void Connection::SetIdle(bool idle) {
+void Session::SetIdle(bool idle) {
   idle_ = idle;
   if (!server_ || !handshake_done_ || closed()) return;
   if (!idle) {
-    loop_->Cancel(&deadline_timer_);
+    scheduler_->Cancel(&deadline_timer_);
   } else if (options_.idle_timeout != absl::InfiniteDuration() &&
              !going_away_) {
-    loop_->Schedule(&deadline_timer_, loop_->Now() + options_.idle_timeout);
+    scheduler_->Schedule(&deadline_timer_,
+                         scheduler_->Now() + options_.idle_timeout);
   }
 }
 
-void Connection::OnDeadline() {
+void Session::OnDeadline() {
   if (closed_) return;
   if (lingering_) {
     Close(linger_status_);
@@ -221,7 +216,7 @@ void Connection::OnDeadline() {
   }
 }
 
-void Connection::PatchAdvertisedSettings(uint8_t* frame, size_t length) {
+void Session::PatchAdvertisedSettings(uint8_t* frame, size_t length) {
   // 9-byte frame header, then 6-byte entries: 16-bit id, 32-bit value.
   for (size_t i = 9; i + 6 <= length; i += 6) {
     const uint16_t id = static_cast<uint16_t>(frame[i] << 8 | frame[i + 1]);
@@ -234,32 +229,30 @@ void Connection::PatchAdvertisedSettings(uint8_t* frame, size_t length) {
   }
 }
 
-void Connection::Close(const Status& why) {
-  if (closed_) return;
+void Session::Close(const Status& why) { CloseWith(why, false); }
+
+void Session::CloseWith(const Status& why, bool flush_first) {
+  if (closed_ || closing_) return;
+  if (io::Wire* const wire = std::exchange(wire_, nullptr)) {
+    // The wire may take PendingOutput() first, which may try to close
+    // again (ignored).
+    closing_ = true;
+    wire->CloseWire(flush_first);
+    closing_ = false;
+  }
   closed_ = true;
   lingering_ = false;
-  loop_->Cancel(&deadline_timer_);
-  if (flush_requested_) {
-    // The owner may destroy us before the end of this iteration.
-    loop_->CancelEndOfIteration(&flush_task_);
-    flush_requested_ = false;
-  }
-  loop_->RemoveFd(socket_.get());
-  socket_.reset();
+  scheduler_->Cancel(&deadline_timer_);
   OnClosed(why);
 }
 
-void Connection::Fail(uint32_t error_code, const Status& why) {
+void Session::Fail(uint32_t error_code, const Status& why) {
   if (closed()) return;
   lingering_ = true;
   linger_status_ = why;
   // A no-op when nghttp2 has queued its own GOAWAY for the error.
   const int rv = nghttp2_session_terminate_session2(
       session_, nghttp2_session_get_last_proc_stream_id(session_), error_code);
-  if (flush_requested_) {
-    loop_->CancelEndOfIteration(&flush_task_);
-    flush_requested_ = false;
-  }
   if (rv != 0) {
     // No GOAWAY to deliver.
     Close(why);
@@ -267,53 +260,30 @@ void Connection::Fail(uint32_t error_code, const Status& why) {
   }
   if (!server_) {
     // A client fails its calls at once: one attempt to deliver the GOAWAY.
-    Flush();
-    Close(why);
+    CloseWith(why, /*flush_first=*/true);
     return;
   }
-  loop_->Schedule(&deadline_timer_, loop_->Now() + options_.close_linger);
-  Flush();
+  scheduler_->Schedule(&deadline_timer_,
+                       scheduler_->Now() + options_.close_linger);
+  RequestFlush();
 }
 
-void Connection::OnLingerFlushed() {
+void Session::OnLingerFlushed() {
   if (write_side_shut_) return;
   write_side_shut_ = true;
   if (peer_shut_) {
     Close(linger_status_);
     return;
   }
-  // FIN after the GOAWAY. Unread input would make close() send a reset that
-  // can destroy the GOAWAY before the peer reads it, so input is read and
-  // dropped until the peer closes too.
-  shutdown(socket_.get(), SHUT_WR);
-  WatchWritable(false);
-  DiscardAvailable();
+  // FIN after the GOAWAY; what the peer still sends is dropped (Feed)
+  // until it closes too.
+  if (wire_ != nullptr) wire_->ShutdownWrite();
 }
 
-void Connection::DiscardAvailable() {
-  for (int i = 0; i < kMaxReadsPerEvent && !closed_; ++i) {
-    const ssize_t n =
-        recv(socket_.get(), read_buffer_, sizeof(read_buffer_), 0);
-    if (n > 0) continue;
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-    if (n < 0 || write_side_shut_) {
-      Close(linger_status_);
-      return;
-    }
-    // The peer closed first: wait only for the GOAWAY to be written.
-    peer_shut_ = true;
-    if (!loop_->ModifyFd(socket_.get(), EPOLLOUT, this).ok()) {
-      Close(linger_status_);
-    }
-    return;
-  }
-}
-
-void Connection::GracefulShutdown() {
+void Session::GracefulShutdown() {
   if (closed() || going_away_) return;
   going_away_ = true;
-  loop_->Cancel(&deadline_timer_);
+  scheduler_->Cancel(&deadline_timer_);
   if (!Submitted(nghttp2_submit_goaway(
                      session_, NGHTTP2_FLAG_NONE,
                      nghttp2_session_get_last_proc_stream_id(session_),
@@ -324,7 +294,7 @@ void Connection::GracefulShutdown() {
   RequestFlush();
 }
 
-bool Connection::Submitted(int rv, const char* what) {
+bool Session::Submitted(int rv, const char* what) {
   if (rv == 0) return true;
   Status why = SubmitFailure(rv, what);
   if (in_session_call_) {
@@ -336,13 +306,13 @@ bool Connection::Submitted(int rv, const char* what) {
   return false;
 }
 
-Status Connection::SubmitFailure(int rv, const char* what) const {
+Status Session::SubmitFailure(int rv, const char* what) const {
   return Status(StatusCode::kInternal,
                 absl::StrCat(what, " failed on connection to ", peer_, ": ",
                              nghttp2_strerror(rv)));
 }
 
-void Connection::ResetStream(int32_t stream_id, uint32_t error_code) {
+void Session::ResetStream(int32_t stream_id, uint32_t error_code) {
   if (!Submitted(nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE,
                                            stream_id, error_code),
                  "nghttp2_submit_rst_stream")) {
@@ -351,136 +321,89 @@ void Connection::ResetStream(int32_t stream_id, uint32_t error_code) {
   RequestFlush();
 }
 
-void Connection::RequestFlush() {
-  if (flush_requested_ || closed_) return;
-  flush_requested_ = true;
-  loop_->RunAtEndOfIteration(&flush_task_);
+void Session::RequestFlush() {
+  if (!closed_ && wire_ != nullptr) wire_->RequestFlush();
 }
 
-void Connection::OnFdReady(uint32_t events) {
-  if (closed_) return;
-  if (lingering_) {
-    if (events & EPOLLOUT) Flush();
-    if (!closed_ && (events & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP))) {
-      DiscardAvailable();
-    }
-    return;
+void Session::Feed(absl::string_view bytes) {
+  // Lingering: what the peer sends is read and dropped.
+  if (closed()) return;
+  in_session_call_ = true;
+  const Nghttp2Ssize consumed = MemRecv(
+      session_, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  in_session_call_ = false;
+  if (!submit_failure_.ok()) {
+    Fail(NGHTTP2_INTERNAL_ERROR, std::exchange(submit_failure_, Status()));
   }
-  if (events & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP)) ReadAvailable();
+  if (closed() || consumed >= 0) return;
+  const int error = static_cast<int>(consumed);
+  Fail(GoAwayCodeFor(error),
+       Status(StatusCode::kUnavailable,
+              absl::StrCat("HTTP/2 error on connection to ", peer_, ": ",
+                           nghttp2_strerror(error))));
+}
+
+void Session::OnPeerClosed() {
   if (closed_) return;
-  if (events & EPOLLOUT) {
-    Flush();
+  if (!lingering_) {
+    Close(Status(StatusCode::kUnavailable,
+                 absl::StrCat("connection to ", peer_, " closed by peer")));
+  } else if (write_side_shut_) {
+    Close(linger_status_);
   } else {
-    RequestFlush();
+    // Wait only for the GOAWAY to be written.
+    peer_shut_ = true;
   }
 }
 
-void Connection::ReadAvailable() {
-  for (int i = 0; i < kMaxReadsPerEvent && !closed_; ++i) {
-    const ssize_t n =
-        recv(socket_.get(), read_buffer_, sizeof(read_buffer_), 0);
-    if (n == 0) {
-      Close(Status(StatusCode::kUnavailable,
-                   absl::StrCat("connection to ", peer_, " closed by peer")));
-      return;
-    }
-    if (n < 0) {
-      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
-      if (errno == EINTR) continue;
-      Close(Status(
-          StatusCode::kUnavailable,
-          absl::StrCat("read from ", peer_, " failed: ", strerror(errno))));
-      return;
-    }
-    in_session_call_ = true;
-    const Nghttp2Ssize consumed =
-        MemRecv(session_, reinterpret_cast<const uint8_t*>(read_buffer_), n);
-    in_session_call_ = false;
-    if (!submit_failure_.ok()) {
-      Fail(NGHTTP2_INTERNAL_ERROR, std::exchange(submit_failure_, Status()));
-    }
-    if (closed()) return;
-    if (consumed < 0) {
-      const int error = static_cast<int>(consumed);
-      Fail(GoAwayCodeFor(error),
-           Status(StatusCode::kUnavailable,
-                  absl::StrCat("HTTP/2 error on connection to ", peer_, ": ",
-                               nghttp2_strerror(error))));
-      return;
-    }
-    // Sends what this chunk produced (responses, window updates) now rather
-    // than at the end of the iteration, so the peer starts on them while
-    // this side works through the next chunk. With one send per iteration,
-    // 120 calls in flight moved between the two sides as one batch, each
-    // side idle while the other worked (docs/performance.md).
-    if (flush_requested_) {
-      loop_->CancelEndOfIteration(&flush_task_);
-      Flush();
-      if (closed()) return;
-    }
-    if (static_cast<size_t>(n) < sizeof(read_buffer_)) return;
-  }
+void Session::OnWireError(const Status& why) {
+  Close(lingering_
+            ? linger_status_
+            : Status(why.code(),
+                     absl::StrCat(why.message(), " on connection to ", peer_)));
 }
 
-bool Connection::WantsToProduce() const {
+bool Session::WantsToProduce() const {
   if (lingering_) {
     return !goaway_written_ && nghttp2_session_want_write(session_) != 0;
   }
   return nghttp2_session_want_write(session_) != 0;
 }
 
-void Connection::Flush() {
-  flush_requested_ = false;
-  if (closed_ || write_side_shut_) return;
-  for (;;) {
-    if (write_offset_ == write_buffer_.size()) {
-      write_buffer_.clear();
-      write_offset_ = 0;
-    }
-    if (write_buffer_.size() < options_.write_buffer_limit &&
-        WantsToProduce()) {
-      in_session_call_ = true;
-      const int rv = nghttp2_session_send(session_);
-      in_session_call_ = false;
-      if (!submit_failure_.ok()) {
-        Fail(NGHTTP2_INTERNAL_ERROR, std::exchange(submit_failure_, Status()));
-        return;
-      }
-      if (rv != 0) {
-        Close(Status(StatusCode::kInternal,
-                     absl::StrCat("HTTP/2 send failed on connection to ", peer_,
-                                  ": ", nghttp2_strerror(rv))));
-        return;
-      }
-      if (closed_) return;
-    }
-    if (write_buffer_.size() == write_offset_) break;
-    const ssize_t n = send(socket_.get(), write_buffer_.data() + write_offset_,
-                           write_buffer_.size() - write_offset_, MSG_NOSIGNAL);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) {
-        WatchWritable(true);
-        return;
-      }
-      Close(lingering_ ? linger_status_
-                       : Status(StatusCode::kUnavailable,
-                                absl::StrCat("write to ", peer_,
-                                             " failed: ", strerror(errno))));
-      return;
-    }
-    write_offset_ += static_cast<size_t>(n);
-    if (write_offset_ < write_buffer_.size()) {
-      WatchWritable(true);
-      return;
-    }
-    if (!WantsToProduce()) break;
+absl::string_view Session::PendingOutput() {
+  if (closed_ || write_side_shut_) return absl::string_view();
+  if (write_offset_ == write_buffer_.size()) {
+    write_buffer_.clear();
+    write_offset_ = 0;
   }
+  if (write_buffer_.size() < options_.write_buffer_limit && WantsToProduce()) {
+    in_session_call_ = true;
+    const int rv = nghttp2_session_send(session_);
+    in_session_call_ = false;
+    if (!submit_failure_.ok()) {
+      Fail(NGHTTP2_INTERNAL_ERROR, std::exchange(submit_failure_, Status()));
+    } else if (rv != 0) {
+      Close(Status(StatusCode::kInternal,
+                   absl::StrCat("HTTP/2 send failed on connection to ", peer_,
+                                ": ", nghttp2_strerror(rv))));
+    }
+    if (closed_) return absl::string_view();
+  }
+  if (write_offset_ == write_buffer_.size()) {
+    OnOutputDrained();
+    return absl::string_view();
+  }
+  return absl::string_view(write_buffer_.data() + write_offset_,
+                           write_buffer_.size() - write_offset_);
+}
+
+void Session::ConsumeOutput(size_t n) { write_offset_ += n; }
+
+void Session::OnOutputDrained() {
   if (lingering_) {
-    OnLingerFlushed();
+    if (goaway_written_ || !WantsToProduce()) OnLingerFlushed();
     return;
   }
-  WatchWritable(false);
   if (!nghttp2_session_want_read(session_) &&
       !nghttp2_session_want_write(session_)) {
     Close(Status(StatusCode::kUnavailable,
@@ -488,17 +411,9 @@ void Connection::Flush() {
   }
 }
 
-void Connection::WatchWritable(bool on) {
-  if (watching_writable_ == on || closed_ || peer_shut_) return;
-  watching_writable_ = on;
-  const Status status = loop_->ModifyFd(
-      socket_.get(), EPOLLIN | EPOLLRDHUP | (on ? EPOLLOUT : 0u), this);
-  if (!status.ok()) Close(status);
-}
-
-Nghttp2Ssize Connection::SendCallback(nghttp2_session*, const uint8_t* data,
-                                      size_t length, int, void* user) {
-  Connection* self = Self(user);
+Nghttp2Ssize Session::SendCallback(nghttp2_session*, const uint8_t* data,
+                                   size_t length, int, void* user) {
+  Session* self = Self(user);
   if (self->write_buffer_.size() >= self->options_.write_buffer_limit ||
       self->goaway_written_) {
     return NGHTTP2_ERR_WOULDBLOCK;
@@ -518,10 +433,10 @@ Nghttp2Ssize Connection::SendCallback(nghttp2_session*, const uint8_t* data,
   return static_cast<Nghttp2Ssize>(length);
 }
 
-int Connection::SendDataCallback(nghttp2_session*, nghttp2_frame* frame,
-                                 const uint8_t* framehd, size_t length,
-                                 nghttp2_data_source* source, void* user) {
-  Connection* self = Self(user);
+int Session::SendDataCallback(nghttp2_session*, nghttp2_frame* frame,
+                              const uint8_t* framehd, size_t length,
+                              nghttp2_data_source* source, void* user) {
+  Session* self = Self(user);
   if (self->write_buffer_.size() >= self->options_.write_buffer_limit ||
       self->goaway_written_) {
     return NGHTTP2_ERR_WOULDBLOCK;
@@ -533,11 +448,11 @@ int Connection::SendDataCallback(nghttp2_session*, nghttp2_frame* frame,
   return 0;
 }
 
-Nghttp2Ssize Connection::ReadDataCallback(nghttp2_session*, int32_t stream_id,
-                                          uint8_t*, size_t length,
-                                          uint32_t* data_flags,
-                                          nghttp2_data_source* source,
-                                          void* user) {
+Nghttp2Ssize Session::ReadDataCallback(nghttp2_session*, int32_t stream_id,
+                                       uint8_t*, size_t length,
+                                       uint32_t* data_flags,
+                                       nghttp2_data_source* source,
+                                       void* user) {
   auto* data = static_cast<OutgoingData*>(source->ptr);
   const size_t n = data->Reserve(length);
   *data_flags |= NGHTTP2_DATA_FLAG_NO_COPY;
@@ -555,20 +470,20 @@ Nghttp2Ssize Connection::ReadDataCallback(nghttp2_session*, int32_t stream_id,
   return static_cast<Nghttp2Ssize>(n);
 }
 
-int Connection::BeginHeadersCallback(nghttp2_session*,
-                                     const nghttp2_frame* frame, void* user) {
+int Session::BeginHeadersCallback(nghttp2_session*, const nghttp2_frame* frame,
+                                  void* user) {
   return Self(user)->OnBeginHeaders(frame);
 }
 
-int Connection::HeaderCallback(nghttp2_session*, const nghttp2_frame* frame,
-                               nghttp2_rcbuf* name, nghttp2_rcbuf* value,
-                               uint8_t, void* user) {
+int Session::HeaderCallback(nghttp2_session*, const nghttp2_frame* frame,
+                            nghttp2_rcbuf* name, nghttp2_rcbuf* value, uint8_t,
+                            void* user) {
   return Self(user)->OnHeader(frame, name, value);
 }
 
-int Connection::FrameRecvCallback(nghttp2_session*, const nghttp2_frame* frame,
-                                  void* user) {
-  Connection* self = Self(user);
+int Session::FrameRecvCallback(nghttp2_session*, const nghttp2_frame* frame,
+                               void* user) {
+  Session* self = Self(user);
   if (frame->hd.type == NGHTTP2_GOAWAY) {
     self->OnGoAway(frame->goaway.last_stream_id, frame->goaway.error_code);
     return 0;
@@ -580,19 +495,19 @@ int Connection::FrameRecvCallback(nghttp2_session*, const nghttp2_frame* frame,
   return self->OnFrameRecv(frame);
 }
 
-int Connection::DataChunkCallback(nghttp2_session*, uint8_t, int32_t stream_id,
-                                  const uint8_t* data, size_t len, void* user) {
+int Session::DataChunkCallback(nghttp2_session*, uint8_t, int32_t stream_id,
+                               const uint8_t* data, size_t len, void* user) {
   return Self(user)->OnDataChunk(stream_id, data, len);
 }
 
-int Connection::FrameSendCallback(nghttp2_session*, const nghttp2_frame* frame,
-                                  void* user) {
+int Session::FrameSendCallback(nghttp2_session*, const nghttp2_frame* frame,
+                               void* user) {
   Self(user)->OnFrameSent(frame);
   return 0;
 }
 
-int Connection::StreamCloseCallback(nghttp2_session*, int32_t stream_id,
-                                    uint32_t error_code, void* user) {
+int Session::StreamCloseCallback(nghttp2_session*, int32_t stream_id,
+                                 uint32_t error_code, void* user) {
   return Self(user)->OnStreamClose(stream_id, error_code);
 }
 

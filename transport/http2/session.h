@@ -1,5 +1,5 @@
-#ifndef H2RPC_TRANSPORT_HTTP2_CONNECTION_H_
-#define H2RPC_TRANSPORT_HTTP2_CONNECTION_H_
+#ifndef H2RPC_TRANSPORT_HTTP2_SESSION_H_
+#define H2RPC_TRANSPORT_HTTP2_SESSION_H_
 
 #include <nghttp2/nghttp2.h>
 
@@ -15,8 +15,8 @@
 #include "transport/http2/nghttp2_compat.h"
 #include "transport/http2/nghttp2_memory_pool.h"
 #include "transport/http2/stream_base.h"
-#include "transport/io/event_loop.h"
-#include "transport/io/socket.h"
+#include "transport/io/byte_session.h"
+#include "transport/io/scheduler.h"
 #include "transport/memory_quota.h"
 #include "transport/message_deframer.h"
 #include "transport/status.h"
@@ -90,29 +90,39 @@ struct ConnectionOptions {
   absl::Duration close_linger = absl::Seconds(1);
 };
 
-// One HTTP/2 connection on one EventLoop: the socket, the nghttp2 session,
-// reading into a reusable buffer, and coalesced writing: the frames nghttp2
-// produces while one read's bytes are processed leave in one send() after
-// them, and the frames produced otherwise during a loop iteration in one
-// send() at its end (RequestFlush()). DATA payloads are copied from the
-// streams' OutgoingData straight into the write buffer
+// One HTTP/2 connection's protocol state, without I/O: the nghttp2
+// session, its streams (in the subclasses), flow control, and the
+// connection's deadlines (handshake, idle, linger) as timers on an injected
+// Scheduler. It consumes the peer's bytes (Feed) and produces its own
+// (PendingOutput) for whatever drives it (io::SocketDriver, or a test);
+// nothing here touches a descriptor, a thread or the real clock.
+//
+// Output is coalesced: frames accumulate in one buffer until the driver
+// takes them, after the Feed() that produced them or at the end of the loop
+// iteration (Wire::RequestFlush). DATA payloads are copied from the
+// streams' OutgoingData straight into that buffer
 // (NGHTTP2_DATA_FLAG_NO_COPY).
 //
-// Client and server connections derive from it and handle the stream-level
-// callbacks. Everything runs on the loop thread.
-class Connection : private io::FdWatcher {
+// Client and server sessions derive from it and handle the stream-level
+// callbacks. Everything runs on the scheduler's thread.
+class Session : public io::ByteSession {
  public:
-  Connection(io::EventLoop* loop, io::FileDescriptor socket, std::string peer,
-             const ConnectionOptions& options);
-  virtual ~Connection();
-  Connection(const Connection&) = delete;
-  Connection& operator=(const Connection&) = delete;
+  Session(io::Scheduler* scheduler, std::string peer,
+          const ConnectionOptions& options);
+  virtual ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
 
-  // Registers the socket and sends the connection preface and SETTINGS.
-  void Start();
+  // io::ByteSession: the driver's side.
+  void Start(io::Wire* wire) override;
+  void Feed(absl::string_view bytes) override;
+  void OnPeerClosed() override;
+  void OnWireError(const Status& why) override;
+  absl::string_view PendingOutput() override;
+  void ConsumeOutput(size_t n) override;
 
   // Closes the connection now: streams are failed by the subclass with
-  // `why`, the socket is closed, OnClosed runs. Idempotent.
+  // `why`, the wire is closed, OnClosed runs. Idempotent.
   void Close(const Status& why);
 
   // Ends the connection on a fatal error: queues GOAWAY with `error_code`
@@ -128,7 +138,8 @@ class Connection : private io::FdWatcher {
   // every open stream has finished.
   void GracefulShutdown();
 
-  // Writes pending frames at the end of this loop iteration.
+  // Asks the driver to take the pending output (after the Feed() in
+  // progress, or at the end of this loop iteration).
   void RequestFlush();
 
   // Whether `rv`, the result of an nghttp2 call named `what` that queues or
@@ -167,7 +178,7 @@ class Connection : private io::FdWatcher {
 
   // True once Close() or Fail() has run: the connection takes no new work.
   bool closed() const { return closed_ || lingering_; }
-  io::EventLoop* loop() const { return loop_; }
+  io::Scheduler* scheduler() const { return scheduler_; }
   const std::string& peer() const { return peer_; }
   const ConnectionOptions& options() const { return options_; }
   // options().accepted_compression (plus identity) as a
@@ -215,42 +226,32 @@ class Connection : private io::FdWatcher {
   virtual void OnClosed(const Status& why) = 0;
 
  private:
-  class FlushTask : public io::Task {
-   public:
-    explicit FlushTask(Connection* c) : connection_(c) {}
-    void Run() override { connection_->Flush(); }
-
-   private:
-    Connection* connection_;
-  };
-
   // The one deadline a connection waits for at a time: the peer's
   // handshake, then (servers) the idle timeout, or the end of a linger.
   class DeadlineTimer : public io::Timer {
    public:
-    explicit DeadlineTimer(Connection* c) : connection_(c) {}
-    void OnTimer() override { connection_->OnDeadline(); }
+    explicit DeadlineTimer(Session* s) : session_(s) {}
+    void OnTimer() override { session_->OnDeadline(); }
 
    private:
-    Connection* connection_;
+    Session* session_;
   };
 
-  void OnFdReady(uint32_t events) override;
-  void ReadAvailable();
-  // Lingering: reads and discards until EOF, then closes.
-  void DiscardAvailable();
   void OnDeadline();
   // The peer's first SETTINGS arrived.
   void OnHandshakeDone();
-  // Lingering: the write buffer and nghttp2's queue are empty.
+  // The output buffer is empty and nghttp2 has nothing more to send now:
+  // ends a linger, or a connection nghttp2 is done with.
+  void OnOutputDrained();
+  // Lingering: the GOAWAY and everything before it are written.
   void OnLingerFlushed();
   // The server's own SETTINGS frame as nghttp2 serialized it: rewrites the
   // SETTINGS_MAX_CONCURRENT_STREAMS value to the advertised limit.
   void PatchAdvertisedSettings(uint8_t* frame, size_t length);
-  void Flush();
-  // Whether Flush() should ask nghttp2 for more frames.
+  // Whether PendingOutput() should ask nghttp2 for more frames.
   bool WantsToProduce() const;
-  void WatchWritable(bool on);
+  // Closes with `why` after CloseWire(flush_first).
+  void CloseWith(const Status& why, bool flush_first);
 
   static Nghttp2Ssize SendCallback(nghttp2_session*, const uint8_t* data,
                                    size_t length, int flags, void* user);
@@ -276,17 +277,14 @@ class Connection : private io::FdWatcher {
   static int StreamCloseCallback(nghttp2_session*, int32_t stream_id,
                                  uint32_t error_code, void* user);
 
-  io::EventLoop* const loop_;
-  io::FileDescriptor socket_;
+  io::Scheduler* const scheduler_;
+  io::Wire* wire_ = nullptr;  // from Start() until CloseWire()
   const std::string peer_;
   const ConnectionOptions options_;
   std::string accept_encoding_;
-  Nghttp2MemoryPool memory_;  // outlives session_ (deleted in ~Connection)
+  Nghttp2MemoryPool memory_;  // outlives session_ (deleted in ~Session)
   MemoryQuotaShare* memory_share_ = nullptr;
   nghttp2_session* session_ = nullptr;
-  FlushTask flush_task_{this};
-  bool flush_requested_ = false;
-  bool watching_writable_ = false;
   DeadlineTimer deadline_timer_{this};
   bool server_ = false;
   bool handshake_done_ = false;
@@ -294,26 +292,23 @@ class Connection : private io::FdWatcher {
   // Our SETTINGS frame has not been serialized yet (servers).
   bool settings_patch_pending_ = false;
   bool closed_ = false;
+  bool closing_ = false;  // inside Wire::CloseWire()
   // Fail() ran: only the GOAWAY and what precedes it are written.
   bool lingering_ = false;
   bool goaway_written_ = false;  // while lingering
   bool write_side_shut_ = false;
-  bool peer_shut_ = false;  // EOF seen while lingering
+  bool peer_shut_ = false;  // end of file seen while lingering
   Status linger_status_;
   bool going_away_ = false;
   // Inside nghttp2_session_mem_recv or nghttp2_session_send, where Fail()
   // must not run; a submit failure seen there waits in submit_failure_.
   bool in_session_call_ = false;
   Status submit_failure_;
+  // Frames produced and not yet taken by the driver, from write_offset_.
   std::string write_buffer_;
   size_t write_offset_ = 0;
-  // One read's worth: what a read brings in is processed and its output
-  // sent before the next read. 32 KiB (about 28 unary calls of 1 KiB) kept
-  // both sides of a loaded connection busiest: 64 KiB batched too much at 64
-  // calls in flight, 16 KiB cost more sends at 120.
-  char read_buffer_[32 * 1024];
 };
 
 }  // namespace h2rpc::transport::http2
 
-#endif  // H2RPC_TRANSPORT_HTTP2_CONNECTION_H_
+#endif  // H2RPC_TRANSPORT_HTTP2_SESSION_H_

@@ -1,4 +1,4 @@
-#include "transport/http2/client_connection.h"
+#include "transport/http2/client_session.h"
 
 #include "absl/strings/str_cat.h"
 #include "transport/received_headers.h"
@@ -49,27 +49,25 @@ void ClientStream::OnTimer() {
 }
 
 // ---------------------------------------------------------------------------
-// ClientConnection
+// ClientSession
 
-ClientConnection::ClientConnection(io::EventLoop* loop,
-                                   io::FileDescriptor socket, std::string peer,
-                                   const ConnectionOptions& options,
-                                   Listener* listener)
-    : Connection(loop, std::move(socket), std::move(peer), options),
-      listener_(listener) {
+ClientSession::ClientSession(io::Scheduler* scheduler, std::string peer,
+                             const ConnectionOptions& options,
+                             Listener* listener)
+    : Session(scheduler, std::move(peer), options), listener_(listener) {
   InitSession(/*server=*/false);
 }
 
-ClientConnection::~ClientConnection() = default;
+ClientSession::~ClientSession() = default;
 
-void ClientConnection::Link(ClientStream* stream) {
+void ClientSession::Link(ClientStream* stream) {
   stream->prev_ = nullptr;
   stream->next_ = streams_;
   if (streams_ != nullptr) streams_->prev_ = stream;
   streams_ = stream;
 }
 
-void ClientConnection::Unlink(ClientStream* stream) {
+void ClientSession::Unlink(ClientStream* stream) {
   if (stream->prev_ != nullptr) stream->prev_->next_ = stream->next_;
   if (stream->next_ != nullptr) stream->next_->prev_ = stream->prev_;
   if (streams_ == stream) streams_ = stream->next_;
@@ -77,8 +75,8 @@ void ClientConnection::Unlink(ClientStream* stream) {
 }
 
 // Hands the outcome to the observer; the stream is free after this.
-void ClientConnection::Deliver(ClientStream* stream) {
-  loop()->Cancel(stream);
+void ClientSession::Deliver(ClientStream* stream) {
+  scheduler()->Cancel(stream);
   ReturnAllCredit(&stream->window_);
   ReleaseDeframer(&stream->deframer_);
   stream->connection_ = nullptr;
@@ -86,7 +84,7 @@ void ClientConnection::Deliver(ClientStream* stream) {
   stream->observer->OnClose(stream->status_, stream->trailing_metadata_);
 }
 
-void ClientConnection::StartCall(ClientStream* stream) {
+void ClientSession::StartCall(ClientStream* stream) {
   stream->connection_ = this;
   stream->status_known_ = true;  // until the stream exists
   if (!accepting_calls()) {
@@ -97,7 +95,7 @@ void ClientConnection::StartCall(ClientStream* stream) {
     return;
   }
   stream->description.accept_encodings = accept_encoding();
-  stream->status_ = BuildRequestHeaders(stream->description, loop()->Now(),
+  stream->status_ = BuildRequestHeaders(stream->description, scheduler()->Now(),
                                         &stream->headers_);
   if (!stream->status_.ok()) {
     Deliver(stream);
@@ -118,12 +116,12 @@ void ClientConnection::StartCall(ClientStream* stream) {
   stream->status_known_ = false;
   Link(stream);
   if (!stream->description.deadline.is_infinite_future()) {
-    loop()->Schedule(stream, stream->description.deadline);
+    scheduler()->Schedule(stream, stream->description.deadline);
   }
   RequestFlush();
 }
 
-void ClientConnection::ResumeSend(ClientStream* stream) {
+void ClientSession::ResumeSend(ClientStream* stream) {
   if (stream->connection_ != this || stream->status_known_) return;
   if (stream->outgoing_.deferred) {
     stream->outgoing_.deferred = false;
@@ -136,16 +134,16 @@ void ClientConnection::ResumeSend(ClientStream* stream) {
   RequestFlush();
 }
 
-void ClientConnection::CancelCall(ClientStream* stream, const Status& status) {
+void ClientSession::CancelCall(ClientStream* stream, const Status& status) {
   if (stream->connection_ != this || stream->status_known_) return;
   FailStream(stream, status);
 }
 
-void ClientConnection::FailStream(ClientStream* stream, Status status) {
+void ClientSession::FailStream(ClientStream* stream, Status status) {
   if (stream->status_known_) return;
   stream->status_known_ = true;
   stream->status_ = std::move(status);
-  loop()->Cancel(stream);
+  scheduler()->Cancel(stream);
   ResetStream(stream->stream_id_, NGHTTP2_CANCEL);
   // A request still waiting for a stream slot may wait for ever: deliver
   // now. nghttp2 still holds its queued HEADERS, with `stream` as user data,
@@ -162,12 +160,12 @@ void ClientConnection::FailStream(ClientStream* stream, Status status) {
   }
 }
 
-ClientStream* ClientConnection::StreamFor(int32_t stream_id) {
+ClientStream* ClientSession::StreamFor(int32_t stream_id) {
   return static_cast<ClientStream*>(
       nghttp2_session_get_stream_user_data(session(), stream_id));
 }
 
-int ClientConnection::OnBeginHeaders(const nghttp2_frame* frame) {
+int ClientSession::OnBeginHeaders(const nghttp2_frame* frame) {
   ClientStream* stream = StreamFor(frame->hd.stream_id);
   if (stream != nullptr) {
     stream->block_.Release();
@@ -176,8 +174,8 @@ int ClientConnection::OnBeginHeaders(const nghttp2_frame* frame) {
   return 0;
 }
 
-int ClientConnection::OnHeader(const nghttp2_frame* frame, nghttp2_rcbuf* name,
-                               nghttp2_rcbuf* value) {
+int ClientSession::OnHeader(const nghttp2_frame* frame, nghttp2_rcbuf* name,
+                            nghttp2_rcbuf* value) {
   ClientStream* stream = StreamFor(frame->hd.stream_id);
   if (stream == nullptr || stream->status_known_) return 0;
   // HPACK counts 32 bytes of overhead per field (RFC 7541 section 4.1). A
@@ -197,7 +195,7 @@ int ClientConnection::OnHeader(const nghttp2_frame* frame, nghttp2_rcbuf* name,
   return 0;
 }
 
-int ClientConnection::OnFrameRecv(const nghttp2_frame* frame) {
+int ClientSession::OnFrameRecv(const nghttp2_frame* frame) {
   ClientStream* stream = StreamFor(frame->hd.stream_id);
   if (stream == nullptr || stream->status_known_) return 0;
   const bool end_stream = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
@@ -222,8 +220,8 @@ int ClientConnection::OnFrameRecv(const nghttp2_frame* frame) {
   return 0;
 }
 
-void ClientConnection::OnResponseHeaderBlock(ClientStream* stream,
-                                             bool end_stream) {
+void ClientSession::OnResponseHeaderBlock(ClientStream* stream,
+                                          bool end_stream) {
   const bool first_block = stream->header_blocks_++ == 0;
   ReservedHeaderValues reserved;
   Metadata& metadata = first_block && !end_stream ? stream->initial_metadata_
@@ -269,7 +267,7 @@ void ClientConnection::OnResponseHeaderBlock(ClientStream* stream,
   }
   stream->status_known_ = true;
   stream->status_ = std::move(call_status);
-  loop()->Cancel(stream);
+  scheduler()->Cancel(stream);
   // If our side is still sending, stop: the call is over (gRPC servers may
   // finish before reading the whole request).
   if (nghttp2_session_get_stream_local_close(session(), stream->stream_id_) ==
@@ -278,8 +276,8 @@ void ClientConnection::OnResponseHeaderBlock(ClientStream* stream,
   }
 }
 
-int ClientConnection::OnDataChunk(int32_t stream_id, const uint8_t* data,
-                                  size_t size) {
+int ClientSession::OnDataChunk(int32_t stream_id, const uint8_t* data,
+                               size_t size) {
   ClientStream* stream = StreamFor(stream_id);
   if (stream == nullptr) {
     Submitted(nghttp2_session_consume(session(), stream_id, size),
@@ -304,7 +302,7 @@ int ClientConnection::OnDataChunk(int32_t stream_id, const uint8_t* data,
   return 0;
 }
 
-int ClientConnection::OnStreamClose(int32_t stream_id, uint32_t error_code) {
+int ClientSession::OnStreamClose(int32_t stream_id, uint32_t error_code) {
   ClientStream* stream = StreamFor(stream_id);
   if (stream == nullptr) return 0;
   // Cannot fail: nghttp2 knows the stream it reports closed.
@@ -314,7 +312,7 @@ int ClientConnection::OnStreamClose(int32_t stream_id, uint32_t error_code) {
       stream->header_blocks_ == 0 && stream->outgoing_.Rewind()) {
     // Nothing was processed: offer the call a transparent retry.
     Unlink(stream);
-    loop()->Cancel(stream);
+    scheduler()->Cancel(stream);
     ReleaseDeframer(&stream->deframer_);
     stream->connection_ = nullptr;
     stream->stream_id_ = -1;
@@ -329,7 +327,7 @@ int ClientConnection::OnStreamClose(int32_t stream_id, uint32_t error_code) {
     stream->status_known_ = true;
     const bool deadline_passed =
         !stream->description.deadline.is_infinite_future() &&
-        loop()->Now() >= stream->description.deadline;
+        scheduler()->Now() >= stream->description.deadline;
     stream->status_ =
         error_code == NGHTTP2_NO_ERROR
             ? Status(StatusCode::kInternal, "stream closed without a status")
@@ -340,13 +338,13 @@ int ClientConnection::OnStreamClose(int32_t stream_id, uint32_t error_code) {
   return 0;
 }
 
-void ClientConnection::OnGoAway(int32_t last_stream_id, uint32_t error_code) {
+void ClientSession::OnGoAway(int32_t last_stream_id, uint32_t error_code) {
   if (draining_) return;
   draining_ = true;
   listener_->OnConnectionDraining(this);
 }
 
-void ClientConnection::OnClosed(const Status& why) {
+void ClientSession::OnClosed(const Status& why) {
   while (streams_ != nullptr) {
     ClientStream* stream = streams_;
     Unlink(stream);

@@ -1,0 +1,63 @@
+#ifndef H2RPC_TRANSPORT_IO_BYTE_SESSION_H_
+#define H2RPC_TRANSPORT_IO_BYTE_SESSION_H_
+
+#include <cstddef>
+
+#include "absl/strings/string_view.h"
+#include "transport/status.h"
+
+namespace h2rpc::transport::io {
+
+// The seam between what moves a connection's bytes (a socket driver) and
+// the protocol that consumes and produces them (an HTTP/2 session), which
+// owns no descriptor, thread or clock. A byte transformer (TLS) sits in
+// between by being both: a ByteSession to the driver and a Wire to the
+// session it wraps.
+//
+// Both sides run on one thread (an EventLoop's loop thread) and call each
+// other synchronously; neither allocates on these calls.
+
+// What a ByteSession asks of the layer that moves its bytes.
+class Wire {
+ public:
+  // The session has output (ByteSession::PendingOutput()): write it right
+  // after the Feed() in progress returns, or else at the end of this loop
+  // iteration.
+  virtual void RequestFlush() = 0;
+  // The session has written everything it ever will: half-close the write
+  // side (FIN). Input keeps going to Feed() until the peer closes.
+  virtual void ShutdownWrite() = 0;
+  // Ends the wire now; the session is not called again. `flush_first`:
+  // first one non-blocking attempt to write what PendingOutput() offers.
+  virtual void CloseWire(bool flush_first) = 0;
+
+ protected:
+  ~Wire() = default;
+};
+
+// The protocol side of a connection.
+class ByteSession {
+ public:
+  // Starts on `wire`, which stays valid until the session calls
+  // CloseWire(): queues the session's first output (a preface, SETTINGS).
+  virtual void Start(Wire* wire) = 0;
+  // Bytes from the peer, in order. The view is valid during the call only.
+  virtual void Feed(absl::string_view bytes) = 0;
+  // The peer closed its side (end of file): no more input.
+  virtual void OnPeerClosed() = 0;
+  // Reading or writing failed (UNAVAILABLE with the cause): the wire is
+  // unusable.
+  virtual void OnWireError(const Status& why) = 0;
+  // Output to write, produced on demand: empty when there is nothing (more)
+  // to write. Valid until the next call into the session.
+  virtual absl::string_view PendingOutput() = 0;
+  // The first `n` bytes of PendingOutput() were written.
+  virtual void ConsumeOutput(size_t n) = 0;
+
+ protected:
+  ~ByteSession() = default;
+};
+
+}  // namespace h2rpc::transport::io
+
+#endif  // H2RPC_TRANSPORT_IO_BYTE_SESSION_H_

@@ -1,0 +1,171 @@
+#include "transport/io/socket_driver.h"
+
+#include <errno.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace h2rpc::transport::io {
+namespace {
+
+// Reads per readiness event before yielding to other connections.
+constexpr int kMaxReadsPerEvent = 16;
+
+Status SocketError(const char* operation, int error) {
+  return Status(StatusCode::kUnavailable,
+                absl::StrCat(operation, " failed: ", strerror(error)));
+}
+
+}  // namespace
+
+SocketDriver::SocketDriver(EventLoop* loop, FileDescriptor socket,
+                           ByteSession* session)
+    : loop_(loop), socket_(std::move(socket)), session_(session) {}
+
+SocketDriver::~SocketDriver() {
+  if (flush_requested_) loop_->CancelEndOfIteration(&flush_task_);
+  if (started_ && !closed_) loop_->RemoveFd(socket_.get());
+}
+
+void SocketDriver::Start() {
+  session_->Start(this);
+  if (closed_) return;
+  interest_ = EPOLLIN | EPOLLRDHUP;
+  const Status watched = loop_->AddFd(socket_.get(), interest_, this);
+  if (!watched.ok()) {
+    session_->OnWireError(watched);
+    return;
+  }
+  started_ = true;
+}
+
+void SocketDriver::RequestFlush() {
+  if (flush_requested_ || closed_) return;
+  flush_requested_ = true;
+  loop_->RunAtEndOfIteration(&flush_task_);
+}
+
+void SocketDriver::ShutdownWrite() {
+  if (closed_ || write_shut_) return;
+  write_shut_ = true;
+  output_blocked_ = false;
+  // FIN after the last bytes. Input is still read (and given to the
+  // session): unread input would make close() send a reset that can
+  // destroy those bytes before the peer reads them.
+  shutdown(socket_.get(), SHUT_WR);
+  UpdateInterest();
+}
+
+void SocketDriver::CloseWire(bool flush_first) {
+  if (closed_) return;
+  if (flush_first && !write_shut_) {
+    // One attempt, whatever the socket takes now.
+    const absl::string_view out = session_->PendingOutput();
+    if (!out.empty()) {
+      // Best effort: the wire closes whatever this writes.
+      const ssize_t written = send(socket_.get(), out.data(), out.size(),
+                                   MSG_NOSIGNAL | MSG_DONTWAIT);
+      static_cast<void>(written);
+    }
+  }
+  closed_ = true;
+  if (flush_requested_) {
+    // The owner may destroy us before the end of this iteration.
+    loop_->CancelEndOfIteration(&flush_task_);
+    flush_requested_ = false;
+  }
+  if (started_) loop_->RemoveFd(socket_.get());
+  socket_.reset();
+}
+
+void SocketDriver::OnFdReady(uint32_t events) {
+  if (closed_) return;
+  if (!read_closed_ &&
+      (events & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP))) {
+    ReadAvailable();
+    if (closed_) return;
+  }
+  if (events & EPOLLOUT) {
+    Flush();
+  } else {
+    RequestFlush();
+  }
+}
+
+void SocketDriver::ReadAvailable() {
+  for (int i = 0; i < kMaxReadsPerEvent && !closed_; ++i) {
+    const ssize_t n =
+        recv(socket_.get(), read_buffer_, sizeof(read_buffer_), 0);
+    if (n == 0) {
+      read_closed_ = true;
+      UpdateInterest();
+      if (!closed_) session_->OnPeerClosed();
+      return;
+    }
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+      if (errno == EINTR) continue;
+      session_->OnWireError(SocketError("read", errno));
+      return;
+    }
+    session_->Feed(absl::string_view(read_buffer_, static_cast<size_t>(n)));
+    if (closed_) return;
+    // Sends what this chunk produced (responses, window updates) now rather
+    // than at the end of the iteration, so the peer starts on them while
+    // this side works through the next chunk. With one send per iteration,
+    // 120 calls in flight moved between the two sides as one batch, each
+    // side idle while the other worked (docs/performance.md).
+    if (flush_requested_) {
+      loop_->CancelEndOfIteration(&flush_task_);
+      Flush();
+      if (closed_) return;
+    }
+    if (static_cast<size_t>(n) < sizeof(read_buffer_)) return;
+  }
+}
+
+void SocketDriver::Flush() {
+  flush_requested_ = false;
+  if (closed_ || write_shut_) return;
+  for (;;) {
+    const absl::string_view out = session_->PendingOutput();
+    if (closed_ || write_shut_) return;
+    if (out.empty()) break;
+    const ssize_t n = send(socket_.get(), out.data(), out.size(), MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        output_blocked_ = true;
+        UpdateInterest();
+        return;
+      }
+      session_->OnWireError(SocketError("write", errno));
+      return;
+    }
+    session_->ConsumeOutput(static_cast<size_t>(n));
+    if (closed_) return;
+    if (static_cast<size_t>(n) < out.size()) {
+      output_blocked_ = true;
+      UpdateInterest();
+      return;
+    }
+  }
+  output_blocked_ = false;
+  UpdateInterest();
+}
+
+void SocketDriver::UpdateInterest() {
+  if (closed_ || !started_) return;
+  uint32_t interest = 0;
+  if (!read_closed_) interest |= EPOLLIN | EPOLLRDHUP;
+  if (output_blocked_ && !write_shut_) interest |= EPOLLOUT;
+  if (interest == interest_) return;
+  interest_ = interest;
+  const Status status = loop_->ModifyFd(socket_.get(), interest, this);
+  if (!status.ok()) session_->OnWireError(status);
+}
+
+}  // namespace h2rpc::transport::io
