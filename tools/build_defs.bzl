@@ -36,6 +36,7 @@ def h2rpc_fuzz_test(name, srcs, deps = [], corpus = None):
         deps = deps,
         linkopts = ["-fsanitize=fuzzer"],
         tags = ["manual"],
+        testonly = True,
     )
 
 def h2rpc_proto_library(

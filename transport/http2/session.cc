@@ -404,11 +404,30 @@ void Session::OnOutputDrained() {
     if (goaway_written_ || !WantsToProduce()) OnLingerFlushed();
     return;
   }
-  if (!nghttp2_session_want_read(session_) &&
-      !nghttp2_session_want_write(session_)) {
-    Close(Status(StatusCode::kUnavailable,
-                 absl::StrCat("connection to ", peer_, " shut down")));
+  if (nghttp2_session_want_read(session_) ||
+      nghttp2_session_want_write(session_)) {
+    return;
   }
+  // nghttp2 is done: its GOAWAY (after a graceful shutdown, or for a
+  // connection error it handled itself) is written.
+  const Status why(
+      StatusCode::kUnavailable,
+      goaway_sent_error_ == NGHTTP2_NO_ERROR
+          ? absl::StrCat("connection to ", peer_, " shut down")
+          : absl::StrCat("connection to ", peer_,
+                         " ended on an HTTP/2 error by the peer (GOAWAY ",
+                         nghttp2_http2_strerror(goaway_sent_error_), ")"));
+  if (!server_) {
+    Close(why);
+    return;
+  }
+  // A server lingers as after Fail(), so unread input does not turn the
+  // close into a reset that destroys the GOAWAY.
+  lingering_ = true;
+  linger_status_ = why;
+  scheduler_->Schedule(&deadline_timer_,
+                       scheduler_->Now() + options_.close_linger);
+  OnLingerFlushed();
 }
 
 Nghttp2Ssize Session::SendCallback(nghttp2_session*, const uint8_t* data,
@@ -502,7 +521,11 @@ int Session::DataChunkCallback(nghttp2_session*, uint8_t, int32_t stream_id,
 
 int Session::FrameSendCallback(nghttp2_session*, const nghttp2_frame* frame,
                                void* user) {
-  Self(user)->OnFrameSent(frame);
+  Session* self = Self(user);
+  if (frame->hd.type == NGHTTP2_GOAWAY) {
+    self->goaway_sent_error_ = frame->goaway.error_code;
+  }
+  self->OnFrameSent(frame);
   return 0;
 }
 

@@ -300,6 +300,8 @@ class Session : public io::ByteSession {
   bool peer_shut_ = false;  // end of file seen while lingering
   Status linger_status_;
   bool going_away_ = false;
+  // The error code of the GOAWAY written (NO_ERROR if none, or graceful).
+  uint32_t goaway_sent_error_ = NGHTTP2_NO_ERROR;
   // Inside nghttp2_session_mem_recv or nghttp2_session_send, where Fail()
   // must not run; a submit failure seen there waits in submit_failure_.
   bool in_session_call_ = false;

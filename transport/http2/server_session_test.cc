@@ -1,0 +1,303 @@
+// A server session driven frame by frame: raw client bytes in, parsed frames
+// out, time on a fake clock.
+#include "transport/http2/server_session.h"
+
+#include <nghttp2/nghttp2.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "test/util/raw_frames.h"
+#include "transport/http2/testing/session_harness.h"
+#include "transport/io/fake_scheduler.h"
+
+namespace h2rpc::transport::http2 {
+namespace {
+
+using ::h2rpc::testing::DecodeHeaderBlocks;
+using ::h2rpc::testing::EncodeFrame;
+using ::h2rpc::testing::EncodeLiteralHeaderBlock;
+using ::h2rpc::testing::FindHeader;
+using ::h2rpc::testing::GoAwayErrorCode;
+using ::h2rpc::testing::GrpcRequestHeaders;
+using ::h2rpc::testing::kClientPreface;
+using ::h2rpc::testing::ParseFrames;
+using ::h2rpc::testing::RawFrame;
+using ::h2rpc::testing::RawHeaders;
+using ::h2rpc::testing::RstStreamErrorCode;
+using ::h2rpc::testing::SetHeader;
+using testing::EchoDispatcher;
+using testing::Framed;
+using ::testing::HasSubstr;
+using testing::MemoryWire;
+
+constexpr char kEcho[] = "/test.Echo/Echo";
+constexpr char kHold[] = "/test.Echo/Hold";
+
+std::string Uint32(uint32_t v) {
+  return std::string{static_cast<char>(v >> 24), static_cast<char>(v >> 16),
+                     static_cast<char>(v >> 8), static_cast<char>(v)};
+}
+
+class ServerSessionTest : public ::testing::Test {
+ protected:
+  ~ServerSessionTest() override {
+    if (session_ != nullptr && !dispatcher_.closed) {
+      session_->Close(Status(StatusCode::kUnavailable, "test over"));
+    }
+  }
+
+  void StartSession() {
+    session_ =
+        std::make_unique<ServerSession>(&scheduler_, "test-peer", options_,
+                                        &quota_, &dispatcher_, &dispatcher_);
+    wire_ = std::make_unique<MemoryWire>(session_.get());
+    wire_->Start();
+    Take();
+  }
+  // Starts the session and completes the client's side of the handshake,
+  // acknowledging the server's SETTINGS (its windows apply from then on).
+  void Handshake() {
+    StartSession();
+    Feed(absl::StrCat(kClientPreface, EncodeFrame(NGHTTP2_SETTINGS, 0, 0, ""),
+                      EncodeFrame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0, "")));
+  }
+  void Feed(absl::string_view bytes) {
+    wire_->Feed(bytes);
+    Take();
+  }
+  // Moves the fake clock, then takes what the timers produced.
+  void Advance(absl::Duration duration) {
+    scheduler_.AdvanceBy(duration);
+    Take();
+  }
+  void Take() {
+    output_ += wire_->TakeOutput();
+    frames_ = ParseFrames(output_);
+  }
+
+  // A request on `stream_id`: HEADERS, then one DATA frame with `body`.
+  void Request(uint32_t stream_id, const RawHeaders& headers,
+               absl::string_view body, bool end_stream = true) {
+    const uint8_t end = end_stream ? NGHTTP2_FLAG_END_STREAM : 0;
+    std::string bytes = EncodeFrame(
+        NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS | (body.empty() ? end : 0),
+        stream_id, EncodeLiteralHeaderBlock(headers));
+    if (!body.empty()) {
+      bytes += EncodeFrame(NGHTTP2_DATA, end, stream_id, body);
+    }
+    Feed(bytes);
+  }
+  void Request(uint32_t stream_id, absl::string_view path,
+               absl::string_view body, bool end_stream = true) {
+    Request(stream_id, GrpcRequestHeaders(path, 1), body, end_stream);
+  }
+
+  // The header blocks sent on `stream_id`, decoded.
+  std::vector<RawHeaders> Blocks(uint32_t stream_id) {
+    std::map<uint32_t, std::vector<RawHeaders>> blocks;
+    EXPECT_TRUE(DecodeHeaderBlocks(frames_, &blocks));
+    return blocks[stream_id];
+  }
+  // The grpc-status (and grpc-message) the stream ended with, "" if none.
+  std::string GrpcStatus(uint32_t stream_id) {
+    const std::vector<RawHeaders> blocks = Blocks(stream_id);
+    if (blocks.empty()) return "";
+    return FindHeader(blocks.back(), "grpc-status").value_or("");
+  }
+  std::string DataOn(uint32_t stream_id) {
+    std::string data;
+    for (const RawFrame& frame : frames_) {
+      if (frame.type == NGHTTP2_DATA && frame.stream_id == stream_id) {
+        data += frame.payload;
+      }
+    }
+    return data;
+  }
+  bool WindowUpdateOn(uint32_t stream_id) {
+    for (const RawFrame& frame : frames_) {
+      if (frame.type == NGHTTP2_WINDOW_UPDATE && frame.stream_id == stream_id) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  io::FakeScheduler scheduler_;
+  ConnectionOptions options_;
+  MemoryQuota quota_{64 << 20};
+  EchoDispatcher dispatcher_;
+  std::unique_ptr<ServerSession> session_;
+  std::unique_ptr<MemoryWire> wire_;
+  std::string output_;
+  std::vector<RawFrame> frames_;
+};
+
+TEST_F(ServerSessionTest, AdvertisesItsSettingsFirst) {
+  options_.max_concurrent_streams = 7;
+  StartSession();
+  ASSERT_FALSE(frames_.empty());
+  EXPECT_EQ(frames_[0].type, NGHTTP2_SETTINGS);
+  EXPECT_EQ(::h2rpc::testing::SettingValue(
+                frames_, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS),
+            7u);
+}
+
+TEST_F(ServerSessionTest, UnaryEchoIsHeadersDataTrailers) {
+  Handshake();
+  Request(1, kEcho, Framed("hello"));
+  const std::vector<RawHeaders> blocks = Blocks(1);
+  ASSERT_EQ(blocks.size(), 2u);
+  EXPECT_EQ(FindHeader(blocks[0], ":status"), "200");
+  EXPECT_EQ(FindHeader(blocks[0], "content-type"), "application/grpc");
+  EXPECT_EQ(DataOn(1), Framed("hello"));
+  EXPECT_EQ(FindHeader(blocks[1], "grpc-status"), "0");
+  ASSERT_EQ(dispatcher_.calls.size(), 1u);
+  EXPECT_EQ(dispatcher_.calls[0]->messages, std::vector<std::string>{"hello"});
+}
+
+TEST_F(ServerSessionTest, UnknownMethodIsOneTrailersOnlyFrame) {
+  Handshake();
+  Request(1, "/test.Echo/Nope", Framed("x"));
+  int header_frames = 0;
+  for (const RawFrame& frame : frames_) {
+    if (frame.stream_id != 1) continue;
+    EXPECT_NE(frame.type, NGHTTP2_DATA);
+    if (frame.type == NGHTTP2_HEADERS) {
+      ++header_frames;
+      EXPECT_TRUE(frame.flags & NGHTTP2_FLAG_END_STREAM);
+    }
+  }
+  EXPECT_EQ(header_frames, 1);
+  const std::vector<RawHeaders> blocks = Blocks(1);
+  ASSERT_EQ(blocks.size(), 1u);
+  EXPECT_EQ(FindHeader(blocks[0], ":status"), "200");
+  EXPECT_EQ(FindHeader(blocks[0], "grpc-status"), "12");
+}
+
+TEST_F(ServerSessionTest, EveryReceivedHeaderErrorHasItsAnswer) {
+  options_.max_header_list_size = 1024;
+  Handshake();
+  struct Case {
+    const char* what;
+    RawHeaders headers;
+    const char* http_status;
+    const char* grpc_status;
+  };
+  RawHeaders get = GrpcRequestHeaders(kEcho, 1);
+  SetHeader(&get, ":method", "GET");
+  RawHeaders text = GrpcRequestHeaders(kEcho, 1);
+  SetHeader(&text, "content-type", "text/plain");
+  RawHeaders timeout = GrpcRequestHeaders(kEcho, 1);
+  SetHeader(&timeout, "grpc-timeout", "12parsecs");
+  RawHeaders encoding = GrpcRequestHeaders(kEcho, 1);
+  SetHeader(&encoding, "grpc-encoding", "snappy");
+  RawHeaders big = GrpcRequestHeaders(kEcho, 1);
+  SetHeader(&big, "x-big", std::string(2000, 'b'));
+  RawHeaders bad_bin = GrpcRequestHeaders(kEcho, 1);
+  SetHeader(&bad_bin, "x-data-bin", "!!!not base64!!!");
+  const std::vector<Case> cases = {
+      {"GET", get, "405", "13"},
+      {"text/plain", text, "415", "13"},
+      {"malformed grpc-timeout", timeout, "200", "13"},
+      {"unknown grpc-encoding", encoding, "200", "12"},
+      {"header list over the limit", big, "200", "8"},
+      {"invalid base64 metadata", bad_bin, "200", "13"},
+  };
+  uint32_t stream_id = 1;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    Request(stream_id, c.headers, Framed("x"));
+    const std::vector<RawHeaders> blocks = Blocks(stream_id);
+    ASSERT_EQ(blocks.size(), 1u);
+    EXPECT_EQ(FindHeader(blocks[0], ":status"), c.http_status);
+    EXPECT_EQ(FindHeader(blocks[0], "grpc-status"), c.grpc_status);
+    EXPECT_TRUE(FindHeader(blocks[0], "grpc-message").has_value());
+    stream_id += 2;
+  }
+  EXPECT_TRUE(dispatcher_.calls.empty());
+  // Refusals are per stream: the connection still serves.
+  Request(stream_id, kEcho, Framed("still here"));
+  EXPECT_EQ(GrpcStatus(stream_id), "0");
+  EXPECT_FALSE(GoAwayErrorCode(frames_).has_value());
+}
+
+TEST_F(ServerSessionTest, TheClientsTimeoutRunsOnTheSchedulersClock) {
+  Handshake();
+  RawHeaders headers = GrpcRequestHeaders(kHold, 1);
+  SetHeader(&headers, "grpc-timeout", "100m");
+  Request(1, headers, Framed("x"), /*end_stream=*/false);
+  ASSERT_EQ(dispatcher_.calls.size(), 1u);
+  Advance(absl::Milliseconds(99));
+  EXPECT_EQ(GrpcStatus(1), "");
+  EXPECT_FALSE(dispatcher_.calls[0]->cancelled);
+  Advance(absl::Milliseconds(1));
+  EXPECT_EQ(GrpcStatus(1), "4");  // DEADLINE_EXCEEDED
+  EXPECT_TRUE(dispatcher_.calls[0]->cancelled);
+}
+
+TEST_F(ServerSessionTest, ClientResetCancelsTheCall) {
+  Handshake();
+  Request(1, kHold, Framed("x"), /*end_stream=*/false);
+  ASSERT_EQ(dispatcher_.calls.size(), 1u);
+  Feed(EncodeFrame(NGHTTP2_RST_STREAM, 0, 1, Uint32(NGHTTP2_CANCEL)));
+  EXPECT_TRUE(dispatcher_.calls[0]->cancelled);
+  EXPECT_EQ(GrpcStatus(1), "");
+}
+
+TEST_F(ServerSessionTest, GracefulShutdownWaitsForOpenStreams) {
+  Handshake();
+  Request(1, kHold, Framed("x"));
+  ASSERT_EQ(dispatcher_.calls.size(), 1u);
+  session_->GracefulShutdown();
+  Take();
+  EXPECT_EQ(GoAwayErrorCode(frames_), NGHTTP2_NO_ERROR);
+  EXPECT_FALSE(wire_->closed());
+  // A stream opened after the GOAWAY is not served.
+  Request(3, kEcho, Framed("late"));
+  EXPECT_EQ(dispatcher_.calls.size(), 1u);
+
+  dispatcher_.calls[0]->Finish(Status(StatusCode::kAborted, "done"));
+  Take();
+  EXPECT_EQ(GrpcStatus(1), "10");
+  // Everything is written: the server half-closes and waits for the
+  // client to close its side.
+  EXPECT_TRUE(wire_->write_shut());
+  EXPECT_FALSE(dispatcher_.closed);
+  wire_->PeerCloses();
+  EXPECT_TRUE(wire_->closed());
+  EXPECT_TRUE(dispatcher_.closed);
+}
+
+TEST_F(ServerSessionTest, HeldMessagesWithholdFlowControlCredit) {
+  options_.initial_stream_window = 1024;
+  dispatcher_.hold_messages = true;
+  Handshake();
+  Request(1, kHold, Framed(std::string(900, 'm')), /*end_stream=*/false);
+  ASSERT_EQ(dispatcher_.calls.size(), 1u);
+  ASSERT_EQ(dispatcher_.calls[0]->messages.size(), 1u);
+  EXPECT_FALSE(WindowUpdateOn(1));
+  dispatcher_.calls[0]->ReleaseHeldMessages();
+  Take();
+  EXPECT_TRUE(WindowUpdateOn(1));
+}
+
+TEST_F(ServerSessionTest, MessagesPastTheStreamWindowAreAProtocolError) {
+  options_.initial_stream_window = 1024;
+  dispatcher_.hold_messages = true;
+  Handshake();
+  Request(1, kHold, Framed(std::string(900, 'm')), /*end_stream=*/false);
+  // The window is not reopened: 200 more bytes overflow it.
+  Feed(EncodeFrame(NGHTTP2_DATA, 0, 1, std::string(200, 'o')));
+  // nghttp2 answers a stream flow-control violation with RST_STREAM.
+  EXPECT_EQ(RstStreamErrorCode(frames_, 1), NGHTTP2_FLOW_CONTROL_ERROR);
+  EXPECT_TRUE(dispatcher_.calls[0]->cancelled);
+}
+
+}  // namespace
+}  // namespace h2rpc::transport::http2
