@@ -283,9 +283,9 @@ class H2rpcClient final : public BenchClient {
       if (!config.cpus.empty()) {
         options.loop_cpu = config.cpus[i % config.cpus.size()];
       }
-      channels_.push_back(std::make_unique<Channel>(config.target, options));
+      channels_.push_back(CreateChannel(config.target, options));
       stubs_.push_back(
-          std::make_unique<BenchmarkService::Stub>(channels_.back().get()));
+          std::make_unique<BenchmarkService::Stub>(channels_.back()));
     }
   }
   ~H2rpcClient() override { Stop(); }
@@ -317,7 +317,7 @@ class H2rpcClient final : public BenchClient {
  private:
   const ClientConfig config_;
   ClientShared shared_;
-  std::vector<std::unique_ptr<Channel>> channels_;
+  std::vector<std::shared_ptr<Channel>> channels_;
   std::vector<std::unique_ptr<BenchmarkService::Stub>> stubs_;
   std::vector<std::unique_ptr<UnaryLoop>> unary_;
 };

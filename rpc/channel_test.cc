@@ -19,6 +19,9 @@
 #include "gtest/gtest.h"
 #include "proto/grpc/testing/messages.pb.h"
 #include "rpc/client_context.h"
+#include "rpc/internal/name_resolver_impl.h"
+#include "rpc/name_resolver.h"
+#include "rpc/server.h"
 #include "test/util/notification.h"
 #include "transport/io/event_loop.h"
 #include "transport/io/resolver.h"
@@ -34,6 +37,13 @@ using ::testing::HasSubstr;
 using transport::io::FileDescriptor;
 using transport::io::Resolver;
 using transport::io::SocketAddress;
+
+// A NameResolver whose lookups `resolve` answers.
+std::shared_ptr<NameResolver> MakeResolver(Resolver::ResolveFunction resolve) {
+  return std::make_shared<NameResolver>(
+      std::make_unique<internal::NameResolverImpl>(internal::NameResolverImpl{
+          std::make_shared<Resolver>(std::move(resolve))}));
+}
 
 // Generous: only catches hangs, never measures speed.
 constexpr absl::Duration kHangTimeout = absl::Seconds(30);
@@ -135,15 +145,16 @@ TEST(ChannelResolverTest, ABlockingLookupDoesNotStallTheLoop) {
   Listener listener;
   BlockingLookup lookup;
   ChannelOptions options;
-  options.resolver = std::make_shared<Resolver>(lookup.Function());
-  Channel channel(absl::StrCat("slow.test:", listener.port()), options);
+  options.resolver = MakeResolver(lookup.Function());
+  std::shared_ptr<Channel> channel =
+      CreateChannel(absl::StrCat("slow.test:", listener.port()), options);
 
   ClientContext context;
   context.set_timeout(absl::Milliseconds(50));
   std::string response;
   Outcome outcome;
-  channel.AsyncGenericUnaryCall(&context, kMethod, "request", &response,
-                                outcome.Callback());
+  channel->AsyncGenericUnaryCall(&context, kMethod, "request", &response,
+                                 outcome.Callback());
   ASSERT_TRUE(lookup.WaitForLookup());
   ASSERT_TRUE(outcome.done.WaitForNotificationWithTimeout(kHangTimeout))
       << "the call's deadline did not fire while the lookup blocked";
@@ -160,15 +171,15 @@ TEST(ChannelResolverTest, ABlockingLookupDoesNotStallTheLoop) {
 TEST(ChannelResolverTest, ConnectTimeoutCoversTheLookup) {
   BlockingLookup lookup;
   ChannelOptions options;
-  options.resolver = std::make_shared<Resolver>(lookup.Function());
+  options.resolver = MakeResolver(lookup.Function());
   options.connect_timeout = absl::Milliseconds(50);
-  Channel channel("slow.test:1", options);
+  std::shared_ptr<Channel> channel = CreateChannel("slow.test:1", options);
 
   ClientContext context;  // no deadline: only the connect timeout ends it
   std::string response;
   Outcome outcome;
-  channel.AsyncGenericUnaryCall(&context, kMethod, "request", &response,
-                                outcome.Callback());
+  channel->AsyncGenericUnaryCall(&context, kMethod, "request", &response,
+                                 outcome.Callback());
   ASSERT_TRUE(outcome.done.WaitForNotificationWithTimeout(kHangTimeout));
   EXPECT_EQ(outcome.status.code(), StatusCode::kUnavailable);
   EXPECT_THAT(outcome.status.message(),
@@ -191,15 +202,15 @@ TEST(ChannelResolverTest, DestroyedDuringALookupGoesAtOnce) {
   auto on_destroy = std::make_shared<NotifyOnDestroy>();
   on_destroy->notification = thread_exited;
   ChannelOptions options;
-  options.resolver = std::make_shared<Resolver>(
+  options.resolver = MakeResolver(
       [blocking = lookup.Function(), on_destroy](
           absl::string_view target, std::vector<SocketAddress>* addresses) {
         return blocking(target, addresses);
       });
   on_destroy.reset();
   Listener listener;
-  auto channel = std::make_unique<Channel>(
-      absl::StrCat("slow.test:", listener.port()), options);
+  auto channel =
+      CreateChannel(absl::StrCat("slow.test:", listener.port()), options);
   options.resolver.reset();  // the channel is the resolver's last owner
 
   ClientContext context;
@@ -275,7 +286,7 @@ class UnstartedCallTest : public ::testing::Test {
 TEST_F(UnstartedCallTest, CompletesOnTheLoopThread) {
   ChannelOptions options;
   options.connection.max_send_message_size = 16;
-  Channel channel("127.0.0.1:1", options);
+  std::shared_ptr<Channel> channel = CreateChannel("127.0.0.1:1", options);
 
   ClientContext past_deadline;
   past_deadline.set_deadline(absl::Now() - absl::Seconds(1));
@@ -289,8 +300,8 @@ TEST_F(UnstartedCallTest, CompletesOnTheLoopThread) {
   Result deadline_result;
   StartHoldingTheLock(
       [&](auto done) {
-        channel.AsyncUnaryCall(&past_deadline, kMethod, request, &response,
-                               std::move(done));
+        channel->AsyncUnaryCall(&past_deadline, kMethod, request, &response,
+                                std::move(done));
       },
       &deadline_result);
   EXPECT_EQ(deadline_result.status.code(), StatusCode::kDeadlineExceeded);
@@ -298,8 +309,8 @@ TEST_F(UnstartedCallTest, CompletesOnTheLoopThread) {
   Result cancelled_result;
   StartHoldingTheLock(
       [&](auto done) {
-        channel.AsyncGenericUnaryCall(&cancelled, kMethod, "request",
-                                      &response_bytes, std::move(done));
+        channel->AsyncGenericUnaryCall(&cancelled, kMethod, "request",
+                                       &response_bytes, std::move(done));
       },
       &cancelled_result);
   EXPECT_EQ(cancelled_result.status.code(), StatusCode::kCancelled);
@@ -308,8 +319,8 @@ TEST_F(UnstartedCallTest, CompletesOnTheLoopThread) {
   request.mutable_payload()->set_body(std::string(100, 'x'));
   StartHoldingTheLock(
       [&](auto done) {
-        channel.AsyncUnaryCall(&oversized, kMethod, request, &response,
-                               std::move(done));
+        channel->AsyncUnaryCall(&oversized, kMethod, request, &response,
+                                std::move(done));
       },
       &oversized_result);
   EXPECT_EQ(oversized_result.status.code(), StatusCode::kResourceExhausted);
@@ -320,8 +331,8 @@ TEST_F(UnstartedCallTest, CompletesOnTheLoopThread) {
   EXPECT_EQ(oversized_result.thread, deadline_result.thread);
   ClientContext refused;
   Outcome started;
-  channel.AsyncGenericUnaryCall(&refused, kMethod, "request", &response_bytes,
-                                started.Callback());
+  channel->AsyncGenericUnaryCall(&refused, kMethod, "request", &response_bytes,
+                                 started.Callback());
   ASSERT_TRUE(started.done.WaitForNotificationWithTimeout(kHangTimeout));
   EXPECT_EQ(started.status.code(), StatusCode::kUnavailable);
   EXPECT_EQ(started.thread_name, "h2rpc-channel");
@@ -332,18 +343,198 @@ TEST_F(UnstartedCallTest, CompletesOnTheLoopThread) {
 TEST_F(UnstartedCallTest, CompletesOffTheCallersStackWithoutALoop) {
   ChannelOptions options;
   options.loop_cpu = 1 << 20;  // beyond CPU_SETSIZE: the loop cannot start
-  Channel channel("127.0.0.1:1", options);
+  std::shared_ptr<Channel> channel = CreateChannel("127.0.0.1:1", options);
   ClientContext context;
   std::string response;
   Result result;
   StartHoldingTheLock(
       [&](auto done) {
-        channel.AsyncGenericUnaryCall(&context, kMethod, "request", &response,
-                                      std::move(done));
+        channel->AsyncGenericUnaryCall(&context, kMethod, "request", &response,
+                                       std::move(done));
       },
       &result);
   EXPECT_EQ(result.status.code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(result.status.message(), HasSubstr("CPU"));
+}
+
+constexpr char kEcho[] = "/test.Service/Echo";
+constexpr char kBidiEcho[] = "/test.Service/BidiEcho";
+
+// A server that echoes the payload of unary and bidi-streaming calls.
+class EchoServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Status status;
+    server_ =
+        Server::Builder()
+            .AddListeningPort("127.0.0.1:0", &port_)
+            .RegisterUnary<SimpleRequest, SimpleResponse>(
+                kEcho,
+                [](ServerContext*, const SimpleRequest& in,
+                   SimpleResponse* out) {
+                  out->mutable_payload()->set_body(in.payload().body());
+                  return Status();
+                })
+            .RegisterBidiStreaming<SimpleRequest, SimpleResponse>(
+                kBidiEcho,
+                [](ServerContext*,
+                   ServerReaderWriter<SimpleResponse, SimpleRequest>* stream) {
+                  SimpleRequest in;
+                  SimpleResponse out;
+                  while (stream->Read(&in)) {
+                    out.mutable_payload()->set_body(in.payload().body());
+                    if (!stream->Write(out)) break;
+                  }
+                  return Status();
+                })
+            .BuildAndStart(&status);
+    ASSERT_TRUE(status.ok()) << status.ToString();
+  }
+
+  std::string target() const { return "127.0.0.1:" + std::to_string(port_); }
+
+  int port_ = 0;
+  std::unique_ptr<Server> server_;
+};
+
+// Writes one message, reads its echo, half-closes.
+class EchoOnce final : public ClientBidiReactor<SimpleRequest, SimpleResponse> {
+ public:
+  explicit EchoOnce(const std::string& body) {
+    request_.mutable_payload()->set_body(body);
+  }
+  void Begin() {
+    StartWrite(&request_);
+    StartRead(&response_);
+    StartCall();
+  }
+  void OnWriteDone(bool ok) override {
+    if (ok) StartWritesDone();
+  }
+  void OnReadDone(bool ok) override { read_ok_ = ok; }
+  void OnDone(const Status& status) override {
+    status_ = status;
+    done_.Notify();
+  }
+
+  Notification done_;
+  // Written on the loop thread before done_ is notified.
+  SimpleRequest request_;
+  SimpleResponse response_;
+  bool read_ok_ = false;
+  Status status_;
+};
+
+// A stub holds the channel's shared_ptr: the channel lives while it does,
+// whoever else let go of it.
+TEST_F(EchoServerTest, AHolderKeepsTheChannelAlive) {
+  struct Holder {
+    std::shared_ptr<Channel> channel;
+  };
+  std::shared_ptr<Channel> channel = CreateChannel(target());
+  Holder holder{channel};
+  channel.reset();
+  ASSERT_EQ(holder.channel.use_count(), 1);
+
+  ClientContext context;
+  context.set_timeout(kHangTimeout);
+  SimpleRequest request;
+  request.mutable_payload()->set_body("held");
+  SimpleResponse response;
+  const Status status =
+      holder.channel->UnaryCall(&context, kEcho, request, &response);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  EXPECT_EQ(response.payload().body(), "held");
+}
+
+// `done` (on the loop thread) drops the channel's last reference: the
+// channel cannot stop its loop from the loop itself, so it is torn down on
+// another thread; nothing deadlocks and nothing is used after it is freed.
+TEST_F(EchoServerTest, LastReferenceDroppedInsideDone) {
+  // Notified once the channel is gone: its resolver, which only the channel
+  // holds, goes last.
+  auto gone = std::make_shared<Notification>();
+  struct NotifyOnDestroy {
+    std::shared_ptr<Notification> notification;
+    ~NotifyOnDestroy() { notification->Notify(); }
+  };
+  auto on_destroy = std::make_shared<NotifyOnDestroy>();
+  on_destroy->notification = gone;
+  ChannelOptions options;
+  options.resolver =
+      MakeResolver([on_destroy](absl::string_view target,
+                                std::vector<SocketAddress>* addresses) {
+        return transport::io::ResolveNumericTarget(target, addresses);
+      });
+  on_destroy.reset();
+  std::shared_ptr<Channel> channel = CreateChannel(target(), options);
+  options.resolver.reset();
+  Channel* raw = channel.get();
+
+  ClientContext context;
+  context.set_timeout(kHangTimeout);
+  SimpleRequest request;
+  request.mutable_payload()->set_body("last");
+  SimpleResponse response;
+  Notification done;
+  Status status;
+  std::string thread_name;
+  raw->AsyncUnaryCall(
+      &context, kEcho, request, &response,
+      [&, channel = std::move(channel)](const Status& s) mutable {
+        status = s;
+        thread_name = ThreadName();
+        channel.reset();
+        done.Notify();
+      });
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(kHangTimeout));
+  EXPECT_TRUE(status.ok()) << status.ToString();
+  EXPECT_EQ(response.payload().body(), "last");
+  EXPECT_EQ(thread_name, "h2rpc-channel");
+  EXPECT_TRUE(gone->WaitForNotificationWithTimeout(kHangTimeout))
+      << "the channel released on its loop thread was never destroyed";
+}
+
+// The loop reads a call's method path after the call has returned: when it
+// starts the stream (a fresh channel connects first) and on a transparent
+// retry. The caller's string may be gone by then.
+TEST_F(EchoServerTest, AsyncCallsCopyTheMethodPath) {
+  std::shared_ptr<Channel> channel = CreateChannel(target());
+  ClientContext context;
+  context.set_timeout(kHangTimeout);
+  SimpleRequest request;
+  request.mutable_payload()->set_body("unary");
+  SimpleResponse response;
+  Outcome outcome;
+  {
+    // On the heap (longer than a short string's inline buffer), overwritten
+    // and freed before the channel has connected.
+    auto method = std::make_unique<std::string>(kEcho);
+    channel->AsyncUnaryCall(&context, *method, request, &response,
+                            outcome.Callback());
+    method->assign(method->size(), 'x');
+  }
+  ASSERT_TRUE(outcome.done.WaitForNotificationWithTimeout(kHangTimeout));
+  EXPECT_TRUE(outcome.status.ok()) << outcome.status.ToString();
+  EXPECT_EQ(response.payload().body(), "unary");
+}
+
+TEST_F(EchoServerTest, StreamingCallsCopyTheMethodPath) {
+  std::shared_ptr<Channel> channel = CreateChannel(target());
+  ClientContext context;
+  context.set_timeout(kHangTimeout);
+  EchoOnce reactor("bidi");
+  {
+    auto method = std::make_unique<std::string>(kBidiEcho);
+    channel->AsyncBidiStreamingCall(&context, *method, &reactor);
+    method->assign(method->size(), 'x');
+  }
+  // Started only now, after the path has gone.
+  reactor.Begin();
+  ASSERT_TRUE(reactor.done_.WaitForNotificationWithTimeout(kHangTimeout));
+  EXPECT_TRUE(reactor.status_.ok()) << reactor.status_.ToString();
+  EXPECT_TRUE(reactor.read_ok_);
+  EXPECT_EQ(reactor.response_.payload().body(), "bidi");
 }
 
 }  // namespace

@@ -1,21 +1,25 @@
 #include "rpc/client_context.h"
 
 #include "rpc/internal/channel_call.h"
+#include "transport/io/monotonic_time.h"
 
 namespace h2rpc {
 
 ClientContext::~ClientContext() = default;
 
 void ClientContext::set_deadline(absl::Time deadline) {
-  deadline_ = transport::io::MonotonicFromWall(deadline);
+  monotonic_deadline_ =
+      transport::io::MonotonicFromWall(deadline).since_epoch();
 }
 
 void ClientContext::set_timeout(absl::Duration timeout) {
-  deadline_ = transport::io::MonotonicTime::Now() + timeout;
+  monotonic_deadline_ =
+      (transport::io::MonotonicTime::Now() + timeout).since_epoch();
 }
 
 absl::Time ClientContext::deadline() const {
-  return transport::io::WallFromMonotonic(deadline_);
+  return transport::io::WallFromMonotonic(
+      transport::io::MonotonicTime::FromSinceEpoch(monotonic_deadline_));
 }
 
 void ClientContext::TryCancel() {

@@ -12,19 +12,14 @@
 #include "rpc/compression.h"
 #include "rpc/metadata.h"
 #include "rpc/status.h"
-#include "transport/io/monotonic_time.h"
 #include "transport/io/mutex.h"
 
 namespace h2rpc {
 
 namespace internal {
 class ChannelCall;
-class ClientCall;
-class ClientStreamCall;
+class ClientContextAccess;
 }  // namespace internal
-namespace testing {
-class ClientCallPeer;
-}  // namespace testing
 
 // Per-call settings and results on the client, as in gRPC C++: a deadline,
 // metadata to send, and the server's initial and trailing metadata once the
@@ -88,13 +83,12 @@ class ClientContext {
   void TryCancel();
 
  private:
-  friend class internal::ChannelCall;
-  friend class internal::ClientCall;
-  friend class internal::ClientStreamCall;
-  friend class testing::ClientCallPeer;
+  // The channel's calls reach the fields below through it.
+  friend class internal::ClientContextAccess;
 
-  transport::io::MonotonicTime deadline_ =
-      transport::io::MonotonicTime::InfiniteFuture();
+  // The deadline on the monotonic clock (time since its epoch);
+  // InfiniteDuration: none.
+  absl::Duration monotonic_deadline_ = absl::InfiniteDuration();
   absl::optional<CompressionAlgorithm> compression_;
   bool last_message_compressed_ = false;  // written on the loop thread
   Metadata send_metadata_;
@@ -103,11 +97,11 @@ class ClientContext {
   Metadata trailing_metadata_;
   // Bytes of response messages a streaming call holds unread (queued with
   // no read waiting), counted against the server's flow-control window.
-  // Written on the loop thread; read by tests (testing::ClientCallPeer).
+  // Written on the loop thread; read by tests (test/util/client_call_peer.h).
   std::atomic<size_t> held_bytes_{0};
 
   // Links TryCancel (any thread) to the call while it runs (see
-  // ChannelCall::BindContext and UnbindContext).
+  // ClientContextAccess::Bind and Unbind).
   transport::io::Mutex mu_;
   internal::ChannelCall* call_ ABSL_GUARDED_BY(mu_) = nullptr;
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;

@@ -1,6 +1,7 @@
 #include "rpc/client_stream.h"
 
 #include "rpc/internal/client_stream_call.h"
+#include "rpc/internal/reactor_access.h"
 
 namespace h2rpc {
 
@@ -23,14 +24,14 @@ namespace internal {
 BlockingClientStream::~BlockingClientStream() {
   if (!done()) {
     // The call stays allocated until ReleaseKeepAlive (see
-    // Channel::StartBlockingStream), and it cannot be done before the
+    // ChannelCore::StartBlockingStream), and it cannot be done before the
     // discard has run, so the tasks these post run before it goes.
-    call_->RequestCancel();
-    call_->DiscardUnread();
+    ClientReactorAccess::Call(*this)->RequestCancel();
+    ClientReactorAccess::Call(*this)->DiscardUnread();
     transport::io::MutexLock lock(&mu_);
     while (!done_) changed_.Wait(&mu_);
   }
-  call_->ReleaseKeepAlive();
+  ClientReactorAccess::Call(*this)->ReleaseKeepAlive();
 }
 
 bool BlockingClientStream::done() {
@@ -65,7 +66,7 @@ void BlockingClientStream::WaitForInitialMetadata() {
 }
 
 Status BlockingClientStream::Finish() {
-  call_->DiscardUnread();
+  ClientReactorAccess::Call(*this)->DiscardUnread();
   transport::io::MutexLock lock(&mu_);
   while (!done_) changed_.Wait(&mu_);
   return status_;

@@ -4,6 +4,7 @@
 #include <atomic>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/string_view.h"
 #include "google/protobuf/message_lite.h"
 #include "rpc/compression.h"
 #include "rpc/internal/op_waiter.h"
@@ -12,9 +13,11 @@
 
 namespace h2rpc {
 
-class Channel;
+class ClientContext;
 namespace internal {
 class BlockingClientStream;
+class ChannelCore;
+class ClientReactorAccess;
 class ClientStreamCall;
 }  // namespace internal
 
@@ -59,9 +62,8 @@ class ClientStreamReactor {
   void StartWritesDone();
 
  private:
-  friend class Channel;
-  friend class internal::BlockingClientStream;
-  friend class internal::ClientStreamCall;
+  // Binds the call (and lets the blocking stream reach it).
+  friend class internal::ClientReactorAccess;
   internal::ClientStreamCall* call_ = nullptr;
 };
 
@@ -97,6 +99,18 @@ class ClientWriteReactor : public ClientStreamReactor {
 };
 
 namespace internal {
+
+// How Channel starts a blocking streaming call: the wrappers below take one
+// in their constructor and bind their stream with Run().
+struct BlockingStreamStart {
+  ChannelCore* core;
+  ClientContext* context;
+  absl::string_view method;
+  const google::protobuf::MessageLite* request;  // server streaming
+  google::protobuf::MessageLite* response;       // client streaming
+  // Binds `stream` to a new call on `core` and starts it.
+  void Run(BlockingClientStream* stream) const;
+};
 
 // The blocking form of a streaming call, on top of the reactor. One thread
 // may read while another writes.
@@ -148,6 +162,10 @@ class BlockingClientStream final : public ClientStreamReactor {
 template <class Request, class Response>
 class ClientReaderWriter {
  public:
+  // Made by Channel::BidiStreamingCall (and stubs).
+  explicit ClientReaderWriter(const internal::BlockingStreamStart& start) {
+    start.Run(&stream_);
+  }
   bool Read(Response* response) { return stream_.Read(response); }
   bool Write(const Request& request, WriteOptions options = WriteOptions()) {
     return stream_.Write(request, options);
@@ -157,19 +175,21 @@ class ClientReaderWriter {
   Status Finish() { return stream_.Finish(); }
 
  private:
-  friend class Channel;
   internal::BlockingClientStream stream_;
 };
 
 template <class Response>
 class ClientReader {
  public:
+  // Made by Channel::ServerStreamingCall (and stubs).
+  explicit ClientReader(const internal::BlockingStreamStart& start) {
+    start.Run(&stream_);
+  }
   bool Read(Response* response) { return stream_.Read(response); }
   void WaitForInitialMetadata() { stream_.WaitForInitialMetadata(); }
   Status Finish() { return stream_.Finish(); }
 
  private:
-  friend class Channel;
   internal::BlockingClientStream stream_;
 };
 
@@ -178,6 +198,10 @@ class ClientReader {
 template <class Request>
 class ClientWriter {
  public:
+  // Made by Channel::ClientStreamingCall (and stubs).
+  explicit ClientWriter(const internal::BlockingStreamStart& start) {
+    start.Run(&stream_);
+  }
   bool Write(const Request& request, WriteOptions options = WriteOptions()) {
     return stream_.Write(request, options);
   }
@@ -189,7 +213,6 @@ class ClientWriter {
   }
 
  private:
-  friend class Channel;
   internal::BlockingClientStream stream_;
 };
 

@@ -18,7 +18,8 @@ namespace h2rpc {
 // sent as is; WriteOptions::set_no_compression sends one message of a
 // stream uncompressed.
 //
-// Accepting: ConnectionOptions::accepted_compression (default: all).
+// Accepting: ConnectionOptions::accepted_compression (rpc/connection_options.h;
+// default: all).
 using CompressionAlgorithm = transport::compression::CompressionAlgorithm;
 using CompressionAlgorithmSet = transport::compression::CompressionAlgorithmSet;
 

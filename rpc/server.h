@@ -5,34 +5,34 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "google/protobuf/arena.h"
 #include "google/protobuf/message_lite.h"
 #include "rpc/compression.h"
+#include "rpc/connection_options.h"
 #include "rpc/server_context.h"
 #include "rpc/server_stream.h"
 #include "rpc/status.h"
-#include "transport/http2/session.h"
-#include "transport/io/mutex.h"
-#include "transport/memory_quota.h"
 
 namespace h2rpc {
 
-class Server;
-
 namespace internal {
-class ServerCall;
-class ServerLoop;
-class ServerStreamCall;
-class ServerListener;
-class WorkerPool;
+class ServerCore;
+
+// What a UnaryDone completes: the server's unary call.
+class UnaryCompletion {
+ public:
+  // Any thread, once per call: the handler finished with `status`.
+  virtual void HandlerDone(const Status& status) = 0;
+
+ protected:
+  ~UnaryCompletion() = default;
+};
 }  // namespace internal
 
 // Finishes a callback-style unary call: the handler fills the response, then
@@ -45,6 +45,10 @@ class WorkerPool;
 // hanging (nor Server::Shutdown waiting for it).
 class UnaryDone {
  public:
+  // Made by the server, one per call, for the call's handler. `method` (the
+  // server's copy of the path) names the call in misuse reports.
+  UnaryDone(internal::UnaryCompletion& call, absl::string_view method)
+      : call_(&call), method_(method) {}
   UnaryDone(UnaryDone&& other) noexcept
       : call_(other.call_), method_(other.method_) {
     other.call_ = nullptr;
@@ -58,13 +62,10 @@ class UnaryDone {
   void operator()(const Status& status);
 
  private:
-  friend class internal::ServerCall;
-  UnaryDone(internal::ServerCall* call, absl::string_view method)
-      : call_(call), method_(method) {}
   void Dropped();
 
-  internal::ServerCall* call_;  // null once called or moved from
-  absl::string_view method_;    // the server's copy of the method path
+  internal::UnaryCompletion* call_;  // null once called or moved from
+  absl::string_view method_;         // the server's copy of the method path
 };
 
 namespace internal {
@@ -119,12 +120,21 @@ class Method {
     return nullptr;
   }
 
+  // The server's count of the method's calls dispatched and not yet ended.
+  // Any thread. CallEnded returns true when the count dropped to zero; it
+  // and live_calls() are sequentially consistent (Server::Shutdown pairs
+  // them with its own flag).
+  void CallStarted() const {
+    live_calls_.fetch_add(1, std::memory_order_relaxed);
+  }
+  bool CallEnded() const {
+    return live_calls_.fetch_sub(1, std::memory_order_seq_cst) == 1;
+  }
+  int live_calls() const { return live_calls_.load(std::memory_order_seq_cst); }
+
  private:
-  friend class h2rpc::Server;
   const MethodKind kind_;
   const bool sync_;
-  // Calls of the method dispatched and not yet ended (the Server counts
-  // them, any thread).
   mutable std::atomic<int> live_calls_{0};
 };
 
@@ -229,7 +239,7 @@ class CallbackStreamMethod final : public TypedMethod<Request, Response> {
 // Settings of a Server. Every field: default, unit.
 struct ServerOptions {
   // HTTP/2 settings and message size limits of every connection.
-  transport::http2::ConnectionOptions connection;
+  ConnectionOptions connection;
   // Event loop threads; connections are spread over them. 0: one per core.
   int num_loops = 0;
   // CPUs to pin the loop threads to, in order; empty: not pinned.
@@ -494,64 +504,9 @@ class Server {
   int live_calls() const;
 
  private:
-  friend class internal::ServerCall;
-  friend class internal::ServerListener;
-  friend class internal::ServerStreamCall;
-  friend class internal::ServerLoop;
+  explicit Server(std::unique_ptr<internal::ServerCore> core);
 
-  Server(ServerOptions options,
-         std::map<std::string, std::unique_ptr<internal::Method>, std::less<>>
-             methods);
-  // Loop thread: routes a new call (ServerLoop is the transport's
-  // dispatcher and forwards here).
-  Status Dispatch(internal::ServerLoop* loop,
-                  transport::http2::ServerStream* stream);
-  // Each dispatched call is counted once by its method: CallStarted at
-  // dispatch (loop thread), CallEnded by the one function that releases the
-  // call object (ServerCall::Recycle, ServerStreamCall::Destroy; loop
-  // thread), which runs exactly once per call.
-  void CallStarted(const internal::Method* method);
-  void CallEnded(const internal::Method* method);
-  void ConnectionOpened();
-  // Also tells the listeners when the count drops below max_connections.
-  void ConnectionClosed();
-  // True when options_.max_connections connections are open.
-  bool AtConnectionLimit();
-  // Round-robin over the loops.
-  internal::ServerLoop* NextLoop();
-  // Shutdown: waits up to `timeout` (steady clock) for every connection to
-  // close and every call to end; true if they have.
-  bool WaitUntilIdle(absl::Duration timeout);
-  bool Idle() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Shutdown: logs what it still waits for, `past_deadline` after its
-  // deadline.
-  void LogStillRunning(absl::Duration past_deadline);
-
-  const ServerOptions options_;
-  // Outlives the loops and their connections.
-  transport::MemoryQuota memory_quota_{options_.memory_quota};
-  const std::map<std::string, std::unique_ptr<internal::Method>, std::less<>>
-      methods_;
-  std::set<std::string, std::less<>> services_;
-  // Written by the constructor and by Shutdown once every call has ended
-  // and every connection closed (read without a lock in between).
-  std::vector<std::unique_ptr<internal::ServerLoop>> loops_;
-  std::unique_ptr<internal::WorkerPool> workers_;
-  std::atomic<size_t> next_loop_{0};
-
-  mutable transport::io::Mutex mu_;
-  // Any of the fields below changed, or a method's count of live calls
-  // dropped to zero while Shutdown waits.
-  transport::io::CondVar changed_;
-  std::vector<std::unique_ptr<internal::ServerListener>> listeners_
-      ABSL_GUARDED_BY(mu_);
-  bool shutdown_started_ ABSL_GUARDED_BY(mu_) = false;
-  bool shutdown_done_ ABSL_GUARDED_BY(mu_) = false;
-  int live_connections_ ABSL_GUARDED_BY(mu_) = 0;
-  // Set (before Shutdown first looks at the counts) while Shutdown waits
-  // for calls: CallEnded() takes mu_ to wake it only then, so a call costs
-  // two atomic operations on its method's count and no lock.
-  std::atomic<bool> watching_calls_{false};
+  std::unique_ptr<internal::ServerCore> core_;
 };
 
 }  // namespace h2rpc

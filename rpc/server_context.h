@@ -12,13 +12,8 @@
 
 namespace h2rpc {
 
-namespace transport::http2 {
-class ServerStream;
-}  // namespace transport::http2
-
 namespace internal {
-class ServerCall;
-class ServerStreamCall;
+class ServerContextAccess;
 
 // What ServerContext::TryCancel reaches: the call the context belongs to.
 class CancellableServerCall {
@@ -43,14 +38,14 @@ class ServerContext {
   ServerContext& operator=(const ServerContext&) = delete;
 
   // The client's metadata (user-agent included; transport headers removed).
-  const Metadata& client_metadata() const;
+  const Metadata& client_metadata() const { return *client_metadata_; }
   // From the client's grpc-timeout, on the wall clock (converted from the
   // server's monotonic deadline when called); InfiniteFuture when it sent
   // none.
   absl::Time deadline() const;
   // "/package.Service/Method".
-  absl::string_view method() const;
-  absl::string_view authority() const;
+  absl::string_view method() const { return method_; }
+  absl::string_view authority() const { return authority_; }
   // "127.0.0.1:54321".
   const std::string& peer() const { return peer_; }
   // True once the call cannot complete normally any more: the client
@@ -77,7 +72,9 @@ class ServerContext {
     compression_ = algorithm;
   }
   // The encodings the client accepts for the response (identity always).
-  CompressionAlgorithmSet client_accepted_compression() const;
+  CompressionAlgorithmSet client_accepted_compression() const {
+    return client_accepted_;
+  }
   // Whether the request message last received (the unary or
   // server-streaming request, or the message of the last successful read)
   // arrived compressed.
@@ -93,22 +90,20 @@ class ServerContext {
   }
 
  private:
-  friend class internal::ServerCall;
-  friend class internal::ServerStreamCall;
+  // The server's calls make contexts and reach the fields below through
+  // it.
+  friend class internal::ServerContextAccess;
   ServerContext() = default;
-  // Loop thread: the context serves a new call on `stream` (before the
-  // handler can see it).
-  void Bind(transport::http2::ServerStream* stream,
-            internal::CancellableServerCall* call);
-  // The call was cancelled (any thread).
-  void MarkCancelled() { cancelled_.store(true, std::memory_order_release); }
-  void Reset();
-  // The response's encoding: the chosen one (or `server_default`) if the
-  // client accepts it, else identity.
-  CompressionAlgorithm ResponseCompression(
-      CompressionAlgorithm server_default) const;
 
-  transport::http2::ServerStream* stream_ = nullptr;
+  // Copied from the call's transport stream when the context is bound to
+  // it (views into the stream, valid while the handler runs).
+  const Metadata* client_metadata_ = nullptr;
+  absl::string_view method_;
+  absl::string_view authority_;
+  // On the monotonic clock (time since its epoch); InfiniteDuration: none.
+  absl::Duration monotonic_deadline_ = absl::InfiniteDuration();
+  CompressionAlgorithmSet client_accepted_;
+
   internal::CancellableServerCall* call_ = nullptr;
   std::string peer_;
   absl::optional<CompressionAlgorithm> compression_;

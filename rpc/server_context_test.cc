@@ -79,12 +79,12 @@ class ServerContextTest : public ::testing::Test {
                       })
                   .BuildAndStart(&status);
     ASSERT_TRUE(status.ok()) << status.ToString();
-    channel_ = std::make_unique<Channel>("127.0.0.1:" + std::to_string(port_));
+    channel_ = CreateChannel("127.0.0.1:" + std::to_string(port_));
   }
 
   int port_ = 0;
   std::unique_ptr<Server> server_;
-  std::unique_ptr<Channel> channel_;
+  std::shared_ptr<Channel> channel_;
   std::atomic<ServerContext*> watched_{nullptr};
   std::atomic<bool> cancelled_at_once_{false};
   Notification watcher_done_;

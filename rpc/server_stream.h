@@ -54,13 +54,15 @@ class ServerStreamReactor {
   void Finish(const Status& status);
 
  protected:
+  // Bound to `call` (the blocking stream of a synchronous handler).
+  explicit ServerStreamReactor(internal::ServerStreamCall* call)
+      : call_(call) {}
+
   void StartReadMessage(google::protobuf::MessageLite* message);
   void StartWriteMessage(const google::protobuf::MessageLite* message,
                          WriteOptions options);
 
  private:
-  friend class internal::BlockingServerStream;
-  friend class internal::ServerStreamCall;
   internal::ServerStreamCall* call_ = nullptr;
 };
 
@@ -99,7 +101,8 @@ namespace internal {
 // Write for a handler running on a worker thread.
 class BlockingServerStream final : public ServerStreamReactor {
  public:
-  explicit BlockingServerStream(ServerStreamCall* call) { call_ = call; }
+  explicit BlockingServerStream(ServerStreamCall* call)
+      : ServerStreamReactor(call) {}
 
   bool Read(google::protobuf::MessageLite* message);
   bool Write(const google::protobuf::MessageLite& message,

@@ -114,14 +114,15 @@ TEST(ServerShutdownTest, WaitsForAHandlerThatIgnoresCancellationAndLogsIt) {
           .BuildAndStart(&status);
   ASSERT_TRUE(status.ok()) << status.ToString();
 
-  Channel channel("127.0.0.1:" + std::to_string(port));
+  std::shared_ptr<Channel> channel =
+      CreateChannel("127.0.0.1:" + std::to_string(port));
   Status call_status;
   std::thread caller([&] {
     SimpleRequest request;
     SimpleResponse response;
     ClientContext context;
     context.set_timeout(kHangTimeout);
-    call_status = channel.UnaryCall(&context, kStuck, request, &response);
+    call_status = channel->UnaryCall(&context, kStuck, request, &response);
   });
   ASSERT_TRUE(entered.WaitForNotificationWithTimeout(kHangTimeout));
 

@@ -180,8 +180,9 @@ int main() {
   if (server == nullptr) return Fail("BuildAndStart", status);
 
   // --- Call: a Stub over a Channel, one ClientContext per call. ---
-  h2rpc::Channel channel("127.0.0.1:" + std::to_string(port));
-  RouteGuide::Stub stub(&channel);
+  std::shared_ptr<h2rpc::Channel> channel =
+      h2rpc::CreateChannel("127.0.0.1:" + std::to_string(port));
+  RouteGuide::Stub stub(channel);
 
   // Unary, blocking.
   Feature feature;

@@ -35,8 +35,9 @@ int main() {
   service.AddTo(builder);  // registers every method of TestService
   std::unique_ptr<h2rpc::Server> server = builder.BuildAndStart(&status);
 
-  h2rpc::Channel channel("127.0.0.1:" + std::to_string(port));
-  TestService::Stub stub(&channel);
+  std::shared_ptr<h2rpc::Channel> channel =
+      h2rpc::CreateChannel("127.0.0.1:" + std::to_string(port));
+  TestService::Stub stub(channel);
   h2rpc::ClientContext context;
   context.set_timeout(absl::Seconds(5));
   SimpleRequest request;

@@ -1,26 +1,28 @@
 #include "rpc/internal/channel_call.h"
 
-#include "rpc/channel.h"
+#include "rpc/internal/channel_core.h"
+#include "rpc/internal/context_access.h"
 #include "transport/io/monotonic_time.h"
-#include "transport/io/mutex.h"
 
 namespace h2rpc::internal {
 
-transport::io::EventLoop* ChannelCall::loop() const { return &channel_->loop_; }
+transport::io::EventLoop* ChannelCall::loop() const { return &core_->loop(); }
 
 Status ChannelCall::Describe(ClientContext* context, absl::string_view method) {
-  if (context->deadline_ <= transport::io::MonotonicTime::Now()) {
+  const transport::io::MonotonicTime deadline =
+      ClientContextAccess::Deadline(*context);
+  if (deadline <= transport::io::MonotonicTime::Now()) {
     return Status(StatusCode::kDeadlineExceeded,
                   "deadline exceeded before the call started");
   }
   transport::CallDescription& call = stream_.description;
-  call.method_path = method;
+  call.method_path = method_path_.Set(method);
   call.authority =
-      context->authority().empty() ? channel_->target() : context->authority();
-  call.user_agent = channel_->options_.user_agent;
-  call.deadline = context->deadline_;
+      context->authority().empty() ? core_->target() : context->authority();
+  call.user_agent = core_->settings().user_agent;
+  call.deadline = deadline;
   send_compression_ = context->compression_algorithm().value_or(
-      channel_->options_.default_compression);
+      core_->settings().default_compression);
   call.send_encoding =
       transport::compression::CompressionAlgorithmName(send_compression_);
   call.metadata = &context->send_metadata();
@@ -30,18 +32,12 @@ Status ChannelCall::Describe(ClientContext* context, absl::string_view method) {
 Status ChannelCall::BindContext(ClientContext* context) {
   context_ = context;
   refs_.store(1, std::memory_order_relaxed);
-  transport::io::MutexLock lock(&context->mu_);
-  if (context->cancelled_) {
-    return Status(StatusCode::kCancelled, "the call was cancelled");
-  }
-  context->call_ = this;
-  return Status();
+  return ClientContextAccess::Bind(context, this);
 }
 
 void ChannelCall::UnbindContext() {
   finished_ = true;
-  transport::io::MutexLock lock(&context_->mu_);
-  context_->call_ = nullptr;
+  ClientContextAccess::Unbind(context_);
 }
 
 void ChannelCall::StartTask::Run() {
@@ -49,7 +45,7 @@ void ChannelCall::StartTask::Run() {
     call_->FailBeforeStream(call_->start_error_);
     return;
   }
-  call_->channel_->StartOnLoop(call_);
+  call_->core_->StartOnLoop(call_);
 }
 
 void ChannelCall::CancelOnLoop(const Status& status) {
@@ -112,7 +108,7 @@ void ChannelCall::PendingDeadline::OnTimer() {
   call_->LeavePending();
   call_->FailBeforeStream(Status(
       StatusCode::kDeadlineExceeded,
-      "deadline exceeded while connecting to " + call_->channel_->target()));
+      "deadline exceeded while connecting to " + call_->core_->target()));
 }
 
 void ChannelCall::Unref() {

@@ -5,14 +5,14 @@
 
 #include "absl/strings/string_view.h"
 #include "rpc/client_context.h"
+#include "rpc/internal/method_path_copy.h"
 #include "rpc/status.h"
 #include "transport/http2/client_session.h"
 #include "transport/io/event_loop.h"
 
-namespace h2rpc {
-class Channel;
+namespace h2rpc::internal {
 
-namespace internal {
+class ChannelCore;
 
 // What every call on a Channel shares, unary or streaming: its transport
 // stream, the wait for a connection, the start on the loop, and
@@ -39,12 +39,13 @@ class ChannelCall {
   void Start() { loop()->Post(&start_task_); }
 
  protected:
-  explicit ChannelCall(Channel* channel) : channel_(channel) {}
+  explicit ChannelCall(ChannelCore* core) : core_(core) {}
   virtual ~ChannelCall() = default;
 
   // Fills the stream's description (method, authority, user agent,
-  // deadline, encoding, metadata from `context`). Returns DEADLINE_EXCEEDED for
-  // a deadline already past.
+  // deadline, encoding, metadata from `context`); the description's method
+  // path is the call's own copy of `method`. Returns DEADLINE_EXCEEDED for a
+  // deadline already past.
   Status Describe(ClientContext* context, absl::string_view method);
   // Links the call to `context` for TryCancel; CANCELLED if the context was
   // cancelled already. Takes the call's own reference.
@@ -68,8 +69,12 @@ class ChannelCall {
 
   transport::io::EventLoop* loop() const;
 
-  Channel* const channel_;
+  ChannelCore* const core_;
   transport::http2::ClientStream stream_;
+  // The copy of the method path the stream's description points into: the
+  // loop reads it on every (re)start, long after the caller's string may
+  // have gone. Kept across reuse with its capacity.
+  MethodPathCopy method_path_;
   // Set by Describe(): how the call's messages are compressed.
   CompressionAlgorithm send_compression_ = CompressionAlgorithm::kIdentity;
   ClientContext* context_ = nullptr;
@@ -115,7 +120,6 @@ class ChannelCall {
   std::atomic<int> refs_{0};
 };
 
-}  // namespace internal
-}  // namespace h2rpc
+}  // namespace h2rpc::internal
 
 #endif  // H2RPC_RPC_INTERNAL_CHANNEL_CALL_H_

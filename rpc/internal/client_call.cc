@@ -2,7 +2,8 @@
 
 #include <utility>
 
-#include "rpc/channel.h"
+#include "rpc/internal/channel_core.h"
+#include "rpc/internal/context_access.h"
 #include "rpc/internal/serialize_framed.h"
 #include "transport/compression/thread_codecs.h"
 
@@ -13,7 +14,7 @@ Status ClientCall::Prepare(ClientContext* context, absl::string_view method,
                            absl::string_view request_bytes) {
   Status status = Describe(context, method);
   if (!status.ok()) return status;
-  const size_t max_size = channel_->options_.connection.max_send_message_size;
+  const size_t max_size = core_->settings().max_send_message_size;
   std::string* frame = &stream_.outgoing().buffer();
   status = request != nullptr
                ? SerializeFramed(*request, send_compression_, max_size, frame)
@@ -33,7 +34,7 @@ Status ClientCall::Wait() {
 
 void ClientCall::OnInitialMetadata(Metadata& metadata) {
   using std::swap;
-  swap(context_->initial_metadata_, metadata);
+  swap(ClientContextAccess::InitialMetadata(context_), metadata);
 }
 
 Status ClientCall::OnMessage(absl::string_view message, bool compressed) {
@@ -42,7 +43,7 @@ Status ClientCall::OnMessage(absl::string_view message, bool compressed) {
                   "received a second response message for a unary call");
   }
   got_message_ = true;
-  context_->last_message_compressed_ = compressed;
+  ClientContextAccess::SetLastMessageCompressed(context_, compressed);
   if (response != nullptr) {
     if (!response->ParseFromArray(message.data(),
                                   static_cast<int>(message.size()))) {
@@ -59,7 +60,7 @@ bool ClientCall::OnRefused() { return RetryTransparently(); }
 
 void ClientCall::OnClose(const Status& status, Metadata& trailing) {
   using std::swap;
-  swap(context_->trailing_metadata_, trailing);
+  swap(ClientContextAccess::TrailingMetadata(context_), trailing);
   if (status.ok() && !got_message_) {
     Complete(Status(StatusCode::kInternal,
                     "the server sent no response message for a unary call"));
@@ -84,7 +85,7 @@ void ClientCall::Complete(const Status& status) {
   completed_cv_.Signal();
 }
 
-void ClientCall::OnLastUnref() { channel_->ReturnCall(this); }
+void ClientCall::OnLastUnref() { core_->ReturnCall(this); }
 
 void ClientCall::ResetForReuse() {
   ResetChannelCall();

@@ -12,10 +12,7 @@
 #include "transport/http2/client_session.h"
 #include "transport/io/mutex.h"
 
-namespace h2rpc {
-class Channel;
-
-namespace internal {
+namespace h2rpc::internal {
 
 // One unary call on a Channel. Pooled by the channel: the stream's buffers
 // (request frame, header list, metadata) keep their capacity across calls,
@@ -25,7 +22,7 @@ namespace internal {
 class ClientCall final : public ChannelCall,
                          public transport::http2::ClientStream::Observer {
  public:
-  explicit ClientCall(Channel* channel) : ChannelCall(channel) {}
+  explicit ClientCall(ChannelCore* core) : ChannelCall(core) {}
 
   // User thread: sets the call up. Returns non-OK (and the call is not
   // started) for a past deadline, a cancelled context or an oversized
@@ -66,7 +63,6 @@ class ClientCall final : public ChannelCall,
   Status status_ ABSL_GUARDED_BY(mu_);
 };
 
-}  // namespace internal
-}  // namespace h2rpc
+}  // namespace h2rpc::internal
 
 #endif  // H2RPC_RPC_INTERNAL_CLIENT_CALL_H_

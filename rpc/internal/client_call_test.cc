@@ -72,7 +72,8 @@ TEST(ClientCallTest, AQueuedRequestCancelledNeverReachesTheNextCall) {
               })
           .BuildAndStart(&status);
   ASSERT_TRUE(status.ok()) << status.ToString();
-  Channel channel("127.0.0.1:" + std::to_string(port));
+  std::shared_ptr<Channel> channel =
+      CreateChannel("127.0.0.1:" + std::to_string(port));
 
   // A takes the only stream slot.
   Status status_a;
@@ -81,7 +82,7 @@ TEST(ClientCallTest, AQueuedRequestCancelledNeverReachesTheNextCall) {
     context.set_timeout(kHangTimeout);
     SimpleRequest request;
     SimpleResponse response;
-    status_a = channel.UnaryCall(&context, kBlock, request, &response);
+    status_a = channel->UnaryCall(&context, kBlock, request, &response);
   });
   ASSERT_TRUE(entered.WaitForNotificationWithTimeout(kHangTimeout));
 
@@ -93,18 +94,18 @@ TEST(ClientCallTest, AQueuedRequestCancelledNeverReachesTheNextCall) {
     SimpleResponse response;
     Notification done;
     Status status_b;
-    channel.AsyncUnaryCall(&context, kEcho, request, &response,
-                           [&](const Status& s) {
-                             status_b = s;
-                             done.Notify();
-                           });
+    channel->AsyncUnaryCall(&context, kEcho, request, &response,
+                            [&](const Status& s) {
+                              status_b = s;
+                              done.Notify();
+                            });
     context.TryCancel();
     ASSERT_TRUE(done.WaitForNotificationWithTimeout(kHangTimeout));
     EXPECT_EQ(status_b.code(), StatusCode::kCancelled) << status_b.ToString();
   }
   // B's call object is back in the channel's pool (its cancel task, which
   // held it, has finished), the last one returned.
-  RunPostedTasks(&channel);
+  RunPostedTasks(channel.get());
 
   // C reuses B's pooled call object and waits for a slot too, behind B's
   // request, which nghttp2 still holds.
@@ -115,13 +116,13 @@ TEST(ClientCallTest, AQueuedRequestCancelledNeverReachesTheNextCall) {
   SimpleResponse response_c;
   Notification done_c;
   Status status_c;
-  channel.AsyncUnaryCall(&context_c, kEcho, request_c, &response_c,
-                         [&](const Status& s) {
-                           status_c = s;
-                           done_c.Notify();
-                         });
+  channel->AsyncUnaryCall(&context_c, kEcho, request_c, &response_c,
+                          [&](const Status& s) {
+                            status_c = s;
+                            done_c.Notify();
+                          });
   // C's request is in nghttp2's queue.
-  RunPostedTasks(&channel);
+  RunPostedTasks(channel.get());
   EXPECT_TRUE(ClientCallPeer::CallBound(&context_c));
 
   // A ends and frees the slot: nghttp2 takes B's cancelled request off its

@@ -2,16 +2,16 @@
 
 #include <utility>
 
-#include "rpc/channel.h"
+#include "rpc/internal/channel_core.h"
 #include "rpc/internal/serialize_framed.h"
 
 namespace h2rpc::internal {
 
-ClientStreamCall::ClientStreamCall(Channel* channel,
+ClientStreamCall::ClientStreamCall(ChannelCore* core,
                                    ClientStreamReactor* reactor)
-    : ChannelCall(channel),
-      StreamOps(&channel->loop_, channel->options_.stream_write_buffer,
-                channel->options_.connection.max_send_message_size),
+    : ChannelCall(core),
+      StreamOps(&core->loop(), core->settings().stream_write_buffer,
+                core->settings().max_send_message_size),
       reactor_(reactor) {
   stream_.observer = this;
 }
@@ -19,14 +19,13 @@ ClientStreamCall::ClientStreamCall(Channel* channel,
 void ClientStreamCall::Prepare(ClientContext* context, absl::string_view method,
                                const google::protobuf::MessageLite* request,
                                google::protobuf::MessageLite* response) {
-  start_error_ = channel_->loop_status_;
+  start_error_ = core_->loop_status();
   if (start_error_.ok()) start_error_ = Describe(context, method);
   single_response_ = response;
   if (request != nullptr && start_error_.ok()) {
-    start_error_ =
-        SerializeFramed(*request, send_compression_,
-                        channel_->options_.connection.max_send_message_size,
-                        &stream_.outgoing().buffer());
+    start_error_ = SerializeFramed(*request, send_compression_,
+                                   core_->settings().max_send_message_size,
+                                   &stream_.outgoing().buffer());
     stream_.outgoing().set_end_of_data();
   }
   // Last: once bound, TryCancel (any thread) may reach the call, and its
@@ -36,9 +35,9 @@ void ClientStreamCall::Prepare(ClientContext* context, absl::string_view method,
 }
 
 void ClientStreamCall::StartCall() {
-  if (!channel_->loop_status_.ok()) {
+  if (!core_->loop_status().ok()) {
     // No loop will ever run the call: end it here.
-    reactor_->OnDone(channel_->loop_status_);
+    reactor_->OnDone(core_->loop_status());
     Unref();
     return;
   }
@@ -81,7 +80,7 @@ void ClientStreamCall::RunDiscard() {
 
 void ClientStreamCall::OnInitialMetadata(Metadata& metadata) {
   using std::swap;
-  swap(context_->initial_metadata_, metadata);
+  swap(ClientContextAccess::InitialMetadata(context_), metadata);
   initial_metadata_reported_ = true;
   reactor_->OnReadInitialMetadataDone(true);
 }
@@ -96,7 +95,7 @@ Status ClientStreamCall::OnMessage(absl::string_view message, bool compressed) {
         "received a second response message for a client-streaming call");
   }
   got_single_response_ = true;
-  context_->last_message_compressed_ = compressed;
+  ClientContextAccess::SetLastMessageCompressed(context_, compressed);
   if (!single_response_->ParseFromArray(message.data(),
                                         static_cast<int>(message.size()))) {
     return Status(StatusCode::kInternal,
@@ -107,7 +106,7 @@ Status ClientStreamCall::OnMessage(absl::string_view message, bool compressed) {
 
 void ClientStreamCall::OnClose(const Status& status, Metadata& trailing) {
   using std::swap;
-  swap(context_->trailing_metadata_, trailing);
+  swap(ClientContextAccess::TrailingMetadata(context_), trailing);
   if (status.ok() && single_response_ != nullptr && !got_single_response_) {
     Close(Status(StatusCode::kInternal,
                  "the server sent no response message for a client-streaming "

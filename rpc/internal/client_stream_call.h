@@ -7,6 +7,7 @@
 #include "rpc/client_context.h"
 #include "rpc/client_stream.h"
 #include "rpc/internal/channel_call.h"
+#include "rpc/internal/context_access.h"
 #include "rpc/internal/stream_ops.h"
 #include "rpc/status.h"
 #include "transport/http2/client_session.h"
@@ -20,7 +21,7 @@ class ClientStreamCall final : public ChannelCall,
                                public StreamOps,
                                public transport::http2::ClientStream::Observer {
  public:
-  ClientStreamCall(Channel* channel, ClientStreamReactor* reactor);
+  ClientStreamCall(ChannelCore* core, ClientStreamReactor* reactor);
 
   // User thread. `request` (server streaming) is serialized now, sent as the
   // only message and followed by the half-close; `response` (client
@@ -51,14 +52,14 @@ class ClientStreamCall final : public ChannelCall,
   // thread writes it, so no read-modify-write is needed.
   size_t HoldMessage() override {
     const size_t bytes = stream_.HoldMessage();
-    std::atomic<size_t>& held = context_->held_bytes_;
+    std::atomic<size_t>& held = ClientContextAccess::HeldBytes(context_);
     held.store(held.load(std::memory_order_relaxed) + bytes,
                std::memory_order_relaxed);
     return bytes;
   }
   CompressionAlgorithm SendCompression() override { return send_compression_; }
   void ReleaseMessage(size_t held_bytes) override {
-    std::atomic<size_t>& held = context_->held_bytes_;
+    std::atomic<size_t>& held = ClientContextAccess::HeldBytes(context_);
     held.store(held.load(std::memory_order_relaxed) - held_bytes,
                std::memory_order_relaxed);
     stream_.ReleaseMessage(held_bytes);
@@ -68,7 +69,10 @@ class ClientStreamCall final : public ChannelCall,
     return stream_.description.method_path;
   }
   void ReadDone(bool ok) override {
-    if (ok) context_->last_message_compressed_ = last_read_compressed();
+    if (ok) {
+      ClientContextAccess::SetLastMessageCompressed(context_,
+                                                    last_read_compressed());
+    }
     reactor_->OnReadDone(ok);
   }
   void WriteDone(bool ok) override { reactor_->OnWriteDone(ok); }

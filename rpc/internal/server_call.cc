@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "rpc/internal/misuse.h"
 #include "rpc/internal/serialize_framed.h"
+#include "rpc/internal/server_core.h"
 #include "rpc/internal/server_loop.h"
 
 namespace h2rpc {
@@ -30,7 +31,7 @@ void UnaryDone::operator()(const Status& status) {
                      " was called twice (or after being moved from); ignored"));
     return;
   }
-  internal::ServerCall* call = call_;
+  internal::UnaryCompletion* call = call_;
   call_ = nullptr;
   call->HandlerDone(status);
 }
@@ -40,14 +41,14 @@ void UnaryDone::Dropped() {
       absl::StrCat("the UnaryDone of a call of ", method_,
                    " was destroyed without being called");
   internal::ReportMisuse(message);
-  internal::ServerCall* call = call_;
+  internal::UnaryCompletion* call = call_;
   call_ = nullptr;
   call->HandlerDone(Status(StatusCode::kInternal, message));
 }
 
 namespace internal {
 
-void ServerCall::Begin(Server* server, const Method* method,
+void ServerCall::Begin(ServerCore* server, const Method* method,
                        absl::string_view method_name,
                        transport::http2::ServerStream* stream) {
   server_ = server;
@@ -57,7 +58,7 @@ void ServerCall::Begin(Server* server, const Method* method,
   response_ = method->NewResponse(&arena_);
   stream_ = stream;
   stream->observer = this;
-  context_.Bind(stream, this);
+  ServerContextAccess::Bind(&context_, *stream, this);
   cancel_gate_.Open();
   got_request_ = false;
   handler_running_ = false;
@@ -69,7 +70,7 @@ Status ServerCall::OnMessage(absl::string_view message, bool compressed) {
                   "received a second request message for a unary method");
   }
   got_request_ = true;
-  context_.last_message_compressed_ = compressed;
+  ServerContextAccess::SetLastMessageCompressed(&context_, compressed);
   if (!request_->ParseFromArray(message.data(),
                                 static_cast<int>(message.size()))) {
     return Status(StatusCode::kInternal, "failed to parse the request message");
@@ -93,10 +94,10 @@ void ServerCall::RunHandler() {
   handler_running_ = true;
   if (!method_->sync()) {
     method_->RunCallback(&context_, request_, response_,
-                         UnaryDone(this, method_name_));
+                         UnaryDone(*this, method_name_));
     return;
   }
-  const Status status = server_->workers_->TrySubmit(&handler_task_);
+  const Status status = server_->workers().TrySubmit(&handler_task_);
   // No thread for the handler: the call ends here, on the loop thread.
   if (!status.ok()) HandlerDone(status);
 }
@@ -123,7 +124,7 @@ void ServerCall::RequestCancel() {
   if (!cancel_gate_.RequestCancel()) return;
   // Accepted while the call runs: the object stays this call's until the
   // task has run.
-  context_.MarkCancelled();
+  ServerContextAccess::MarkCancelled(&context_);
   loop_->loop().Post(&cancel_task_);
 }
 
@@ -135,7 +136,7 @@ void ServerCall::RunCancel() {
 }
 
 void ServerCall::OnCancel() {
-  context_.MarkCancelled();
+  ServerContextAccess::MarkCancelled(&context_);
   // While the handler runs, its completion cleans up.
   if (!handler_running_) End();
 }
@@ -147,30 +148,31 @@ void ServerCall::Run() {
     return;
   }
   Status status = std::move(handler_status_);
+  Metadata& initial_metadata = ServerContextAccess::InitialMetadata(&context_);
   if (status.ok()) {
-    stream_->set_send_encoding(
-        context_.ResponseCompression(server_->options_.default_compression));
+    stream_->set_send_encoding(ServerContextAccess::ResponseCompression(
+        context_, server_->settings().default_compression));
     status = SerializeFramed(*response_, stream_->send_encoding(),
-                             server_->options_.connection.max_send_message_size,
+                             server_->settings().max_send_message_size,
                              &stream_->outgoing().buffer());
     // A response the memory quota cannot hold fails the call instead.
     if (status.ok()) status = stream_->outgoing().ChargeAppended();
     if (status.ok()) {
-      stream_->SendInitialMetadata(&context_.initial_metadata_);
+      stream_->SendInitialMetadata(&initial_metadata);
       stream_->ResumeSend();
     }
   }
-  if (!status.ok() && !context_.initial_metadata_.empty()) {
-    stream_->SendInitialMetadata(&context_.initial_metadata_);
+  if (!status.ok() && !initial_metadata.empty()) {
+    stream_->SendInitialMetadata(&initial_metadata);
   }
-  stream_->Finish(status, &context_.trailing_metadata_);
+  stream_->Finish(status, &ServerContextAccess::TrailingMetadata(&context_));
   End();
 }
 
 void ServerCall::End() {
   transport::http2::ServerStream* stream = stream_;
   stream_ = nullptr;
-  context_.Reset();
+  ServerContextAccess::Reset(&context_);
   // Frees the messages (and whatever outgrew the first block) now rather
   // than when the pooled call is next used; keeps the first block.
   request_ = nullptr;
@@ -181,7 +183,7 @@ void ServerCall::End() {
 }
 
 void ServerCall::Recycle() {
-  Server* server = server_;
+  ServerCore* server = server_;
   const Method* method = method_;
   loop_->ReturnCall(this);
   server->CallEnded(method);  // last: Shutdown() may be waiting for it

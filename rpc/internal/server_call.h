@@ -8,6 +8,7 @@
 #include "google/protobuf/arena.h"
 #include "google/protobuf/message_lite.h"
 #include "rpc/internal/cancel_gate.h"
+#include "rpc/internal/context_access.h"
 #include "rpc/internal/member_task.h"
 #include "rpc/internal/worker_pool.h"
 #include "rpc/server.h"
@@ -18,6 +19,7 @@
 
 namespace h2rpc::internal {
 
+class ServerCore;
 class ServerLoop;
 
 // One unary call on the server, from dispatch to its last byte. Pooled per
@@ -46,18 +48,19 @@ class ServerLoop;
 // ends the server's count of the call, runs exactly once per call.
 class ServerCall final : public transport::http2::ServerStream::Observer,
                          public CancellableServerCall,
+                         public UnaryCompletion,
                          private transport::io::Task {
  public:
   explicit ServerCall(ServerLoop* loop) : loop_(loop) {}
 
   // Loop thread: binds the call to a new stream. `method_name` (the
   // server's copy of the path) names the call in misuse reports.
-  void Begin(Server* server, const Method* method,
+  void Begin(ServerCore* server, const Method* method,
              absl::string_view method_name,
              transport::http2::ServerStream* stream);
   // Any thread, once per call: a callback handler finished (UnaryDone).
   // Loop thread: a synchronous handler could not start (`status` says why).
-  void HandlerDone(const Status& status);
+  void HandlerDone(const Status& status) override;
   // Any thread, while the handler runs (ServerContext::TryCancel).
   void RequestCancel() override;
 
@@ -101,12 +104,12 @@ class ServerCall final : public transport::http2::ServerStream::Observer,
   }
 
   ServerLoop* const loop_;
-  Server* server_ = nullptr;
+  ServerCore* server_ = nullptr;
   const Method* method_ = nullptr;
   absl::string_view method_name_;
   // The call's stream while it runs; null once End() released it.
   transport::http2::ServerStream* stream_ = nullptr;
-  ServerContext context_;
+  ServerContext context_ = ServerContextAccess::Make();
   // The arena's first block, declared first so that it outlives the arena.
   alignas(8) char arena_block_[kArenaBlockSize];
   google::protobuf::Arena arena_{ArenaOptions(arena_block_)};

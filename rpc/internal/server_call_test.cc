@@ -104,7 +104,7 @@ class ServerCallTest : public ::testing::Test {
                 })
             .BuildAndStart(&status);
     ASSERT_TRUE(status.ok()) << status.ToString();
-    channel_ = std::make_unique<Channel>("127.0.0.1:" + std::to_string(port_));
+    channel_ = CreateChannel("127.0.0.1:" + std::to_string(port_));
   }
 
   void TearDown() override {
@@ -165,7 +165,7 @@ class ServerCallTest : public ::testing::Test {
 
   int port_ = 0;
   std::unique_ptr<Server> server_;
-  std::unique_ptr<Channel> channel_;
+  std::shared_ptr<Channel> channel_;
   Mutex mu_;
   std::vector<HeldCall> held_ ABSL_GUARDED_BY(mu_);
   std::vector<std::thread> threads_ ABSL_GUARDED_BY(mu_);

@@ -9,8 +9,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "rpc/internal/server_core.h"
 #include "rpc/internal/server_loop.h"
-#include "rpc/server.h"
 
 namespace h2rpc::internal {
 namespace {
@@ -51,7 +51,7 @@ absl::Duration NextAcceptBackoff(absl::Duration previous) {
   return std::min(previous * 2, kAcceptBackoffMax);
 }
 
-ServerListener::ServerListener(Server* server,
+ServerListener::ServerListener(ServerCore* server,
                                transport::io::FileDescriptor socket)
     : server_(server), socket_(std::move(socket)) {
   transport::io::SocketAddress bound;

@@ -9,11 +9,9 @@
 #include "transport/io/event_loop.h"
 #include "transport/io/socket.h"
 
-namespace h2rpc {
+namespace h2rpc::internal {
 
-class Server;
-
-namespace internal {
+class ServerCore;
 
 // What the listener does after accept() failed with `error` (an errno).
 enum class AcceptFailure {
@@ -38,7 +36,7 @@ inline constexpr absl::Duration kAcceptBackoffMax = absl::Seconds(1);
 absl::Duration NextAcceptBackoff(absl::Duration previous);
 
 // Accepts connections on one listening socket and hands each to the server's
-// next loop (Server::NextLoop()->Adopt). Runs on one event loop (the
+// next loop (ServerCore::NextLoop()->Adopt). Runs on one event loop (the
 // server's first), which all of the server's listeners share.
 //
 // The socket is watched level-triggered; the listener stops watching it
@@ -60,7 +58,7 @@ class ServerListener final : private transport::io::FdWatcher,
                              private transport::io::Task {
  public:
   // `server` must outlive the listener.
-  ServerListener(Server* server, transport::io::FileDescriptor socket);
+  ServerListener(ServerCore* server, transport::io::FileDescriptor socket);
   ServerListener(const ServerListener&) = delete;
   ServerListener& operator=(const ServerListener&) = delete;
 
@@ -88,7 +86,7 @@ class ServerListener final : private transport::io::FdWatcher,
   // "`what` failed on <address>: `reason`" if the episode starts here.
   void BackOff(const char* what, absl::string_view reason);
 
-  Server* const server_;
+  ServerCore* const server_;
   transport::io::FileDescriptor socket_;
   // "127.0.0.1:50051", for the log line.
   std::string address_;
@@ -100,7 +98,6 @@ class ServerListener final : private transport::io::FdWatcher,
   absl::Duration backoff_ = absl::ZeroDuration();
 };
 
-}  // namespace internal
-}  // namespace h2rpc
+}  // namespace h2rpc::internal
 
 #endif  // H2RPC_RPC_INTERNAL_SERVER_LISTENER_H_

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "rpc/internal/member_task.h"
-#include "rpc/server.h"
+#include "rpc/status.h"
 #include "transport/http2/server_session.h"
 #include "transport/io/event_loop.h"
 #include "transport/io/socket.h"
@@ -15,6 +15,7 @@
 namespace h2rpc::internal {
 
 class ServerCall;
+class ServerCore;
 
 // One of the server's event loops with the connections it serves and its
 // pool of call objects (touched only on its thread).
@@ -22,7 +23,8 @@ class ServerLoop final : public transport::http2::ServerDispatcher,
                          public transport::http2::ServerSession::Listener,
                          private transport::MemoryQuota::Listener {
  public:
-  ServerLoop(Server* server, int cpu);
+  // `server` must outlive the loop.
+  ServerLoop(ServerCore* server, int cpu);
   ~ServerLoop();
 
   transport::io::EventLoop& loop() { return loop_; }
@@ -46,7 +48,7 @@ class ServerLoop final : public transport::http2::ServerDispatcher,
   void OnMemoryQuotaReleased() override { loop_.Post(&memory_task_); }
   void RetryMemoryWaiters();
 
-  Server* const server_;
+  ServerCore* const server_;
   transport::io::EventLoop loop_;
   std::vector<std::unique_ptr<
       transport::io::SocketConnection<transport::http2::ServerSession>>>

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "rpc/internal/serialize_framed.h"
+#include "rpc/internal/server_core.h"
 #include "rpc/internal/server_loop.h"
 
 namespace h2rpc::internal {
@@ -14,19 +15,19 @@ thread_local ServerStreamCall* binding_call = nullptr;
 
 ServerStreamCall* ServerStreamCall::BindingCall() { return binding_call; }
 
-ServerStreamCall::ServerStreamCall(ServerLoop* loop, Server* server,
+ServerStreamCall::ServerStreamCall(ServerLoop* loop, ServerCore* server,
                                    const Method* method,
                                    absl::string_view method_name,
                                    transport::http2::ServerStream* stream)
-    : StreamOps(&loop->loop(), server->options_.stream_write_buffer,
-                server->options_.connection.max_send_message_size),
+    : StreamOps(&loop->loop(), server->settings().stream_write_buffer,
+                server->settings().max_send_message_size),
       loop_(loop),
       server_(server),
       method_(method),
       method_name_(method_name),
       stream_(stream) {
   stream->observer = this;
-  context_.Bind(stream, this);
+  ServerContextAccess::Bind(&context_, *stream, this);
   cancel_gate_.Open();
   if (method->kind() == MethodKind::kServerStreaming) {
     request_.reset(method->NewRequest(nullptr));
@@ -44,7 +45,7 @@ void ServerStreamCall::StartHandler() {
   handler_started_ = true;
   if (method_->sync()) {
     reactor_ = &blocking_;
-    const Status status = server_->workers_->TrySubmit(&handler_task_);
+    const Status status = server_->workers().TrySubmit(&handler_task_);
     // No thread for the handler: finish the call on its behalf.
     if (!status.ok()) Finish(status);
     return;
@@ -85,7 +86,7 @@ Status ServerStreamCall::OnMessage(absl::string_view message, bool compressed) {
                                 static_cast<int>(message.size()))) {
     return Status(StatusCode::kInternal, "failed to parse the request message");
   }
-  context_.last_message_compressed_ = compressed;
+  ServerContextAccess::SetLastMessageCompressed(&context_, compressed);
   StartHandler();
   return Status();
 }
@@ -104,7 +105,7 @@ void ServerStreamCall::OnHalfClose() {
 }
 
 void ServerStreamCall::OnCancel() {
-  context_.MarkCancelled();
+  ServerContextAccess::MarkCancelled(&context_);
   EndReadsAndWrites();
   if (!handler_started_) {
     finished_ = true;  // no handler will ever call Finish
@@ -119,13 +120,14 @@ void ServerStreamCall::OnCancel() {
 
 CompressionAlgorithm ServerStreamCall::SendCompression() {
   // Once the headers are out, the stream keeps the encoding they named.
-  stream_->set_send_encoding(
-      context_.ResponseCompression(server_->options_.default_compression));
+  stream_->set_send_encoding(ServerContextAccess::ResponseCompression(
+      context_, server_->settings().default_compression));
   return stream_->send_encoding();
 }
 
 void ServerStreamCall::ResumeSend() {
-  stream_->SendInitialMetadata(&context_.initial_metadata_);
+  stream_->SendInitialMetadata(
+      &ServerContextAccess::InitialMetadata(&context_));
   stream_->ResumeSend();
 }
 
@@ -141,7 +143,8 @@ void ServerStreamCall::StartSendInitialMetadata() {
 void ServerStreamCall::RunSendInitialMetadata() {
   const bool ok = !stream_->cancelled() && !stream_->finished();
   SendCompression();  // the headers name the encoding
-  stream_->SendInitialMetadata(&context_.initial_metadata_);
+  stream_->SendInitialMetadata(
+      &ServerContextAccess::InitialMetadata(&context_));
   metadata_outstanding_.store(false, std::memory_order_release);
   EndOp([&] { reactor_->OnSendInitialMetadataDone(ok); });
 }
@@ -163,17 +166,18 @@ void ServerStreamCall::RunFinish() {
   CloseWrites();
   if (!stream_->cancelled() && !stream_->finished()) {
     if (status.ok() && response_ != nullptr) {
-      status =
-          SerializeFramed(*response_, SendCompression(),
-                          server_->options_.connection.max_send_message_size,
-                          &stream_->outgoing().buffer());
+      status = SerializeFramed(*response_, SendCompression(),
+                               server_->settings().max_send_message_size,
+                               &stream_->outgoing().buffer());
       if (status.ok()) status = stream_->outgoing().ChargeAppended();
       if (status.ok()) ResumeSend();
     }
-    if (!context_.initial_metadata_.empty()) {
-      stream_->SendInitialMetadata(&context_.initial_metadata_);
+    Metadata& initial_metadata =
+        ServerContextAccess::InitialMetadata(&context_);
+    if (!initial_metadata.empty()) {
+      stream_->SendInitialMetadata(&initial_metadata);
     }
-    stream_->Finish(status, &context_.trailing_metadata_);
+    stream_->Finish(status, &ServerContextAccess::TrailingMetadata(&context_));
   }
   finished_ = true;
   EndOp([] {});
@@ -182,7 +186,7 @@ void ServerStreamCall::RunFinish() {
 void ServerStreamCall::RequestCancel() {
   if (!cancel_gate_.RequestCancel()) return;
   // Accepted while the call runs: the object stays until the task has run.
-  context_.MarkCancelled();
+  ServerContextAccess::MarkCancelled(&context_);
   loop_->loop().Post(&cancel_task_);
 }
 
@@ -208,13 +212,13 @@ void ServerStreamCall::RunDone() {
   if (handler_started_) reactor_->OnDone();
   transport::http2::ServerStream* stream = stream_;
   stream_ = nullptr;
-  context_.Reset();
+  ServerContextAccess::Reset(&context_);
   stream->Release();
   if (cancel_gate_.Close()) Destroy();
 }
 
 void ServerStreamCall::Destroy() {
-  Server* server = server_;
+  ServerCore* server = server_;
   const Method* method = method_;
   delete this;
   server->CallEnded(method);  // last: Shutdown() may be waiting for it

@@ -7,6 +7,7 @@
 #include "absl/strings/string_view.h"
 #include "google/protobuf/message_lite.h"
 #include "rpc/internal/cancel_gate.h"
+#include "rpc/internal/context_access.h"
 #include "rpc/internal/stream_ops.h"
 #include "rpc/internal/worker_pool.h"
 #include "rpc/server.h"
@@ -17,6 +18,7 @@
 
 namespace h2rpc::internal {
 
+class ServerCore;
 class ServerLoop;
 
 // One streaming call on the server (client, server or bidi streaming),
@@ -45,7 +47,7 @@ class ServerStreamCall final : public StreamOps,
  public:
   // `method_name` (the server's copy of the path) names the call in misuse
   // reports.
-  ServerStreamCall(ServerLoop* loop, Server* server, const Method* method,
+  ServerStreamCall(ServerLoop* loop, ServerCore* server, const Method* method,
                    absl::string_view method_name,
                    transport::http2::ServerStream* stream);
   // Loop thread, once constructed: starts the handler (or waits for the
@@ -75,7 +77,10 @@ class ServerStreamCall final : public StreamOps,
   void FailCall(const Status& status) override { stream_->Abort(status); }
   absl::string_view MethodName() const override { return method_name_; }
   void ReadDone(bool ok) override {
-    if (ok) context_.last_message_compressed_ = last_read_compressed();
+    if (ok) {
+      ServerContextAccess::SetLastMessageCompressed(&context_,
+                                                    last_read_compressed());
+    }
     reactor_->OnReadDone(ok);
   }
   void WriteDone(bool ok) override { reactor_->OnWriteDone(ok); }
@@ -108,12 +113,12 @@ class ServerStreamCall final : public StreamOps,
   void Destroy();
 
   ServerLoop* const loop_;
-  Server* const server_;
+  ServerCore* const server_;
   const Method* const method_;
   const absl::string_view method_name_;
   // Null once RunDone() released it.
   transport::http2::ServerStream* stream_;
-  ServerContext context_;
+  ServerContext context_ = ServerContextAccess::Make();
   std::unique_ptr<google::protobuf::MessageLite> request_;   // server streaming
   std::unique_ptr<google::protobuf::MessageLite> response_;  // client streaming
   BlockingServerStream blocking_{this};

@@ -141,7 +141,7 @@ class StreamOpsMisuseTest : public ::testing::Test {
                       kEcho, [](ServerContext*) { return new DrainReactor(); })
                   .BuildAndStart(&status);
     ASSERT_TRUE(status.ok()) << status.ToString();
-    channel_ = std::make_unique<Channel>("127.0.0.1:" + std::to_string(port_));
+    channel_ = CreateChannel("127.0.0.1:" + std::to_string(port_));
   }
 
   void TearDown() override {
@@ -183,7 +183,7 @@ class StreamOpsMisuseTest : public ::testing::Test {
 
   int port_ = 0;
   std::unique_ptr<Server> server_;
-  std::unique_ptr<Channel> channel_;
+  std::shared_ptr<Channel> channel_;
 };
 
 TEST_F(StreamOpsMisuseTest, SecondServerReadFailsTheCallWithInternal) {

@@ -135,14 +135,15 @@ TEST(AcceptBackoffTest, OutOfDescriptorsTheServerBacksOffAndRecovers) {
   // Descriptors free up: the server accepts again (the pending connections,
   // now closed, and the channel's).
   connections.clear();
-  Channel channel(absl::StrCat("127.0.0.1:", port));
+  std::shared_ptr<Channel> channel =
+      CreateChannel(absl::StrCat("127.0.0.1:", port));
   ClientContext context;
   context.set_timeout(absl::Seconds(20));
   SimpleRequest request;
   request.mutable_payload()->set_body("after the flood");
   SimpleResponse response;
   const Status status =
-      channel.UnaryCall(&context, kEchoMethod, request, &response);
+      channel->UnaryCall(&context, kEchoMethod, request, &response);
   ASSERT_TRUE(status.ok()) << status.ToString() << "\nserver stderr:\n"
                            << server->Stderr();
   EXPECT_EQ(response.payload().body(), "after the flood");

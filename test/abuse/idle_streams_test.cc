@@ -72,7 +72,7 @@ class IdleStreamsTest : public ::testing::Test {
                 })
             .BuildAndStart(&status);
     ASSERT_NE(server_, nullptr) << status.ToString();
-    channel_ = std::make_unique<Channel>(absl::StrCat("127.0.0.1:", port_));
+    channel_ = CreateChannel(absl::StrCat("127.0.0.1:", port_));
   }
 
   // Opens an idle stream and waits for its handler to be running (its
@@ -112,7 +112,7 @@ class IdleStreamsTest : public ::testing::Test {
 
   int port_ = 0;
   std::unique_ptr<Server> server_;
-  std::unique_ptr<Channel> channel_;
+  std::shared_ptr<Channel> channel_;
   std::vector<std::unique_ptr<ClientContext>> contexts_;
   std::vector<std::unique_ptr<IdleStream>> streams_;
 };

@@ -43,8 +43,8 @@ class MaxConnectionsTest : public ::testing::Test {
     ASSERT_NE(server_, nullptr) << status.ToString();
   }
 
-  std::unique_ptr<Channel> NewChannel() {
-    return std::make_unique<Channel>(absl::StrCat("127.0.0.1:", port_));
+  std::shared_ptr<Channel> NewChannel() {
+    return CreateChannel(absl::StrCat("127.0.0.1:", port_));
   }
 
   // One echo call on `channel` (its own connection) within `timeout`.
@@ -70,7 +70,7 @@ class MaxConnectionsTest : public ::testing::Test {
 TEST_F(MaxConnectionsTest, AFifthConnectionWaitsUntilOneOfFourCloses) {
   StartServer(4);
   // Four connections, each proven accepted and served.
-  std::vector<std::unique_ptr<Channel>> open;
+  std::vector<std::shared_ptr<Channel>> open;
   for (int i = 0; i < 4; ++i) {
     open.push_back(NewChannel());
     const Status status = Echo(open.back().get(), absl::Seconds(20));
@@ -79,7 +79,7 @@ TEST_F(MaxConnectionsTest, AFifthConnectionWaitsUntilOneOfFourCloses) {
 
   // The fifth: its TCP connection completes from the backlog, but the server
   // does not accept it, so its call gets no answer before its deadline.
-  std::unique_ptr<Channel> fifth = NewChannel();
+  std::shared_ptr<Channel> fifth = NewChannel();
   const Status refused = Echo(fifth.get(), absl::Milliseconds(500));
   EXPECT_EQ(refused.code(), StatusCode::kDeadlineExceeded)
       << refused.ToString();
@@ -94,7 +94,7 @@ TEST_F(MaxConnectionsTest, AFifthConnectionWaitsUntilOneOfFourCloses) {
   const Status served = Echo(fifth.get(), absl::Seconds(20));
   EXPECT_TRUE(served.ok()) << served.ToString();
   // And stops again at four.
-  std::unique_ptr<Channel> sixth = NewChannel();
+  std::shared_ptr<Channel> sixth = NewChannel();
   const Status refused_again = Echo(sixth.get(), absl::Milliseconds(500));
   EXPECT_EQ(refused_again.code(), StatusCode::kDeadlineExceeded)
       << refused_again.ToString();
@@ -102,7 +102,7 @@ TEST_F(MaxConnectionsTest, AFifthConnectionWaitsUntilOneOfFourCloses) {
 
 TEST_F(MaxConnectionsTest, ZeroMeansUnlimited) {
   StartServer(0);
-  std::vector<std::unique_ptr<Channel>> open;
+  std::vector<std::shared_ptr<Channel>> open;
   for (int i = 0; i < 16; ++i) {
     open.push_back(NewChannel());
     const Status status = Echo(open.back().get(), absl::Seconds(20));

@@ -75,10 +75,9 @@ class OversizedMessageTest : public ::testing::Test {
     ASSERT_NE(server_, nullptr) << status.ToString();
   }
 
-  std::unique_ptr<Channel> NewChannel(
+  std::shared_ptr<Channel> NewChannel(
       ChannelOptions options = ChannelOptions()) {
-    return std::make_unique<Channel>(absl::StrCat("127.0.0.1:", port_),
-                                     options);
+    return CreateChannel(absl::StrCat("127.0.0.1:", port_), options);
   }
 
   static Status Unary(Channel* channel, int32_t response_size,
@@ -109,7 +108,7 @@ TEST_F(OversizedMessageTest, ResponseBeyondProtobufsLimitFailsOnlyItsCall) {
   GTEST_SKIP() << "allocates 2 GiB; skipped under ThreadSanitizer";
 #endif
   StartServer();
-  std::unique_ptr<Channel> channel = NewChannel();
+  std::shared_ptr<Channel> channel = NewChannel();
   ASSERT_TRUE(Unary(channel.get(), 10).ok());
 
   // Payload: 1 + 5 + 2147483647 bytes; SimpleResponse: 1 + 5 + that. The
@@ -129,7 +128,7 @@ TEST_F(OversizedMessageTest, ServerRefusesResponsesAboveMaxSendMessageSize) {
   ServerOptions options;
   options.connection.max_send_message_size = 1 << 20;
   StartServer(options);
-  std::unique_ptr<Channel> channel = NewChannel();
+  std::shared_ptr<Channel> channel = NewChannel();
 
   const Status status = Unary(channel.get(), 2 << 20);
   EXPECT_EQ(status.code(), StatusCode::kResourceExhausted) << status.ToString();
@@ -159,7 +158,7 @@ TEST_F(OversizedMessageTest, ClientRefusesRequestsAboveMaxSendMessageSize) {
   StartServer();
   ChannelOptions options;
   options.connection.max_send_message_size = 1 << 20;
-  std::unique_ptr<Channel> channel = NewChannel(options);
+  std::shared_ptr<Channel> channel = NewChannel(options);
 
   const Status status = Unary(channel.get(), 10, /*request_size=*/2 << 20);
   EXPECT_EQ(status.code(), StatusCode::kResourceExhausted) << status.ToString();

@@ -477,8 +477,8 @@ TEST(ClientFaultTest, ServerClosesAfterFirstBytesIsUnavailableNamingAddress) {
     return false;
   });
   ASSERT_TRUE(fake.ok());
-  Channel channel(fake.target());
-  const Status status = Call(&channel, absl::Seconds(30));
+  std::shared_ptr<Channel> channel = CreateChannel(fake.target());
+  const Status status = Call(channel.get(), absl::Seconds(30));
   EXPECT_EQ(status.code(), StatusCode::kUnavailable) << status.ToString();
   EXPECT_THAT(status.message(), HasSubstr(fake.target()));
 }
@@ -491,8 +491,8 @@ TEST(ClientFaultTest, ServerResetsAfterClientHeadersIsUnavailable) {
     return false;
   });
   ASSERT_TRUE(fake.ok());
-  Channel channel(fake.target());
-  const Status status = Call(&channel, absl::Seconds(30));
+  std::shared_ptr<Channel> channel = CreateChannel(fake.target());
+  const Status status = Call(channel.get(), absl::Seconds(30));
   EXPECT_EQ(status.code(), StatusCode::kUnavailable) << status.ToString();
   EXPECT_THAT(status.message(), HasSubstr(fake.target()));
 }
@@ -503,8 +503,8 @@ TEST(ClientFaultTest, ServerClosesAtOnceIsUnavailable) {
     return false;
   });
   ASSERT_TRUE(fake.ok());
-  Channel channel(fake.target());
-  const Status status = Call(&channel, absl::Seconds(30));
+  std::shared_ptr<Channel> channel = CreateChannel(fake.target());
+  const Status status = Call(channel.get(), absl::Seconds(30));
   EXPECT_EQ(status.code(), StatusCode::kUnavailable) << status.ToString();
   EXPECT_THAT(status.message(), HasSubstr(fake.target()));
 }
@@ -522,8 +522,8 @@ TEST(ClientFaultTest, Http1AnswerIsAFailureNotAHang) {
     return false;
   });
   ASSERT_TRUE(fake.ok());
-  Channel channel(fake.target());
-  const Status status = Call(&channel, absl::Seconds(30));
+  std::shared_ptr<Channel> channel = CreateChannel(fake.target());
+  const Status status = Call(channel.get(), absl::Seconds(30));
   EXPECT_THAT(status.code(),
               AnyOf(StatusCode::kUnavailable, StatusCode::kInternal))
       << status.ToString();
@@ -549,8 +549,8 @@ TEST(ClientFaultTest, ResponseHeadersThenCloseIsUnavailable) {
     return false;
   });
   ASSERT_TRUE(fake.ok());
-  Channel channel(fake.target());
-  const Status status = Call(&channel, absl::Seconds(30));
+  std::shared_ptr<Channel> channel = CreateChannel(fake.target());
+  const Status status = Call(channel.get(), absl::Seconds(30));
   EXPECT_EQ(status.code(), StatusCode::kUnavailable) << status.ToString();
   EXPECT_THAT(status.message(), HasSubstr(fake.target()));
 }
@@ -581,8 +581,8 @@ TEST(ClientFaultTest, RefusedEveryTimeIsUnavailableAfterRetries) {
     return false;
   });
   ASSERT_TRUE(fake.ok());
-  Channel channel(fake.target());
-  const Status status = Call(&channel, absl::Seconds(30));
+  std::shared_ptr<Channel> channel = CreateChannel(fake.target());
+  const Status status = Call(channel.get(), absl::Seconds(30));
   EXPECT_EQ(status.code(), StatusCode::kUnavailable) << status.ToString();
   EXPECT_GT(requests.load(), 1);
   EXPECT_LT(requests.load(), 10);
@@ -596,8 +596,8 @@ TEST(ClientFaultTest, RefusedStreamIsRetriedTransparently) {
     return false;
   });
   ASSERT_TRUE(fake.ok());
-  Channel channel(fake.target());
-  const Status status = Call(&channel, absl::Seconds(30));
+  std::shared_ptr<Channel> channel = CreateChannel(fake.target());
+  const Status status = Call(channel.get(), absl::Seconds(30));
   EXPECT_TRUE(status.ok()) << status.ToString();
 }
 
@@ -629,19 +629,19 @@ TEST(ClientFaultTest, CancelDuringTransparentRetryIsNotLost) {
     return false;
   });
   ASSERT_TRUE(fake.ok());
-  Channel channel(fake.target());
-  ASSERT_TRUE(Call(&channel, absl::Seconds(30)).ok());
+  std::shared_ptr<Channel> channel = CreateChannel(fake.target());
+  ASSERT_TRUE(Call(channel.get(), absl::Seconds(30)).ok());
 
   ClientContext context_a;
   context_a.set_timeout(absl::Seconds(30));
   SimpleResponse response_a;
   Notification done_a;
   Status status_a;
-  channel.AsyncUnaryCall(&context_a, kEcho, SimpleRequest(), &response_a,
-                         [&](const Status& status) {
-                           status_a = status;
-                           done_a.Notify();
-                         });
+  channel->AsyncUnaryCall(&context_a, kEcho, SimpleRequest(), &response_a,
+                          [&](const Status& status) {
+                            status_a = status;
+                            done_a.Notify();
+                          });
   // B starts once the server has seen A.
   const absl::Time give_up = absl::Now() + absl::Seconds(30);
   while (requests.load() < 2 && absl::Now() < give_up) {
@@ -652,11 +652,11 @@ TEST(ClientFaultTest, CancelDuringTransparentRetryIsNotLost) {
   context_b.set_timeout(absl::Seconds(30));
   SimpleResponse response_b;
   Notification done_b;
-  channel.AsyncUnaryCall(&context_b, kEcho, SimpleRequest(), &response_b,
-                         [&](const Status&) {
-                           context_a.TryCancel();
-                           done_b.Notify();
-                         });
+  channel->AsyncUnaryCall(&context_b, kEcho, SimpleRequest(), &response_b,
+                          [&](const Status&) {
+                            context_a.TryCancel();
+                            done_b.Notify();
+                          });
   ASSERT_TRUE(done_b.WaitForNotificationWithTimeout(absl::Seconds(30)));
   ASSERT_TRUE(done_a.WaitForNotificationWithTimeout(absl::Seconds(60)));
   EXPECT_EQ(status_a.code(), StatusCode::kCancelled)
@@ -667,8 +667,8 @@ TEST(ClientFaultTest, CancelDuringTransparentRetryIsNotLost) {
 TEST(ClientFaultTest, RstStreamNoErrorBeforeStatusIsInternal) {
   auto fake = AnswerWith(Frame(0x3, 0, 1, U32(NGHTTP2_NO_ERROR)));
   ASSERT_TRUE(fake->ok());
-  Channel channel(fake->target());
-  const Status status = Call(&channel, absl::Seconds(30));
+  std::shared_ptr<Channel> channel = CreateChannel(fake->target());
+  const Status status = Call(channel.get(), absl::Seconds(30));
   EXPECT_EQ(status.code(), StatusCode::kInternal) << status.ToString();
 }
 
@@ -676,8 +676,8 @@ TEST(ClientFaultTest, GoAwayBeforeTheStreamIsUnavailable) {
   // GOAWAY(last stream 0): stream 1 was never processed.
   auto fake = AnswerWith(Frame(0x7, 0, 0, U32(0) + U32(NGHTTP2_NO_ERROR)));
   ASSERT_TRUE(fake->ok());
-  Channel channel(fake->target());
-  const Status status = Call(&channel, absl::Seconds(30));
+  std::shared_ptr<Channel> channel = CreateChannel(fake->target());
+  const Status status = Call(channel.get(), absl::Seconds(30));
   EXPECT_EQ(status.code(), StatusCode::kUnavailable) << status.ToString();
 }
 
@@ -687,8 +687,8 @@ TEST(ClientFaultTest, DataWithoutTrailersIsInternal) {
       Frame(0x1, 0x4, 1, GrpcResponseHeaderBlock()) +
       Frame(0x0, 0x1 /*END_STREAM*/, 1, std::string("\0\0\0\0\0", 5)));
   ASSERT_TRUE(fake->ok());
-  Channel channel(fake->target());
-  const Status status = Call(&channel, absl::Seconds(30));
+  std::shared_ptr<Channel> channel = CreateChannel(fake->target());
+  const Status status = Call(channel.get(), absl::Seconds(30));
   EXPECT_EQ(status.code(), StatusCode::kInternal) << status.ToString();
 }
 
@@ -706,9 +706,9 @@ TEST(ClientFaultTest, MaxConcurrentStreamsZeroHitsTheDeadlineNotAHang) {
     return true;
   });
   ASSERT_TRUE(fake.ok());
-  Channel channel(fake.target());
+  std::shared_ptr<Channel> channel = CreateChannel(fake.target());
   for (int i = 0; i < 3; ++i) {
-    const Status status = Call(&channel, absl::Milliseconds(300));
+    const Status status = Call(channel.get(), absl::Milliseconds(300));
     EXPECT_EQ(status.code(), StatusCode::kDeadlineExceeded)
         << i << ": " << status.ToString();
   }
@@ -728,9 +728,10 @@ TEST(ClientFaultTest, AfterGoAwayTheNextCallUsesANewConnection) {
     return true;
   });
   ASSERT_TRUE(fake.ok());
-  Channel channel(fake.target(), FastBackoff());
+  std::shared_ptr<Channel> channel =
+      CreateChannel(fake.target(), FastBackoff());
   for (int i = 0; i < 3; ++i) {
-    const Status status = Call(&channel, absl::Seconds(30));
+    const Status status = Call(channel.get(), absl::Seconds(30));
     EXPECT_TRUE(status.ok()) << i << ": " << status.ToString();
   }
   EXPECT_EQ(fake.accepted(), 3);
@@ -758,14 +759,14 @@ TEST(ClientFaultTest, HpackAmplifiedResponseHeadersAreRefused) {
   ASSERT_LE(block.size(), 16384u);
   auto fake = AnswerWith(Frame(0x1, 0x4 /*END_HEADERS*/, 1, block));
   ASSERT_TRUE(fake->ok());
-  Channel channel(fake->target());
+  std::shared_ptr<Channel> channel = CreateChannel(fake->target());
   ::h2rpc::testing::ResetPeakLiveHeapBytes();
   const int64_t live_before = ::h2rpc::testing::LiveHeapBytes();
   ClientContext context;
   context.set_timeout(absl::Seconds(2));
   SimpleResponse response;
   const Status status =
-      channel.UnaryCall(&context, kEcho, SimpleRequest(), &response);
+      channel->UnaryCall(&context, kEcho, SimpleRequest(), &response);
   const int64_t peak_growth =
       ::h2rpc::testing::PeakLiveHeapBytes() - live_before;
   EXPECT_THAT(status.code(),
@@ -781,9 +782,9 @@ TEST(ClientFaultTest, HpackAmplifiedResponseHeadersAreRefused) {
 TEST(ClientFaultTest, SilentServerHitsTheDeadline) {
   FakeServer fake([](int fd) { return true; });  // accept, never read
   ASSERT_TRUE(fake.ok());
-  Channel channel(fake.target());
+  std::shared_ptr<Channel> channel = CreateChannel(fake.target());
   const absl::Time start = absl::Now();
-  const Status status = Call(&channel, absl::Milliseconds(300));
+  const Status status = Call(channel.get(), absl::Milliseconds(300));
   EXPECT_EQ(status.code(), StatusCode::kDeadlineExceeded) << status.ToString();
   EXPECT_LT(absl::Now() - start, absl::Seconds(30));
 }
@@ -791,11 +792,11 @@ TEST(ClientFaultTest, SilentServerHitsTheDeadline) {
 TEST(ClientFaultTest, Http2ServerThatNeverRespondsHitsTheDeadline) {
   auto fake = AnswerWith("");  // SETTINGS, then nothing for the stream
   ASSERT_TRUE(fake->ok());
-  Channel channel(fake->target());
-  const Status status = Call(&channel, absl::Milliseconds(300));
+  std::shared_ptr<Channel> channel = CreateChannel(fake->target());
+  const Status status = Call(channel.get(), absl::Milliseconds(300));
   EXPECT_EQ(status.code(), StatusCode::kDeadlineExceeded) << status.ToString();
   // The channel still works for the next call (same outcome, no hang).
-  EXPECT_EQ(Call(&channel, absl::Milliseconds(300)).code(),
+  EXPECT_EQ(Call(channel.get(), absl::Milliseconds(300)).code(),
             StatusCode::kDeadlineExceeded);
 }
 
@@ -809,7 +810,7 @@ TEST(ClientFaultTest, DestroyingTheChannelEndsACallToASilentServer) {
     return true;  // and never answers
   });
   ASSERT_TRUE(fake.ok());
-  auto channel = std::make_unique<Channel>(fake.target());
+  auto channel = CreateChannel(fake.target());
   ClientContext context;  // no deadline
   SimpleResponse response;
   Notification done;
@@ -832,17 +833,17 @@ TEST(ClientFaultTest, DestroyingTheChannelEndsACallToASilentServer) {
 TEST(ClientFaultTest, ServerShutdownNowDuringACall) {
   RealServer real;
   ASSERT_TRUE(real.start_status.ok()) << real.start_status.ToString();
-  Channel channel(real.target());
+  std::shared_ptr<Channel> channel = CreateChannel(real.target());
   ClientContext context;
   context.set_timeout(absl::Seconds(60));
   SimpleResponse response;
   Notification done;
   Status result;
-  channel.AsyncUnaryCall(&context, kBlock, SimpleRequest(), &response,
-                         [&](const Status& status) {
-                           result = status;
-                           done.Notify();
-                         });
+  channel->AsyncUnaryCall(&context, kBlock, SimpleRequest(), &response,
+                          [&](const Status& status) {
+                            result = status;
+                            done.Notify();
+                          });
   ASSERT_TRUE(real.started.WaitForNotificationWithTimeout(absl::Seconds(30)));
   real.server->Shutdown(absl::Now());  // cancels the handler, closes sockets
   ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(30)));
@@ -857,17 +858,17 @@ TEST(ClientFaultTest, ConnectionResetDuringACall) {
   ASSERT_TRUE(real.start_status.ok()) << real.start_status.ToString();
   ResettingProxy proxy(real.port);
   ASSERT_TRUE(proxy.ok());
-  Channel channel(proxy.target());
+  std::shared_ptr<Channel> channel = CreateChannel(proxy.target());
   ClientContext context;
   context.set_timeout(absl::Seconds(60));
   SimpleResponse response;
   Notification done;
   Status result;
-  channel.AsyncUnaryCall(&context, kBlock, SimpleRequest(), &response,
-                         [&](const Status& status) {
-                           result = status;
-                           done.Notify();
-                         });
+  channel->AsyncUnaryCall(&context, kBlock, SimpleRequest(), &response,
+                          [&](const Status& status) {
+                            result = status;
+                            done.Notify();
+                          });
   ASSERT_TRUE(real.started.WaitForNotificationWithTimeout(absl::Seconds(30)));
   proxy.ResetAll();
   ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(30)));
@@ -887,18 +888,19 @@ TEST(ClientFaultTest, ReconnectsToAServerBackOnTheSamePort) {
   auto first = std::make_unique<RealServer>();
   ASSERT_TRUE(first->start_status.ok()) << first->start_status.ToString();
   const int port = first->port;
-  Channel channel(first->target(), FastBackoff());
-  ASSERT_TRUE(Call(&channel, absl::Seconds(30)).ok());
+  std::shared_ptr<Channel> channel =
+      CreateChannel(first->target(), FastBackoff());
+  ASSERT_TRUE(Call(channel.get(), absl::Seconds(30)).ok());
 
   first.reset();
   // Nobody listens now: calls fail, quickly.
-  const Status down = Call(&channel, absl::Seconds(30));
+  const Status down = Call(channel.get(), absl::Seconds(30));
   EXPECT_EQ(down.code(), StatusCode::kUnavailable) << down.ToString();
 
   RealServer second(port);
   ASSERT_TRUE(second.start_status.ok()) << second.start_status.ToString();
   ASSERT_EQ(second.port, port);
-  const Status up = CallUntilOk(&channel, absl::Seconds(30));
+  const Status up = CallUntilOk(channel.get(), absl::Seconds(30));
   EXPECT_TRUE(up.ok()) << up.ToString();
 }
 
@@ -909,14 +911,15 @@ TEST(ClientFaultTest, ReconnectsAfterAFakeServerFailure) {
   });
   ASSERT_TRUE(fake->ok());
   const int port = fake->port();
-  Channel channel(fake->target(), FastBackoff());
-  const Status failed = Call(&channel, absl::Seconds(30));
+  std::shared_ptr<Channel> channel =
+      CreateChannel(fake->target(), FastBackoff());
+  const Status failed = Call(channel.get(), absl::Seconds(30));
   EXPECT_EQ(failed.code(), StatusCode::kUnavailable) << failed.ToString();
   fake.reset();
 
   RealServer real(port);
   ASSERT_TRUE(real.start_status.ok()) << real.start_status.ToString();
-  const Status up = CallUntilOk(&channel, absl::Seconds(30));
+  const Status up = CallUntilOk(channel.get(), absl::Seconds(30));
   EXPECT_TRUE(up.ok()) << up.ToString();
 }
 
@@ -928,12 +931,13 @@ TEST(ClientFaultTest, ReconnectsAfterConnectionRefused) {
     ASSERT_TRUE(probe.start_status.ok());
     port = probe.port;
   }
-  Channel channel(absl::StrCat("127.0.0.1:", port), FastBackoff());
-  const Status refused = Call(&channel, absl::Seconds(30));
+  std::shared_ptr<Channel> channel =
+      CreateChannel(absl::StrCat("127.0.0.1:", port), FastBackoff());
+  const Status refused = Call(channel.get(), absl::Seconds(30));
   EXPECT_EQ(refused.code(), StatusCode::kUnavailable) << refused.ToString();
   RealServer real(port);
   ASSERT_TRUE(real.start_status.ok()) << real.start_status.ToString();
-  const Status up = CallUntilOk(&channel, absl::Seconds(30));
+  const Status up = CallUntilOk(channel.get(), absl::Seconds(30));
   EXPECT_TRUE(up.ok()) << up.ToString();
 }
 
@@ -945,16 +949,17 @@ TEST(ClientFaultTest, ResponseOverReceiveLimitIsResourceExhausted) {
   ASSERT_TRUE(real.start_status.ok()) << real.start_status.ToString();
   ChannelOptions options;
   options.connection.max_receive_message_size = 1024;
-  Channel channel(real.target(), options);
+  std::shared_ptr<Channel> channel = CreateChannel(real.target(), options);
   SimpleRequest request;
   request.set_response_size(4096);
-  const Status status = Call(&channel, absl::Seconds(30), request);
+  const Status status = Call(channel.get(), absl::Seconds(30), request);
   EXPECT_EQ(status.code(), StatusCode::kResourceExhausted) << status.ToString();
   EXPECT_THAT(status.message(), HasSubstr("1024"));
   // Small responses still get through on the same channel.
   request.set_response_size(100);
   SimpleResponse response;
-  const Status small = Call(&channel, absl::Seconds(30), request, &response);
+  const Status small =
+      Call(channel.get(), absl::Seconds(30), request, &response);
   EXPECT_TRUE(small.ok()) << small.ToString();
   EXPECT_EQ(response.payload().body().size(), 100u);
 }
@@ -994,12 +999,12 @@ TEST(ClientFaultTest, GzipResponseFromAnotherPeerIsInflated) {
                    ZlibCompress(SerializedResponse(std::string(50000, 'z')),
                                 /*gzip=*/true)));
   ASSERT_TRUE(fake->ok());
-  Channel channel(fake->target());
+  std::shared_ptr<Channel> channel = CreateChannel(fake->target());
   ClientContext context;
   context.set_timeout(absl::Seconds(30));
   SimpleResponse response;
   const Status status =
-      channel.UnaryCall(&context, kEcho, SimpleRequest(), &response);
+      channel->UnaryCall(&context, kEcho, SimpleRequest(), &response);
   ASSERT_TRUE(status.ok()) << status.ToString();
   EXPECT_EQ(response.payload().body(), std::string(50000, 'z'));
   EXPECT_TRUE(context.last_message_compressed());
@@ -1008,8 +1013,8 @@ TEST(ClientFaultTest, GzipResponseFromAnotherPeerIsInflated) {
 TEST(ClientFaultTest, ResponseInAnEncodingTheClientDoesNotAcceptIsInternal) {
   auto fake = AnswerWith(ResponseWith(GrpcEncodingField("br"), 1, "??"));
   ASSERT_TRUE(fake->ok());
-  Channel channel(fake->target());
-  const Status status = Call(&channel, absl::Seconds(30));
+  std::shared_ptr<Channel> channel = CreateChannel(fake->target());
+  const Status status = Call(channel.get(), absl::Seconds(30));
   EXPECT_EQ(status.code(), StatusCode::kInternal) << status.ToString();
   EXPECT_THAT(status.message(), HasSubstr("'br'"));
 }
@@ -1020,8 +1025,8 @@ TEST(ClientFaultTest, GzipResponseToAClientThatRefusesGzipIsInternal) {
   ASSERT_TRUE(fake->ok());
   ChannelOptions options;
   options.connection.accepted_compression.Remove(CompressionAlgorithm::kGzip);
-  Channel channel(fake->target(), options);
-  const Status status = Call(&channel, absl::Seconds(30));
+  std::shared_ptr<Channel> channel = CreateChannel(fake->target(), options);
+  const Status status = Call(channel.get(), absl::Seconds(30));
   EXPECT_EQ(status.code(), StatusCode::kInternal) << status.ToString();
   EXPECT_THAT(status.message(), HasSubstr("'gzip'"));
 }
@@ -1029,8 +1034,8 @@ TEST(ClientFaultTest, GzipResponseToAClientThatRefusesGzipIsInternal) {
 TEST(ClientFaultTest, CompressedFlagWithoutEncodingIsInternal) {
   auto fake = AnswerWith(ResponseWith("", 1, ZlibCompress("abc", true)));
   ASSERT_TRUE(fake->ok());
-  Channel channel(fake->target());
-  const Status status = Call(&channel, absl::Seconds(30));
+  std::shared_ptr<Channel> channel = CreateChannel(fake->target());
+  const Status status = Call(channel.get(), absl::Seconds(30));
   EXPECT_EQ(status.code(), StatusCode::kInternal) << status.ToString();
 }
 
@@ -1039,9 +1044,9 @@ TEST(ClientFaultTest, ResponseBombStopsAtTheReceiveLimit) {
   const std::string bomb = ZlibCompressZeros(64 << 20, /*gzip=*/true);
   auto fake = AnswerWith(ResponseWith(GrpcEncodingField("gzip"), 1, bomb));
   ASSERT_TRUE(fake->ok());
-  Channel channel(fake->target());
+  std::shared_ptr<Channel> channel = CreateChannel(fake->target());
   const int64_t before = AllocationsByRole(ThreadRole::kClient).bytes;
-  const Status status = Call(&channel, absl::Seconds(30));
+  const Status status = Call(channel.get(), absl::Seconds(30));
   const int64_t allocated =
       AllocationsByRole(ThreadRole::kClient).bytes - before;
   EXPECT_EQ(status.code(), StatusCode::kResourceExhausted) << status.ToString();

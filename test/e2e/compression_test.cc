@@ -215,7 +215,7 @@ class CompressionTest : public ::testing::TestWithParam<CompressionAlgorithm> {
 };
 
 TEST_P(CompressionTest, UnaryCompressedBothWays) {
-  Channel channel(target());
+  std::shared_ptr<Channel> channel = CreateChannel(target());
   for (const char* method : {kEcho, kCallbackEcho}) {
     ClientContext context;
     context.set_compression_algorithm(algorithm());
@@ -224,7 +224,7 @@ TEST_P(CompressionTest, UnaryCompressedBothWays) {
     request.mutable_payload()->set_body(Compressible(64 << 10));
     SimpleResponse response;
     const Status status =
-        channel.UnaryCall(&context, method, request, &response);
+        channel->UnaryCall(&context, method, request, &response);
     ASSERT_TRUE(status.ok()) << method << ": " << status.ToString();
     EXPECT_EQ(response.username(), kSawCompressed) << method;
     EXPECT_TRUE(response.payload().body() == request.payload().body())
@@ -240,44 +240,45 @@ TEST_P(CompressionTest, ChannelAndServerDefaults) {
   std::unique_ptr<Server> server = StartServer(server_options, &port);
   ChannelOptions channel_options;
   channel_options.default_compression = algorithm();
-  Channel channel(absl::StrCat("127.0.0.1:", port), channel_options);
+  std::shared_ptr<Channel> channel =
+      CreateChannel(absl::StrCat("127.0.0.1:", port), channel_options);
 
   ClientContext context;
   SimpleRequest request;
   request.mutable_payload()->set_body(Compressible(4096));
   SimpleResponse response;
-  ASSERT_TRUE(channel.UnaryCall(&context, kEcho, request, &response).ok());
+  ASSERT_TRUE(channel->UnaryCall(&context, kEcho, request, &response).ok());
   EXPECT_EQ(response.username(), kSawCompressed);
   EXPECT_TRUE(context.last_message_compressed());
 
   // A call's own choice overrides the channel's default.
   ClientContext plain;
   plain.set_compression_algorithm(CompressionAlgorithm::kIdentity);
-  ASSERT_TRUE(channel.UnaryCall(&plain, kEcho, request, &response).ok());
+  ASSERT_TRUE(channel->UnaryCall(&plain, kEcho, request, &response).ok());
   EXPECT_EQ(response.username(), kSawPlain);
 }
 
 TEST_P(CompressionTest, IncompressibleMessageIsSentPlain) {
-  Channel channel(target());
+  std::shared_ptr<Channel> channel = CreateChannel(target());
   ClientContext context;
   context.set_compression_algorithm(algorithm());
   SimpleRequest request;
   request.mutable_payload()->set_body("xyz");  // deflate's overhead is larger
   SimpleResponse response;
-  ASSERT_TRUE(channel.UnaryCall(&context, kEcho, request, &response).ok());
+  ASSERT_TRUE(channel->UnaryCall(&context, kEcho, request, &response).ok());
   EXPECT_EQ(response.username(), kSawPlain);
 }
 
 TEST_P(CompressionTest, ServerNeverUsesAnEncodingTheClientDoesNotAccept) {
   ChannelOptions options;
   options.connection.accepted_compression = CompressionAlgorithmSet();
-  Channel channel(target(), options);
+  std::shared_ptr<Channel> channel = CreateChannel(target(), options);
   ClientContext context;
   context.AddMetadata("x-respond-with", algorithm_name());
   SimpleRequest request;
   request.mutable_payload()->set_body(Compressible(4096));
   SimpleResponse response;
-  const Status status = channel.UnaryCall(&context, kEcho, request, &response);
+  const Status status = channel->UnaryCall(&context, kEcho, request, &response);
   ASSERT_TRUE(status.ok()) << status.ToString();
   EXPECT_FALSE(context.last_message_compressed());
   EXPECT_TRUE(response.payload().body() == request.payload().body());
@@ -288,12 +289,13 @@ TEST_P(CompressionTest, RequestInAnEncodingTheServerRefusesIsUnimplemented) {
   server_options.connection.accepted_compression = CompressionAlgorithmSet();
   int port = 0;
   std::unique_ptr<Server> server = StartServer(server_options, &port);
-  Channel channel(absl::StrCat("127.0.0.1:", port));
+  std::shared_ptr<Channel> channel =
+      CreateChannel(absl::StrCat("127.0.0.1:", port));
   ClientContext context;
   context.set_compression_algorithm(algorithm());
   SimpleResponse response;
   const Status status =
-      channel.UnaryCall(&context, kEcho, SimpleRequest(), &response);
+      channel->UnaryCall(&context, kEcho, SimpleRequest(), &response);
   EXPECT_EQ(status.code(), StatusCode::kUnimplemented) << status.ToString();
   EXPECT_THAT(
       status.message(),
@@ -302,13 +304,13 @@ TEST_P(CompressionTest, RequestInAnEncodingTheServerRefusesIsUnimplemented) {
 }
 
 TEST_P(CompressionTest, BidiPerMessageOptOutBothWays) {
-  Channel channel(target());
+  std::shared_ptr<Channel> channel = CreateChannel(target());
   for (const char* method : {kBidi, kCallbackBidi}) {
     ClientContext context;
     context.set_compression_algorithm(algorithm());
     context.AddMetadata("x-respond-with", algorithm_name());
-    auto stream = channel.BidiStreamingCall<StreamingOutputCallRequest,
-                                            StreamingOutputCallResponse>(
+    auto stream = channel->BidiStreamingCall<StreamingOutputCallRequest,
+                                             StreamingOutputCallResponse>(
         &context, method);
     for (int i = 0; i < 6; ++i) {
       const bool compress_request = i % 2 == 0;
@@ -336,11 +338,11 @@ TEST_P(CompressionTest, BidiPerMessageOptOutBothWays) {
 }
 
 TEST_P(CompressionTest, ClientStreamingWithOptOut) {
-  Channel channel(target());
+  std::shared_ptr<Channel> channel = CreateChannel(target());
   ClientContext context;
   context.set_compression_algorithm(algorithm());
   StreamingInputCallResponse response;
-  auto writer = channel.ClientStreamingCall<StreamingInputCallRequest>(
+  auto writer = channel->ClientStreamingCall<StreamingInputCallRequest>(
       &context, kUpload, &response);
   StreamingInputCallRequest request;
   request.mutable_payload()->set_body(Compressible(100000));
@@ -354,7 +356,7 @@ TEST_P(CompressionTest, ClientStreamingWithOptOut) {
 }
 
 TEST_P(CompressionTest, ServerStreamingWithOptOut) {
-  Channel channel(target());
+  std::shared_ptr<Channel> channel = CreateChannel(target());
   ClientContext context;
   context.AddMetadata("x-respond-with", algorithm_name());
   StreamingOutputCallRequest request;
@@ -364,8 +366,8 @@ TEST_P(CompressionTest, ServerStreamingWithOptOut) {
     parameters->set_size(31415);
     parameters->mutable_compressed()->set_value(c);
   }
-  auto reader = channel.ServerStreamingCall<StreamingOutputCallRequest,
-                                            StreamingOutputCallResponse>(
+  auto reader = channel->ServerStreamingCall<StreamingOutputCallRequest,
+                                             StreamingOutputCallResponse>(
       &context, kDownload, request);
   StreamingOutputCallResponse response;
   for (bool c : compressed) {

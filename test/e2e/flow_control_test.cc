@@ -53,7 +53,6 @@ using ::h2rpc::testing::Notification;
 using ::h2rpc::testing::PeakLiveHeapBytes;
 using ::h2rpc::testing::ResetPeakLiveHeapBytes;
 using ::testing::HasSubstr;
-using transport::http2::ConnectionOptions;
 
 constexpr size_t kKiB = 1024;
 constexpr size_t kMiB = 1024 * kKiB;
@@ -284,8 +283,8 @@ class FlowControlTest : public ::testing::Test {
                 })
             .BuildAndStart(&status);
     ASSERT_TRUE(status.ok()) << status.ToString();
-    channel_ = std::make_unique<Channel>("127.0.0.1:" + std::to_string(port_),
-                                         channel_options);
+    channel_ =
+        CreateChannel("127.0.0.1:" + std::to_string(port_), channel_options);
     ExpectSmallEchoWorks();
   }
 
@@ -507,7 +506,7 @@ class FlowControlTest : public ::testing::Test {
 
   int port_ = 0;
   std::unique_ptr<Server> server_;
-  std::unique_ptr<Channel> channel_;
+  std::shared_ptr<Channel> channel_;
 };
 
 // 1 GiB from a server-streaming handler to a client reading slowly: every

@@ -69,12 +69,12 @@ class StreamingAllocationTest : public ::testing::TestWithParam<const char*> {
                 kCallback, [](ServerContext*) { return new PingPongReactor; })
             .BuildAndStart(&status);
     ASSERT_TRUE(status.ok()) << status.ToString();
-    channel_ = std::make_unique<Channel>("127.0.0.1:" + std::to_string(port_));
+    channel_ = CreateChannel("127.0.0.1:" + std::to_string(port_));
   }
 
   int port_ = 0;
   std::unique_ptr<Server> server_;
-  std::unique_ptr<Channel> channel_;
+  std::shared_ptr<Channel> channel_;
 };
 
 TEST_P(StreamingAllocationTest, WarmPingPongDoesNotAllocate) {

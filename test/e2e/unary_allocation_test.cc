@@ -71,7 +71,7 @@ class UnaryAllocationTest : public ::testing::Test {
                 })
             .BuildAndStart(&status);
     ASSERT_TRUE(status.ok()) << status.ToString();
-    channel_ = std::make_unique<Channel>("127.0.0.1:" + std::to_string(port_));
+    channel_ = CreateChannel("127.0.0.1:" + std::to_string(port_));
   }
 
   // Blocking calls from this thread: its allocations count as the client's.
@@ -106,7 +106,7 @@ class UnaryAllocationTest : public ::testing::Test {
 
   int port_ = 0;
   std::unique_ptr<Server> server_;
-  std::unique_ptr<Channel> channel_;
+  std::shared_ptr<Channel> channel_;
 };
 
 TEST_F(UnaryAllocationTest, WarmCallbackCallsDoNotAllocate) {

@@ -23,8 +23,8 @@ namespace {
 
 using grpc::testing::SimpleRequest;
 using grpc::testing::SimpleResponse;
-using ::h2rpc::testing::Notification;
 using ::h2rpc::testing::kHangTimeout;
+using ::h2rpc::testing::Notification;
 using ::h2rpc::testing::RawH2Client;
 using ::h2rpc::testing::WaitFor;
 using ::testing::HasSubstr;
@@ -102,12 +102,12 @@ class UnaryTest : public ::testing::Test {
             .BuildAndStart(&status);
     ASSERT_TRUE(status.ok()) << status.ToString();
     ASSERT_GT(port_, 0);
-    channel_ = std::make_unique<Channel>("127.0.0.1:" + std::to_string(port_));
+    channel_ = CreateChannel("127.0.0.1:" + std::to_string(port_));
   }
 
   int port_ = 0;
   std::unique_ptr<Server> server_;
-  std::unique_ptr<Channel> channel_;
+  std::shared_ptr<Channel> channel_;
   Notification sleeping_;
   Notification saw_cancel_;
 };
@@ -337,7 +337,8 @@ TEST(UnaryConcurrencyTest, CallsBeyondMaxConcurrentStreamsWait) {
                     .RegisterUnary<SimpleRequest, SimpleResponse>(kEcho, Echo)
                     .BuildAndStart(&status);
   ASSERT_TRUE(status.ok());
-  Channel channel("127.0.0.1:" + std::to_string(port));
+  std::shared_ptr<Channel> channel =
+      CreateChannel("127.0.0.1:" + std::to_string(port));
   constexpr int kCalls = 200;
   struct Call {
     ClientContext context;
@@ -351,11 +352,11 @@ TEST(UnaryConcurrencyTest, CallsBeyondMaxConcurrentStreamsWait) {
     calls.push_back(std::make_unique<Call>());
     Call* c = calls.back().get();
     c->request.mutable_payload()->set_body(std::to_string(i));
-    channel.AsyncUnaryCall(&c->context, kEcho, c->request, &c->response,
-                           [c](const Status& s) {
-                             c->status = s;
-                             c->done.Notify();
-                           });
+    channel->AsyncUnaryCall(&c->context, kEcho, c->request, &c->response,
+                            [c](const Status& s) {
+                              c->status = s;
+                              c->done.Notify();
+                            });
   }
   for (int i = 0; i < kCalls; ++i) {
     ASSERT_TRUE(
@@ -376,11 +377,12 @@ TEST(UnaryConnectTest, NoServerIsUnavailableNamingTheAddress) {
                       .BuildAndStart(&status);
     ASSERT_TRUE(status.ok());
   }
-  Channel channel("127.0.0.1:" + std::to_string(port));
+  std::shared_ptr<Channel> channel =
+      CreateChannel("127.0.0.1:" + std::to_string(port));
   SimpleRequest request;
   SimpleResponse response;
   ClientContext context;
-  const Status status = channel.UnaryCall(&context, kEcho, request, &response);
+  const Status status = channel->UnaryCall(&context, kEcho, request, &response);
   EXPECT_EQ(status.code(), StatusCode::kUnavailable);
   EXPECT_THAT(status.message(), HasSubstr("127.0.0.1:" + std::to_string(port)));
 }
@@ -421,16 +423,17 @@ TEST(UnaryShutdownTest, GracefulShutdownLosesNoCallInFlight) {
   };
   // Before the channel: outlives the callbacks ~Channel may run.
   std::vector<std::unique_ptr<Call>> calls;
-  Channel channel("127.0.0.1:" + std::to_string(port));
+  std::shared_ptr<Channel> channel =
+      CreateChannel("127.0.0.1:" + std::to_string(port));
   for (int i = 0; i < kCalls; ++i) {
     calls.push_back(std::make_unique<Call>());
     Call* c = calls.back().get();
     c->request.mutable_payload()->set_body("x" + std::to_string(i));
-    channel.AsyncUnaryCall(&c->context, kEcho, c->request, &c->response,
-                           [c](const Status& s) {
-                             c->status = s;
-                             c->done.Notify();
-                           });
+    channel->AsyncUnaryCall(&c->context, kEcho, c->request, &c->response,
+                            [c](const Status& s) {
+                              c->status = s;
+                              c->done.Notify();
+                            });
   }
   ASSERT_TRUE(WaitFor([&] { return started.load() == kCalls; }))
       << started.load() << " of " << kCalls << " handlers started";
@@ -462,7 +465,7 @@ TEST(UnaryShutdownTest, GracefulShutdownLosesNoCallInFlight) {
   ClientContext context;
   SimpleResponse response;
   EXPECT_EQ(
-      channel.UnaryCall(&context, kEcho, SimpleRequest(), &response).code(),
+      channel->UnaryCall(&context, kEcho, SimpleRequest(), &response).code(),
       StatusCode::kUnavailable);
 }
 

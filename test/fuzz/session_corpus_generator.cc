@@ -2,8 +2,7 @@
 // real exchanges between an h2rpc client session and server session, run
 // against each other in memory, one file per exchange and direction:
 //
-//   tools/bazel run //test/fuzz:session_corpus_generator -- \
-//       $PWD/test/fuzz/corpus
+//   tools/bazel run //test/fuzz:session_corpus_generator -- $PWD/test/fuzz/corpus
 //
 // A file is the fuzzer's control byte followed by what one side sent (the
 // client's bytes without the 24-byte connection preface, which the server

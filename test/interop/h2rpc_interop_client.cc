@@ -170,7 +170,9 @@ bool ExpectMetadata(const Metadata& metadata, absl::string_view key,
 class InteropClient {
  public:
   explicit InteropClient(const std::string& target)
-      : channel_(target), stub_(&channel_), unimplemented_stub_(&channel_) {}
+      : channel_(CreateChannel(target)),
+        stub_(channel_),
+        unimplemented_stub_(channel_) {}
 
   bool EmptyUnary() {
     ClientContext context;
@@ -666,7 +668,7 @@ class InteropClient {
                         StatusCode::kUnknown, message, "UnaryCall");
   }
 
-  Channel channel_;
+  std::shared_ptr<Channel> channel_;
   TestService::Stub stub_;
   grpc::testing::UnimplementedService::Stub unimplemented_stub_;
 };

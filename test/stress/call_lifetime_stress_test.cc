@@ -359,7 +359,8 @@ class CallLifetimeStressTest : public ::testing::Test {
   // A client thread: kCallsPerThread calls, each of a random method, action
   // and ending.
   void RunClient(int index) {
-    Channel channel("127.0.0.1:" + std::to_string(port_));
+    std::shared_ptr<Channel> channel =
+        CreateChannel("127.0.0.1:" + std::to_string(port_));
     std::mt19937 random(1000 + index);
     for (int i = 0; i < kCallsPerThread; ++i) {
       const char* method = kMethods[random() % kMethodCount];
@@ -382,7 +383,7 @@ class CallLifetimeStressTest : public ::testing::Test {
           context.TryCancel();
         });
       }
-      const Status status = RunCall(&channel, method, action, i, &context);
+      const Status status = RunCall(channel.get(), method, action, i, &context);
       if (canceller.joinable()) canceller.join();
       const bool before_shutdown = !shutdown_called_.load();
       EXPECT_TRUE(Allowed(status.code()))
@@ -414,14 +415,16 @@ TEST_F(CallLifetimeStressTest, CallsEndEveryWayWhileTheServerShutsDown) {
       << ended_.load() << " calls ended";
 
   // Calls of every kind that only the shutdown's deadline will end.
-  Channel channel("127.0.0.1:" + std::to_string(port_));
+  std::shared_ptr<Channel> channel =
+      CreateChannel("127.0.0.1:" + std::to_string(port_));
   std::vector<std::thread> stuck;
   std::vector<Status> stuck_status(kMethodCount);
   for (int m = 0; m < kMethodCount; ++m) {
     stuck.emplace_back([&, m] {
       ClientContext context;
       context.set_timeout(kHangTimeout);
-      stuck_status[m] = RunCall(&channel, kMethods[m], kStuck, m, &context);
+      stuck_status[m] =
+          RunCall(channel.get(), kMethods[m], kStuck, m, &context);
     });
   }
   // Every one of them waits in its handler.

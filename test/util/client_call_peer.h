@@ -5,7 +5,7 @@
 #include <cstddef>
 
 #include "rpc/client_context.h"
-#include "transport/io/mutex.h"
+#include "rpc/internal/context_access.h"
 
 namespace h2rpc::testing {
 
@@ -20,15 +20,15 @@ class ClientCallPeer {
   // deadline). A streaming call's OnDone may come later, once its queued
   // messages are read.
   static bool CallBound(ClientContext* context) {
-    transport::io::MutexLock lock(&context->mu_);
-    return context->call_ != nullptr;
+    return internal::ClientContextAccess::CallBound(context);
   }
 
   // Bytes of response messages the streaming call on `context` holds unread
   // (each message's 5-byte prefix included), counted against the server's
   // flow-control window until read. 0 for a unary call.
   static size_t HeldBytes(const ClientContext* context) {
-    return context->held_bytes_.load(std::memory_order_relaxed);
+    return internal::ClientContextAccess::HeldBytes(context).load(
+        std::memory_order_relaxed);
   }
 };
 

@@ -363,8 +363,7 @@ class CodegenTest : public ::testing::TestWithParam<Flavour> {
     Status status;
     server_ = builder.BuildAndStart(&status);
     ASSERT_NE(server_, nullptr) << status.ToString();
-    channel_ =
-        std::make_unique<h2rpc::Channel>("127.0.0.1:" + std::to_string(port_));
+    channel_ = h2rpc::CreateChannel("127.0.0.1:" + std::to_string(port_));
     context_.set_timeout(kTimeout);
   }
 
@@ -379,7 +378,7 @@ class CodegenTest : public ::testing::TestWithParam<Flavour> {
   SyncGlobal sync_global_;
   int port_ = 0;
   std::unique_ptr<h2rpc::Server> server_;
-  std::unique_ptr<h2rpc::Channel> channel_;
+  std::shared_ptr<h2rpc::Channel> channel_;
   ClientContext context_;  // for the test's call
 };
 
@@ -404,7 +403,7 @@ Inner MakeInner(const std::string& text, int count) {
 // Unary.
 
 TEST_P(CodegenTest, UnaryBlocking) {
-  Echo::Stub stub(channel_.get());
+  Echo::Stub stub(channel_);
   Payload response;
   const Status status = stub.Unary(&context_, MakePayload("hi"), &response);
   ASSERT_TRUE(status.ok()) << status.ToString();
@@ -412,8 +411,18 @@ TEST_P(CodegenTest, UnaryBlocking) {
   EXPECT_EQ(response.meta().method(), Echo::kUnaryPath);
 }
 
+// The stub holds the channel: it still works once the test has let go.
+TEST_P(CodegenTest, StubOwnsTheChannel) {
+  Echo::Stub stub(channel_);
+  channel_.reset();
+  Payload response;
+  const Status status = stub.Unary(&context_, MakePayload("owned"), &response);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  EXPECT_EQ(response.body(), "owned");
+}
+
 TEST_P(CodegenTest, UnaryCallback) {
-  Echo::Stub stub(channel_.get());
+  Echo::Stub stub(channel_);
   Payload response;
   Outcome outcome;
   stub.AsyncUnary(&context_, MakePayload("async"), &response,
@@ -428,7 +437,7 @@ TEST_P(CodegenTest, UnaryCallback) {
 // Server streaming.
 
 TEST_P(CodegenTest, ServerStreamingBlocking) {
-  Echo::Stub stub(channel_.get());
+  Echo::Stub stub(channel_);
   std::unique_ptr<h2rpc::ClientReader<Payload>> reader =
       stub.ServerStream(&context_, MakeInner("x", 3));
   std::vector<std::string> bodies;
@@ -464,7 +473,7 @@ class CollectingReader final : public h2rpc::ClientReadReactor<Payload> {
 };
 
 TEST_P(CodegenTest, ServerStreamingReactor) {
-  Echo::Stub stub(channel_.get());
+  Echo::Stub stub(channel_);
   CollectingReader reader;
   stub.AsyncServerStream(&context_, MakeInner("y", 2), &reader);
   reader.Start();
@@ -477,7 +486,7 @@ TEST_P(CodegenTest, ServerStreamingReactor) {
 // Client streaming.
 
 TEST_P(CodegenTest, ClientStreamingBlocking) {
-  Echo::Stub stub(channel_.get());
+  Echo::Stub stub(channel_);
   Inner response;
   std::unique_ptr<h2rpc::ClientWriter<Payload>> writer =
       stub.ClientStream(&context_, &response);
@@ -523,7 +532,7 @@ class SendingWriter final : public h2rpc::ClientWriteReactor<Payload> {
 };
 
 TEST_P(CodegenTest, ClientStreamingReactor) {
-  Echo::Stub stub(channel_.get());
+  Echo::Stub stub(channel_);
   Inner response;
   SendingWriter writer({"d", "e"});
   stub.AsyncClientStream(&context_, &response, &writer);
@@ -539,7 +548,7 @@ TEST_P(CodegenTest, ClientStreamingReactor) {
 // Bidi streaming.
 
 TEST_P(CodegenTest, BidiBlocking) {
-  Echo::Stub stub(channel_.get());
+  Echo::Stub stub(channel_);
   std::unique_ptr<h2rpc::ClientReaderWriter<Inner, Inner>> stream =
       stub.Bidi(&context_);
   std::vector<int> counts;
@@ -597,7 +606,7 @@ class BidiCollector final : public h2rpc::ClientBidiReactor<Inner, Inner> {
 };
 
 TEST_P(CodegenTest, BidiReactor) {
-  Echo::Stub stub(channel_.get());
+  Echo::Stub stub(channel_);
   BidiCollector bidi({5, 6, 7});
   stub.AsyncBidi(&context_, &bidi);
   bidi.Start();
@@ -610,7 +619,7 @@ TEST_P(CodegenTest, BidiReactor) {
 // Escaped names.
 
 TEST_P(CodegenTest, KeywordMethodsReachTheirPaths) {
-  Keywords::Stub stub(channel_.get());
+  Keywords::Stub stub(channel_);
   Inner response;
   Status status = stub.delete_(&context_, MakeInner("del", 0), &response);
   ASSERT_TRUE(status.ok()) << status.ToString();
@@ -641,7 +650,7 @@ TEST_P(CodegenTest, KeywordMethodsReachTheirPaths) {
 // delete and switch, so the others answer UNIMPLEMENTED.
 TEST_P(CodegenTest, KeywordMethodsOfEveryKind) {
   const bool implemented = GetParam() == Flavour::kSync;
-  Keywords::Stub stub(channel_.get());
+  Keywords::Stub stub(channel_);
   using UnaryMethod =
       Status (Keywords::Stub::*)(ClientContext*, const Inner&, Inner*);
   const struct {
@@ -704,7 +713,7 @@ TEST_P(CodegenTest, KeywordMethodsOfEveryKind) {
 }
 
 TEST_P(CodegenTest, ServiceNamedLikeAKeyword) {
-  operator_::Stub stub(channel_.get());
+  operator_::Stub stub(channel_);
   Inner response;
   const Status status = stub.new_(&context_, MakeInner("n", 0), &response);
   ASSERT_TRUE(status.ok()) << status.ToString();
@@ -712,7 +721,7 @@ TEST_P(CodegenTest, ServiceNamedLikeAKeyword) {
 }
 
 TEST_P(CodegenTest, ServiceWithoutAPackage) {
-  ::Global::Stub stub(channel_.get());
+  ::Global::Stub stub(channel_);
   Payload response;
   const Status status = stub.Ping(&context_, MakePayload("p"), &response);
   ASSERT_TRUE(status.ok()) << status.ToString();
@@ -737,8 +746,7 @@ class UnimplementedTest : public ::testing::TestWithParam<Flavour> {
     Status status;
     server_ = builder.BuildAndStart(&status);
     ASSERT_NE(server_, nullptr) << status.ToString();
-    channel_ =
-        std::make_unique<h2rpc::Channel>("127.0.0.1:" + std::to_string(port_));
+    channel_ = h2rpc::CreateChannel("127.0.0.1:" + std::to_string(port_));
   }
 
   static void ExpectUnimplemented(const Status& status, const char* path) {
@@ -750,7 +758,7 @@ class UnimplementedTest : public ::testing::TestWithParam<Flavour> {
   Echo::CallbackService callback_;
   int port_ = 0;
   std::unique_ptr<h2rpc::Server> server_;
-  std::unique_ptr<h2rpc::Channel> channel_;
+  std::shared_ptr<h2rpc::Channel> channel_;
 };
 
 INSTANTIATE_TEST_SUITE_P(Flavours, UnimplementedTest,
@@ -758,7 +766,7 @@ INSTANTIATE_TEST_SUITE_P(Flavours, UnimplementedTest,
                          FlavourName);
 
 TEST_P(UnimplementedTest, EveryKindAnswersUnimplemented) {
-  Echo::Stub stub(channel_.get());
+  Echo::Stub stub(channel_);
   {
     ClientContext context;
     context.set_timeout(kTimeout);

@@ -67,12 +67,13 @@ void WriteStub(const ServiceModel& service, std::string* out) {
         "class ", service.name,
         "::Stub {\n"
         " public:\n"
-        "  // `channel` must outlive the stub.\n"
-        "  explicit Stub(::h2rpc::Channel* channel) : channel_(channel) {}\n"
+        "  // Keeps `channel` alive for as long as the stub exists.\n"
+        "  explicit Stub(std::shared_ptr<::h2rpc::Channel> channel)\n"
+        "      : channel_(std::move(channel)) {}\n"
         "\n"
         " private:\n"
         "  // Unused until the service has methods.\n"
-        "  [[maybe_unused]] ::h2rpc::Channel* const channel_;\n"
+        "  [[maybe_unused]] const std::shared_ptr<::h2rpc::Channel> channel_;\n"
         "};\n");
     return;
   }
@@ -124,9 +125,9 @@ void WriteStub(const ServiceModel& service, std::string* out) {
   absl::StrAppend(out, WrapComment(0, rules), "class ", service.name,
                   "::Stub {\n"
                   " public:\n"
-                  "  // `channel` must outlive the stub.\n"
-                  "  explicit Stub(::h2rpc::Channel* channel) : "
-                  "channel_(channel) {}\n");
+                  "  // Keeps `channel` alive for as long as the stub exists.\n"
+                  "  explicit Stub(std::shared_ptr<::h2rpc::Channel> channel)\n"
+                  "      : channel_(std::move(channel)) {}\n");
   for (const MethodModel& method : service.methods) {
     CallLayout blocking = StubBlockingMethod(method);
     blocking.tail = ";";
@@ -138,7 +139,7 @@ void WriteStub(const ServiceModel& service, std::string* out) {
   absl::StrAppend(out,
                   "\n"
                   " private:\n"
-                  "  ::h2rpc::Channel* const channel_;\n"
+                  "  const std::shared_ptr<::h2rpc::Channel> channel_;\n"
                   "};\n");
 }
 
@@ -205,7 +206,7 @@ std::string WriteHeader(const FileModel& file) {
                                        "rpc/server_stream.h",
                                        "rpc/status.h"};
   std::sort(includes.begin(), includes.end());
-  absl::StrAppend(&out, "#include <memory>\n\n");
+  absl::StrAppend(&out, "#include <memory>\n#include <utility>\n\n");
   for (const std::string& include : includes) {
     absl::StrAppend(&out, "#include \"", include, "\"\n");
   }

@@ -82,11 +82,12 @@ struct ConnectionOptions {
   // Servers: a connection with no open stream for this long is shut down
   // gracefully (GOAWAY NO_ERROR, then closed). InfiniteDuration: never.
   absl::Duration idle_timeout = absl::InfiniteDuration();
-  // Servers: a connection ending on a fatal error (a protocol violation, a
-  // flood, a handshake timeout) keeps its socket at most this long to
-  // deliver its GOAWAY and the frames queued before it, reading and
-  // discarding what the peer still sends, before it closes and fails its
-  // calls.
+  // Servers: a connection that has written its last frame (a GOAWAY after
+  // a protocol violation, a flood or a handshake timeout, or the end of a
+  // graceful shutdown) half-closes and keeps its socket until the peer
+  // closes too, at most this long, reading and discarding what the peer
+  // still sends, so the GOAWAY is not lost to a TCP reset; then it closes
+  // and fails its calls.
   absl::Duration close_linger = absl::Seconds(1);
 };
 
@@ -134,8 +135,9 @@ class Session : public io::ByteSession {
   // one attempt to write. Idempotent.
   void Fail(uint32_t error_code, const Status& why);
 
-  // Sends GOAWAY (last stream id = the last one accepted) and closes once
-  // every open stream has finished.
+  // Sends GOAWAY (last stream id = the last one accepted) and ends the
+  // connection once every open stream has finished (a server lingers then,
+  // see ConnectionOptions::close_linger).
   void GracefulShutdown();
 
   // Asks the driver to take the pending output (after the Feed() in

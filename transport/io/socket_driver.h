@@ -17,9 +17,9 @@ namespace h2rpc::transport::io {
 // takes at most 32 KiB, and one readiness event at most 16 reads, so one
 // busy connection does not starve the others on its loop.
 //
-// Loop thread only. Allocates nothing after construction. Owned together
-// with its session, which it must not outlive once started (the session
-// stops calling it at CloseWire()).
+// Loop thread only. Allocates nothing after construction. The session must
+// outlive the driver (io::SocketConnection owns both); it stops calling the
+// driver once it has called CloseWire().
 class SocketDriver final : public Wire, private FdWatcher {
  public:
   SocketDriver(EventLoop* loop, FileDescriptor socket, ByteSession* session);

@@ -1,0 +1,93 @@
+#include "rpc/internal/connection_options_conversion.h"
+
+#include "absl/time/time.h"
+#include "gtest/gtest.h"
+#include "rpc/compression.h"
+#include "rpc/connection_options.h"
+#include "transport/http2/session.h"
+
+namespace h2rpc::internal {
+namespace {
+
+using TransportOptions = transport::http2::ConnectionOptions;
+
+// The same fields of the same types in the same order: a field added to one
+// struct and not the other changes its size (unless it fits in padding, which
+// none has today).
+static_assert(sizeof(ConnectionOptions) == sizeof(TransportOptions),
+              "h2rpc::ConnectionOptions and transport::http2::"
+              "ConnectionOptions have drifted apart");
+
+void ExpectSame(const TransportOptions& got, const TransportOptions& want) {
+  EXPECT_EQ(got.max_concurrent_streams, want.max_concurrent_streams);
+  EXPECT_EQ(got.initial_stream_window, want.initial_stream_window);
+  EXPECT_EQ(got.connection_window, want.connection_window);
+  EXPECT_EQ(got.max_frame_size, want.max_frame_size);
+  EXPECT_EQ(got.max_header_list_size, want.max_header_list_size);
+  EXPECT_EQ(got.max_receive_message_size, want.max_receive_message_size);
+  EXPECT_EQ(got.memory_quota_share, want.memory_quota_share);
+  EXPECT_EQ(got.max_send_message_size, want.max_send_message_size);
+  EXPECT_EQ(got.write_buffer_limit, want.write_buffer_limit);
+  EXPECT_EQ(got.accepted_compression, want.accepted_compression);
+  EXPECT_EQ(got.handshake_timeout, want.handshake_timeout);
+  EXPECT_EQ(got.idle_timeout, want.idle_timeout);
+  EXPECT_EQ(got.close_linger, want.close_linger);
+}
+
+TEST(ConnectionOptionsConversionTest, DefaultsAreTheTransportDefaults) {
+  ExpectSame(ToTransportOptions(ConnectionOptions()), TransportOptions());
+}
+
+TEST(ConnectionOptionsConversionTest, EveryFieldCarriesOver) {
+  ConnectionOptions options;
+  options.max_concurrent_streams = 7;
+  options.initial_stream_window = 70001;
+  options.connection_window = 70002;
+  options.max_frame_size = 20000;
+  options.max_header_list_size = 9000;
+  options.max_receive_message_size = 12345;
+  options.memory_quota_share = 23456;
+  options.max_send_message_size = 34567;
+  options.write_buffer_limit = 45678;
+  CompressionAlgorithmSet gzip_only;
+  gzip_only.Add(CompressionAlgorithm::kGzip);
+  options.accepted_compression = gzip_only;
+  options.handshake_timeout = absl::Milliseconds(11);
+  options.idle_timeout = absl::Milliseconds(12);
+  options.close_linger = absl::Milliseconds(13);
+
+  TransportOptions want;
+  want.max_concurrent_streams = 7;
+  want.initial_stream_window = 70001;
+  want.connection_window = 70002;
+  want.max_frame_size = 20000;
+  want.max_header_list_size = 9000;
+  want.max_receive_message_size = 12345;
+  want.memory_quota_share = 23456;
+  want.max_send_message_size = 34567;
+  want.write_buffer_limit = 45678;
+  want.accepted_compression = gzip_only;
+  want.handshake_timeout = absl::Milliseconds(11);
+  want.idle_timeout = absl::Milliseconds(12);
+  want.close_linger = absl::Milliseconds(13);
+  // Every value differs from its default, so a field left out would show.
+  const TransportOptions defaults;
+  EXPECT_NE(want.max_concurrent_streams, defaults.max_concurrent_streams);
+  EXPECT_NE(want.initial_stream_window, defaults.initial_stream_window);
+  EXPECT_NE(want.connection_window, defaults.connection_window);
+  EXPECT_NE(want.max_frame_size, defaults.max_frame_size);
+  EXPECT_NE(want.max_header_list_size, defaults.max_header_list_size);
+  EXPECT_NE(want.max_receive_message_size, defaults.max_receive_message_size);
+  EXPECT_NE(want.memory_quota_share, defaults.memory_quota_share);
+  EXPECT_NE(want.max_send_message_size, defaults.max_send_message_size);
+  EXPECT_NE(want.write_buffer_limit, defaults.write_buffer_limit);
+  EXPECT_NE(want.accepted_compression, defaults.accepted_compression);
+  EXPECT_NE(want.handshake_timeout, defaults.handshake_timeout);
+  EXPECT_NE(want.idle_timeout, defaults.idle_timeout);
+  EXPECT_NE(want.close_linger, defaults.close_linger);
+
+  ExpectSame(ToTransportOptions(options), want);
+}
+
+}  // namespace
+}  // namespace h2rpc::internal

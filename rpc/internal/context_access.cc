@@ -1,0 +1,53 @@
+#include "rpc/internal/context_access.h"
+
+#include "transport/http2/server_session.h"
+#include "transport/io/mutex.h"
+
+namespace h2rpc::internal {
+
+Status ClientContextAccess::Bind(ClientContext* context, ChannelCall* call) {
+  transport::io::MutexLock lock(&context->mu_);
+  if (context->cancelled_) {
+    return Status(StatusCode::kCancelled, "the call was cancelled");
+  }
+  context->call_ = call;
+  return Status();
+}
+
+void ClientContextAccess::Unbind(ClientContext* context) {
+  transport::io::MutexLock lock(&context->mu_);
+  context->call_ = nullptr;
+}
+
+bool ClientContextAccess::CallBound(ClientContext* context) {
+  transport::io::MutexLock lock(&context->mu_);
+  return context->call_ != nullptr;
+}
+
+void ServerContextAccess::Bind(ServerContext* context,
+                               const transport::http2::ServerStream& stream,
+                               CancellableServerCall* call) {
+  context->client_metadata_ = &stream.client_metadata();
+  context->method_ = stream.method();
+  context->authority_ = stream.authority();
+  context->monotonic_deadline_ = stream.deadline().since_epoch();
+  context->client_accepted_ = stream.client_accepted_encodings();
+  context->call_ = call;
+  context->peer_ = stream.peer();
+  context->cancelled_.store(false, std::memory_order_relaxed);
+}
+
+void ServerContextAccess::Reset(ServerContext* context) {
+  context->client_metadata_ = nullptr;
+  context->method_ = absl::string_view();
+  context->authority_ = absl::string_view();
+  context->monotonic_deadline_ = absl::InfiniteDuration();
+  context->client_accepted_ = CompressionAlgorithmSet();
+  context->peer_.clear();
+  context->compression_.reset();
+  context->last_message_compressed_ = false;
+  context->initial_metadata_.Clear();
+  context->trailing_metadata_.Clear();
+}
+
+}  // namespace h2rpc::internal

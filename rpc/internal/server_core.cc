@@ -1,0 +1,320 @@
+#include "rpc/internal/server_core.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "rpc/internal/connection_options_conversion.h"
+#include "rpc/internal/server_call.h"
+#include "rpc/internal/server_listener.h"
+#include "rpc/internal/server_loop.h"
+#include "rpc/internal/server_stream_call.h"
+#include "rpc/internal/worker_pool.h"
+#include "transport/http2/server_session.h"
+#include "transport/io/socket.h"
+#include "transport/message_framer.h"
+
+namespace h2rpc::internal {
+namespace {
+
+Status CheckOptions(const ServerOptions& options) {
+  if (options.max_sync_threads < 1) {
+    return Status(
+        StatusCode::kInvalidArgument,
+        absl::StrCat("ServerOptions::max_sync_threads is ",
+                     options.max_sync_threads, "; it must be at least 1"));
+  }
+  if (options.min_sync_threads < 0 ||
+      options.min_sync_threads > options.max_sync_threads) {
+    return Status(
+        StatusCode::kInvalidArgument,
+        absl::StrCat("ServerOptions::min_sync_threads is ",
+                     options.min_sync_threads, "; it must be from 0 to ",
+                     options.max_sync_threads, " (max_sync_threads)"));
+  }
+  if (options.shutdown_grace_period <= absl::ZeroDuration()) {
+    return Status(
+        StatusCode::kInvalidArgument,
+        absl::StrCat("ServerOptions::shutdown_grace_period is ",
+                     absl::FormatDuration(options.shutdown_grace_period),
+                     "; it must be more than zero"));
+  }
+  if (options.sync_thread_idle_time < absl::ZeroDuration()) {
+    return Status(
+        StatusCode::kInvalidArgument,
+        absl::StrCat("ServerOptions::sync_thread_idle_time is ",
+                     absl::FormatDuration(options.sync_thread_idle_time),
+                     "; it must not be negative"));
+  }
+  const ConnectionOptions& connection = options.connection;
+  if (connection.memory_quota_share > options.memory_quota) {
+    return Status(
+        StatusCode::kInvalidArgument,
+        absl::StrCat("ServerOptions::connection.memory_quota_share is ",
+                     connection.memory_quota_share,
+                     " bytes; it must be at most memory_quota (",
+                     options.memory_quota, ")"));
+  }
+  // A message of the largest size accepted must be receivable.
+  if (connection.memory_quota_share <
+      connection.max_receive_message_size + transport::kMessagePrefixSize) {
+    return Status(
+        StatusCode::kInvalidArgument,
+        absl::StrCat("ServerOptions::connection.memory_quota_share is ",
+                     connection.memory_quota_share,
+                     " bytes; it must hold a message of "
+                     "max_receive_message_size (",
+                     connection.max_receive_message_size,
+                     ") and its 5-byte prefix"));
+  }
+  return Status();
+}
+
+}  // namespace
+
+std::unique_ptr<ServerCore> ServerCore::Start(
+    ServerOptions options,
+    const std::vector<std::pair<std::string, int*>>& ports, MethodMap methods,
+    Status* status) {
+  *status = CheckOptions(options);
+  if (!status->ok()) return nullptr;
+  std::vector<transport::io::FileDescriptor> sockets;
+  for (const auto& [address, selected_port] : ports) {
+    std::vector<transport::io::SocketAddress> addresses;
+    *status = transport::io::ResolveTarget(address, &addresses);
+    if (!status->ok()) return nullptr;
+    transport::io::FileDescriptor socket;
+    *status = transport::io::ListenTcp(addresses.front(), 1024, &socket);
+    if (!status->ok()) return nullptr;
+    transport::io::SocketAddress bound;
+    *status = transport::io::LocalAddress(socket.get(), &bound);
+    if (!status->ok()) return nullptr;
+    if (selected_port != nullptr) *selected_port = bound.port();
+    sockets.push_back(std::move(socket));
+  }
+  std::unique_ptr<ServerCore> core(
+      new ServerCore(std::move(options), std::move(methods)));
+  for (const auto& loop : core->loops_) {
+    if (!loop->start_status().ok()) {
+      *status = loop->start_status();
+      return nullptr;
+    }
+  }
+  // Every listener exists before any starts: ConnectionClosed() reads
+  // listeners_ from the loops.
+  transport::io::MutexLock lock(&core->mu_);
+  for (auto& socket : sockets) {
+    core->listeners_.push_back(
+        std::make_unique<ServerListener>(core.get(), std::move(socket)));
+  }
+  for (auto& listener : core->listeners_) {
+    listener->Start(&core->loops_.front()->loop());
+  }
+  *status = Status();
+  return core;
+}
+
+ServerCore::ServerCore(ServerOptions options, MethodMap methods)
+    : options_(std::move(options)),
+      transport_options_(ToTransportOptions(options_.connection)),
+      settings_{options_.default_compression,
+                options_.connection.max_send_message_size,
+                options_.stream_write_buffer},
+      methods_(std::move(methods)) {
+  for (const auto& [method, handler] : methods_) {
+    services_.insert(method.substr(1, method.rfind('/') - 1));
+  }
+  const int cores =
+      std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int num_loops = options_.num_loops > 0 ? options_.num_loops : cores;
+  for (int i = 0; i < num_loops; ++i) {
+    const int cpu = i < static_cast<int>(options_.loop_cpus.size())
+                        ? options_.loop_cpus[i]
+                        : -1;
+    loops_.push_back(std::make_unique<ServerLoop>(this, cpu));
+  }
+  const int min_sync_threads =
+      options_.min_sync_threads > 0
+          ? options_.min_sync_threads
+          : std::min(std::max(4, 2 * cores), options_.max_sync_threads);
+  workers_ =
+      std::make_unique<WorkerPool>(min_sync_threads, options_.max_sync_threads,
+                                   options_.sync_thread_idle_time);
+}
+
+ServerCore::~ServerCore() {
+  Shutdown(absl::Now());
+  Wait();
+}
+
+ServerLoop* ServerCore::NextLoop() {
+  return loops_[next_loop_.fetch_add(1, std::memory_order_relaxed) %
+                loops_.size()]
+      .get();
+}
+
+Status ServerCore::Dispatch(ServerLoop* loop,
+                            transport::http2::ServerStream* stream) {
+  const absl::string_view path = stream->method();
+  auto it = methods_.find(path);
+  if (it == methods_.end()) {
+    const size_t slash = path.rfind('/');
+    const absl::string_view service =
+        slash == absl::string_view::npos || slash == 0
+            ? path
+            : path.substr(1, slash - 1);
+    if (services_.find(service) == services_.end()) {
+      return Status(StatusCode::kUnimplemented,
+                    absl::StrCat("unknown service ", service));
+    }
+    return Status(StatusCode::kUnimplemented,
+                  absl::StrCat("unknown method ", path.substr(slash + 1),
+                               " for service ", service));
+  }
+  Method* method = it->second.get();
+  method->CallStarted();
+  if (method->kind() == MethodKind::kUnary) {
+    loop->TakeCall()->Begin(this, method, it->first, stream);
+  } else {
+    (new ServerStreamCall(loop, this, method, it->first, stream))->Start();
+  }
+  return Status();
+}
+
+void ServerCore::CallEnded(const Method* method) {
+  // Dekker-style with Shutdown() (both sequentially consistent): either
+  // this sees watching_calls_ and wakes it, or Shutdown, which sets it
+  // before it reads the counts, sees this decrement.
+  if (method->CallEnded() && watching_calls_.load(std::memory_order_seq_cst)) {
+    transport::io::MutexLock lock(&mu_);
+    changed_.SignalAll();
+  }
+}
+
+int ServerCore::live_calls() const {
+  int live = 0;
+  for (const auto& [name, method] : methods_) live += method->live_calls();
+  return live;
+}
+
+void ServerCore::ConnectionOpened() {
+  transport::io::MutexLock lock(&mu_);
+  ++live_connections_;
+}
+
+void ServerCore::ConnectionClosed() {
+  transport::io::MutexLock lock(&mu_);
+  if (--live_connections_ == 0) changed_.SignalAll();
+  // Under mu_, so that Shutdown(), once it has seen the last close, clears
+  // listeners_ and the loops with no notification under way.
+  if (!shutdown_started_ && options_.max_connections > 0 &&
+      static_cast<size_t>(live_connections_) + 1 == options_.max_connections) {
+    for (auto& listener : listeners_) listener->ConnectionSlotFreed();
+  }
+}
+
+bool ServerCore::AtConnectionLimit() {
+  if (options_.max_connections == 0) return false;
+  transport::io::MutexLock lock(&mu_);
+  return static_cast<size_t>(live_connections_) >= options_.max_connections;
+}
+
+bool ServerCore::Idle() { return live_connections_ == 0 && live_calls() == 0; }
+
+bool ServerCore::WaitUntilIdle(absl::Duration timeout) {
+  using Clock = std::chrono::steady_clock;
+  // Beyond a century (InfiniteDuration included) is for ever.
+  const bool forever = timeout >= absl::Hours(24 * 365 * 100);
+  const Clock::time_point until =
+      forever ? Clock::time_point::max()
+              : Clock::now() + absl::ToChronoNanoseconds(timeout);
+  transport::io::MutexLock lock(&mu_);
+  while (!Idle()) {
+    if (forever) {
+      changed_.Wait(&mu_);
+      continue;
+    }
+    const Clock::duration left = until - Clock::now();
+    if (left <= Clock::duration::zero()) return false;
+    changed_.WaitWithTimeout(&mu_, absl::FromChrono(left));
+  }
+  return true;
+}
+
+void ServerCore::LogStillRunning(absl::Duration past_deadline) {
+  std::string calls;
+  int total = 0;
+  for (const auto& [name, method] : methods_) {
+    const int live = method->live_calls();
+    if (live == 0) continue;
+    total += live;
+    absl::StrAppend(&calls, calls.empty() ? "" : ", ", name, " (", live,
+                    live == 1 ? " call)" : " calls)");
+  }
+  int connections;
+  {
+    transport::io::MutexLock lock(&mu_);
+    connections = live_connections_;
+  }
+  const std::string line = absl::StrCat(
+      "h2rpc server: Shutdown is still waiting ",
+      absl::FormatDuration(past_deadline), " after its deadline for ", total,
+      total == 1 ? " call" : " calls", " whose handler has not returned",
+      calls.empty() ? "" : ": ", calls, "; ", connections,
+      connections == 1 ? " connection" : " connections", " open\n");
+  std::fputs(line.c_str(), stderr);
+}
+
+void ServerCore::Shutdown(absl::Time deadline) {
+  {
+    transport::io::MutexLock lock(&mu_);
+    if (shutdown_started_) {
+      while (!shutdown_done_) changed_.Wait(&mu_);
+      return;
+    }
+    shutdown_started_ = true;
+    // Stop accepting.
+    for (auto& listener : listeners_) {
+      loops_.front()->loop().Post([l = listener.get()] { l->Stop(); });
+    }
+  }
+  watching_calls_.store(true, std::memory_order_seq_cst);
+  // GOAWAY everywhere; calls in flight go on until the deadline.
+  for (auto& loop : loops_) {
+    loop->loop().Post([l = loop.get()] { l->DrainConnections(); });
+  }
+  if (!WaitUntilIdle(std::max(deadline - absl::Now(), absl::ZeroDuration()))) {
+    // Past the deadline: cancel whatever is left. What still keeps a call
+    // alive after this is its handler (see Shutdown's contract).
+    for (auto& loop : loops_) {
+      loop->loop().Post([l = loop.get()] { l->CloseConnections(); });
+    }
+    absl::Duration waited = absl::ZeroDuration();
+    while (!WaitUntilIdle(options_.shutdown_grace_period)) {
+      waited += options_.shutdown_grace_period;
+      LogStillRunning(waited);
+    }
+  }
+  // Every handler has returned and every call object is released; loops
+  // run their last tasks and join; only then may the listeners (watched by
+  // the first loop) go.
+  workers_.reset();
+  loops_.clear();
+  std::vector<std::unique_ptr<ServerListener>> listeners;
+  transport::io::MutexLock lock(&mu_);
+  listeners.swap(listeners_);
+  shutdown_done_ = true;
+  changed_.SignalAll();
+}
+
+void ServerCore::Wait() {
+  transport::io::MutexLock lock(&mu_);
+  while (!shutdown_done_) changed_.Wait(&mu_);
+}
+
+}  // namespace h2rpc::internal

@@ -1,0 +1,142 @@
+#ifndef H2RPC_RPC_INTERNAL_SERVER_CORE_H_
+#define H2RPC_RPC_INTERNAL_SERVER_CORE_H_
+
+#include <atomic>
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/time/time.h"
+#include "rpc/compression.h"
+#include "rpc/server.h"
+#include "rpc/status.h"
+#include "transport/http2/session.h"
+#include "transport/io/mutex.h"
+#include "transport/memory_quota.h"
+
+namespace h2rpc {
+
+namespace transport::http2 {
+class ServerStream;
+}  // namespace transport::http2
+
+namespace internal {
+
+class ServerListener;
+class ServerLoop;
+class WorkerPool;
+
+// Everything behind a Server: its loops and their connections, the
+// listeners, the worker pool, the memory quota, the method table, the
+// counts of connections and calls, and Shutdown. Server forwards to it; the
+// loops, listeners and calls hold a pointer to it.
+//
+// Threads: Shutdown, Wait and live_calls from any thread but the server's
+// own; the call, loop and listener interfaces below as each says.
+class ServerCore {
+ public:
+  using MethodMap = std::map<std::string, std::unique_ptr<Method>, std::less<>>;
+
+  // What every call needs from the server to answer (fixed at start).
+  struct CallSettings {
+    // ServerOptions::default_compression.
+    CompressionAlgorithm default_compression = CompressionAlgorithm::kIdentity;
+    // ServerOptions::connection.max_send_message_size. Bytes.
+    size_t max_send_message_size = 0;
+    // ServerOptions::stream_write_buffer. Bytes.
+    size_t stream_write_buffer = 0;
+  };
+
+  // Checks `options`, binds `ports` ("host:port", and where to write the
+  // port picked for port 0), starts the loops and the listeners. Returns
+  // null and sets `*status` as Server::Builder::BuildAndStart says.
+  static std::unique_ptr<ServerCore> Start(
+      ServerOptions options,
+      const std::vector<std::pair<std::string, int*>>& ports, MethodMap methods,
+      Status* status);
+  // Shutdown(now) and Wait().
+  ~ServerCore();
+  ServerCore(const ServerCore&) = delete;
+  ServerCore& operator=(const ServerCore&) = delete;
+
+  // Server's API (see there).
+  void Shutdown(absl::Time deadline);
+  void Wait();
+  int live_calls() const;
+
+  // For the calls.
+  WorkerPool& workers() { return *workers_; }
+  const CallSettings& settings() const { return settings_; }
+  // Each dispatched call is counted once by its method: at dispatch (loop
+  // thread), and here by the one function that releases the call object
+  // (ServerCall::Recycle, ServerStreamCall::Destroy; loop thread), which
+  // runs exactly once per call.
+  void CallEnded(const Method* method);
+
+  // For the loops.
+  const transport::http2::ConnectionOptions& transport_options() const {
+    return transport_options_;
+  }
+  transport::MemoryQuota& memory_quota() { return memory_quota_; }
+  // Loop thread: routes a new call (ServerLoop is the transport's
+  // dispatcher and forwards here).
+  Status Dispatch(ServerLoop* loop, transport::http2::ServerStream* stream);
+  // Any thread.
+  void ConnectionOpened();
+  // Also tells the listeners when the count drops below max_connections.
+  void ConnectionClosed();
+
+  // For the listeners, any thread. True when ServerOptions::max_connections
+  // connections are open.
+  bool AtConnectionLimit();
+  // Round-robin over the loops.
+  ServerLoop* NextLoop();
+
+ private:
+  ServerCore(ServerOptions options, MethodMap methods);
+
+  // Shutdown: waits up to `timeout` (steady clock) for every connection to
+  // close and every call to end; true if they have.
+  bool WaitUntilIdle(absl::Duration timeout);
+  bool Idle() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Shutdown: logs what it still waits for, `past_deadline` after its
+  // deadline.
+  void LogStillRunning(absl::Duration past_deadline);
+
+  const ServerOptions options_;
+  const transport::http2::ConnectionOptions transport_options_;
+  const CallSettings settings_;
+  // Outlives the loops and their connections.
+  transport::MemoryQuota memory_quota_{options_.memory_quota};
+  const MethodMap methods_;
+  std::set<std::string, std::less<>> services_;
+  // Written by the constructor and by Shutdown once every call has ended
+  // and every connection closed (read without a lock in between).
+  std::vector<std::unique_ptr<ServerLoop>> loops_;
+  std::unique_ptr<WorkerPool> workers_;
+  std::atomic<size_t> next_loop_{0};
+
+  mutable transport::io::Mutex mu_;
+  // Any of the fields below changed, or a method's count of live calls
+  // dropped to zero while Shutdown waits.
+  transport::io::CondVar changed_;
+  std::vector<std::unique_ptr<ServerListener>> listeners_ ABSL_GUARDED_BY(mu_);
+  bool shutdown_started_ ABSL_GUARDED_BY(mu_) = false;
+  bool shutdown_done_ ABSL_GUARDED_BY(mu_) = false;
+  int live_connections_ ABSL_GUARDED_BY(mu_) = 0;
+  // Set (before Shutdown first looks at the counts) while Shutdown waits
+  // for calls: CallEnded() takes mu_ to wake it only then, so a call costs
+  // two atomic operations on its method's count and no lock.
+  std::atomic<bool> watching_calls_{false};
+};
+
+}  // namespace internal
+}  // namespace h2rpc
+
+#endif  // H2RPC_RPC_INTERNAL_SERVER_CORE_H_

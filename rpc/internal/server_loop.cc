@@ -1,0 +1,102 @@
+#include "rpc/internal/server_loop.h"
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "rpc/internal/server_call.h"
+#include "rpc/internal/server_core.h"
+
+namespace h2rpc::internal {
+
+using transport::http2::ServerSession;
+using transport::http2::ServerStream;
+
+ServerLoop::ServerLoop(ServerCore* server, int cpu) : server_(server) {
+  // Before any connection exists, so before the quota is shared.
+  server->memory_quota().AddListener(this);
+  start_status_ = loop_.Start("h2rpc-server", cpu);
+}
+
+ServerLoop::~ServerLoop() {
+  loop_.Stop();
+  for (ServerCall* call : free_calls_) delete call;
+}
+
+void ServerLoop::Adopt(transport::io::FileDescriptor socket, std::string peer) {
+  server_->ConnectionOpened();
+  loop_.Post([this, fd = socket.release(), peer = std::move(peer)]() mutable {
+    auto connection =
+        std::make_unique<transport::io::SocketConnection<ServerSession>>(
+            &loop_, transport::io::FileDescriptor(fd), std::move(peer),
+            server_->transport_options(), &server_->memory_quota(), this, this);
+    auto* raw = connection.get();
+    connections_.push_back(std::move(connection));
+    raw->Start();
+    if (draining_) raw->session().GracefulShutdown();
+  });
+}
+
+void ServerLoop::DrainConnections() {
+  draining_ = true;
+  for (auto& connection : connections_) {
+    connection->session().GracefulShutdown();
+  }
+}
+
+void ServerLoop::CloseConnections() {
+  // Close() calls back OnConnectionClosed, which edits connections_.
+  std::vector<ServerSession*> open;
+  for (auto& connection : connections_) {
+    open.push_back(&connection->session());
+  }
+  for (ServerSession* connection : open) {
+    connection->Close(
+        Status(StatusCode::kUnavailable, "the server is shutting down"));
+  }
+}
+
+ServerCall* ServerLoop::TakeCall() {
+  if (free_calls_.empty()) return new ServerCall(this);
+  ServerCall* call = free_calls_.back();
+  free_calls_.pop_back();
+  return call;
+}
+
+void ServerLoop::ReturnCall(ServerCall* call) { free_calls_.push_back(call); }
+
+Status ServerLoop::Dispatch(ServerStream* stream) {
+  const transport::MemoryQuota& quota = server_->memory_quota();
+  if (quota.exhausted()) {
+    return Status(StatusCode::kResourceExhausted,
+                  absl::StrCat("server memory quota exhausted: ", quota.used(),
+                               " of ", quota.limit(),
+                               " bytes in use (memory_quota); new calls are "
+                               "refused while less than 1/16 is free"));
+  }
+  return server_->Dispatch(this, stream);
+}
+
+void ServerLoop::RetryMemoryWaiters() {
+  for (auto& connection : connections_) {
+    connection->session().RetryMemoryWaiters();
+  }
+}
+
+void ServerLoop::OnConnectionClosed(ServerSession* connection) {
+  auto it = std::find_if(
+      connections_.begin(), connections_.end(),
+      [connection](const auto& c) { return &c->session() == connection; });
+  if (it == connections_.end()) return;
+  auto* dead = it->release();
+  connections_.erase(it);
+  // Not from inside the connection's own callback: destroy it next turn.
+  loop_.Post([this, dead] {
+    delete dead;
+    server_->ConnectionClosed();
+  });
+}
+
+}  // namespace h2rpc::internal
