@@ -5,10 +5,10 @@
 #include <string>
 
 #include "absl/time/time.h"
-#include "transport/call_setup.h"
+#include "transport/core/call_setup.h"
+#include "transport/core/message_deframer.h"
+#include "transport/core/message_framer.h"
 #include "transport/io/monotonic_time.h"
-#include "transport/message_deframer.h"
-#include "transport/message_framer.h"
 
 using namespace h2rpc;             // NOLINT: example brevity
 using namespace h2rpc::transport;  // NOLINT

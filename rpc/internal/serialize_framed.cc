@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "transport/compression/thread_codecs.h"
-#include "transport/message_framer.h"
+#include "transport/core/message_framer.h"
 
 namespace h2rpc::internal {
 

@@ -12,7 +12,7 @@
 #include "google/protobuf/message_lite.h"
 #include "gtest/gtest.h"
 #include "transport/compression/thread_codecs.h"
-#include "transport/message_framer.h"
+#include "transport/core/message_framer.h"
 
 namespace h2rpc::internal {
 namespace {

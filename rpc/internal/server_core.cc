@@ -15,9 +15,9 @@
 #include "rpc/internal/server_loop.h"
 #include "rpc/internal/server_stream_call.h"
 #include "rpc/internal/worker_pool.h"
+#include "transport/core/message_framer.h"
 #include "transport/http2/server_session.h"
 #include "transport/io/socket.h"
-#include "transport/message_framer.h"
 
 namespace h2rpc::internal {
 namespace {

@@ -16,9 +16,9 @@
 #include "rpc/compression.h"
 #include "rpc/server.h"
 #include "rpc/status.h"
+#include "transport/core/memory_quota.h"
 #include "transport/http2/session.h"
 #include "transport/io/mutex.h"
-#include "transport/memory_quota.h"
 
 namespace h2rpc {
 

@@ -6,11 +6,11 @@
 
 #include "rpc/internal/member_task.h"
 #include "rpc/status.h"
+#include "transport/core/memory_quota.h"
 #include "transport/http2/server_session.h"
 #include "transport/io/event_loop.h"
 #include "transport/io/socket.h"
 #include "transport/io/socket_connection.h"
-#include "transport/memory_quota.h"
 
 namespace h2rpc::internal {
 

@@ -182,8 +182,8 @@ void AbuseServerProcess::DrainStderr() {
 bool AbuseServerProcess::WaitForStderr(absl::string_view text,
                                        absl::Duration timeout) {
   // Steady time: std::condition_variable's waits use the steady clock.
-  const auto deadline = std::chrono::steady_clock::now() +
-                        absl::ToChronoNanoseconds(timeout);
+  const auto deadline =
+      std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(timeout);
   transport::io::MutexLock lock(&mu_);
   for (;;) {
     if (stderr_text_.find(text.data(), 0, text.size()) != std::string::npos) {

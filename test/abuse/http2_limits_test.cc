@@ -114,8 +114,7 @@ class Http2LimitsTest : public ::testing::Test {
   // with `code` and then close cleanly (FIN, not a reset); other
   // connections are still served.
   void ExpectGoAwayThenClose(const std::string& bytes, uint32_t code) {
-    const RawBytesResult result =
-        SendRawBytes(port_, bytes, absl::Seconds(20));
+    const RawBytesResult result = SendRawBytes(port_, bytes, absl::Seconds(20));
     ASSERT_TRUE(result.connected);
     EXPECT_FALSE(result.timed_out);
     EXPECT_TRUE(ClosedCleanlyWithGoAway(result, code))

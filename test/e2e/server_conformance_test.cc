@@ -26,9 +26,9 @@ using grpc::testing::SimpleRequest;
 using grpc::testing::SimpleResponse;
 using ::h2rpc::testing::EncodeFrameHeader;
 using ::h2rpc::testing::GrpcFrame;
-using ::h2rpc::testing::kClientPreface;
 using ::h2rpc::testing::GrpcPrefix;
 using ::h2rpc::testing::GrpcRequestHeaders;
+using ::h2rpc::testing::kClientPreface;
 using ::h2rpc::testing::Notification;
 using ::h2rpc::testing::ParseGrpcFrames;
 using ::h2rpc::testing::PercentDecode;
@@ -646,10 +646,11 @@ std::string AmplifiedRequestHeaderBlock(absl::string_view path, int refs) {
 TEST_F(ServerConformanceTest, HpackAmplifiedHeaderBlockIsRefusedCheaply) {
   const std::string block = AmplifiedRequestHeaderBlock(kEcho, 10000);
   ASSERT_LE(block.size(), 16384u);
-  const std::string bytes = absl::StrCat(
-      kClientPreface, EncodeFrameHeader(0, NGHTTP2_SETTINGS, 0, 0),
-      EncodeFrameHeader(block.size(), NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, 1),
-      block);
+  const std::string bytes =
+      absl::StrCat(kClientPreface, EncodeFrameHeader(0, NGHTTP2_SETTINGS, 0, 0),
+                   EncodeFrameHeader(block.size(), NGHTTP2_HEADERS,
+                                     NGHTTP2_FLAG_END_HEADERS, 1),
+                   block);
   ::h2rpc::testing::ResetPeakLiveHeapBytes();
   const int64_t live_before = ::h2rpc::testing::LiveHeapBytes();
   // The connection stays open: read until the stream's answer arrives.

@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "absl/strings/string_view.h"
-#include "transport/base64.h"
+#include "transport/core/base64.h"
 
 namespace {
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
-#include "transport/grpc_message.h"
+#include "transport/core/grpc_message.h"
 
 namespace {
 

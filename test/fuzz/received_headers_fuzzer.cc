@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
-#include "transport/header_field.h"
-#include "transport/metadata.h"
-#include "transport/received_headers.h"
-#include "transport/status.h"
+#include "transport/core/header_field.h"
+#include "transport/core/metadata.h"
+#include "transport/core/received_headers.h"
+#include "transport/core/status.h"
 
 namespace {
 

@@ -14,10 +14,10 @@
 
 #include "absl/strings/string_view.h"
 #include "test/util/raw_frames.h"
+#include "transport/core/memory_quota.h"
 #include "transport/http2/server_session.h"
 #include "transport/http2/testing/session_harness.h"
 #include "transport/io/fake_scheduler.h"
-#include "transport/memory_quota.h"
 
 namespace h2rpc::transport::http2 {
 namespace {

@@ -2,7 +2,8 @@
 // real exchanges between an h2rpc client session and server session, run
 // against each other in memory, one file per exchange and direction:
 //
-//   tools/bazel run //test/fuzz:session_corpus_generator -- $PWD/test/fuzz/corpus
+//   tools/bazel run //test/fuzz:session_corpus_generator --
+//   $PWD/test/fuzz/corpus
 //
 // A file is the fuzzer's control byte followed by what one side sent (the
 // client's bytes without the 24-byte connection preface, which the server
@@ -16,11 +17,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "transport/compression/thread_codecs.h"
+#include "transport/core/memory_quota.h"
 #include "transport/http2/client_session.h"
 #include "transport/http2/server_session.h"
 #include "transport/http2/testing/session_harness.h"
 #include "transport/io/fake_scheduler.h"
-#include "transport/memory_quota.h"
 
 namespace h2rpc::transport::http2 {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "transport/timeout.h"
+#include "transport/core/timeout.h"
 
 namespace {
 

@@ -85,8 +85,8 @@ std::string EncodeFrameHeader(uint32_t length, uint8_t type, uint8_t flags,
 
 std::string EncodeFrame(uint8_t type, uint8_t flags, uint32_t stream_id,
                         absl::string_view payload) {
-  std::string frame = EncodeFrameHeader(
-      static_cast<uint32_t>(payload.size()), type, flags, stream_id);
+  std::string frame = EncodeFrameHeader(static_cast<uint32_t>(payload.size()),
+                                        type, flags, stream_id);
   frame.append(payload.data(), payload.size());
   return frame;
 }

@@ -12,7 +12,7 @@
 #include "test/util/allocation_counter.h"
 #include "transport/compression/compression_algorithm.h"
 #include "transport/compression/zlib_codec.h"
-#include "transport/status.h"
+#include "transport/core/status.h"
 
 namespace h2rpc::transport::compression {
 namespace {

@@ -6,7 +6,7 @@
 
 #include "absl/strings/string_view.h"
 #include "transport/compression/compression_algorithm.h"
-#include "transport/status.h"
+#include "transport/core/status.h"
 
 namespace h2rpc::transport::compression {
 

@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "transport/compression/zlib_codec.h"
-#include "transport/message_framer.h"
+#include "transport/core/message_framer.h"
 
 namespace h2rpc::transport::compression {
 namespace {

@@ -7,7 +7,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "test/util/allocation_counter.h"
-#include "transport/message_framer.h"
+#include "transport/core/message_framer.h"
 
 namespace h2rpc::transport::compression {
 namespace {

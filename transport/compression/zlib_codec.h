@@ -12,7 +12,7 @@
 #include "absl/strings/string_view.h"
 #include "transport/compression/compression_algorithm.h"
 #include "transport/compression/message_codec.h"
-#include "transport/status.h"
+#include "transport/core/status.h"
 
 namespace h2rpc::transport::compression {
 

@@ -12,7 +12,7 @@
 #include "test/util/allocation_counter.h"
 #include "test/util/zlib_reference.h"
 #include "transport/compression/message_codec.h"
-#include "transport/status.h"
+#include "transport/core/status.h"
 
 namespace h2rpc::transport::compression {
 namespace {

@@ -1,8 +1,8 @@
 #include "transport/http2/client_session.h"
 
 #include "absl/strings/str_cat.h"
-#include "transport/received_headers.h"
-#include "transport/status_synthesis.h"
+#include "transport/core/received_headers.h"
+#include "transport/core/status_synthesis.h"
 
 namespace h2rpc::transport::http2 {
 

@@ -5,14 +5,14 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
-#include "transport/call_setup.h"
-#include "transport/header_list.h"
+#include "transport/core/call_setup.h"
+#include "transport/core/header_list.h"
+#include "transport/core/message_deframer.h"
+#include "transport/core/metadata.h"
+#include "transport/core/status.h"
 #include "transport/http2/session.h"
 #include "transport/http2/stream_base.h"
 #include "transport/io/scheduler.h"
-#include "transport/message_deframer.h"
-#include "transport/metadata.h"
-#include "transport/status.h"
 
 namespace h2rpc::transport::http2 {
 

@@ -3,10 +3,10 @@
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
-#include "transport/received_headers.h"
-#include "transport/response_setup.h"
-#include "transport/status_synthesis.h"
-#include "transport/timeout.h"
+#include "transport/core/received_headers.h"
+#include "transport/core/response_setup.h"
+#include "transport/core/status_synthesis.h"
+#include "transport/core/timeout.h"
 
 namespace h2rpc::transport::http2 {
 // ---------------------------------------------------------------------------

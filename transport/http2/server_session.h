@@ -8,15 +8,15 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "transport/compression/compression_algorithm.h"
-#include "transport/header_list.h"
+#include "transport/core/header_list.h"
+#include "transport/core/memory_quota.h"
+#include "transport/core/message_deframer.h"
+#include "transport/core/metadata.h"
+#include "transport/core/response_setup.h"
+#include "transport/core/status.h"
 #include "transport/http2/session.h"
 #include "transport/http2/stream_base.h"
 #include "transport/io/scheduler.h"
-#include "transport/memory_quota.h"
-#include "transport/message_deframer.h"
-#include "transport/metadata.h"
-#include "transport/response_setup.h"
-#include "transport/status.h"
 
 namespace h2rpc::transport::http2 {
 

@@ -12,14 +12,14 @@
 #include "absl/time/time.h"
 #include "absl/types/optional.h"
 #include "transport/compression/compression_algorithm.h"
+#include "transport/core/memory_quota.h"
+#include "transport/core/message_deframer.h"
+#include "transport/core/status.h"
 #include "transport/http2/nghttp2_compat.h"
 #include "transport/http2/nghttp2_memory_pool.h"
 #include "transport/http2/stream_base.h"
 #include "transport/io/byte_session.h"
 #include "transport/io/scheduler.h"
-#include "transport/memory_quota.h"
-#include "transport/message_deframer.h"
-#include "transport/status.h"
 
 namespace h2rpc::transport::http2 {
 

@@ -13,11 +13,11 @@
 #include "absl/types/span.h"
 #include "transport/compression/compression_algorithm.h"
 #include "transport/compression/thread_codecs.h"
-#include "transport/header_field.h"
-#include "transport/memory_quota.h"
-#include "transport/message_deframer.h"
-#include "transport/message_framer.h"
-#include "transport/status.h"
+#include "transport/core/header_field.h"
+#include "transport/core/memory_quota.h"
+#include "transport/core/message_deframer.h"
+#include "transport/core/message_framer.h"
+#include "transport/core/status.h"
 
 namespace h2rpc::transport::http2 {
 

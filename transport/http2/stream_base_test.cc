@@ -5,7 +5,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "test/util/allocation_counter.h"
-#include "transport/memory_quota.h"
+#include "transport/core/memory_quota.h"
 
 namespace h2rpc::transport::http2 {
 namespace {

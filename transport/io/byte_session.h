@@ -4,7 +4,7 @@
 #include <cstddef>
 
 #include "absl/strings/string_view.h"
-#include "transport/status.h"
+#include "transport/core/status.h"
 
 namespace h2rpc::transport::io {
 

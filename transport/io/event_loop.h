@@ -13,10 +13,10 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/any_invocable.h"
 #include "absl/strings/string_view.h"
+#include "transport/core/status.h"
 #include "transport/io/monotonic_time.h"
 #include "transport/io/mutex.h"
 #include "transport/io/scheduler.h"
-#include "transport/status.h"
 
 namespace h2rpc::transport::io {
 

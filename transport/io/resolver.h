@@ -8,9 +8,9 @@
 
 #include "absl/functional/any_invocable.h"
 #include "absl/strings/string_view.h"
+#include "transport/core/status.h"
 #include "transport/io/event_loop.h"
 #include "transport/io/socket.h"
-#include "transport/status.h"
 
 namespace h2rpc::transport::io {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <climits>
 
-#include "transport/message_framer.h"
+#include "transport/core/message_framer.h"
 
 namespace h2rpc::transport::http2::testing {
 

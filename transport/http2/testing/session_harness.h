@@ -14,12 +14,12 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "transport/core/memory_quota.h"
+#include "transport/core/metadata.h"
+#include "transport/core/status.h"
 #include "transport/http2/client_session.h"
 #include "transport/http2/server_session.h"
 #include "transport/io/byte_session.h"
-#include "transport/memory_quota.h"
-#include "transport/metadata.h"
-#include "transport/status.h"
 
 namespace h2rpc::transport::http2::testing {
 
