@@ -13,6 +13,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "test/util/raw_frames.h"
+#include "transport/http2/testing/server_session_fixture.h"
 #include "transport/http2/testing/session_harness.h"
 #include "transport/io/fake_scheduler.h"
 
@@ -25,16 +26,11 @@ using ::h2rpc::testing::EncodeLiteralHeaderBlock;
 using ::h2rpc::testing::FindHeader;
 using ::h2rpc::testing::GoAwayErrorCode;
 using ::h2rpc::testing::GrpcRequestHeaders;
-using ::h2rpc::testing::kClientPreface;
-using ::h2rpc::testing::ParseFrames;
 using ::h2rpc::testing::RawFrame;
 using ::h2rpc::testing::RawHeaders;
 using ::h2rpc::testing::RstStreamErrorCode;
 using ::h2rpc::testing::SetHeader;
-using testing::EchoDispatcher;
 using testing::Framed;
-using ::testing::HasSubstr;
-using testing::MemoryWire;
 
 constexpr char kEcho[] = "/test.Echo/Echo";
 constexpr char kHold[] = "/test.Echo/Hold";
@@ -44,43 +40,8 @@ std::string Uint32(uint32_t v) {
                      static_cast<char>(v >> 8), static_cast<char>(v)};
 }
 
-class ServerSessionTest : public ::testing::Test {
+class ServerSessionTest : public testing::ServerSessionFixture {
  protected:
-  ~ServerSessionTest() override {
-    if (session_ != nullptr && !dispatcher_.closed) {
-      session_->Close(Status(StatusCode::kUnavailable, "test over"));
-    }
-  }
-
-  void StartSession() {
-    session_ =
-        std::make_unique<ServerSession>(&scheduler_, "test-peer", options_,
-                                        &quota_, &dispatcher_, &dispatcher_);
-    wire_ = std::make_unique<MemoryWire>(session_.get());
-    wire_->Start();
-    Take();
-  }
-  // Starts the session and completes the client's side of the handshake,
-  // acknowledging the server's SETTINGS (its windows apply from then on).
-  void Handshake() {
-    StartSession();
-    Feed(absl::StrCat(kClientPreface, EncodeFrame(NGHTTP2_SETTINGS, 0, 0, ""),
-                      EncodeFrame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0, "")));
-  }
-  void Feed(absl::string_view bytes) {
-    wire_->Feed(bytes);
-    Take();
-  }
-  // Moves the fake clock, then takes what the timers produced.
-  void Advance(absl::Duration duration) {
-    scheduler_.AdvanceBy(duration);
-    Take();
-  }
-  void Take() {
-    output_ += wire_->TakeOutput();
-    frames_ = ParseFrames(output_);
-  }
-
   // A request on `stream_id`: HEADERS, then one DATA frame with `body`.
   void Request(uint32_t stream_id, const RawHeaders& headers,
                absl::string_view body, bool end_stream = true) {
@@ -127,15 +88,6 @@ class ServerSessionTest : public ::testing::Test {
     }
     return false;
   }
-
-  io::FakeScheduler scheduler_;
-  ConnectionOptions options_;
-  MemoryQuota quota_{64 << 20};
-  EchoDispatcher dispatcher_;
-  std::unique_ptr<ServerSession> session_;
-  std::unique_ptr<MemoryWire> wire_;
-  std::string output_;
-  std::vector<RawFrame> frames_;
 };
 
 TEST_F(ServerSessionTest, AdvertisesItsSettingsFirst) {

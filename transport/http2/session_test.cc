@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "test/util/raw_frames.h"
 #include "transport/http2/server_session.h"
+#include "transport/http2/testing/server_session_fixture.h"
 #include "transport/http2/testing/session_harness.h"
 #include "transport/io/fake_scheduler.h"
 
@@ -27,43 +28,10 @@ using ::h2rpc::testing::GrpcRequestHeaders;
 using ::h2rpc::testing::kClientPreface;
 using ::h2rpc::testing::ParseFrames;
 using ::h2rpc::testing::RawFrame;
-using testing::EchoDispatcher;
 using testing::Framed;
-using testing::MemoryWire;
 
-class SessionTest : public ::testing::Test {
+class SessionTest : public testing::ServerSessionFixture {
  protected:
-  ~SessionTest() override {
-    if (session_ != nullptr && !dispatcher_.closed) {
-      session_->Close(Status(StatusCode::kUnavailable, "test over"));
-    }
-  }
-
-  void StartSession() {
-    session_ =
-        std::make_unique<ServerSession>(&scheduler_, "test-peer", options_,
-                                        &quota_, &dispatcher_, &dispatcher_);
-    wire_ = std::make_unique<MemoryWire>(session_.get());
-    wire_->Start();
-    Take();
-  }
-  void Handshake() {
-    StartSession();
-    Feed(absl::StrCat(kClientPreface, EncodeFrame(NGHTTP2_SETTINGS, 0, 0, ""),
-                      EncodeFrame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0, "")));
-  }
-  void Feed(absl::string_view bytes) {
-    wire_->Feed(bytes);
-    Take();
-  }
-  void Advance(absl::Duration duration) {
-    scheduler_.AdvanceBy(duration);
-    Take();
-  }
-  void Take() {
-    output_ += wire_->TakeOutput();
-    frames_ = ParseFrames(output_);
-  }
   void HoldCall(uint32_t stream_id) {
     Feed(EncodeFrame(
         NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, stream_id,
@@ -76,15 +44,6 @@ class SessionTest : public ::testing::Test {
     }
     return 0;
   }
-
-  io::FakeScheduler scheduler_;
-  ConnectionOptions options_;
-  MemoryQuota quota_{64 << 20};
-  EchoDispatcher dispatcher_;
-  std::unique_ptr<ServerSession> session_;
-  std::unique_ptr<MemoryWire> wire_;
-  std::string output_;
-  std::vector<RawFrame> frames_;
 };
 
 TEST_F(SessionTest, APeerThatNeverSendsSettingsIsDroppedAtTheHandshakeTimeout) {
