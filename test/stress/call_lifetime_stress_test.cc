@@ -28,6 +28,7 @@
 #include "proto/grpc/testing/messages.pb.h"
 #include "rpc/channel.h"
 #include "rpc/server.h"
+#include "test/util/wait_for.h"
 #include "transport/io/mutex.h"
 
 namespace h2rpc {
@@ -35,6 +36,7 @@ namespace {
 
 using grpc::testing::SimpleRequest;
 using grpc::testing::SimpleResponse;
+using ::h2rpc::testing::WaitFor;
 using transport::io::Mutex;
 using transport::io::MutexLock;
 
@@ -70,16 +72,6 @@ constexpr char kWaitForCancel[] = "wait-cancel";
 constexpr char kStuck[] = "stuck";
 std::atomic<int> stuck_handlers{0};
 constexpr int kMessages = 3;  // per streaming call, each way
-
-template <class Condition>
-bool WaitFor(Condition condition, absl::Duration timeout = kHangTimeout) {
-  const absl::Time give_up = absl::Now() + timeout;
-  while (!condition()) {
-    if (absl::Now() >= give_up) return false;
-    absl::SleepFor(absl::Milliseconds(1));
-  }
-  return true;
-}
 
 // Threads the handlers start, joined once the server has shut down.
 class ThreadBin {
@@ -124,7 +116,7 @@ bool Waits(const std::string& action) {
 
 void WaitForCancel(ServerContext* context, const std::string& action) {
   if (action == kStuck) stuck_handlers.fetch_add(1);
-  WaitFor([context] { return context->IsCancelled(); });
+  WaitFor([context] { return context->IsCancelled(); }, kHangTimeout);
 }
 
 Status UnarySync(ServerContext* context, const SimpleRequest& request,
@@ -411,7 +403,8 @@ TEST_F(CallLifetimeStressTest, CallsEndEveryWayWhileTheServerShutsDown) {
   for (int i = 0; i < kClientThreads; ++i) {
     clients.emplace_back([this, i] { RunClient(i); });
   }
-  ASSERT_TRUE(WaitFor([this] { return ended_.load() >= kCallsBeforeShutdown; }))
+  ASSERT_TRUE(WaitFor([this] { return ended_.load() >= kCallsBeforeShutdown; },
+                      kHangTimeout))
       << ended_.load() << " calls ended";
 
   // Calls of every kind that only the shutdown's deadline will end.
@@ -428,7 +421,8 @@ TEST_F(CallLifetimeStressTest, CallsEndEveryWayWhileTheServerShutsDown) {
     });
   }
   // Every one of them waits in its handler.
-  ASSERT_TRUE(WaitFor([&] { return stuck_handlers.load() == kMethodCount; }))
+  ASSERT_TRUE(WaitFor([&] { return stuck_handlers.load() == kMethodCount; },
+                      kHangTimeout))
       << stuck_handlers.load();
 
   shutdown_called_.store(true);
