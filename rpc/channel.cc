@@ -10,8 +10,15 @@ namespace h2rpc {
 
 std::shared_ptr<Channel> CreateChannel(absl::string_view target,
                                        const ChannelOptions& options) {
+  return CreateChannel(target, InsecureChannelCredentials(), options);
+}
+
+std::shared_ptr<Channel> CreateChannel(
+    absl::string_view target, std::shared_ptr<ChannelCredentials> credentials,
+    const ChannelOptions& options) {
   return std::shared_ptr<Channel>(
-      new Channel(std::make_unique<internal::ChannelCore>(target, options)));
+      new Channel(std::make_unique<internal::ChannelCore>(
+          target, credentials.get(), options)));
 }
 
 Channel::Channel(std::unique_ptr<internal::ChannelCore> core)

@@ -13,6 +13,7 @@
 #include "rpc/client_stream.h"
 #include "rpc/compression.h"
 #include "rpc/connection_options.h"
+#include "rpc/credentials.h"
 #include "rpc/name_resolver.h"
 #include "rpc/status.h"
 
@@ -41,6 +42,10 @@ struct ChannelOptions {
   absl::Duration initial_backoff = absl::Seconds(1);
   double backoff_multiplier = 1.6;
   absl::Duration max_backoff = absl::Seconds(120);
+  // TLS only: the name the server's certificate must match, sent as SNI
+  // and as the default :authority of calls, instead of the target's host
+  // (gRPC's GRPC_SSL_TARGET_NAME_OVERRIDE_ARG; for tests). Empty: none.
+  std::string ssl_target_name_override;
   // CPU to pin the channel's event loop thread to; -1: not pinned.
   int loop_cpu = -1;
   // A streaming call's write completes once at most this many bytes wait
@@ -65,6 +70,14 @@ class Channel;
 // then may do so before it has finished.
 std::shared_ptr<Channel> CreateChannel(
     absl::string_view target, const ChannelOptions& options = ChannelOptions());
+// The same with `credentials` securing the connection: TLS with
+// SslCredentials() (the server's certificate must match the target's host,
+// or ChannelOptions::ssl_target_name_override), plaintext with
+// InsecureChannelCredentials() (what the form above uses). With unusable
+// credentials (status() not OK) every call fails with UNAVAILABLE.
+std::shared_ptr<Channel> CreateChannel(
+    absl::string_view target, std::shared_ptr<ChannelCredentials> credentials,
+    const ChannelOptions& options = ChannelOptions());
 
 // A client's link to one server. Connects lazily on the first call, over one
 // HTTP/2 connection that carries any number of concurrent calls, and
@@ -158,8 +171,9 @@ class Channel final {
   }
 
  private:
-  friend std::shared_ptr<Channel> CreateChannel(absl::string_view target,
-                                                const ChannelOptions& options);
+  friend std::shared_ptr<Channel> CreateChannel(
+      absl::string_view target, std::shared_ptr<ChannelCredentials> credentials,
+      const ChannelOptions& options);
   explicit Channel(std::unique_ptr<internal::ChannelCore> core);
 
   void BindStreamingCall(ClientContext* context, absl::string_view method,

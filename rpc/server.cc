@@ -14,7 +14,19 @@ namespace h2rpc {
 
 Server::Builder& Server::Builder::AddListeningPort(std::string address,
                                                    int* selected_port) {
-  ports_.emplace_back(std::move(address), selected_port);
+  return AddListeningPort(std::move(address), InsecureServerCredentials(),
+                          selected_port);
+}
+
+Server::Builder& Server::Builder::AddListeningPort(
+    std::string address, std::shared_ptr<ServerCredentials> credentials,
+    int* selected_port) {
+  if (credentials == nullptr) {
+    error_ = Status(StatusCode::kInvalidArgument,
+                    absl::StrCat("null credentials for port ", address));
+    return *this;
+  }
+  ports_.push_back({std::move(address), selected_port, std::move(credentials)});
   return *this;
 }
 

@@ -15,6 +15,7 @@
 #include "google/protobuf/message_lite.h"
 #include "rpc/compression.h"
 #include "rpc/connection_options.h"
+#include "rpc/credentials.h"
 #include "rpc/server_context.h"
 #include "rpc/server_stream.h"
 #include "rpc/status.h"
@@ -23,6 +24,13 @@ namespace h2rpc {
 
 namespace internal {
 class ServerCore;
+
+// A port given to Server::Builder::AddListeningPort.
+struct ListeningPort {
+  std::string address;
+  int* selected_port = nullptr;
+  std::shared_ptr<ServerCredentials> credentials;  // never null
+};
 
 // What a UnaryDone completes: the server's unary call.
 class UnaryCompletion {
@@ -310,8 +318,14 @@ class Server {
   class Builder {
    public:
     // "host:port" or "[v6]:port"; port 0 picks a free port, written to
-    // `*selected_port` by BuildAndStart.
+    // `*selected_port` by BuildAndStart. Plaintext (h2c).
     Builder& AddListeningPort(std::string address,
+                              int* selected_port = nullptr);
+    // The same, with `credentials` securing the port's connections (TLS
+    // with SslServerCredentials()). BuildAndStart fails with the
+    // credentials' status() if they are unusable.
+    Builder& AddListeningPort(std::string address,
+                              std::shared_ptr<ServerCredentials> credentials,
                               int* selected_port = nullptr);
     Builder& SetOptions(const ServerOptions& options);
 
@@ -464,7 +478,7 @@ class Server {
     Builder& Register(std::string method,
                       std::unique_ptr<internal::Method> handler);
 
-    std::vector<std::pair<std::string, int*>> ports_;
+    std::vector<internal::ListeningPort> ports_;
     ServerOptions options_;
     std::map<std::string, std::unique_ptr<internal::Method>, std::less<>>
         methods_;

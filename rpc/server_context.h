@@ -2,6 +2,7 @@
 #define H2RPC_RPC_SERVER_CONTEXT_H_
 
 #include <atomic>
+#include <memory>
 #include <string>
 
 #include "absl/strings/string_view.h"
@@ -9,6 +10,7 @@
 #include "absl/types/optional.h"
 #include "rpc/compression.h"
 #include "rpc/metadata.h"
+#include "rpc/peer_identity.h"
 
 namespace h2rpc {
 
@@ -48,6 +50,13 @@ class ServerContext {
   absl::string_view authority() const { return authority_; }
   // "127.0.0.1:54321".
   const std::string& peer() const { return peer_; }
+  // What TLS established about the client (its verified certificate's
+  // subject and subject alternative names, for authorization); null on a
+  // plaintext port. On a TLS port without a client certificate it is not
+  // null but has an empty subject and certificate_verified false.
+  const std::shared_ptr<const PeerIdentity>& peer_identity() const {
+    return peer_identity_;
+  }
   // True once the call cannot complete normally any more: the client
   // cancelled, the deadline passed, the connection was lost, or TryCancel()
   // was called. Any thread: an atomic flag, set on the loop thread (and by
@@ -106,6 +115,7 @@ class ServerContext {
 
   internal::CancellableServerCall* call_ = nullptr;
   std::string peer_;
+  std::shared_ptr<const PeerIdentity> peer_identity_;
   absl::optional<CompressionAlgorithm> compression_;
   bool last_message_compressed_ = false;  // written on the loop thread
   std::atomic<bool> cancelled_{false};

@@ -17,8 +17,9 @@ Status ChannelCall::Describe(ClientContext* context, absl::string_view method) {
   }
   transport::CallDescription& call = stream_.description;
   call.method_path = method_path_.Set(method);
-  call.authority =
-      context->authority().empty() ? core_->target() : context->authority();
+  call.authority = context->authority().empty() ? core_->default_authority()
+                                                : context->authority();
+  call.scheme = core_->scheme();
   call.user_agent = core_->settings().user_agent;
   call.deadline = deadline;
   send_compression_ = context->compression_algorithm().value_or(

@@ -6,21 +6,43 @@
 #include <thread>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "rpc/internal/channel_call.h"
 #include "rpc/internal/client_call.h"
 #include "rpc/internal/client_stream_call.h"
 #include "rpc/internal/connection_options_conversion.h"
+#include "rpc/internal/credentials_access.h"
 #include "rpc/internal/name_resolver_impl.h"
 #include "rpc/internal/reactor_access.h"
+#include "transport/tls/tls_session.h"
 
 namespace h2rpc::internal {
 
 using transport::http2::ClientSession;
 
+namespace {
+
+// The host part of "host:port" or "[v6]:port".
+absl::string_view HostOf(absl::string_view target) {
+  if (!target.empty() && target.front() == '[') {
+    const size_t end = target.find(']');
+    return end == absl::string_view::npos ? target.substr(1)
+                                          : target.substr(1, end - 1);
+  }
+  const size_t colon = target.rfind(':');
+  return colon == absl::string_view::npos ? target : target.substr(0, colon);
+}
+
+}  // namespace
+
 ChannelCore::ChannelCore(absl::string_view target,
+                         const ChannelCredentials* credentials,
                          const ChannelOptions& options)
     : target_(target),
       options_(options),
+      default_authority_(options.ssl_target_name_override.empty()
+                             ? target_
+                             : options.ssl_target_name_override),
       transport_options_(ToTransportOptions(options.connection)),
       settings_{options.user_agent, options.default_compression,
                 options.connection.max_send_message_size,
@@ -32,6 +54,20 @@ ChannelCore::ChannelCore(absl::string_view target,
               : std::make_shared<transport::io::Resolver>(),
           static_cast<ChannelConnector::Listener*>(this))),
       next_backoff_(options.initial_backoff) {
+  if (credentials == nullptr) {
+    credentials_error_ =
+        Status(StatusCode::kUnavailable, "the channel has null credentials");
+  } else if (!credentials->status().ok()) {
+    credentials_error_ = Status(StatusCode::kUnavailable,
+                                absl::StrCat("unusable channel credentials: ",
+                                             credentials->status().message()));
+  } else if (credentials->secure()) {
+    tls_ = CredentialsAccess::Tls(*credentials);
+    scheme_ = "https";
+    tls_server_name_ = options.ssl_target_name_override.empty()
+                           ? std::string(HostOf(target_))
+                           : options.ssl_target_name_override;
+  }
   loop_status_ = loop_.Start("h2rpc-channel", options_.loop_cpu);
 }
 
@@ -188,6 +224,10 @@ void ChannelCore::StartOnLoop(ChannelCall* call) {
         Status(StatusCode::kCancelled, "the channel was destroyed"));
     return;
   }
+  if (!credentials_error_.ok()) {
+    call->FailBeforeStream(credentials_error_);
+    return;
+  }
   if (state_ == State::kReady) {
     if (connection_ != nullptr && connection_->session().accepting_calls()) {
       connection_->session().StartCall(&call->stream());
@@ -214,9 +254,13 @@ void ChannelCore::Connect() {
 void ChannelCore::OnConnected(transport::io::FileDescriptor socket,
                               std::string peer) {
   if (shut_down_) return;
+  std::unique_ptr<transport::io::ByteFilter> filter;
+  if (tls_ != nullptr) {
+    filter = transport::tls::TlsSession::NewClient(tls_, tls_server_name_);
+  }
   connection_ = std::make_unique<Connection>(
-      &loop_, std::move(socket), std::move(peer), transport_options_,
-      static_cast<ClientSession::Listener*>(this));
+      &loop_, std::move(socket), std::move(filter), std::move(peer),
+      transport_options_, static_cast<ClientSession::Listener*>(this));
   connection_->Start();
   state_ = State::kReady;
   next_backoff_ = options_.initial_backoff;
@@ -256,6 +300,10 @@ void ChannelCore::OnConnectionClosed(ClientSession* connection,
   if (connection_ != nullptr && connection == &connection_->session()) {
     closed = std::move(connection_);
     state_ = State::kIdle;
+    // A connection that closed before the server's HTTP/2 handshake (a
+    // failed TLS handshake, a peer that is not an HTTP/2 server) is a
+    // failed connect: back off before the next attempt.
+    if (!connection->handshake_done()) OnConnectFailed(why);
   } else {
     auto it = std::find_if(
         draining_.begin(), draining_.end(),

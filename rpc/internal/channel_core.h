@@ -24,6 +24,7 @@
 #include "transport/io/mutex.h"
 #include "transport/io/socket.h"
 #include "transport/io/socket_connection.h"
+#include "transport/tls/tls_context.h"
 
 namespace h2rpc::internal {
 
@@ -54,7 +55,9 @@ class ChannelCore final : private transport::http2::ClientSession::Listener,
     size_t stream_write_buffer = 0;
   };
 
-  ChannelCore(absl::string_view target, const ChannelOptions& options);
+  // `credentials` (null: every call fails) is read during construction.
+  ChannelCore(absl::string_view target, const ChannelCredentials* credentials,
+              const ChannelOptions& options);
   // Fails calls still in flight with CANCELLED, then stops the loop. Does
   // not wait for a host-name lookup under way (its result is dropped). Not
   // on the loop thread (see Destroy).
@@ -69,6 +72,11 @@ class ChannelCore final : private transport::http2::ClientSession::Listener,
   static void Destroy(std::unique_ptr<ChannelCore> core);
 
   const std::string& target() const { return target_; }
+  // The :authority of calls whose context sets none: the target, or
+  // ChannelOptions::ssl_target_name_override.
+  const std::string& default_authority() const { return default_authority_; }
+  // The :scheme of calls: "https" over TLS, else "http".
+  absl::string_view scheme() const { return scheme_; }
   transport::io::EventLoop& loop() { return loop_; }
   // Why the loop could not start, if it could not (OK otherwise).
   const Status& loop_status() const { return loop_status_; }
@@ -136,6 +144,14 @@ class ChannelCore final : private transport::http2::ClientSession::Listener,
 
   const std::string target_;
   const ChannelOptions options_;
+  // TLS context of the channel's connections; null: plaintext.
+  std::shared_ptr<const transport::tls::TlsContext> tls_;
+  // Unusable credentials: why every call fails.
+  Status credentials_error_;
+  // The name the server's certificate must match (TLS).
+  std::string tls_server_name_;
+  std::string default_authority_;
+  absl::string_view scheme_ = "http";
   const transport::http2::ConnectionOptions transport_options_;
   const CallSettings settings_;
   transport::io::EventLoop loop_;

@@ -34,6 +34,7 @@ void ServerContextAccess::Bind(ServerContext* context,
   context->client_accepted_ = stream.client_accepted_encodings();
   context->call_ = call;
   context->peer_ = stream.peer();
+  context->peer_identity_ = stream.peer_identity();
   context->cancelled_.store(false, std::memory_order_relaxed);
 }
 
@@ -44,6 +45,7 @@ void ServerContextAccess::Reset(ServerContext* context) {
   context->monotonic_deadline_ = absl::InfiniteDuration();
   context->client_accepted_ = CompressionAlgorithmSet();
   context->peer_.clear();
+  context->peer_identity_.reset();
   context->compression_.reset();
   context->last_message_compressed_ = false;
   context->initial_metadata_.Clear();

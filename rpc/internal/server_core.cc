@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "rpc/internal/connection_options_conversion.h"
+#include "rpc/internal/credentials_access.h"
 #include "rpc/internal/server_call.h"
 #include "rpc/internal/server_listener.h"
 #include "rpc/internal/server_loop.h"
@@ -78,13 +79,20 @@ Status CheckOptions(const ServerOptions& options) {
 }  // namespace
 
 std::unique_ptr<ServerCore> ServerCore::Start(
-    ServerOptions options,
-    const std::vector<std::pair<std::string, int*>>& ports, MethodMap methods,
-    Status* status) {
+    ServerOptions options, const std::vector<ListeningPort>& ports,
+    MethodMap methods, Status* status) {
   *status = CheckOptions(options);
   if (!status->ok()) return nullptr;
+  for (const ListeningPort& port : ports) {
+    if (!port.credentials->status().ok()) {
+      *status = Status(port.credentials->status().code(),
+                       absl::StrCat("credentials for port ", port.address, ": ",
+                                    port.credentials->status().message()));
+      return nullptr;
+    }
+  }
   std::vector<transport::io::FileDescriptor> sockets;
-  for (const auto& [address, selected_port] : ports) {
+  for (const auto& [address, selected_port, credentials] : ports) {
     std::vector<transport::io::SocketAddress> addresses;
     *status = transport::io::ResolveTarget(address, &addresses);
     if (!status->ok()) return nullptr;
@@ -108,9 +116,10 @@ std::unique_ptr<ServerCore> ServerCore::Start(
   // Every listener exists before any starts: ConnectionClosed() reads
   // listeners_ from the loops.
   transport::io::MutexLock lock(&core->mu_);
-  for (auto& socket : sockets) {
-    core->listeners_.push_back(
-        std::make_unique<ServerListener>(core.get(), std::move(socket)));
+  for (size_t i = 0; i < sockets.size(); ++i) {
+    core->listeners_.push_back(std::make_unique<ServerListener>(
+        core.get(), std::move(sockets[i]),
+        CredentialsAccess::Tls(*ports[i].credentials)));
   }
   for (auto& listener : core->listeners_) {
     listener->Start(&core->loops_.front()->loop());

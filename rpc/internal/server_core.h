@@ -57,9 +57,8 @@ class ServerCore {
   // port picked for port 0), starts the loops and the listeners. Returns
   // null and sets `*status` as Server::Builder::BuildAndStart says.
   static std::unique_ptr<ServerCore> Start(
-      ServerOptions options,
-      const std::vector<std::pair<std::string, int*>>& ports, MethodMap methods,
-      Status* status);
+      ServerOptions options, const std::vector<ListeningPort>& ports,
+      MethodMap methods, Status* status);
   // Shutdown(now) and Wait().
   ~ServerCore();
   ServerCore(const ServerCore&) = delete;

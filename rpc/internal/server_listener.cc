@@ -51,9 +51,10 @@ absl::Duration NextAcceptBackoff(absl::Duration previous) {
   return std::min(previous * 2, kAcceptBackoffMax);
 }
 
-ServerListener::ServerListener(ServerCore* server,
-                               transport::io::FileDescriptor socket)
-    : server_(server), socket_(std::move(socket)) {
+ServerListener::ServerListener(
+    ServerCore* server, transport::io::FileDescriptor socket,
+    std::shared_ptr<const transport::tls::TlsContext> tls)
+    : server_(server), socket_(std::move(socket)), tls_(std::move(tls)) {
   transport::io::SocketAddress bound;
   const Status status = transport::io::LocalAddress(socket_.get(), &bound);
   address_ = status.ok() ? bound.ToString()
@@ -91,7 +92,7 @@ void ServerListener::OnFdReady(uint32_t events) {
         transport::io::AcceptTcp(socket_.get(), &peer, &error);
     if (accepted.valid()) {
       backoff_ = absl::ZeroDuration();
-      server_->NextLoop()->Adopt(std::move(accepted), peer.ToString());
+      server_->NextLoop()->Adopt(std::move(accepted), peer.ToString(), tls_);
       continue;
     }
     switch (ClassifyAcceptFailure(error)) {

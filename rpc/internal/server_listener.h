@@ -2,12 +2,14 @@
 #define H2RPC_RPC_INTERNAL_SERVER_LISTENER_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "transport/io/event_loop.h"
 #include "transport/io/socket.h"
+#include "transport/tls/tls_context.h"
 
 namespace h2rpc::internal {
 
@@ -57,8 +59,10 @@ class ServerListener final : private transport::io::FdWatcher,
                              private transport::io::Timer,
                              private transport::io::Task {
  public:
-  // `server` must outlive the listener.
-  ServerListener(ServerCore* server, transport::io::FileDescriptor socket);
+  // `server` must outlive the listener. `tls`: the port's TLS context
+  // (null: plaintext), handed to every connection it accepts.
+  ServerListener(ServerCore* server, transport::io::FileDescriptor socket,
+                 std::shared_ptr<const transport::tls::TlsContext> tls);
   ServerListener(const ServerListener&) = delete;
   ServerListener& operator=(const ServerListener&) = delete;
 
@@ -88,6 +92,7 @@ class ServerListener final : private transport::io::FdWatcher,
 
   ServerCore* const server_;
   transport::io::FileDescriptor socket_;
+  const std::shared_ptr<const transport::tls::TlsContext> tls_;
   // "127.0.0.1:50051", for the log line.
   std::string address_;
   transport::io::EventLoop* loop_ = nullptr;

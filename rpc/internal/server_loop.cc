@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "rpc/internal/server_call.h"
 #include "rpc/internal/server_core.h"
+#include "transport/tls/tls_session.h"
 
 namespace h2rpc::internal {
 
@@ -25,13 +26,18 @@ ServerLoop::~ServerLoop() {
   for (ServerCall* call : free_calls_) delete call;
 }
 
-void ServerLoop::Adopt(transport::io::FileDescriptor socket, std::string peer) {
+void ServerLoop::Adopt(transport::io::FileDescriptor socket, std::string peer,
+                       std::shared_ptr<const transport::tls::TlsContext> tls) {
   server_->ConnectionOpened();
-  loop_.Post([this, fd = socket.release(), peer = std::move(peer)]() mutable {
+  loop_.Post([this, fd = socket.release(), peer = std::move(peer),
+              tls = std::move(tls)]() mutable {
+    std::unique_ptr<transport::io::ByteFilter> filter;
+    if (tls != nullptr) filter = transport::tls::TlsSession::NewServer(tls);
     auto connection =
         std::make_unique<transport::io::SocketConnection<ServerSession>>(
-            &loop_, transport::io::FileDescriptor(fd), std::move(peer),
-            server_->transport_options(), &server_->memory_quota(), this, this);
+            &loop_, transport::io::FileDescriptor(fd), std::move(filter),
+            std::move(peer), server_->transport_options(),
+            &server_->memory_quota(), this, this);
     auto* raw = connection.get();
     connections_.push_back(std::move(connection));
     raw->Start();

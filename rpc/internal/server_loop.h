@@ -11,6 +11,7 @@
 #include "transport/io/event_loop.h"
 #include "transport/io/socket.h"
 #include "transport/io/socket_connection.h"
+#include "transport/tls/tls_context.h"
 
 namespace h2rpc::internal {
 
@@ -31,8 +32,10 @@ class ServerLoop final : public transport::http2::ServerDispatcher,
   // Why the loop thread could not start (e.g. a CPU it cannot pin to).
   const Status& start_status() const { return start_status_; }
 
-  // Any thread: serve a newly accepted socket on this loop.
-  void Adopt(transport::io::FileDescriptor socket, std::string peer);
+  // Any thread: serve a newly accepted socket on this loop, over TLS with
+  // `tls` unless it is null.
+  void Adopt(transport::io::FileDescriptor socket, std::string peer,
+             std::shared_ptr<const transport::tls::TlsContext> tls);
   // Loop thread.
   void DrainConnections();
   void CloseConnections();

@@ -17,6 +17,11 @@ const std::string& ServerStream::peer() const {
   return connection_ != nullptr ? connection_->peer() : *kGone;
 }
 
+const std::shared_ptr<const PeerIdentity>& ServerStream::peer_identity() const {
+  static const std::shared_ptr<const PeerIdentity> kNone;
+  return connection_ != nullptr ? connection_->peer_identity() : kNone;
+}
+
 void ServerStream::Reset() {
   stream_id_ = -1;
   refs_ = 0;

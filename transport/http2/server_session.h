@@ -54,6 +54,8 @@ class ServerStream final : private io::Timer {
   absl::string_view method() const { return method_; }
   absl::string_view authority() const { return authority_; }
   const std::string& peer() const;
+  // What TLS established about the client; null on plaintext.
+  const std::shared_ptr<const PeerIdentity>& peer_identity() const;
   const Metadata& client_metadata() const { return client_metadata_; }
   // On the loop's monotonic clock; InfiniteFuture when the client sent no
   // grpc-timeout.

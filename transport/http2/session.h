@@ -6,6 +6,7 @@
 #include <climits>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "absl/strings/string_view.h"
@@ -14,6 +15,7 @@
 #include "transport/compression/compression_algorithm.h"
 #include "transport/core/memory_quota.h"
 #include "transport/core/message_deframer.h"
+#include "transport/core/peer_identity.h"
 #include "transport/core/status.h"
 #include "transport/http2/nghttp2_compat.h"
 #include "transport/http2/nghttp2_memory_pool.h"
@@ -182,6 +184,15 @@ class Session : public io::ByteSession {
   bool closed() const { return closed_ || lingering_; }
   io::Scheduler* scheduler() const { return scheduler_; }
   const std::string& peer() const { return peer_; }
+  // What TLS established about the peer; null on plaintext or before
+  // Start().
+  const std::shared_ptr<const PeerIdentity>& peer_identity() const {
+    static const std::shared_ptr<const PeerIdentity> kNone;
+    return wire_ != nullptr ? wire_->peer_identity() : kNone;
+  }
+  // Whether the peer completed its side of the HTTP/2 handshake (its
+  // preface and first SETTINGS arrived).
+  bool handshake_done() const { return handshake_done_; }
   const ConnectionOptions& options() const { return options_; }
   // options().accepted_compression (plus identity) as a
   // grpc-accept-encoding value, formatted once.

@@ -2,8 +2,10 @@
 #define H2RPC_TRANSPORT_IO_BYTE_SESSION_H_
 
 #include <cstddef>
+#include <memory>
 
 #include "absl/strings/string_view.h"
+#include "transport/core/peer_identity.h"
 #include "transport/core/status.h"
 
 namespace h2rpc::transport::io {
@@ -30,6 +32,12 @@ class Wire {
   // Ends the wire now; the session is not called again. `flush_first`:
   // first one non-blocking attempt to write what PendingOutput() offers.
   virtual void CloseWire(bool flush_first) = 0;
+  // What a secure wire established about the peer; null for plaintext.
+  // Final by the time the session is first fed bytes.
+  virtual const std::shared_ptr<const PeerIdentity>& peer_identity() const {
+    static const std::shared_ptr<const PeerIdentity> kNone;
+    return kNone;
+  }
 
  protected:
   ~Wire() = default;
@@ -56,6 +64,16 @@ class ByteSession {
 
  protected:
   ~ByteSession() = default;
+};
+
+// A byte transformer between a wire and the session it serves (TLS): a
+// ByteSession to the layer that moves its bytes and a Wire to `inner`.
+// Same thread and allocation rules as both.
+class ByteFilter : public ByteSession, public Wire {
+ public:
+  virtual ~ByteFilter() = default;
+  // The session this filter serves; set once, before Start().
+  virtual void Attach(ByteSession* inner) = 0;
 };
 
 }  // namespace h2rpc::transport::io

@@ -1,0 +1,131 @@
+#ifndef H2RPC_RPC_CREDENTIALS_H_
+#define H2RPC_RPC_CREDENTIALS_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rpc/status.h"
+
+namespace h2rpc {
+
+namespace transport::tls {
+class TlsContext;
+}  // namespace transport::tls
+namespace internal {
+class CredentialsAccess;
+}  // namespace internal
+
+// What a client needs for TLS (gRPC's grpc::SslCredentialsOptions).
+struct SslCredentialsOptions {
+  // Roots trusted to sign servers' certificates, PEM; empty: the system's
+  // trust store.
+  std::string pem_root_certs;
+  // The client's own key and certificate chain (leaf first), PEM, for
+  // servers that ask for one (mutual TLS); both empty: none.
+  std::string pem_private_key;
+  std::string pem_cert_chain;
+};
+
+// How a channel secures its connections: InsecureChannelCredentials()
+// (plaintext h2c) or SslCredentials() (TLS 1.2 or 1.3 with ALPN h2, the
+// server's certificate verified against the roots and its name matched to
+// the target's host, or to ChannelOptions::ssl_target_name_override).
+// Immutable; one object may serve any number of channels. Thread-safe.
+class ChannelCredentials {
+ public:
+  ~ChannelCredentials();
+  ChannelCredentials(const ChannelCredentials&) = delete;
+  ChannelCredentials& operator=(const ChannelCredentials&) = delete;
+
+  bool secure() const { return secure_; }
+  // OK, or why the settings are unusable (INVALID_ARGUMENT naming the field
+  // and OpenSSL's reason). A channel made with unusable credentials fails
+  // every call with UNAVAILABLE carrying this message.
+  const Status& status() const { return status_; }
+
+ private:
+  friend class internal::CredentialsAccess;
+  friend std::shared_ptr<ChannelCredentials> InsecureChannelCredentials();
+  friend std::shared_ptr<ChannelCredentials> SslCredentials(
+      const SslCredentialsOptions& options);
+  ChannelCredentials(bool secure, Status status,
+                     std::shared_ptr<const transport::tls::TlsContext> tls);
+
+  const bool secure_;
+  const Status status_;
+  // The OpenSSL context connections share; null when insecure or invalid.
+  const std::shared_ptr<const transport::tls::TlsContext> tls_;
+};
+
+// Plaintext HTTP/2 (h2c).
+std::shared_ptr<ChannelCredentials> InsecureChannelCredentials();
+// TLS. Parses the PEM and builds the OpenSSL context now; see
+// ChannelCredentials::status() for what happens when that fails.
+std::shared_ptr<ChannelCredentials> SslCredentials(
+    const SslCredentialsOptions& options);
+
+// Whether a TLS server asks clients for a certificate, and whether it
+// requires one and verifies it against pem_root_certs (gRPC's
+// grpc_ssl_client_certificate_request_type). A client whose certificate
+// fails a required verification, or who sends none when one is required,
+// fails the handshake.
+enum class SslClientCertificateRequest {
+  kDontRequest,
+  kRequestButDontVerify,
+  kRequestAndVerify,
+  kRequireButDontVerify,
+  kRequireAndVerify,
+};
+
+// What a server needs for TLS (gRPC's grpc::SslServerCredentialsOptions).
+struct SslServerCredentialsOptions {
+  struct PemKeyCertPair {
+    std::string private_key;
+    std::string cert_chain;  // leaf first
+  };
+  // At least one; at most one per key type (RSA, EC, ...): the handshake
+  // picks the pair whose key type the client supports.
+  std::vector<PemKeyCertPair> pem_key_cert_pairs;
+  // Roots trusted to sign client certificates, PEM; needed by the modes
+  // that verify.
+  std::string pem_root_certs;
+  SslClientCertificateRequest client_certificate_request =
+      SslClientCertificateRequest::kDontRequest;
+};
+
+// How a server secures the connections of one listening port
+// (Server::Builder::AddListeningPort). Immutable; shareable. Thread-safe.
+class ServerCredentials {
+ public:
+  ~ServerCredentials();
+  ServerCredentials(const ServerCredentials&) = delete;
+  ServerCredentials& operator=(const ServerCredentials&) = delete;
+
+  bool secure() const { return secure_; }
+  // OK, or why the settings are unusable (INVALID_ARGUMENT naming the field
+  // and OpenSSL's reason); BuildAndStart then fails with it.
+  const Status& status() const { return status_; }
+
+ private:
+  friend class internal::CredentialsAccess;
+  friend std::shared_ptr<ServerCredentials> InsecureServerCredentials();
+  friend std::shared_ptr<ServerCredentials> SslServerCredentials(
+      const SslServerCredentialsOptions& options);
+  ServerCredentials(bool secure, Status status,
+                    std::shared_ptr<const transport::tls::TlsContext> tls);
+
+  const bool secure_;
+  const Status status_;
+  const std::shared_ptr<const transport::tls::TlsContext> tls_;
+};
+
+// Plaintext HTTP/2 (h2c).
+std::shared_ptr<ServerCredentials> InsecureServerCredentials();
+// TLS; requires ALPN h2 from clients. Builds the OpenSSL context now.
+std::shared_ptr<ServerCredentials> SslServerCredentials(
+    const SslServerCredentialsOptions& options);
+
+}  // namespace h2rpc
+
+#endif  // H2RPC_RPC_CREDENTIALS_H_

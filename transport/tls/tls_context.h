@@ -1,0 +1,88 @@
+#ifndef H2RPC_TRANSPORT_TLS_TLS_CONTEXT_H_
+#define H2RPC_TRANSPORT_TLS_TLS_CONTEXT_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "transport/core/status.h"
+
+typedef struct ssl_ctx_st SSL_CTX;
+
+namespace h2rpc::transport::tls {
+
+// A private key and the certificate chain that goes with it (leaf first),
+// both PEM.
+struct KeyCertPair {
+  std::string private_key_pem;
+  std::string cert_chain_pem;
+};
+
+// A client's TLS settings.
+struct ClientConfig {
+  // Roots trusted to sign the server's certificate, PEM; empty: the
+  // system's trust store (OpenSSL's default paths).
+  std::string root_certs_pem;
+  // The client's own certificate, for servers that ask for one; both empty:
+  // none.
+  KeyCertPair key_cert;
+};
+
+// Whether a server asks clients for a certificate and what it does with it
+// (gRPC's grpc_ssl_client_certificate_request_type).
+enum class ClientCertificateRequest {
+  kDontRequest,
+  kRequestButDontVerify,
+  kRequestAndVerify,
+  kRequireButDontVerify,
+  kRequireAndVerify,
+};
+
+// A server's TLS settings.
+struct ServerConfig {
+  // At least one; at most one per key type (RSA, EC, Ed25519...): OpenSSL
+  // serves the pair whose key type the client's signature algorithms allow.
+  std::vector<KeyCertPair> key_certs;
+  // Roots trusted to sign client certificates, PEM; needed by the two
+  // modes that verify.
+  std::string root_certs_pem;
+  ClientCertificateRequest client_certificate_request =
+      ClientCertificateRequest::kDontRequest;
+};
+
+// An OpenSSL SSL_CTX configured as gRPC requires: TLS 1.2 or 1.3, the
+// cipher suites gRPC permits (AES-GCM and ChaCha20-Poly1305 with ECDHE),
+// ALPN "h2" offered (clients) or required (servers), peer verification on
+// for clients. Immutable once made and shared by every connection that uses
+// it (each makes its own SSL object from it). Thread-safe.
+class TlsContext {
+ public:
+  // Bad PEM, a key that does not match its certificate, or a missing
+  // setting: INVALID_ARGUMENT naming the field and OpenSSL's reason.
+  static Status CreateClient(const ClientConfig& config,
+                             std::shared_ptr<const TlsContext>* context);
+  static Status CreateServer(const ServerConfig& config,
+                             std::shared_ptr<const TlsContext>* context);
+
+  ~TlsContext();
+  TlsContext(const TlsContext&) = delete;
+  TlsContext& operator=(const TlsContext&) = delete;
+
+  bool is_server() const { return is_server_; }
+  SSL_CTX* ssl_ctx() const { return ctx_; }
+
+ private:
+  TlsContext(SSL_CTX* ctx, bool is_server) : ctx_(ctx), is_server_(is_server) {}
+
+  SSL_CTX* const ctx_;
+  const bool is_server_;
+};
+
+// OpenSSL's queued errors of this thread as one line ("error:0A000086:SSL
+// routines::certificate verify failed; ..."), clearing the queue; `fallback`
+// when it is empty.
+std::string TakeOpenSslErrors(const char* fallback);
+
+}  // namespace h2rpc::transport::tls
+
+#endif  // H2RPC_TRANSPORT_TLS_TLS_CONTEXT_H_

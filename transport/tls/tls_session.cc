@@ -1,0 +1,352 @@
+#include "transport/tls/tls_session.h"
+
+#include <arpa/inet.h>
+#include <openssl/bio.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace h2rpc::transport::tls {
+namespace {
+
+Status Unavailable(absl::string_view what, const char* fallback) {
+  return Status(StatusCode::kUnavailable,
+                absl::StrCat(what, ": ", TakeOpenSslErrors(fallback)));
+}
+
+long BioCtrl(BIO*, int command, long, void*) {
+  return command == BIO_CTRL_FLUSH ? 1 : 0;
+}
+
+int BioCreate(BIO* bio) {
+  BIO_set_init(bio, 1);
+  return 1;
+}
+
+bool IsIpAddress(const std::string& name) {
+  unsigned char address[16];
+  return inet_pton(AF_INET, name.c_str(), address) == 1 ||
+         inet_pton(AF_INET6, name.c_str(), address) == 1;
+}
+
+std::string AsString(const ASN1_STRING* value) {
+  return std::string(
+      reinterpret_cast<const char*>(ASN1_STRING_get0_data(value)),
+      static_cast<size_t>(ASN1_STRING_length(value)));
+}
+
+// The peer's leaf certificate's names, in the order the certificate has
+// them.
+void ReadNames(X509* cert, PeerIdentity* identity) {
+  X509_NAME* subject = X509_get_subject_name(cert);
+  if (BIO* bio = BIO_new(BIO_s_mem())) {
+    if (X509_NAME_print_ex(bio, subject, 0, XN_FLAG_RFC2253) >= 0) {
+      char* data = nullptr;
+      const long size = BIO_get_mem_data(bio, &data);
+      if (size > 0) identity->subject.assign(data, static_cast<size_t>(size));
+    }
+    BIO_free(bio);
+  }
+  const int cn = X509_NAME_get_index_by_NID(subject, NID_commonName, -1);
+  if (cn >= 0) {
+    identity->common_name =
+        AsString(X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, cn)));
+  }
+  auto* names = static_cast<GENERAL_NAMES*>(
+      X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr));
+  if (names == nullptr) return;
+  for (int i = 0; i < sk_GENERAL_NAME_num(names); ++i) {
+    const GENERAL_NAME* name = sk_GENERAL_NAME_value(names, i);
+    switch (name->type) {
+      case GEN_DNS:
+        identity->dns_names.push_back(AsString(name->d.dNSName));
+        break;
+      case GEN_URI:
+        identity->uris.push_back(AsString(name->d.uniformResourceIdentifier));
+        break;
+      case GEN_EMAIL:
+        identity->emails.push_back(AsString(name->d.rfc822Name));
+        break;
+      case GEN_IPADD: {
+        const ASN1_OCTET_STRING* ip = name->d.iPAddress;
+        char text[INET6_ADDRSTRLEN];
+        const int length = ASN1_STRING_length(ip);
+        const int family =
+            length == 4 ? AF_INET : (length == 16 ? AF_INET6 : AF_UNSPEC);
+        if (family != AF_UNSPEC &&
+            inet_ntop(family, ASN1_STRING_get0_data(ip), text, sizeof(text))) {
+          identity->ip_addresses.push_back(text);
+        }
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  GENERAL_NAMES_free(names);
+}
+
+}  // namespace
+
+std::unique_ptr<TlsSession> TlsSession::NewClient(
+    std::shared_ptr<const TlsContext> context, absl::string_view server_name) {
+  return std::unique_ptr<TlsSession>(
+      new TlsSession(std::move(context), /*client=*/true, server_name));
+}
+
+std::unique_ptr<TlsSession> TlsSession::NewServer(
+    std::shared_ptr<const TlsContext> context) {
+  return std::unique_ptr<TlsSession>(
+      new TlsSession(std::move(context), /*client=*/false, {}));
+}
+
+TlsSession::TlsSession(std::shared_ptr<const TlsContext> context, bool client,
+                       absl::string_view server_name)
+    : context_(std::move(context)), client_(client) {
+  ERR_clear_error();
+  ssl_ = SSL_new(context_->ssl_ctx());
+  BIO* bio = ssl_ == nullptr ? nullptr : BIO_new(BioMethod());
+  if (bio == nullptr) {
+    SSL_free(ssl_);
+    ssl_ = nullptr;
+    return;
+  }
+  BIO_set_data(bio, this);
+  SSL_set_bio(ssl_, bio, bio);  // one BIO both ways: SSL owns it
+  if (!client_) {
+    SSL_set_accept_state(ssl_);
+    return;
+  }
+  SSL_set_connect_state(ssl_);
+  const std::string name(server_name);
+  bool named;
+  if (IsIpAddress(name)) {
+    named =
+        X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl_), name.c_str()) == 1;
+  } else {
+    named = SSL_set1_host(ssl_, name.c_str()) == 1 &&
+            SSL_set_tlsext_host_name(ssl_, name.c_str()) == 1;
+  }
+  if (!named) {
+    SSL_free(ssl_);
+    ssl_ = nullptr;
+  }
+}
+
+TlsSession::~TlsSession() { SSL_free(ssl_); }
+
+BIO_METHOD* TlsSession::BioMethod() {
+  static BIO_METHOD* const method = [] {
+    BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK,
+                                 "h2rpc TLS session");
+    if (m == nullptr) return m;
+    BIO_meth_set_read(m, &TlsSession::BioRead);
+    BIO_meth_set_write(m, &TlsSession::BioWrite);
+    BIO_meth_set_ctrl(m, BioCtrl);
+    BIO_meth_set_create(m, BioCreate);
+    return m;
+  }();
+  return method;
+}
+
+int TlsSession::BioRead(BIO* bio, char* data, int size) {
+  auto* self = static_cast<TlsSession*>(BIO_get_data(bio));
+  BIO_clear_retry_flags(bio);
+  if (self->in_.empty()) {
+    BIO_set_retry_read(bio);
+    return -1;
+  }
+  const size_t n = std::min(self->in_.size(), static_cast<size_t>(size));
+  memcpy(data, self->in_.data(), n);
+  self->in_.remove_prefix(n);
+  return static_cast<int>(n);
+}
+
+int TlsSession::BioWrite(BIO* bio, const char* data, int size) {
+  auto* self = static_cast<TlsSession*>(BIO_get_data(bio));
+  BIO_clear_retry_flags(bio);
+  self->out_.append(data, static_cast<size_t>(size));
+  return size;
+}
+
+void TlsSession::Start(io::Wire* wire) {
+  outer_ = wire;
+  inner_->Start(this);
+  if (closed_) return;
+  if (ssl_ == nullptr) {
+    Fail(Unavailable("cannot start TLS", "out of memory"));
+    return;
+  }
+  // A client speaks first: its hello goes out now.
+  if (client_) Advance();
+}
+
+void TlsSession::Feed(absl::string_view bytes) {
+  if (closed_) return;
+  in_ = bytes;
+  Advance();
+  in_ = absl::string_view();
+}
+
+void TlsSession::Advance() {
+  if (!handshake_done_) {
+    ERR_clear_error();
+    const int done = SSL_do_handshake(ssl_);
+    if (done != 1) {
+      if (SSL_get_error(ssl_, done) != SSL_ERROR_WANT_READ) {
+        const long verify = SSL_get_verify_result(ssl_);
+        std::string reason = TakeOpenSslErrors("connection reset");
+        if (verify != X509_V_OK) {
+          absl::StrAppend(&reason, " (", X509_verify_cert_error_string(verify),
+                          ")");
+        }
+        Fail(Status(StatusCode::kUnavailable,
+                    absl::StrCat("TLS handshake failed: ", reason)));
+        return;
+      }
+      if (has_output()) outer_->RequestFlush();
+      return;
+    }
+    if (!FinishHandshake()) return;
+  }
+  ReadRecords();
+  if (!closed_ && has_output()) outer_->RequestFlush();
+}
+
+bool TlsSession::FinishHandshake() {
+  const unsigned char* alpn = nullptr;
+  unsigned int alpn_length = 0;
+  SSL_get0_alpn_selected(ssl_, &alpn, &alpn_length);
+  if (alpn_length != 2 || memcmp(alpn, "h2", 2) != 0) {
+    Fail(Status(StatusCode::kUnavailable,
+                "peer did not negotiate h2 (TLS ALPN)"));
+    return false;
+  }
+  auto identity = std::make_shared<PeerIdentity>();
+  identity->protocol = SSL_get_version(ssl_);
+  if (X509* cert = SSL_get0_peer_certificate(ssl_)) {
+    identity->certificate_verified = SSL_get_verify_result(ssl_) == X509_V_OK;
+    ReadNames(cert, identity.get());
+  }
+  identity_ = std::move(identity);
+  handshake_done_ = true;
+  // The inner session's queued output (preface, SETTINGS) can go now.
+  outer_->RequestFlush();
+  return true;
+}
+
+void TlsSession::ReadRecords() {
+  while (!closed_) {
+    ERR_clear_error();
+    const int n = SSL_read(ssl_, plain_, sizeof(plain_));
+    if (n > 0) {
+      inner_->Feed(absl::string_view(plain_, static_cast<size_t>(n)));
+      continue;
+    }
+    switch (SSL_get_error(ssl_, n)) {
+      case SSL_ERROR_WANT_READ:
+        return;
+      case SSL_ERROR_ZERO_RETURN:  // close_notify: no more input
+        inner_->OnPeerClosed();
+        return;
+      default:
+        Fail(Unavailable("TLS read failed", "bad record"));
+        return;
+    }
+  }
+}
+
+void TlsSession::OnPeerClosed() {
+  if (closed_) return;
+  if (!handshake_done_) {
+    Fail(Status(StatusCode::kUnavailable,
+                "TLS handshake failed: the peer closed the connection"));
+    return;
+  }
+  inner_->OnPeerClosed();
+}
+
+void TlsSession::OnWireError(const Status& why) {
+  if (!closed_) inner_->OnWireError(why);
+}
+
+void TlsSession::EncryptInnerOutput() {
+  while (!closed_ && out_.size() - out_sent_ < kOutputBatch) {
+    const absl::string_view plain = inner_->PendingOutput();
+    if (closed_ || plain.empty()) return;
+    const size_t n = std::min(plain.size(), kOutputBatch);
+    ERR_clear_error();
+    const int written = SSL_write(ssl_, plain.data(), static_cast<int>(n));
+    if (written <= 0) {
+      Fail(Unavailable("TLS write failed", "SSL_write failed"));
+      return;
+    }
+    inner_->ConsumeOutput(static_cast<size_t>(written));
+  }
+}
+
+absl::string_view TlsSession::PendingOutput() {
+  if (closed_) return absl::string_view();
+  if (!has_output()) {
+    out_.clear();
+    out_sent_ = 0;
+  }
+  if (handshake_done_ && !close_notify_sent_) EncryptInnerOutput();
+  if (!has_output()) {
+    if (shutdown_pending_ && !write_shut_ && !closed_) {
+      write_shut_ = true;
+      outer_->ShutdownWrite();
+    }
+    return absl::string_view();
+  }
+  return absl::string_view(out_.data() + out_sent_, out_.size() - out_sent_);
+}
+
+void TlsSession::ConsumeOutput(size_t n) { out_sent_ += n; }
+
+void TlsSession::RequestFlush() {
+  if (!closed_) outer_->RequestFlush();
+}
+
+void TlsSession::ShutdownWrite() {
+  if (closed_ || shutdown_pending_) return;
+  shutdown_pending_ = true;
+  if (handshake_done_ && !close_notify_sent_) {
+    close_notify_sent_ = true;
+    ERR_clear_error();
+    SSL_shutdown(ssl_);  // queues close_notify; the peer's is not awaited
+    ERR_clear_error();
+  }
+  outer_->RequestFlush();
+}
+
+void TlsSession::CloseWire(bool flush_first) {
+  if (closed_) return;
+  if (flush_first && handshake_done_ && !close_notify_sent_) {
+    EncryptInnerOutput();
+    if (closed_) return;
+    close_notify_sent_ = true;
+    ERR_clear_error();
+    SSL_shutdown(ssl_);
+    ERR_clear_error();
+  }
+  // The outer wire's last write reads PendingOutput(): what is encrypted.
+  outer_->CloseWire(flush_first);
+  closed_ = true;
+}
+
+void TlsSession::Fail(const Status& why) {
+  if (closed_) return;
+  inner_->OnWireError(why);
+  // The inner session closes the wire on an error; if it had closed
+  // already, the wire still ends here.
+  if (!closed_) CloseWire(/*flush_first=*/false);
+}
+
+}  // namespace h2rpc::transport::tls
