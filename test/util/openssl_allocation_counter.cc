@@ -2,6 +2,7 @@
 
 #include <openssl/crypto.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 
@@ -9,14 +10,17 @@ namespace h2rpc::testing {
 namespace {
 
 thread_local int64_t openssl_allocations = 0;
+std::atomic<int64_t> process_allocations{0};
 
 void* CountingMalloc(size_t size, const char*, int) {
   ++openssl_allocations;
+  process_allocations.fetch_add(1, std::memory_order_relaxed);
   return malloc(size);
 }
 
 void* CountingRealloc(void* block, size_t size, const char*, int) {
   ++openssl_allocations;
+  process_allocations.fetch_add(1, std::memory_order_relaxed);
   return realloc(block, size);
 }
 
@@ -40,6 +44,10 @@ OpenSslAllocationCounter::OpenSslAllocationCounter()
 
 int64_t OpenSslAllocationCounter::allocations() const {
   return openssl_allocations - start_;
+}
+
+int64_t OpenSslAllocationsInProcess() {
+  return process_allocations.load(std::memory_order_relaxed);
 }
 
 }  // namespace h2rpc::testing

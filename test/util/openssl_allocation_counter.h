@@ -22,6 +22,9 @@ class OpenSslAllocationCounter {
   int64_t start_;
 };
 
+// OpenSSL's allocations by every thread of the process so far.
+int64_t OpenSslAllocationsInProcess();
+
 }  // namespace h2rpc::testing
 
 #endif  // H2RPC_TEST_UTIL_OPENSSL_ALLOCATION_COUNTER_H_

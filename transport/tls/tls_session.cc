@@ -336,13 +336,15 @@ void TlsSession::CloseWire(bool flush_first) {
     SSL_shutdown(ssl_);
     ERR_clear_error();
   }
-  // The outer wire's last write reads PendingOutput(): what is encrypted.
-  outer_->CloseWire(flush_first);
+  // The outer wire's last write reads PendingOutput(): what is encrypted,
+  // or after a failure the alert that tells the peer why.
+  outer_->CloseWire(flush_first || failed_);
   closed_ = true;
 }
 
 void TlsSession::Fail(const Status& why) {
   if (closed_) return;
+  failed_ = true;
   inner_->OnWireError(why);
   // The inner session closes the wire on an error; if it had closed
   // already, the wire still ends here.

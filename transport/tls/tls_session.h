@@ -98,6 +98,7 @@ class TlsSession final : public io::ByteFilter {
   std::shared_ptr<const PeerIdentity> identity_;
   bool handshake_done_ = false;
   bool closed_ = false;  // CloseWire() or a failure: inert
+  bool failed_ = false;  // the handshake or a record failed
   bool close_notify_sent_ = false;
   bool shutdown_pending_ = false;  // the inner session shut its write side
   bool write_shut_ = false;        // ... and the outer wire's is shut too
