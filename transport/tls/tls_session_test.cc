@@ -228,6 +228,38 @@ TEST(TlsSessionTest, MutualTlsGivesTheServerTheClientsIdentity) {
   EXPECT_THAT(identity->uris, ElementsAre("spiffe://h2rpc.test/client"));
 }
 
+TEST(TlsSessionTest, Tls12WithAnAeadSuite) {
+  auto client_context = ClientContext(GetTestPki().ca_pem);
+  ASSERT_EQ(
+      SSL_CTX_set_max_proto_version(client_context->ssl_ctx(), TLS1_2_VERSION),
+      1);
+  Connection c(client_context, "localhost", ServerContext(GetTestPki().server));
+  c.client.inner.Send("over 1.2");
+  c.server.inner.Send("back");
+  Pump(c.client, c.server);
+  EXPECT_EQ(c.server.inner.received(), "over 1.2");
+  EXPECT_EQ(c.client.inner.received(), "back");
+  ASSERT_NE(c.client.tls->peer_identity(), nullptr);
+  EXPECT_EQ(c.client.tls->peer_identity()->protocol, "TLSv1.2");
+  EXPECT_EQ(c.server.tls->peer_identity()->protocol, "TLSv1.2");
+}
+
+TEST(TlsSessionTest, Tls11IsRefused) {
+  auto client_context = ClientContext(GetTestPki().ca_pem);
+  ASSERT_EQ(
+      SSL_CTX_set_min_proto_version(client_context->ssl_ctx(), TLS1_VERSION),
+      1);
+  ASSERT_EQ(
+      SSL_CTX_set_max_proto_version(client_context->ssl_ctx(), TLS1_1_VERSION),
+      1);
+  Connection c(client_context, "localhost", ServerContext(GetTestPki().server));
+  Pump(c.client, c.server);
+  EXPECT_EQ(c.server.inner.error().code(), StatusCode::kUnavailable);
+  EXPECT_THAT(c.server.inner.error().message(),
+              HasSubstr("TLS handshake failed"));
+  EXPECT_TRUE(c.server.socket.closed);
+}
+
 TEST(TlsSessionTest, ServerIpAddressIsVerifiedAgainstIpSubjectAltNames) {
   Connection c(ClientContext(GetTestPki().ca_pem), "127.0.0.1",
                ServerContext(GetTestPki().server));
@@ -375,6 +407,8 @@ TEST(TlsSessionTest, PlaintextHttp2ToATlsServerIsClosedCleanly) {
   EXPECT_EQ(server.inner.error().code(), StatusCode::kUnavailable);
   EXPECT_THAT(server.inner.error().message(),
               HasSubstr("TLS handshake failed"));
+  EXPECT_THAT(server.inner.error().message(),
+              HasSubstr("wrong version number"));
   EXPECT_TRUE(server.socket.closed);
   EXPECT_TRUE(server.inner.received().empty());
 }
