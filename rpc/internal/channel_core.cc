@@ -263,7 +263,6 @@ void ChannelCore::OnConnected(transport::io::FileDescriptor socket,
       transport_options_, static_cast<ClientSession::Listener*>(this));
   connection_->Start();
   state_ = State::kReady;
-  next_backoff_ = options_.initial_backoff;
   while (pending_ != nullptr) {
     ChannelCall* call = pending_;
     call->LeavePending();
@@ -296,6 +295,9 @@ void ChannelCore::OnConnectionDraining(ClientSession* connection) {
 
 void ChannelCore::OnConnectionClosed(ClientSession* connection,
                                      const Status& why) {
+  // A connection that got through the server's HTTP/2 handshake was a
+  // successful connect: the next failure starts the backoff over.
+  if (connection->handshake_done()) next_backoff_ = options_.initial_backoff;
   std::unique_ptr<Connection> closed;
   if (connection_ != nullptr && connection == &connection_->session()) {
     closed = std::move(connection_);
