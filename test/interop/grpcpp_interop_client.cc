@@ -1,9 +1,20 @@
 // The gRPC interop test client (doc/interop-test-descriptions.md upstream)
-// on stock gRPC C++ over plaintext HTTP/2: the reference peer that h2rpc's
-// interop servers are checked against.
+// on stock gRPC C++ over HTTP/2, plaintext or TLS: the reference peer that
+// h2rpc's interop servers are checked against.
 //
 //   grpcpp_interop_client --server_host=127.0.0.1 --server_port=N
-//       --test_case=large_unary
+//       --test_case=large_unary [--use_tls=true [--use_test_ca=true]
+//       [--server_host_override=foo.test.google.fr]]
+//       [--tls_testdata_dir=test/interop/testdata]
+//
+// TLS flags, as gRPC's own interop client has them: --use_tls connects with
+// grpc::SslCredentials, trusting the interop test CA (ca.pem from
+// --tls_testdata_dir, see interop_peer_util.h) with --use_test_ca and the
+// system's roots otherwise; --server_host_override is set with
+// grpc::ChannelArguments::SetSslTargetNameOverride
+// (GRPC_SSL_TARGET_NAME_OVERRIDE_ARG): the name the server's certificate must
+// match, also the SNI and the calls' :authority. --use_test_ca and
+// --server_host_override without --use_tls are bad flags.
 //
 // Runs one test case and exits 0 when every assertion of the description
 // held, 1 (with the reason on stderr) when one did not, 2 for a bad command
@@ -38,6 +49,16 @@ ABSL_FLAG(std::string, test_case, "", "Name of the test case to run.");
 ABSL_FLAG(int, deadline_ms, 20000,
           "Deadline of every RPC whose test case does not set its own, in "
           "milliseconds.");
+ABSL_FLAG(bool, use_tls, false, "Connect with TLS instead of plaintext.");
+ABSL_FLAG(bool, use_test_ca, false,
+          "With --use_tls: trust the interop test CA (ca.pem) instead of the "
+          "system's roots.");
+ABSL_FLAG(std::string, server_host_override, "",
+          "With --use_tls: the name the server's certificate must match, also "
+          "sent as SNI and :authority; empty: the host of --server_host.");
+ABSL_FLAG(std::string, tls_testdata_dir, h2rpc::testing::kDefaultTlsTestdataDir,
+          "Directory holding ca.pem, relative to the working directory unless "
+          "absolute.");
 
 namespace h2rpc::testing {
 namespace {
@@ -753,14 +774,41 @@ int Run() {
     return bad;
   }
 
+  const bool use_tls = absl::GetFlag(FLAGS_use_tls);
+  const bool use_test_ca = absl::GetFlag(FLAGS_use_test_ca);
+  const std::string server_host_override =
+      absl::GetFlag(FLAGS_server_host_override);
+  if (const int bad =
+          CheckClientTlsFlags(use_tls, use_test_ca, server_host_override)) {
+    return bad;
+  }
+  std::shared_ptr<grpc::ChannelCredentials> credentials =
+      grpc::InsecureChannelCredentials();
+  grpc::ChannelArguments arguments;
+  if (use_tls) {
+    grpc::SslCredentialsOptions ssl_options;
+    if (use_test_ca) {
+      if (const int bad =
+              ReadTestdataFile(absl::GetFlag(FLAGS_tls_testdata_dir),
+                               kTestCaFile, &ssl_options.pem_root_certs)) {
+        return bad;
+      }
+    }
+    credentials = grpc::SslCredentials(ssl_options);
+    if (!server_host_override.empty()) {
+      arguments.SetSslTargetNameOverride(server_host_override);
+    }
+  }
+
   bool passed;
   {
     InteropClient client(
-        grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
+        grpc::CreateCustomChannel(target, credentials, arguments));
     passed = (client.*(it->second))();
   }
-  std::fprintf(stderr, "%s: %s against %s\n", test_case.c_str(),
-               passed ? "PASSED" : "FAILED", target.c_str());
+  std::fprintf(stderr, "%s: %s against %s (%s)\n", test_case.c_str(),
+               passed ? "PASSED" : "FAILED", target.c_str(),
+               use_tls ? "TLS" : "plaintext");
   return passed ? 0 : 1;
 }
 

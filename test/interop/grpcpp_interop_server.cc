@@ -1,8 +1,14 @@
 // The gRPC interop TestService (doc/interop-test-descriptions.md upstream),
-// served by stock gRPC C++ over plaintext HTTP/2: the reference peer that
-// h2rpc's interop clients are checked against.
+// served by stock gRPC C++ over HTTP/2, plaintext or TLS: the reference peer
+// that h2rpc's interop clients are checked against.
 //
-//   grpcpp_interop_server --port=0
+//   grpcpp_interop_server --port=0 [--use_tls=true]
+//       [--tls_testdata_dir=test/interop/testdata]
+//
+// --use_tls=true serves TLS (grpc::SslServerCredentials) with gRPC's interop
+// test key pair, server1.key and server1.pem from --tls_testdata_dir (see
+// interop_peer_util.h), as gRPC's own interop server does; clients trust
+// ca.pem and connect with --server_host_override=foo.test.google.fr.
 //
 // Once it is listening it prints exactly one line, "listening on port N", to
 // stdout; logs go to stderr. SIGTERM or SIGINT shuts it down (in-flight calls
@@ -41,6 +47,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -53,6 +60,12 @@
 ABSL_FLAG(int, port, 0, "TCP port to listen on; 0 picks a free port.");
 ABSL_FLAG(std::string, host, "127.0.0.1",
           "Address to listen on (loopback by default).");
+ABSL_FLAG(bool, use_tls, false,
+          "Serve TLS with the interop test key pair (server1.key, "
+          "server1.pem) instead of plaintext.");
+ABSL_FLAG(std::string, tls_testdata_dir, h2rpc::testing::kDefaultTlsTestdataDir,
+          "Directory holding server1.key and server1.pem, relative to the "
+          "working directory unless absolute.");
 
 namespace h2rpc::testing {
 namespace {
@@ -361,11 +374,28 @@ int Run() {
     return bad;
   }
 
+  std::shared_ptr<grpc::ServerCredentials> credentials =
+      grpc::InsecureServerCredentials();
+  if (absl::GetFlag(FLAGS_use_tls)) {
+    const std::string dir = absl::GetFlag(FLAGS_tls_testdata_dir);
+    grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+    if (const int bad =
+            ReadTestdataFile(dir, kServerKeyFile, &pair.private_key)) {
+      return bad;
+    }
+    if (const int bad =
+            ReadTestdataFile(dir, kServerCertFile, &pair.cert_chain)) {
+      return bad;
+    }
+    grpc::SslServerCredentialsOptions ssl_options;
+    ssl_options.pem_key_cert_pairs.push_back(std::move(pair));
+    credentials = grpc::SslServerCredentials(ssl_options);
+  }
+
   TestServiceImpl service;
   grpc::ServerBuilder builder;
   int selected_port = 0;
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(),
-                           &selected_port);
+  builder.AddListeningPort(address, credentials, &selected_port);
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || selected_port == 0) {

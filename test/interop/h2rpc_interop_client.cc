@@ -1,8 +1,21 @@
 // The gRPC interop test client (doc/interop-test-descriptions.md upstream)
-// on h2rpc over plaintext HTTP/2.
+// on h2rpc over HTTP/2, plaintext (h2c) or TLS.
 //
 //   h2rpc_interop_client --server_host=127.0.0.1 --server_port=N
-//       --test_case=large_unary
+//       --test_case=large_unary [--use_tls=true [--use_test_ca=true]
+//       [--server_host_override=foo.test.google.fr]]
+//       [--tls_testdata_dir=test/interop/testdata]
+//
+// TLS flags, as gRPC's interop client has them: --use_tls connects with
+// SslCredentials, trusting the interop test CA (ca.pem from
+// --tls_testdata_dir, see interop_peer_util.h) with --use_test_ca and the
+// system's roots otherwise; --server_host_override is the name the server's
+// certificate must match, the SNI and the calls' :authority
+// (ChannelOptions::ssl_target_name_override). The interop servers'
+// certificate names *.test.google.fr, so against them:
+// --use_tls=true --use_test_ca=true
+// --server_host_override=foo.test.google.fr. --use_test_ca and
+// --server_host_override without --use_tls are bad flags.
 //
 // Runs one test case and exits 0 when every assertion of the description
 // held, 1 (with the reason on stderr) when one did not, 2 for a bad command
@@ -40,6 +53,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -55,6 +69,7 @@
 #include "rpc/client_context.h"
 #include "rpc/client_stream.h"
 #include "rpc/compression.h"
+#include "rpc/credentials.h"
 #include "rpc/metadata.h"
 #include "rpc/status.h"
 #include "test/interop/interop_peer_util.h"
@@ -65,6 +80,16 @@ ABSL_FLAG(std::string, test_case, "", "Name of the test case to run.");
 ABSL_FLAG(int, deadline_ms, 20000,
           "Deadline of every RPC whose test case does not set its own, in "
           "milliseconds.");
+ABSL_FLAG(bool, use_tls, false, "Connect with TLS instead of plaintext h2c.");
+ABSL_FLAG(bool, use_test_ca, false,
+          "With --use_tls: trust the interop test CA (ca.pem) instead of the "
+          "system's roots.");
+ABSL_FLAG(std::string, server_host_override, "",
+          "With --use_tls: the name the server's certificate must match, also "
+          "sent as SNI and :authority; empty: the host of --server_host.");
+ABSL_FLAG(std::string, tls_testdata_dir, h2rpc::testing::kDefaultTlsTestdataDir,
+          "Directory holding ca.pem, relative to the working directory unless "
+          "absolute.");
 
 namespace h2rpc::testing {
 namespace {
@@ -169,8 +194,8 @@ bool ExpectMetadata(const Metadata& metadata, absl::string_view key,
 
 class InteropClient {
  public:
-  explicit InteropClient(const std::string& target)
-      : channel_(CreateChannel(target)),
+  explicit InteropClient(std::shared_ptr<Channel> channel)
+      : channel_(std::move(channel)),
         stub_(channel_),
         unimplemented_stub_(channel_) {}
 
@@ -721,13 +746,46 @@ int Run() {
     return bad;
   }
 
+  const bool use_tls = absl::GetFlag(FLAGS_use_tls);
+  const bool use_test_ca = absl::GetFlag(FLAGS_use_test_ca);
+  const std::string server_host_override =
+      absl::GetFlag(FLAGS_server_host_override);
+  if (const int bad =
+          CheckClientTlsFlags(use_tls, use_test_ca, server_host_override)) {
+    return bad;
+  }
+  std::shared_ptr<Channel> channel;
+  if (use_tls) {
+    SslCredentialsOptions ssl_options;
+    if (use_test_ca) {
+      if (const int bad =
+              ReadTestdataFile(absl::GetFlag(FLAGS_tls_testdata_dir),
+                               kTestCaFile, &ssl_options.pem_root_certs)) {
+        return bad;
+      }
+    }
+    std::shared_ptr<ChannelCredentials> credentials =
+        SslCredentials(ssl_options);
+    if (!credentials->status().ok()) {
+      std::fprintf(stderr, "unusable TLS credentials: %s\n",
+                   credentials->status().ToString().c_str());
+      return 2;
+    }
+    ChannelOptions options;
+    options.ssl_target_name_override = server_host_override;
+    channel = CreateChannel(target, std::move(credentials), options);
+  } else {
+    channel = CreateChannel(target);
+  }
+
   bool passed;
   {
-    InteropClient client(target);
+    InteropClient client(std::move(channel));
     passed = (client.*(it->second))();
   }
-  std::fprintf(stderr, "%s: %s against %s\n", test_case.c_str(),
-               passed ? "PASSED" : "FAILED", target.c_str());
+  std::fprintf(stderr, "%s: %s against %s (%s)\n", test_case.c_str(),
+               passed ? "PASSED" : "FAILED", target.c_str(),
+               use_tls ? "TLS" : "plaintext");
   return passed ? 0 : 1;
 }
 

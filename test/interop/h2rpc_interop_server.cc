@@ -1,7 +1,16 @@
 // The gRPC interop TestService (doc/interop-test-descriptions.md upstream),
-// served by h2rpc over plaintext HTTP/2.
+// served by h2rpc over HTTP/2, plaintext (h2c) or TLS.
 //
-//   h2rpc_interop_server --port=0
+//   h2rpc_interop_server --port=0 [--use_tls=true]
+//       [--tls_testdata_dir=test/interop/testdata]
+//
+// --use_tls=true serves TLS (ALPN h2) with gRPC's interop test key pair,
+// server1.key and server1.pem from --tls_testdata_dir (see
+// interop_peer_util.h), as gRPC's own interop servers do; clients trust
+// ca.pem and connect with --server_host_override=foo.test.google.fr.
+// Every call on a TLS port must carry the connection's PeerIdentity (a TLS
+// protocol version, no client certificate) and every call on a plaintext
+// port none; a call that does not fails with INTERNAL.
 //
 // Once it is listening it prints exactly one line, "listening on port N", to
 // stdout; logs go to stderr. SIGTERM or SIGINT shuts it down (in-flight calls
@@ -62,10 +71,12 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -73,6 +84,8 @@
 #include "proto/grpc/testing/messages.pb.h"
 #include "proto/grpc/testing/test.h2rpc.pb.h"
 #include "rpc/compression.h"
+#include "rpc/credentials.h"
+#include "rpc/peer_identity.h"
 #include "rpc/server.h"
 #include "rpc/server_context.h"
 #include "rpc/server_stream.h"
@@ -82,6 +95,12 @@
 ABSL_FLAG(int, port, 0, "TCP port to listen on; 0 picks a free port.");
 ABSL_FLAG(std::string, host, "127.0.0.1",
           "Address to listen on (loopback by default).");
+ABSL_FLAG(bool, use_tls, false,
+          "Serve TLS with the interop test key pair (server1.key, "
+          "server1.pem) instead of plaintext h2c.");
+ABSL_FLAG(std::string, tls_testdata_dir, h2rpc::testing::kDefaultTlsTestdataDir,
+          "Directory holding server1.key and server1.pem, relative to the "
+          "working directory unless absolute.");
 
 namespace h2rpc::testing {
 namespace {
@@ -114,6 +133,48 @@ void EchoMetadata(ServerContext* context) {
   if (auto value = client_metadata.Get(kEchoTrailingBinMetadataKey)) {
     context->AddTrailingMetadata(kEchoTrailingBinMetadataKey, *value);
   }
+}
+
+// Checks that the call's transport security is the port's: on a TLS port a
+// PeerIdentity with a TLS protocol version and no client certificate (the
+// server does not ask for one), on a plaintext port none.
+Status CheckTransportSecurity(const ServerContext& context, bool tls) {
+  const std::shared_ptr<const PeerIdentity>& identity = context.peer_identity();
+  if (!tls) {
+    if (identity == nullptr) return Status();
+    return Status(StatusCode::kInternal,
+                  absl::StrCat("call on the plaintext port has a PeerIdentity "
+                               "(protocol \"",
+                               identity->protocol, "\")"));
+  }
+  if (identity == nullptr) {
+    return Status(StatusCode::kInternal,
+                  "call on the TLS port has no PeerIdentity");
+  }
+  if (!absl::StartsWith(identity->protocol, "TLSv1.")) {
+    return Status(
+        StatusCode::kInternal,
+        absl::StrCat("call on the TLS port: PeerIdentity protocol \"",
+                     identity->protocol, "\", expected TLSv1.2 or TLSv1.3"));
+  }
+  if (identity->certificate_verified || !identity->subject.empty()) {
+    return Status(
+        StatusCode::kInternal,
+        absl::StrCat("call on the TLS port: PeerIdentity names a client "
+                     "certificate (subject \"",
+                     identity->subject, "\"), but none was requested"));
+  }
+  return Status();
+}
+
+// What every TestService handler but UnimplementedCall does first: checks
+// the call's transport security against --use_tls, then echoes metadata.
+Status BeginCall(ServerContext* context) {
+  Status status =
+      CheckTransportSecurity(*context, absl::GetFlag(FLAGS_use_tls));
+  if (!status.ok()) return status;
+  EchoMetadata(context);
+  return Status();
 }
 
 // Only COMPRESSABLE exists; anything else is rejected as the description
@@ -168,7 +229,7 @@ constexpr CompressionAlgorithm kResponseCompression =
 // UnaryCall semantics, shared with CacheableUnaryCall.
 Status HandleUnary(ServerContext* context, const SimpleRequest& request,
                    SimpleResponse* response) {
-  EchoMetadata(context);
+  if (Status begun = BeginCall(context); !begun.ok()) return begun;
   if (request.has_response_compressed()) {
     context->set_compression_algorithm(request.response_compressed().value()
                                            ? kResponseCompression
@@ -274,7 +335,7 @@ class TestServiceImpl final : public TestService::Service {
 Status TestServiceImpl::EmptyCall(ServerContext* context,
                                   const Empty* /*request*/,
                                   Empty* /*response*/) {
-  EchoMetadata(context);
+  if (Status begun = BeginCall(context); !begun.ok()) return begun;
   return Status();
 }
 
@@ -296,7 +357,7 @@ Status TestServiceImpl::CacheableUnaryCall(ServerContext* context,
 Status TestServiceImpl::StreamingOutputCall(
     ServerContext* context, const StreamingOutputCallRequest* request,
     ResponseWriter* writer) {
-  EchoMetadata(context);
+  if (Status begun = BeginCall(context); !begun.ok()) return begun;
   Status status = CheckResponseType(request->response_type());
   if (!status.ok()) return status;
   if (AnyCompressedResponse(*request)) {
@@ -314,7 +375,7 @@ Status TestServiceImpl::StreamingOutputCall(
 Status TestServiceImpl::StreamingInputCall(
     ServerContext* context, ServerReader<StreamingInputCallRequest>* reader,
     StreamingInputCallResponse* response) {
-  EchoMetadata(context);
+  if (Status begun = BeginCall(context); !begun.ok()) return begun;
   StreamingInputCallRequest request;
   int64_t total = 0;
   while (reader->Read(&request)) {
@@ -332,7 +393,7 @@ Status TestServiceImpl::StreamingInputCall(
 // first request with response_parameters decides the call's compression.
 Status TestServiceImpl::FullDuplexCall(ServerContext* context,
                                        DuplexStream* stream) {
-  EchoMetadata(context);
+  if (Status begun = BeginCall(context); !begun.ok()) return begun;
   StreamingOutputCallRequest request;
   bool first_response_pending = true;
   while (stream->Read(&request)) {
@@ -360,7 +421,7 @@ Status TestServiceImpl::FullDuplexCall(ServerContext* context,
 // the call's compression.
 Status TestServiceImpl::HalfDuplexCall(ServerContext* context,
                                        DuplexStream* stream) {
-  EchoMetadata(context);
+  if (Status begun = BeginCall(context); !begun.ok()) return begun;
   std::vector<StreamingOutputCallRequest> requests;
   StreamingOutputCallRequest request;
   while (stream->Read(&request)) requests.push_back(request);
@@ -402,12 +463,30 @@ int Run() {
     return bad;
   }
 
+  std::shared_ptr<ServerCredentials> credentials = InsecureServerCredentials();
+  if (absl::GetFlag(FLAGS_use_tls)) {
+    const std::string dir = absl::GetFlag(FLAGS_tls_testdata_dir);
+    SslServerCredentialsOptions::PemKeyCertPair pair;
+    if (const int bad =
+            ReadTestdataFile(dir, kServerKeyFile, &pair.private_key)) {
+      return bad;
+    }
+    if (const int bad =
+            ReadTestdataFile(dir, kServerCertFile, &pair.cert_chain)) {
+      return bad;
+    }
+    SslServerCredentialsOptions ssl_options;
+    ssl_options.pem_key_cert_pairs.push_back(std::move(pair));
+    credentials = SslServerCredentials(ssl_options);
+  }
+
   ServerOptions options;
   int selected_port = 0;
   Status status;
   TestServiceImpl service;  // outlives the server
   Server::Builder builder;
-  builder.AddListeningPort(address, &selected_port).SetOptions(options);
+  builder.AddListeningPort(address, credentials, &selected_port)
+      .SetOptions(options);
   service.AddTo(builder);
   std::unique_ptr<Server> server = builder.BuildAndStart(&status);
   if (server == nullptr || selected_port == 0) {

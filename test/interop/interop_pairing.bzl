@@ -30,6 +30,7 @@ def interop_pairing_test(
         server,
         client,
         cases = ALL_INTEROP_CASES,
+        tls = False,
         server_args = [],
         client_args = [],
         **kwargs):
@@ -39,16 +40,28 @@ def interop_pairing_test(
     command lines (server: --port=0 and the "listening on port N" line;
     client: --server_host, --server_port, --test_case). Each case is one gtest
     test; see //test/interop:interop_pairing_test.cc for the driver.
+
+    `tls = True` runs the cases over TLS with gRPC's interop test credentials
+    (//test/interop/testdata, found by the peers at their default
+    --tls_testdata_dir under the runfiles root): the peers get gRPC's interop
+    TLS flags (--use_tls, --use_test_ca, --server_host_override), and three
+    more tests check that the server refuses a plaintext client and the client
+    rejects an untrusted CA and a wrong host name.
     """
     native.cc_test(
         name = name,
         deps = ["//test/interop:interop_pairing_driver"],
-        data = [server, client],
+        data = [server, client] + (
+            ["//test/interop/testdata:interop_testdata"] if tls else []
+        ),
         args = [
             "--server=$(location %s)" % server,
             "--client=$(location %s)" % client,
             "--cases=" + ",".join(cases),
-        ] + ["--server_arg=" + a for a in server_args] + [
+        ] + (["--tls"] if tls else []) + [
+            "--server_arg=" + a
+            for a in server_args
+        ] + [
             "--client_arg=" + a
             for a in client_args
         ],

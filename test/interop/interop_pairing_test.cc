@@ -2,7 +2,7 @@
 // interop test cases between them, each case a separate gtest test.
 //
 //   interop_pairing_test --server=PATH --client=PATH --cases=a,b,c
-//       [--server_arg=ARG]... [--client_arg=ARG]...
+//       [--tls] [--server_arg=ARG]... [--client_arg=ARG]...
 //       [--server_start_timeout_s=30] [--client_timeout_s=90]
 //       [--shutdown_grace_s=5] [gtest flags]
 //
@@ -23,6 +23,19 @@
 // InteropServer.StopsOnSigterm, sends SIGTERM and expects the server to exit 0
 // within --shutdown_grace_s (it is killed with SIGKILL otherwise). A server
 // still running when the tests end is stopped the same way.
+//
+// --tls runs the pairing over TLS with gRPC's interop test credentials: the
+// server gets --use_tls=true (before the --server_arg ones), each case's
+// client --use_tls=true --use_test_ca=true
+// --server_host_override=foo.test.google.fr (before the --client_arg ones).
+// Three more tests, before StopsOnSigterm, prove that TLS is really in use
+// and verified: the client runs empty_unary (with --deadline_ms=10000, no
+// --client_arg) without TLS (InteropTls.ServerRefusesPlaintextClient),
+// with TLS but the system's roots instead of the test CA
+// (InteropTls.ClientRejectsUntrustedCa) and with the test CA but no host
+// override, so that 127.0.0.1 does not match the certificate
+// (InteropTls.ClientRejectsWrongHostName). Each must fail (exit code 1) with
+// UNAVAILABLE in its output, and the server must stay up.
 //
 // Child processes are spawned with posix_spawn and signalled only by their
 // own process ids.
@@ -68,10 +81,16 @@ using Clock = std::chrono::steady_clock;
 // Largest excerpt of a child's output put into one failure message.
 constexpr size_t kMaxExcerptBytes = 32 * 1024;
 
+// The client flags of a TLS pairing's cases; the probes use subsets.
+constexpr char kUseTls[] = "--use_tls=true";
+constexpr char kUseTestCa[] = "--use_test_ca=true";
+constexpr char kHostOverride[] = "--server_host_override=foo.test.google.fr";
+
 struct Options {
   std::string server;
   std::string client;
   std::vector<std::string> cases;
+  bool tls = false;
   std::vector<std::string> server_args;
   std::vector<std::string> client_args;
   int server_start_timeout_s = 30;
@@ -319,6 +338,7 @@ class ServerProcess {
     if (!OpenLog(error)) return false;
     const Options& options = GlobalOptions();
     std::vector<std::string> argv = {options.server, "--port=0"};
+    if (options.tls) argv.push_back(kUseTls);
     argv.insert(argv.end(), options.server_args.begin(),
                 options.server_args.end());
     const size_t log_start = LogSize();
@@ -474,14 +494,26 @@ struct ClientRun {
   std::string command;
 };
 
-// Runs the client for one case, killing it after --client_timeout_s.
-ClientRun RunClient(const std::string& test_case, int port) {
+// The client flags of one case: the TLS ones of a --tls pairing, then the
+// --client_arg ones.
+std::vector<std::string> CaseClientArgs() {
+  const Options& options = GlobalOptions();
+  std::vector<std::string> args;
+  if (options.tls) args = {kUseTls, kUseTestCa, kHostOverride};
+  args.insert(args.end(), options.client_args.begin(),
+              options.client_args.end());
+  return args;
+}
+
+// Runs the client with `test_case` and `args` against `port`, killing it
+// after --client_timeout_s.
+ClientRun RunClient(const std::string& test_case,
+                    const std::vector<std::string>& args, int port) {
   const Options& options = GlobalOptions();
   std::vector<std::string> argv = {options.client, "--server_host=127.0.0.1",
                                    absl::StrCat("--server_port=", port),
                                    absl::StrCat("--test_case=", test_case)};
-  argv.insert(argv.end(), options.client_args.begin(),
-              options.client_args.end());
+  argv.insert(argv.end(), args.begin(), args.end());
   ClientRun run;
   run.command = absl::StrJoin(argv, " ");
   Child child;
@@ -536,7 +568,8 @@ class InteropCaseTest : public ::testing::Test {
     }
     const size_t log_offset = server.LogSize();
     const size_t server_log_start = server.log_start();
-    const ClientRun run = RunClient(test_case_, server.port());
+    const ClientRun run =
+        RunClient(test_case_, CaseClientArgs(), server.port());
     std::string server_state;
     const bool server_alive = server.CheckAlive(&server_state);
 
@@ -575,6 +608,63 @@ class InteropCaseTest : public ::testing::Test {
 
  private:
   const std::string test_case_;
+};
+
+// A TLS pairing's check that a client with the wrong TLS settings fails:
+// runs empty_unary with `client_args`, expects exit code 1 with UNAVAILABLE
+// in the client's output, and the server still up.
+class TlsRefusalTest : public ::testing::Test {
+ public:
+  TlsRefusalTest(std::string what, std::vector<std::string> client_args)
+      : what_(std::move(what)), client_args_(std::move(client_args)) {}
+
+  void TestBody() override {
+    ServerProcess& server = GlobalServer();
+    std::string error;
+    if (!server.EnsureRunning(&error)) {
+      FAIL() << "cannot start the server: " << error;
+    }
+    const size_t log_offset = server.LogSize();
+    std::vector<std::string> args = client_args_;
+    args.push_back("--deadline_ms=10000");
+    const ClientRun run = RunClient("empty_unary", args, server.port());
+    std::string server_state;
+    const bool server_alive = server.CheckAlive(&server_state);
+
+    std::vector<std::string> problems;
+    if (!run.started) {
+      problems.push_back(run.output);
+    } else if (run.timed_out) {
+      problems.push_back(absl::StrCat("the client did not finish within ",
+                                      GlobalOptions().client_timeout_s,
+                                      " s and was killed"));
+    } else if (!WIFEXITED(run.wait_status) ||
+               WEXITSTATUS(run.wait_status) != 1) {
+      problems.push_back(absl::StrCat(
+          "the client ended with ", DescribeWaitStatus(run.wait_status),
+          ", expected exit code 1 (a failed call)"));
+    } else if (!absl::StrContains(run.output, "got UNAVAILABLE")) {
+      problems.push_back(
+          "the call failed, but not with UNAVAILABLE (see its output)");
+    }
+    if (!server_alive) {
+      problems.push_back(absl::StrCat(server_state, " during this test"));
+    }
+    if (problems.empty()) {
+      std::fprintf(stderr, "[pairing] %s: refused after %.2f s\n",
+                   what_.c_str(), run.seconds);
+      return;
+    }
+    ADD_FAILURE() << what_ << ": " << absl::StrJoin(problems, "; ")
+                  << "\ncommand: " << run.command << "\n--- client output ---\n"
+                  << Excerpt(run.output)
+                  << "\n--- server stderr during the test ---\n"
+                  << server.LogSince(log_offset) << ServerStdoutNote(server);
+  }
+
+ private:
+  const std::string what_;
+  const std::vector<std::string> client_args_;
 };
 
 class ServerShutdownTest : public ::testing::Test {
@@ -617,7 +707,9 @@ bool ParseArgs(int argc, char** argv, Options* options, std::string* error) {
       value = arg.substr(prefix.size());
       return true;
     };
-    if (flag("server")) {
+    if (arg == "--tls") {
+      options->tls = true;
+    } else if (flag("server")) {
       options->server = std::string(value);
     } else if (flag("client")) {
       options->client = std::string(value);
@@ -676,7 +768,7 @@ int main(int argc, char** argv) {
   if (!h2rpc::testing::ParseArgs(argc, argv, &GlobalOptions(), &error)) {
     std::fprintf(stderr,
                  "%s\nusage: %s --server=PATH --client=PATH --cases=a,b,c "
-                 "[--server_arg=ARG]... [--client_arg=ARG]... "
+                 "[--tls] [--server_arg=ARG]... [--client_arg=ARG]... "
                  "[--server_start_timeout_s=30] [--client_timeout_s=90] "
                  "[--shutdown_grace_s=5] [gtest flags]\n",
                  error.c_str(), argv[0]);
@@ -688,6 +780,28 @@ int main(int argc, char** argv) {
         [test_case]() -> h2rpc::testing::InteropCaseTest* {
           return new h2rpc::testing::InteropCaseTest(test_case);
         });
+  }
+  if (GlobalOptions().tls) {
+    using h2rpc::testing::TlsRefusalTest;
+    const struct {
+      const char* name;
+      std::vector<std::string> client_args;
+    } probes[] = {
+        {"ServerRefusesPlaintextClient", {}},
+        {"ClientRejectsUntrustedCa",
+         {h2rpc::testing::kUseTls, h2rpc::testing::kHostOverride}},
+        {"ClientRejectsWrongHostName",
+         {h2rpc::testing::kUseTls, h2rpc::testing::kUseTestCa}},
+    };
+    for (const auto& probe : probes) {
+      const std::string name = probe.name;
+      const std::vector<std::string> args = probe.client_args;
+      ::testing::RegisterTest("InteropTls", probe.name, nullptr, nullptr,
+                              __FILE__, __LINE__,
+                              [name, args]() -> TlsRefusalTest* {
+                                return new TlsRefusalTest(name, args);
+                              });
+    }
   }
   ::testing::RegisterTest("InteropServer", "StopsOnSigterm", nullptr, nullptr,
                           __FILE__, __LINE__,

@@ -2,7 +2,10 @@
 
 #include <pthread.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
@@ -34,6 +37,50 @@ int CheckServerFlags(const std::string& host, int port, std::string* address) {
     return 2;
   }
   *address = JoinHostPort(host, port);
+  return 0;
+}
+
+int ReadTestdataFile(const std::string& dir, const std::string& file,
+                     std::string* contents) {
+  const std::string path = absl::StrCat(dir, "/", file);
+  FILE* in = std::fopen(path.c_str(), "rb");
+  int error = in == nullptr ? errno : 0;
+  std::string data;
+  if (in != nullptr) {
+    char buffer[8192];
+    size_t n;
+    while ((n = std::fread(buffer, 1, sizeof(buffer), in)) > 0) {
+      data.append(buffer, n);
+    }
+    if (std::ferror(in)) error = errno;
+    std::fclose(in);
+  }
+  if (error != 0) {
+    std::fprintf(stderr,
+                 "cannot read %s: %s (--tls_testdata_dir must name the "
+                 "directory holding ca.pem, server1.key and server1.pem)\n",
+                 path.c_str(), std::strerror(error));
+    return 2;
+  }
+  if (data.empty()) {
+    std::fprintf(stderr, "%s is empty\n", path.c_str());
+    return 2;
+  }
+  *contents = std::move(data);
+  return 0;
+}
+
+int CheckClientTlsFlags(bool use_tls, bool use_test_ca,
+                        const std::string& server_host_override) {
+  if (use_tls) return 0;
+  if (use_test_ca) {
+    std::fprintf(stderr, "--use_test_ca=true needs --use_tls=true\n");
+    return 2;
+  }
+  if (!server_host_override.empty()) {
+    std::fprintf(stderr, "--server_host_override needs --use_tls=true\n");
+    return 2;
+  }
   return 0;
 }
 
