@@ -15,9 +15,12 @@ namespace h2rpc::benchmark {
 // The benchmark's two sides, each implemented on h2rpc and on gRPC C++ so
 // that every pairing runs the same workload. The service is
 // grpc.testing.BenchmarkService: UnaryCall, StreamingCall (ping-pong) and
-// StreamingBothWays (each side streams independently).
+// StreamingBothWays (each side streams independently). kHandshake makes
+// UnaryCalls, each on a connection of its own: an op opens a channel (TCP
+// connect, TLS handshake when secure, HTTP/2 preface), completes one call on
+// it and closes it.
 
-enum class Workload { kUnary, kStreaming, kUnconstrained };
+enum class Workload { kUnary, kStreaming, kUnconstrained, kHandshake };
 
 // Counts a client's streams and calls still running, so that Stop() can
 // wait for them.
@@ -45,7 +48,9 @@ class Outstanding {
 struct ClientConfig {
   std::string target;  // "host:port"
   Workload workload = Workload::kUnary;
-  // Calls (unary) or streams in flight, spread over `connections`.
+  // Calls (unary) or streams in flight, spread over `connections`;
+  // handshake: connections in flight, each with its one call (`connections`
+  // is not used).
   int concurrency = 1;
   int connections = 1;
   int req_size = 1024;
@@ -53,6 +58,12 @@ struct ClientConfig {
   CompressionAlgorithm compression = CompressionAlgorithm::kIdentity;
   // CPUs for the client's threads; empty: not pinned.
   std::vector<int> cpus;
+  // TLS (with ALPN h2) instead of plaintext: the server's certificate must
+  // be signed by `pem_root_certs` and name `ssl_target_name_override` (empty:
+  // the target's host).
+  bool secure = false;
+  std::string pem_root_certs;
+  std::string ssl_target_name_override;
 };
 
 struct ServerConfig {
@@ -60,6 +71,11 @@ struct ServerConfig {
   std::string address = "127.0.0.1:0";
   CompressionAlgorithm compression = CompressionAlgorithm::kIdentity;
   std::vector<int> cpus;
+  // TLS (with ALPN h2) instead of plaintext, with this key and certificate
+  // chain (PEM, leaf first); clients send no certificate.
+  bool secure = false;
+  std::string pem_private_key;
+  std::string pem_cert_chain;
 };
 
 // A client running closed loops until Stop(): every completed round trip

@@ -14,9 +14,18 @@
 // the server in a child process (this binary with --server_only); so does
 // --process=two for any pairing. --target drives a remote server;
 // --server_only --port=P serves for any gRPC client.
+//
+// --secure runs everything over TLS with gRPC's interop test credentials
+// (test/interop/testdata: servers serve server1.key/server1.pem, clients
+// trust ca.pem and expect the name foo.test.google.fr), found in this
+// binary's runfiles or at --tls_credentials_dir. --workloads=handshake opens
+// a connection per op (one unary call on it, then closed): its QPS is
+// connections per second.
 #include <pthread.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -37,10 +46,12 @@
 #include "benchmark/run_result.h"
 #include "benchmark/server_process.h"
 #include "benchmark/thread_cpu.h"
+#include "benchmark/tls_credentials.h"
 #include "rpc/compression.h"
 
 ABSL_FLAG(std::string, workloads, "unary",
-          "unary, streaming (ping-pong) and/or unconstrained.");
+          "unary, streaming (ping-pong), unconstrained and/or handshake (a new "
+          "connection per unary call; --connections does not apply).");
 ABSL_FLAG(std::string, max_concurrent_calls, "1,8,64,120",
           "Calls (unary) or streams in flight.");
 ABSL_FLAG(std::string, req_size_bytes, "1024", "Request payload sizes.");
@@ -52,7 +63,8 @@ ABSL_FLAG(std::string, server_stack, "h2rpc", "h2rpc and/or grpcpp.");
 ABSL_FLAG(absl::Duration, benchtime, absl::Seconds(10),
           "Measured time per run.");
 ABSL_FLAG(absl::Duration, warmup, absl::Seconds(1),
-          "Unmeasured time before each run.");
+          "Unmeasured time before each run, from the client's first "
+          "completed op (waited for up to 30 s).");
 ABSL_FLAG(std::string, client_cpus, "default",
           "CPUs for the client's threads (comma-separated; empty: not "
           "pinned; default: 1 on a machine with 2 or more CPUs).");
@@ -69,6 +81,16 @@ ABSL_FLAG(bool, server_only, false,
           "stdin closes.");
 ABSL_FLAG(int, port, 0, "Port for --server_only (0: any).");
 ABSL_FLAG(std::string, result_file, "", "Writes the results as JSON.");
+ABSL_FLAG(bool, secure, false,
+          "TLS (ALPN h2) on every connection, with gRPC's interop test "
+          "credentials (see --tls_credentials_dir); clients verify the "
+          "server's certificate against ca.pem for the name "
+          "foo.test.google.fr.");
+ABSL_FLAG(std::string, tls_credentials_dir, "",
+          "With --secure: the directory holding ca.pem, server1.key and "
+          "server1.pem (the workspace's test/interop/testdata). Empty: this "
+          "binary's runfiles (bazel run, bazel-bin/benchmark/benchmain), "
+          "then test/interop/testdata under the working directory.");
 
 namespace h2rpc::benchmark {
 namespace {
@@ -120,6 +142,8 @@ bool ParseWorkload(const std::string& name, Workload* out) {
     *out = Workload::kStreaming;
   else if (name == "unconstrained")
     *out = Workload::kUnconstrained;
+  else if (name == "handshake")
+    *out = Workload::kHandshake;
   else
     return false;
   return true;
@@ -176,13 +200,44 @@ struct Plan {
   std::string process;
   std::string target;
   absl::Duration warmup;
+  TlsCredentialFiles tls;  // --secure only
 };
+
+// --secure: the interop test credentials, or false after printing why.
+bool LoadTls(TlsCredentialFiles* tls) {
+  std::string error;
+  if (!LoadTlsCredentialFiles(absl::GetFlag(FLAGS_tls_credentials_dir), tls,
+                              &error)) {
+    std::fprintf(stderr, "%s\n", error.c_str());
+    return false;
+  }
+  return true;
+}
+
+void SetServerTls(const TlsCredentialFiles& tls, ServerConfig* config) {
+  config->secure = true;
+  config->pem_private_key = tls.server_key;
+  config->pem_cert_chain = tls.server_cert;
+}
 
 SideUsage UsageOf(Role role, const ThreadCpuSnapshot& cpu0,
                   const ThreadCpuSnapshot& cpu1, AllocationCount a0,
                   AllocationCount a1) {
   return {a1.allocations - a0.allocations, a1.bytes - a0.bytes,
           cpu1.RoleNanosSince(cpu0, role)};
+}
+
+// Returns once the client's first op has completed or failed, or after 30 s
+// (the run then reports what it got): connection setup that is slow (a
+// server process still starting, gRPC C++ or TLS under a sanitizer) is not
+// taken out of the warm-up.
+void WaitForFirstOp(OpStats* stats) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (absl::Now() < deadline) {
+    const OpStats::Snapshot s = stats->Take();
+    if (s.histogram.count() > 0 || s.recvs > 0 || s.errors > 0) return;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
 }
 
 // Runs one combination; false if the server could not be started.
@@ -193,6 +248,7 @@ bool RunOne(const RunFeatures& features, Workload workload,
   ServerConfig server_config;
   server_config.compression = compression;
   server_config.cpus = plan.server_cpus;
+  if (features.secure) SetServerTls(plan.tls, &server_config);
 
   std::unique_ptr<BenchServer> server;
   std::unique_ptr<ServerProcess> server_process;
@@ -202,7 +258,9 @@ bool RunOne(const RunFeatures& features, Workload workload,
     server_process = ServerProcess::Start(
         {"--server_only", "--server_stack=" + features.server_stack, "--port=0",
          "--compression=" + features.compression,
-         "--server_cpus=" + absl::StrJoin(plan.server_cpus, ",")},
+         "--server_cpus=" + absl::StrJoin(plan.server_cpus, ","),
+         absl::StrCat("--secure=", features.secure ? "true" : "false"),
+         "--tls_credentials_dir=" + plan.tls.dir},
         &error);
     if (server_process == nullptr) {
       std::fprintf(stderr, "%s\n", error.c_str());
@@ -237,17 +295,24 @@ bool RunOne(const RunFeatures& features, Workload workload,
   config.resp_size = features.resp_size_bytes;
   config.compression = compression;
   config.cpus = plan.client_cpus;
+  if (features.secure) {
+    config.secure = true;
+    config.pem_root_certs = plan.tls.ca_pem;
+    config.ssl_target_name_override = kTlsTargetNameOverride;
+  }
   OpStats stats;
   std::unique_ptr<BenchClient> client = features.client_stack == "grpcpp"
                                             ? NewGrpcppClient(config, &stats)
                                             : NewH2rpcClient(config, &stats);
   client->Start();
+  WaitForFirstOp(&stats);
   absl::SleepFor(plan.warmup);
   {
     ProgressReporter progress(features.Title(), &stats);
     stats.Reset();
     const absl::Time start = absl::Now();
     const ThreadCpuSnapshot cpu0 = ThreadCpuSnapshot::Take(unnamed);
+    const int64_t process_cpu0 = ProcessCpuNanos();
     const AllocationCount client0 = AllocationsOf(Role::kClient);
     const AllocationCount server0 = AllocationsOf(Role::kServer);
     SideUsage child0;
@@ -259,6 +324,7 @@ bool RunOne(const RunFeatures& features, Workload workload,
     result->stats = stats.Take();
     result->duration = absl::Now() - start;
     const ThreadCpuSnapshot cpu1 = ThreadCpuSnapshot::Take(unnamed);
+    const int64_t process_cpu1 = ProcessCpuNanos();
     const AllocationCount client1 = AllocationsOf(Role::kClient);
     const AllocationCount server1 = AllocationsOf(Role::kServer);
     SideUsage child1;
@@ -270,6 +336,17 @@ bool RunOne(const RunFeatures& features, Workload workload,
     result->client = UsageOf(Role::kClient, cpu0, cpu1, client0, client1);
     if (server != nullptr) {
       result->server = UsageOf(Role::kServer, cpu0, cpu1, server0, server1);
+    }
+    if (workload == Workload::kHandshake) {
+      // An h2rpc channel's loop thread lives for one op, and threads that
+      // exit are missing from per-thread figures: the client's CPU is the
+      // process's less that of the other sides, whose threads live through
+      // the run.
+      const int64_t others =
+          cpu1.RoleNanosSince(cpu0, Role::kHarness) +
+          (server != nullptr ? result->server->cpu_nanos : 0);
+      result->client->cpu_nanos =
+          std::max<int64_t>(0, process_cpu1 - process_cpu0 - others);
     }
   }
   client->Stop();
@@ -298,6 +375,11 @@ int ServeOnly() {
   }
   if (absl::GetFlag(FLAGS_port) != 0) {
     config.address = absl::StrCat("0.0.0.0:", absl::GetFlag(FLAGS_port));
+  }
+  if (absl::GetFlag(FLAGS_secure)) {
+    TlsCredentialFiles tls;
+    if (!LoadTls(&tls)) return 2;
+    SetServerTls(tls, &config);
   }
   std::string error;
   std::unique_ptr<BenchServer> server = StartServer(stacks[0], config, &error);
@@ -328,6 +410,8 @@ int Main(int argc, char** argv) {
   plan.process = absl::GetFlag(FLAGS_process);
   plan.target = absl::GetFlag(FLAGS_target);
   plan.warmup = absl::GetFlag(FLAGS_warmup);
+  const bool secure = absl::GetFlag(FLAGS_secure);
+  if (secure && !LoadTls(&plan.tls)) return 2;
   if (plan.process != "auto" && plan.process != "one" &&
       plan.process != "two") {
     std::fprintf(stderr, "bad --process\n");
@@ -388,6 +472,12 @@ int Main(int argc, char** argv) {
             for (int req_size : req_sizes) {
               for (int resp_size : resp_sizes) {
                 for (int conns : connections) {
+                  // One connection per op whatever --connections says: the
+                  // first entry only.
+                  if (workload == Workload::kHandshake &&
+                      conns != connections.front()) {
+                    continue;
+                  }
                   RunFeatures f;
                   f.workload = workload_name;
                   f.client_stack = client_stack;
@@ -396,7 +486,9 @@ int Main(int argc, char** argv) {
                   f.req_size_bytes = req_size;
                   f.resp_size_bytes = resp_size;
                   f.compression = compression_name;
-                  f.connections = std::max(1, conns);
+                  f.connections =
+                      workload == Workload::kHandshake ? 1 : std::max(1, conns);
+                  f.secure = secure;
                   f.benchtime = absl::GetFlag(FLAGS_benchtime);
                   f.two_processes =
                       plan.target.empty() &&

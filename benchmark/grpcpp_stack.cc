@@ -478,9 +478,16 @@ class GrpcppServer final : public BenchServer {
     {
       ScopedAffinity affinity(config.cpus);
       if (!affinity.error().empty()) return affinity.error();
+      std::shared_ptr<grpc::ServerCredentials> credentials =
+          grpc::InsecureServerCredentials();
+      if (config.secure) {
+        grpc::SslServerCredentialsOptions ssl;
+        ssl.pem_key_cert_pairs.push_back(
+            {config.pem_private_key, config.pem_cert_chain});
+        credentials = grpc::SslServerCredentials(ssl);
+      }
       grpc::ServerBuilder builder;
-      builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
-                               &port_);
+      builder.AddListeningPort(config.address, credentials, &port_);
       builder.RegisterService(&service_);
       builder.SetDefaultCompressionAlgorithm(ToGrpc(config.compression));
       for (int i = 0; i < num_queues; ++i) {
@@ -490,7 +497,8 @@ class GrpcppServer final : public BenchServer {
       server_ = builder.BuildAndStart();
     }
     if (server_ == nullptr || port_ == 0) {
-      return "cannot start the gRPC C++ server on 127.0.0.1:0";
+      return absl::StrCat("cannot start the gRPC C++ server on ",
+                          config.address, config.secure ? " (TLS)" : "");
     }
     for (auto& queue : queues_) {
       for (int method = 0; method < kNumMethods; ++method) {
@@ -524,9 +532,27 @@ struct ClientShared {
   OpStats* stats = nullptr;
   grpc_compression_algorithm compression = GRPC_COMPRESS_NONE;
   SimpleRequest request;
+  std::string target;
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
+  std::string ssl_target_name_override;  // secure only; empty: none
+  std::atomic<int64_t> next_channel{0};
   std::atomic<bool> stopping{false};
   Outstanding outstanding;
 };
+
+// A channel of its own, hence a connection of its own: no subchannel shared
+// with another channel, and a distinct argument so that no two channels are
+// equal. Any thread.
+std::shared_ptr<grpc::Channel> NewChannel(ClientShared* shared) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  args.SetString("h2rpc.benchmark.channel",
+                 absl::StrCat(shared->next_channel.fetch_add(1)));
+  if (!shared->ssl_target_name_override.empty()) {
+    args.SetSslTargetNameOverride(shared->ssl_target_name_override);
+  }
+  return grpc::CreateCustomChannel(shared->target, shared->credentials, args);
+}
 
 // One closed loop: a state machine driven by the polling thread of its
 // completion queue (and started by Start()'s caller).
@@ -595,6 +621,60 @@ class UnaryLoop final : public ClientLoop {
     reader_->Finish(&response_, &status_, &finish_tag_);
   }
 
+  std::optional<grpc::ClientContext> context_;
+  std::unique_ptr<grpc::ClientAsyncResponseReader<SimpleResponse>> reader_;
+  SimpleResponse response_;
+  grpc::Status status_;
+  absl::Time start_;
+};
+
+// Handshake: each op makes a channel of its own (NewChannel: a new
+// connection, with its TLS handshake when secure), one unary call on it with
+// a fresh ClientContext, and drops the channel, which closes the connection.
+// The channel is made and dropped on the queue's polling thread.
+class HandshakeLoop final : public ClientLoop {
+ public:
+  HandshakeLoop(grpc::CompletionQueue* cq, ClientShared* shared)
+      : ClientLoop(nullptr, cq, shared) {}
+  ~HandshakeLoop() override { Close(); }
+
+  void Start() override { Issue(); }
+  void Proceed(Event event, bool ok) override {
+    if (status_.ok()) {
+      shared_->stats->RecordRoundTrip(absl::Now() - start_);
+    } else {
+      shared_->stats->RecordError(StatusText(status_));
+    }
+    Issue();
+  }
+
+ private:
+  // The call (in its arena), then its context, then the channel.
+  void Close() {
+    reader_.reset();
+    context_.reset();
+    op_stub_.reset();
+    op_channel_.reset();
+  }
+  void Issue() {
+    Close();
+    if (stopping()) {
+      shared_->outstanding.Done();
+      return;
+    }
+    start_ = absl::Now();
+    op_channel_ = NewChannel(shared_);
+    op_stub_ = BenchmarkService::NewStub(op_channel_);
+    context_.emplace();
+    if (shared_->compression != GRPC_COMPRESS_NONE) {
+      context_->set_compression_algorithm(shared_->compression);
+    }
+    reader_ = op_stub_->AsyncUnaryCall(&*context_, shared_->request, cq_);
+    reader_->Finish(&response_, &status_, &finish_tag_);
+  }
+
+  std::shared_ptr<grpc::Channel> op_channel_;
+  std::unique_ptr<BenchmarkService::Stub> op_stub_;
   std::optional<grpc::ClientContext> context_;
   std::unique_ptr<grpc::ClientAsyncResponseReader<SimpleResponse>> reader_;
   SimpleResponse response_;
@@ -769,17 +849,22 @@ class GrpcppClient final : public BenchClient {
     shared_.request.mutable_payload()->set_body(
         std::string(static_cast<size_t>(config.req_size), 'q'));
     shared_.request.set_response_size(config.resp_size);
+    shared_.target = config.target;
+    if (config.secure) {
+      grpc::SslCredentialsOptions ssl;
+      ssl.pem_root_certs = config.pem_root_certs;
+      shared_.credentials = grpc::SslCredentials(ssl);
+      shared_.ssl_target_name_override = config.ssl_target_name_override;
+    } else {
+      shared_.credentials = grpc::InsecureChannelCredentials();
+    }
 
     ScopedAffinity affinity(config.cpus);
     init_error_ = affinity.error();
-    for (int i = 0; i < std::max(1, config.connections); ++i) {
-      grpc::ChannelArguments args;
-      // A channel of its own per connection: no subchannel sharing, and a
-      // distinct argument so that no two channels are equal.
-      args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-      args.SetInt("h2rpc.benchmark.connection_index", i);
-      stubs_.push_back(BenchmarkService::NewStub(grpc::CreateCustomChannel(
-          config.target, grpc::InsecureChannelCredentials(), args)));
+    if (config.workload != Workload::kHandshake) {
+      for (int i = 0; i < std::max(1, config.connections); ++i) {
+        stubs_.push_back(BenchmarkService::NewStub(NewChannel(&shared_)));
+      }
     }
     const int num_queues =
         config.cpus.empty() ? 1 : static_cast<int>(config.cpus.size());
@@ -833,7 +918,8 @@ class GrpcppClient final : public BenchClient {
     }
     const size_t first = loops_.size();
     for (int i = 0; i < config_.concurrency; ++i) {
-      BenchmarkService::Stub* stub = stubs_[i % stubs_.size()].get();
+      BenchmarkService::Stub* stub =
+          stubs_.empty() ? nullptr : stubs_[i % stubs_.size()].get();
       grpc::CompletionQueue* cq = cqs_[i % cqs_.size()].get();
       switch (config_.workload) {
         case Workload::kUnary:
@@ -844,6 +930,9 @@ class GrpcppClient final : public BenchClient {
           break;
         case Workload::kUnconstrained:
           loops_.push_back(std::make_unique<BothWaysLoop>(stub, cq, &shared_));
+          break;
+        case Workload::kHandshake:
+          loops_.push_back(std::make_unique<HandshakeLoop>(cq, &shared_));
           break;
       }
     }

@@ -1,16 +1,24 @@
 // The benchmark's client and server on h2rpc: callback (loop-thread) handlers
-// and reactors, so neither side adds thread hand-offs of its own.
+// and reactors, so neither side adds thread hand-offs of its own (except the
+// handshake workload's opener thread, see HandshakeLoops).
+#include <pthread.h>
+#include <sched.h>
+
 #include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/time/clock.h"
 #include "benchmark/bench_stack.h"
 #include "proto/grpc/testing/benchmark_service.h2rpc.pb.h"
 #include "rpc/channel.h"
+#include "rpc/credentials.h"
 #include "rpc/server.h"
+#include "transport/io/mutex.h"
 
 namespace h2rpc::benchmark {
 namespace {
@@ -120,8 +128,17 @@ class H2rpcServer final : public BenchServer {
         config.cpus.empty() ? 1 : static_cast<int>(config.cpus.size());
     options.loop_cpus = config.cpus;
     options.default_compression = config.compression;
+    std::shared_ptr<ServerCredentials> credentials =
+        InsecureServerCredentials();
+    if (config.secure) {
+      SslServerCredentialsOptions ssl;
+      ssl.pem_key_cert_pairs.push_back(
+          {config.pem_private_key, config.pem_cert_chain});
+      credentials = SslServerCredentials(ssl);
+    }
     Server::Builder builder;
-    builder.SetOptions(options).AddListeningPort(config.address, &port_);
+    builder.SetOptions(options).AddListeningPort(config.address, credentials,
+                                                 &port_);
     Status status;
     server_ = handlers_.AddTo(builder).BuildAndStart(&status);
     return server_ == nullptr ? status.ToString() : std::string();
@@ -141,9 +158,20 @@ struct ClientShared {
   const ClientConfig* config;
   OpStats* stats;
   SimpleRequest request;
+  std::shared_ptr<ChannelCredentials> credentials;
   std::atomic<bool> stopping{false};
   Outstanding outstanding;
 };
+
+// The options of the client's `index`th channel.
+ChannelOptions ChannelOptionsFor(const ClientConfig& config, int index) {
+  ChannelOptions options;
+  if (!config.cpus.empty()) {
+    options.loop_cpu = config.cpus[index % config.cpus.size()];
+  }
+  options.ssl_target_name_override = config.ssl_target_name_override;
+  return options;
+}
 
 // One unary closed loop: each completion starts the next call.
 class UnaryLoop {
@@ -270,6 +298,123 @@ class BothWaysClient final
   SimpleResponse response_;
 };
 
+// Handshake: `concurrency` closed loops, each op opening a channel (its own
+// connection and event loop thread), making one unary call on it, and
+// closing it. A call completes on its channel's loop thread, which cannot
+// destroy its own channel; the opener thread destroys each finished channel
+// (stopping its loop and closing the connection) and opens the next. The
+// opener is named as a channel thread so that its allocations and CPU time
+// count as the client's (see benchmark/malloc_counter.h).
+class HandshakeLoops {
+ public:
+  explicit HandshakeLoops(ClientShared* shared) : shared_(shared) {
+    const int concurrency = shared->config->concurrency;
+    for (int i = 0; i < concurrency; ++i) {
+      slots_.push_back(std::make_unique<Slot>());
+      slots_.back()->index = i;
+    }
+    finished_.reserve(slots_.size());
+    batch_.reserve(slots_.size());
+  }
+  // Joins the opener, which has returned once every slot is closed after
+  // `stopping`.
+  ~HandshakeLoops() {
+    if (opener_.joinable()) opener_.join();
+  }
+  HandshakeLoops(const HandshakeLoops&) = delete;
+  HandshakeLoops& operator=(const HandshakeLoops&) = delete;
+
+  // Once: counts each loop in `outstanding` and starts the opener; each
+  // loop is Done() once `stopping` is seen and its channel is closed.
+  void Start() {
+    for (size_t i = 0; i < slots_.size(); ++i) shared_->outstanding.Add();
+    opener_ = std::thread([this] { Run(); });
+  }
+
+ private:
+  struct Slot {
+    int index = 0;  // which loop: spreads the channels over the client CPUs
+    std::shared_ptr<Channel> channel;
+    std::unique_ptr<BenchmarkService::Stub> stub;
+    std::optional<ClientContext> context;
+    SimpleResponse response;
+    absl::Time start;
+  };
+
+  // The opener thread.
+  void Run() {
+    pthread_setname_np(pthread_self(), "h2rpc-channel-o");
+    const std::vector<int>& cpus = shared_->config->cpus;
+    if (!cpus.empty()) {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      for (int cpu : cpus) {
+        if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &set);
+      }
+      // Unpinned if that fails: the channels' loops report a bad CPU.
+      (void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+    }
+    size_t open = slots_.size();
+    for (const std::unique_ptr<Slot>& slot : slots_) Open(slot.get());
+    while (open > 0) {
+      {
+        transport::io::MutexLock lock(&mu_);
+        while (finished_.empty()) cv_.Wait(&mu_);
+        batch_.assign(finished_.begin(), finished_.end());
+        finished_.clear();
+      }
+      for (Slot* slot : batch_) {
+        // The last reference: stops the channel's loop, closes the
+        // connection.
+        slot->stub.reset();
+        slot->channel.reset();
+        if (shared_->stopping.load(std::memory_order_relaxed)) {
+          --open;
+          shared_->outstanding.Done();
+        } else {
+          Open(slot);
+        }
+      }
+    }
+  }
+
+  // The opener thread: a new channel and its one call.
+  void Open(Slot* slot) {
+    slot->start = absl::Now();
+    slot->channel =
+        CreateChannel(shared_->config->target, shared_->credentials,
+                      ChannelOptionsFor(*shared_->config, slot->index));
+    slot->stub = std::make_unique<BenchmarkService::Stub>(slot->channel);
+    slot->context.emplace();
+    slot->context->set_compression_algorithm(shared_->config->compression);
+    slot->stub->AsyncUnaryCall(
+        &*slot->context, shared_->request, &slot->response,
+        [this, slot](const Status& status) { Finished(slot, status); });
+  }
+
+  // The channel's loop thread: the call is over; the opener takes it on.
+  void Finished(Slot* slot, const Status& status) {
+    if (status.ok()) {
+      shared_->stats->RecordRoundTrip(absl::Now() - slot->start);
+    } else {
+      shared_->stats->RecordError(status.ToString());
+    }
+    transport::io::MutexLock lock(&mu_);
+    finished_.push_back(slot);
+    cv_.Signal();
+  }
+
+  ClientShared* const shared_;
+  std::vector<std::unique_ptr<Slot>> slots_;
+  transport::io::Mutex mu_;
+  transport::io::CondVar cv_;
+  // Slots whose call is over, for the opener (capacity reserved: pushing
+  // does not allocate).
+  std::vector<Slot*> finished_ ABSL_GUARDED_BY(mu_);
+  std::vector<Slot*> batch_;  // opener thread only
+  std::thread opener_;
+};
+
 class H2rpcClient final : public BenchClient {
  public:
   H2rpcClient(const ClientConfig& config, OpStats* stats) : config_(config) {
@@ -278,12 +423,20 @@ class H2rpcClient final : public BenchClient {
     shared_.request.mutable_payload()->set_body(
         std::string(static_cast<size_t>(config.req_size), 'q'));
     shared_.request.set_response_size(config.resp_size);
+    if (config.secure) {
+      SslCredentialsOptions ssl;
+      ssl.pem_root_certs = config.pem_root_certs;
+      shared_.credentials = SslCredentials(ssl);
+    } else {
+      shared_.credentials = InsecureChannelCredentials();
+    }
+    if (config.workload == Workload::kHandshake) {
+      handshakes_ = std::make_unique<HandshakeLoops>(&shared_);
+      return;
+    }
     for (int i = 0; i < config.connections; ++i) {
-      ChannelOptions options;
-      if (!config.cpus.empty()) {
-        options.loop_cpu = config.cpus[i % config.cpus.size()];
-      }
-      channels_.push_back(CreateChannel(config.target, options));
+      channels_.push_back(CreateChannel(config.target, shared_.credentials,
+                                        ChannelOptionsFor(config, i)));
       stubs_.push_back(
           std::make_unique<BenchmarkService::Stub>(channels_.back()));
     }
@@ -291,6 +444,10 @@ class H2rpcClient final : public BenchClient {
   ~H2rpcClient() override { Stop(); }
 
   void Start() override {
+    if (handshakes_ != nullptr) {
+      handshakes_->Start();
+      return;
+    }
     for (int i = 0; i < config_.concurrency; ++i) {
       BenchmarkService::Stub* stub = stubs_[i % stubs_.size()].get();
       shared_.outstanding.Add();
@@ -304,6 +461,8 @@ class H2rpcClient final : public BenchClient {
           break;
         case Workload::kUnconstrained:
           new BothWaysClient(stub, &shared_);
+          break;
+        case Workload::kHandshake:  // handshakes_
           break;
       }
     }
@@ -320,6 +479,7 @@ class H2rpcClient final : public BenchClient {
   std::vector<std::shared_ptr<Channel>> channels_;
   std::vector<std::unique_ptr<BenchmarkService::Stub>> stubs_;
   std::vector<std::unique_ptr<UnaryLoop>> unary_;
+  std::unique_ptr<HandshakeLoops> handshakes_;
 };
 
 }  // namespace

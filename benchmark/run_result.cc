@@ -64,12 +64,13 @@ std::string RunJson(const RunResult& r) {
           "\"workload\": %s, \"client_stack\": %s, \"server_stack\": %s, "
           "\"max_concurrent_calls\": %d, \"req_size_bytes\": %d, "
           "\"resp_size_bytes\": %d, \"compression\": %s, \"connections\": %d, "
-          "\"benchtime_s\": %.3f, \"process\": %s},\n",
+          "\"benchtime_s\": %.3f, \"process\": %s, \"secure\": %s},\n",
           JsonString(f.workload), JsonString(f.client_stack),
           JsonString(f.server_stack), f.max_concurrent_calls, f.req_size_bytes,
           f.resp_size_bytes, JsonString(f.compression), f.connections,
           absl::ToDoubleSeconds(f.benchtime),
-          JsonString(f.two_processes ? "two" : "one")),
+          JsonString(f.two_processes ? "two" : "one"),
+          f.secure ? "true" : "false"),
       absl::StrFormat(
           "      \"duration_s\": %.3f, \"total_ops\": %d, \"send_ops\": %d, "
           "\"recv_ops\": %d, \"errors\": %d, \"qps\": %.1f,\n",
@@ -109,9 +110,10 @@ std::string SideCells(const std::optional<SideUsage>& usage, int64_t ops) {
 
 std::string RunFeatures::Title() const {
   return absl::StrFormat(
-      "%s %s->%s c=%d %d/%dB %s%s", workload, client_stack, server_stack,
+      "%s %s->%s c=%d %d/%dB %s%s%s", workload, client_stack, server_stack,
       max_concurrent_calls, req_size_bytes, resp_size_bytes, compression,
-      connections > 1 ? absl::StrCat(" conns=", connections) : "");
+      connections > 1 ? absl::StrCat(" conns=", connections) : "",
+      secure ? " tls" : "");
 }
 
 int64_t RunResult::send_ops() const {
@@ -132,14 +134,14 @@ double RunResult::qps() const {
 
 std::string TableHeader() {
   return absl::StrFormat(
-      "%-44s %9s %8s %8s %8s | %9s %9s %8s | %9s %9s %8s | %6s", "run", "QPS",
+      "%-50s %9s %8s %8s %8s | %9s %9s %8s | %9s %9s %8s | %6s", "run", "QPS",
       "p50", "p90", "p99", "cli alloc", "cli B", "cli cpu", "srv alloc",
       "srv B", "srv cpu", "errors");
 }
 
 std::string TableRow(const RunResult& r) {
   const LatencyHistogram& h = r.stats.histogram;
-  return absl::StrFormat("%-44s %9.0f %8s %8s %8s | %s | %s | %6d",
+  return absl::StrFormat("%-50s %9.0f %8s %8s %8s | %s | %s | %6d",
                          r.features.Title(), r.qps(), Micros(h.Percentile(0.5)),
                          Micros(h.Percentile(0.9)), Micros(h.Percentile(0.99)),
                          SideCells(r.client, r.total_ops()),

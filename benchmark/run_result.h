@@ -13,7 +13,7 @@ namespace h2rpc::benchmark {
 
 // What identifies a run (docs/benchmark_results.md, "features").
 struct RunFeatures {
-  std::string workload;  // unary, streaming, unconstrained
+  std::string workload;  // unary, streaming, unconstrained, handshake
   std::string client_stack;
   std::string server_stack;  // "remote" with --target
   int max_concurrent_calls = 1;
@@ -23,8 +23,10 @@ struct RunFeatures {
   int connections = 1;
   absl::Duration benchtime;
   bool two_processes = false;
+  bool secure = false;  // TLS
 
-  // "unary h2rpc->grpcpp c=120 1024/1024B off".
+  // "unary h2rpc->grpcpp c=120 1024/1024B off", then " conns=N" and " tls"
+  // when not the defaults.
   std::string Title() const;
 };
 

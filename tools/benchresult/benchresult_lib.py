@@ -305,6 +305,9 @@ def _run(index, run, path):
     for name in _OBJECT_FIELDS:
         if run.get(name) is not None and not isinstance(run[name], dict):
             raise InputError(f'{where}: "{name}" is not an object or null')
+    # Files from before benchmain's --secure ran plaintext only: they pair
+    # with "secure": false runs.
+    features.setdefault("secure", False)
     result = Run(index=index, features=features, data=run)
     for number_path in _NUMBER_PATHS:
         value = result.value(number_path)

@@ -25,7 +25,7 @@ _COMPACT_UNITS = ((1.0, ""), (1e3, "k"), (1e6, "M"), (1e9, "G"))
 _DESCRIBED_FEATURES = frozenset({
     "workload", "client_stack", "server_stack", "max_concurrent_calls",
     "req_size_bytes", "resp_size_bytes", "compression", "connections",
-    "process", "benchtime_s"})
+    "process", "benchtime_s", "secure"})
 
 
 def format_percent(percent):
@@ -120,10 +120,10 @@ def format_value(kind, value):
 def describe_features(features):
     """Describes a run's features on one line.
 
-    "unary h2rpc→grpcpp c=120 req=1KiB resp=1KiB comp=off", then
-    "conns=N" and "proc=two" when not the defaults (1, "one"), then any
-    feature this tool does not know as name=value. benchtime_s is left
-    out: it does not identify a run.
+    "unary h2rpc→grpcpp c=120 req=1KiB resp=1KiB comp=off", then "tls"
+    when secure, "conns=N" and "proc=two" when not the defaults (1, "one"),
+    then any feature this tool does not know as name=value. benchtime_s is
+    left out: it does not identify a run.
     """
     parts = []
     if "workload" in features:
@@ -141,6 +141,8 @@ def describe_features(features):
             parts.append(f"{label}={value}")
     if "compression" in features:
         parts.append(f'comp={features["compression"]}')
+    if features.get("secure"):
+        parts.append("tls")
     if features.get("connections", 1) != 1:
         parts.append(f'conns={features["connections"]}')
     if features.get("process", "one") != "one":
