@@ -11,10 +11,13 @@ namespace {
 
 using TransportOptions = transport::http2::ConnectionOptions;
 
-// The same fields of the same types in the same order: a field added to one
-// struct and not the other changes its size (unless it fits in padding, which
-// none has today).
-static_assert(sizeof(ConnectionOptions) == sizeof(TransportOptions),
+// The same fields of the same types in the same order, then the transport's
+// keepalive settings (set from ChannelOptions or ServerOptions): a field
+// added to one struct and not the other changes its size (unless it fits in
+// padding, which none has today).
+static_assert(sizeof(ConnectionOptions) +
+                      sizeof(transport::http2::KeepaliveOptions) ==
+                  sizeof(TransportOptions),
               "h2rpc::ConnectionOptions and transport::http2::"
               "ConnectionOptions have drifted apart");
 

@@ -338,7 +338,8 @@ int ClientSession::OnStreamClose(int32_t stream_id, uint32_t error_code) {
   return 0;
 }
 
-void ClientSession::OnGoAway(int32_t last_stream_id, uint32_t error_code) {
+void ClientSession::OnGoAway(int32_t last_stream_id, uint32_t error_code,
+                             absl::string_view debug_data) {
   if (draining_) return;
   draining_ = true;
   listener_->OnConnectionDraining(this);

@@ -151,7 +151,8 @@ class ClientSession : public Session {
   int OnFrameRecv(const nghttp2_frame* frame) override;
   int OnDataChunk(int32_t stream_id, const uint8_t* data, size_t size) override;
   int OnStreamClose(int32_t stream_id, uint32_t error_code) override;
-  void OnGoAway(int32_t last_stream_id, uint32_t error_code) override;
+  void OnGoAway(int32_t last_stream_id, uint32_t error_code,
+                absl::string_view debug_data) override;
   void OnClosed(const Status& why) override;
 
   ClientStream* StreamFor(int32_t stream_id);

@@ -186,6 +186,7 @@ void Session::OnHandshakeDone() {
   handshake_done_ = true;
   scheduler_->Cancel(&deadline_timer_);
   SetIdle(idle_);
+  OnPeerHandshakeDone();
 }
 
 void Session::SetIdle(bool idle) {
@@ -504,7 +505,10 @@ int Session::FrameRecvCallback(nghttp2_session*, const nghttp2_frame* frame,
                                void* user) {
   Session* self = Self(user);
   if (frame->hd.type == NGHTTP2_GOAWAY) {
-    self->OnGoAway(frame->goaway.last_stream_id, frame->goaway.error_code);
+    self->OnGoAway(frame->goaway.last_stream_id, frame->goaway.error_code,
+                   absl::string_view(
+                       reinterpret_cast<const char*>(frame->goaway.opaque_data),
+                       frame->goaway.opaque_data_len));
     return 0;
   }
   if (frame->hd.type == NGHTTP2_SETTINGS &&

@@ -25,6 +25,33 @@
 
 namespace h2rpc::transport::http2 {
 
+// Keepalive (gRPC's A8), PING enforcement and connection age (A9) of one
+// connection. Every field: default, unit.
+struct KeepaliveOptions {
+  // After `time` without a frame from the peer, send a PING; if no
+  // frame arrives within `timeout` of it, the connection is dead: it
+  // closes and its calls fail with UNAVAILABLE. Without an open stream no
+  // PING is sent unless permit_without_calls. InfiniteDuration: no
+  // keepalive. Durations.
+  absl::Duration time = absl::InfiniteDuration();
+  absl::Duration timeout = absl::Seconds(20);
+  bool permit_without_calls = false;
+  // Servers: PING enforcement. A PING sooner than min_time after the
+  // previous one (or any PING while no stream is open, unless
+  // permit_pings_without_calls), since the server last sent HEADERS or DATA,
+  // is a strike; more than max_ping_strikes strikes end the connection with
+  // GOAWAY ENHANCE_YOUR_CALM, debug data "too_many_pings".
+  absl::Duration min_time = absl::Minutes(5);
+  bool permit_pings_without_calls = false;
+  int max_ping_strikes = 2;
+  // Servers: a connection older than max_connection_age (give or take 10%)
+  // is shut down gracefully (GOAWAY, PING, GOAWAY); calls still open
+  // max_connection_age_grace later are cancelled and the connection closed.
+  // InfiniteDuration: never. Durations.
+  absl::Duration max_connection_age = absl::InfiniteDuration();
+  absl::Duration max_connection_age_grace = absl::InfiniteDuration();
+};
+
 // Limits and HTTP/2 settings of one connection. Every field: default, unit.
 struct ConnectionOptions {
   // SETTINGS_MAX_CONCURRENT_STREAMS we advertise (servers); a stream past
@@ -91,6 +118,9 @@ struct ConnectionOptions {
   // still sends, so the GOAWAY is not lost to a TCP reset; then it closes
   // and fails its calls.
   absl::Duration close_linger = absl::Seconds(1);
+  // Keepalive, PING enforcement and connection age. The rpc layer sets
+  // them from ChannelOptions or ServerOptions, whose defaults differ by side.
+  KeepaliveOptions keepalive;
 };
 
 // One HTTP/2 connection's protocol state, without I/O: the nghttp2
@@ -227,8 +257,13 @@ class Session : public io::ByteSession {
   virtual int OnStreamClose(int32_t stream_id, uint32_t error_code) = 0;
   // A frame was written to the send buffer.
   virtual void OnFrameSent(const nghttp2_frame* frame) {}
-  // The peer sent GOAWAY.
-  virtual void OnGoAway(int32_t last_stream_id, uint32_t error_code) {}
+  // The peer sent GOAWAY; `debug_data` is its opaque data (valid during the
+  // call only).
+  virtual void OnGoAway(int32_t last_stream_id, uint32_t error_code,
+                        absl::string_view debug_data) {}
+  // The peer completed its side of the HTTP/2 handshake (its preface and
+  // first SETTINGS arrived): handshake_done() is now true.
+  virtual void OnPeerHandshakeDone() {}
   // Asked for the body's end by the data read callback: the stream's
   // OutgoingData is drained and marked end_of_data. A server submits its
   // trailers here and returns true (the DATA frame then does not end the
