@@ -24,9 +24,26 @@ std::shared_ptr<Channel> CreateChannel(
 Channel::Channel(std::unique_ptr<internal::ChannelCore> core)
     : core_(std::move(core)) {}
 
-Channel::~Channel() { internal::ChannelCore::Destroy(std::move(core_)); }
+Channel::~Channel() {
+  // Threads waiting through a raw pointer leave before core_ is moved.
+  core_->ShutdownWatch();
+  internal::ChannelCore::Destroy(std::move(core_));
+}
 
 const std::string& Channel::target() const { return core_->target(); }
+
+ConnectivityState Channel::GetState(bool try_to_connect) {
+  return core_->GetState(try_to_connect);
+}
+
+bool Channel::WaitForStateChange(ConnectivityState last_observed,
+                                 absl::Time deadline) {
+  return core_->WaitForStateChange(last_observed, deadline);
+}
+
+bool Channel::WaitForConnected(absl::Time deadline) {
+  return core_->WaitForConnected(deadline);
+}
 
 Status Channel::UnaryCall(ClientContext* context, absl::string_view method,
                           const google::protobuf::MessageLite& request,

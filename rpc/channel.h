@@ -13,6 +13,7 @@
 #include "rpc/client_stream.h"
 #include "rpc/compression.h"
 #include "rpc/connection_options.h"
+#include "rpc/connectivity_state.h"
 #include "rpc/credentials.h"
 #include "rpc/name_resolver.h"
 #include "rpc/status.h"
@@ -21,27 +22,77 @@ namespace h2rpc {
 
 namespace internal {
 class ChannelCore;
+class ChannelCoreAccess;
 }  // namespace internal
 
-// Settings of a Channel. Every field: default, unit.
+// Settings of a Channel. Every field: default, unit; the gRPC channel
+// argument it corresponds to, where there is one, with gRPC's default. A
+// channel with an invalid value makes no connection and fails every call
+// with INVALID_ARGUMENT naming the field and the value (GetState() says
+// TRANSIENT_FAILURE).
 struct ChannelOptions {
   // "user-agent" sent with every call.
   std::string user_agent = "h2rpc-cpp/0.1";
   // HTTP/2 settings and message size limits of the connection.
   ConnectionOptions connection;
-  // Longest wait for a connection: resolving the target's host name and the
-  // TCP connect together. Duration.
-  absl::Duration connect_timeout = absl::Seconds(20);
   // Looks up the target's host name off the event loop (a target whose host
   // is an IP address needs no lookup). Null (default): the channel makes its
   // own, whose thread starts on the first lookup. A NameResolver may be
   // shared by several channels; they then look up one at a time.
   std::shared_ptr<NameResolver> resolver;
-  // Reconnect backoff after a failed connect: first wait, growth factor,
-  // longest wait. While backing off, calls fail fast with UNAVAILABLE.
+
+  // Connecting and reconnecting, as gRPC's connection-backoff.md says: an
+  // attempt (resolving the target's host name, the TCP connect, the TLS
+  // handshake and the server's HTTP/2 handshake, up to its SETTINGS frame)
+  // may take until max(now + min_connect_timeout, the time the next attempt
+  // may start). After a failed attempt the channel is in TRANSIENT_FAILURE
+  // and tries again once the backoff has passed: the first backoff is
+  // initial_backoff, each later one backoff_multiplier times the one before
+  // (at most max_backoff), shifted at random by up to backoff_jitter times
+  // itself either way. Calls made meanwhile start no attempt: they fail at
+  // once with UNAVAILABLE and the attempt's error, unless they are
+  // wait_for_ready (ClientContext::set_wait_for_ready). The schedule starts
+  // over once a connection completes the HTTP/2 handshake. (The server must
+  // also complete its HTTP/2 handshake within connection.handshake_timeout
+  // of the TCP connect.)
+  //
+  // More than zero. Duration. GRPC_ARG_MIN_RECONNECT_BACKOFF_MS (20 s).
+  absl::Duration min_connect_timeout = absl::Seconds(20);
+  // More than zero, at most max_backoff. Duration.
+  // GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS (1 s).
   absl::Duration initial_backoff = absl::Seconds(1);
+  // At least 1. Factor. gRPC fixes it at 1.6 (no channel argument).
   double backoff_multiplier = 1.6;
+  // At least 0, less than 1. Fraction of the backoff. gRPC fixes it at 0.2
+  // (no channel argument).
+  double backoff_jitter = 0.2;
+  // Finite. Duration. GRPC_ARG_MAX_RECONNECT_BACKOFF_MS (120 s).
   absl::Duration max_backoff = absl::Seconds(120);
+
+  // A channel with no call in progress for this long drops its connection
+  // gracefully (GOAWAY, then close) and stops any reconnect attempt: it is
+  // IDLE, and the next call connects again. More than zero;
+  // InfiniteDuration: never. Duration. GRPC_ARG_CLIENT_IDLE_TIMEOUT_MS
+  // (30 min).
+  absl::Duration idle_timeout = absl::Minutes(30);
+
+  // Keepalive (gRPC's A8): after keepalive_time with nothing received from
+  // the server, the connection sends a PING; no answer within keepalive_timeout
+  // closes it, failing its calls with UNAVAILABLE (the channel is then
+  // IDLE and the next call reconnects). Without a call in progress no PING
+  // is sent unless keepalive_permit_without_calls. A server that finds the
+  // PINGs too frequent ends the connection with GOAWAY ENHANCE_YOUR_CALM
+  // "too_many_pings"; the channel then doubles keepalive_time for its later
+  // connections, as gRPC clients do, and logs it to stderr.
+  //
+  // More than zero; InfiniteDuration: no keepalive. Duration.
+  // GRPC_ARG_KEEPALIVE_TIME_MS (INT_MAX: none).
+  absl::Duration keepalive_time = absl::InfiniteDuration();
+  // More than zero. Duration. GRPC_ARG_KEEPALIVE_TIMEOUT_MS (20 s).
+  absl::Duration keepalive_timeout = absl::Seconds(20);
+  // GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS (false).
+  bool keepalive_permit_without_calls = false;
+
   // TLS only: the name the server's certificate must match, sent as SNI
   // and as the default :authority of calls, instead of the target's host
   // (gRPC's GRPC_SSL_TARGET_NAME_OVERRIDE_ARG; for tests). Empty: none.
@@ -62,12 +113,13 @@ class Channel;
 // a shared_ptr to it does (generated stubs hold one), so it outlives every
 // stub that can still issue calls on it. Any thread.
 //
-// Dropping the last reference fails the calls still in flight with
-// CANCELLED and stops the channel's event loop. When that happens on the
-// loop thread itself (in a `done` callback or a reactor's OnDone), the
-// channel is torn down on a detached thread of its own instead, which may
-// still be running when the callback returns; a process that exits right
-// then may do so before it has finished.
+// Dropping the last reference moves the channel to SHUTDOWN (releasing
+// threads in WaitForStateChange and WaitForConnected, see there), fails the
+// calls still in flight with CANCELLED and stops the channel's event loop. When
+// that happens on the loop thread itself (in a `done` callback or a reactor's
+// OnDone), the channel is torn down on a detached thread of its own instead,
+// which may still be running when the callback returns; a process that exits
+// right then may do so before it has finished.
 std::shared_ptr<Channel> CreateChannel(
     absl::string_view target, const ChannelOptions& options = ChannelOptions());
 // The same with `credentials` securing the connection: TLS with
@@ -79,12 +131,14 @@ std::shared_ptr<Channel> CreateChannel(
     absl::string_view target, std::shared_ptr<ChannelCredentials> credentials,
     const ChannelOptions& options = ChannelOptions());
 
-// A client's link to one server. Connects lazily on the first call, over one
-// HTTP/2 connection that carries any number of concurrent calls, and
-// reconnects (with backoff) after a failure. Owns an event loop thread on
-// which the transport and completion callbacks run; host names are looked
-// up on a resolver thread (ChannelOptions::resolver), never on the loop.
-// Made by CreateChannel. Thread-safe.
+// A client's link to one server. Connects lazily on the first call (or
+// GetState(true)), over one HTTP/2 connection that carries any number of
+// concurrent calls, reconnects with backoff after a failure, and drops the
+// connection after ChannelOptions::idle_timeout without calls; its
+// connectivity state (rpc/connectivity_state.h) says where it stands. Owns
+// an event loop thread on which the transport and completion callbacks run;
+// host names are looked up on a resolver thread (ChannelOptions::resolver),
+// never on the loop. Made by CreateChannel. Thread-safe.
 class Channel final {
  public:
   // See CreateChannel for what the last reference's release does.
@@ -93,6 +147,23 @@ class Channel final {
   Channel& operator=(const Channel&) = delete;
 
   const std::string& target() const;
+
+  // The channel's connectivity state. With `try_to_connect`, an IDLE
+  // channel starts connecting (the state returned is still IDLE; the
+  // change follows on the loop). Any thread; never blocks, never allocates.
+  ConnectivityState GetState(bool try_to_connect);
+  // Blocks until the state is no longer `last_observed` (true; also when it
+  // changed and changed back while waiting) or until `deadline` (false).
+  // Any thread except the channel's loop thread (callbacks must not block).
+  // A thread waiting here when the channel is destroyed (through a raw
+  // pointer: a shared_ptr would keep it alive) sees SHUTDOWN: it returns
+  // true before the destruction goes on, and must not touch the channel
+  // afterwards.
+  bool WaitForStateChange(ConnectivityState last_observed, absl::Time deadline);
+  // Connects (GetState(true)) and blocks until the channel is READY (true)
+  // or `deadline` passes or the channel is destroyed (false). Threads as
+  // for WaitForStateChange.
+  bool WaitForConnected(absl::Time deadline);
 
   // Blocking unary call: serializes `request`, waits for the response and
   // parses it into `response`. `method` is "/package.Service/Method".
@@ -171,6 +242,7 @@ class Channel final {
   }
 
  private:
+  friend class internal::ChannelCoreAccess;  // tests
   friend std::shared_ptr<Channel> CreateChannel(
       absl::string_view target, std::shared_ptr<ChannelCredentials> credentials,
       const ChannelOptions& options);

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -19,6 +20,7 @@
 #include "gtest/gtest.h"
 #include "proto/grpc/testing/messages.pb.h"
 #include "rpc/client_context.h"
+#include "rpc/connectivity_state.h"
 #include "rpc/internal/name_resolver_impl.h"
 #include "rpc/name_resolver.h"
 #include "rpc/server.h"
@@ -172,7 +174,8 @@ TEST(ChannelResolverTest, ConnectTimeoutCoversTheLookup) {
   BlockingLookup lookup;
   ChannelOptions options;
   options.resolver = MakeResolver(lookup.Function());
-  options.connect_timeout = absl::Milliseconds(50);
+  options.min_connect_timeout = absl::Milliseconds(50);
+  options.initial_backoff = absl::Milliseconds(10);  // shorter: not the bound
   std::shared_ptr<Channel> channel = CreateChannel("slow.test:1", options);
 
   ClientContext context;  // no deadline: only the connect timeout ends it
@@ -535,6 +538,70 @@ TEST_F(EchoServerTest, StreamingCallsCopyTheMethodPath) {
   EXPECT_TRUE(reactor.status_.ok()) << reactor.status_.ToString();
   EXPECT_TRUE(reactor.read_ok_);
   EXPECT_EQ(reactor.response_.payload().body(), "bidi");
+}
+
+TEST(ChannelOptionsTest, ConnectionManagementDefaultsAreGrpcs) {
+  const ChannelOptions options;
+  EXPECT_EQ(options.min_connect_timeout, absl::Seconds(20));
+  EXPECT_EQ(options.initial_backoff, absl::Seconds(1));
+  EXPECT_EQ(options.backoff_multiplier, 1.6);
+  EXPECT_EQ(options.backoff_jitter, 0.2);
+  EXPECT_EQ(options.max_backoff, absl::Seconds(120));
+  EXPECT_EQ(options.idle_timeout, absl::Minutes(30));
+  EXPECT_EQ(options.keepalive_time, absl::InfiniteDuration());
+  EXPECT_EQ(options.keepalive_timeout, absl::Seconds(20));
+  EXPECT_FALSE(options.keepalive_permit_without_calls);
+}
+
+// A bad value makes a channel that never connects: every call fails with
+// INVALID_ARGUMENT naming the field and the value, and the channel says
+// TRANSIENT_FAILURE.
+TEST(ChannelOptionsTest, AnInvalidValueFailsEveryCallNamingIt) {
+  struct Case {
+    std::function<void(ChannelOptions*)> set;
+    const char* message;
+  };
+  const std::vector<Case> cases = {
+      {[](ChannelOptions* o) { o->min_connect_timeout = absl::ZeroDuration(); },
+       "ChannelOptions::min_connect_timeout is 0; it must be more than zero"},
+      {[](ChannelOptions* o) { o->initial_backoff = -absl::Seconds(1); },
+       "ChannelOptions::initial_backoff is -1s"},
+      {[](ChannelOptions* o) { o->max_backoff = absl::InfiniteDuration(); },
+       "ChannelOptions::max_backoff is infinite; it must be finite"},
+      {[](ChannelOptions* o) { o->max_backoff = absl::Milliseconds(500); },
+       "ChannelOptions::max_backoff is 500ms; it must be at least "
+       "initial_backoff (1s)"},
+      {[](ChannelOptions* o) { o->backoff_multiplier = 0.5; },
+       "ChannelOptions::backoff_multiplier is 0.5"},
+      {[](ChannelOptions* o) { o->backoff_jitter = 1; },
+       "ChannelOptions::backoff_jitter is 1"},
+      {[](ChannelOptions* o) { o->idle_timeout = absl::ZeroDuration(); },
+       "ChannelOptions::idle_timeout is 0"},
+      {[](ChannelOptions* o) { o->keepalive_time = absl::ZeroDuration(); },
+       "ChannelOptions::keepalive_time is 0"},
+      {[](ChannelOptions* o) { o->keepalive_timeout = -absl::Milliseconds(1); },
+       "ChannelOptions::keepalive_timeout is -1ms"},
+  };
+  Listener listener;  // would accept a connection, if one were made
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.message);
+    ChannelOptions options;
+    c.set(&options);
+    std::shared_ptr<Channel> channel =
+        CreateChannel(absl::StrCat("127.0.0.1:", listener.port()), options);
+    EXPECT_EQ(channel->GetState(true), ConnectivityState::kTransientFailure);
+    ClientContext context;
+    context.set_timeout(kHangTimeout);
+    context.set_wait_for_ready(true);  // fails all the same
+    std::string response;
+    const Status status =
+        channel->GenericUnaryCall(&context, kMethod, "request", &response);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status.ToString();
+    EXPECT_THAT(status.message(), HasSubstr(c.message));
+    EXPECT_FALSE(
+        channel->WaitForConnected(absl::Now() + absl::Milliseconds(20)));
+  }
+  EXPECT_FALSE(listener.Accept(absl::ZeroDuration()));
 }
 
 }  // namespace

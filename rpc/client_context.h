@@ -66,6 +66,20 @@ class ClientContext {
   // message of the last successful read) arrived compressed.
   bool last_message_compressed() const { return last_message_compressed_; }
 
+  // Whether the call waits for the channel to connect (gRPC's
+  // wait_for_ready). Default false: a call made while the channel is in
+  // TRANSIENT_FAILURE (its last connection attempt failed, and it waits out
+  // the reconnect backoff) fails at once with UNAVAILABLE and that attempt's
+  // error, as does a call waiting for an attempt that fails. True: the call
+  // waits across failed attempts until the channel is READY, its deadline
+  // passes (DEADLINE_EXCEEDED) or it is cancelled (CANCELLED). Either way a
+  // call that reached a connection is not retried when that connection
+  // fails (only a stream the server refused before processing it is).
+  void set_wait_for_ready(bool wait_for_ready) {
+    wait_for_ready_ = wait_for_ready;
+  }
+  bool wait_for_ready() const { return wait_for_ready_; }
+
   // ":authority" for this call. Default: the channel's target.
   void set_authority(std::string authority) {
     authority_ = std::move(authority);
@@ -91,6 +105,7 @@ class ClientContext {
   absl::Duration monotonic_deadline_ = absl::InfiniteDuration();
   absl::optional<CompressionAlgorithm> compression_;
   bool last_message_compressed_ = false;  // written on the loop thread
+  bool wait_for_ready_ = false;
   Metadata send_metadata_;
   std::string authority_;
   Metadata initial_metadata_;

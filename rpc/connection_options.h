@@ -70,10 +70,6 @@ struct ConnectionOptions {
   // start, or the connection is closed (a server sends GOAWAY first).
   // Duration.
   absl::Duration handshake_timeout = absl::Seconds(5);
-  // Servers: a connection with no open stream for this long is shut down
-  // gracefully (GOAWAY NO_ERROR, then closed). InfiniteDuration: never.
-  // Duration.
-  absl::Duration idle_timeout = absl::InfiniteDuration();
   // Servers: a connection that has written its last frame (a GOAWAY after
   // a protocol violation, a flood or a handshake timeout, or the end of a
   // graceful shutdown) half-closes and keeps its socket until the peer

@@ -297,6 +297,60 @@ struct ServerOptions {
   // the calls still running, and then again after every further period
   // while any runs (see Server::Shutdown). More than zero. Duration.
   absl::Duration shutdown_grace_period = absl::Seconds(5);
+
+  // Connection management, with gRPC's names and defaults (gRPC's A8
+  // keepalive and A9 connection idleness and age; the gRPC C++ channel
+  // argument each corresponds to is named). Every connection applies them
+  // on its own; BuildAndStart refuses values out of range with
+  // INVALID_ARGUMENT naming the field.
+  //
+  // A graceful shutdown (max_connection_idle, max_connection_age, and
+  // Shutdown) is gRPC's double GOAWAY: GOAWAY with last stream id 2^31-1
+  // and a PING; streams the client opens meanwhile are served; once the
+  // PING's ACK arrives (or after keepalive_timeout, 20 s at most, without
+  // one) a second GOAWAY names the last stream accepted and later streams
+  // are refused (clients retry them elsewhere). The connection closes when
+  // its last call ends.
+  //
+  // Keepalive: after keepalive_time without a frame from the client, the
+  // server sends a PING; if nothing arrives within keepalive_timeout of it,
+  // the client is gone: the connection closes and its calls are cancelled
+  // (handlers see IsCancelled()). Only while calls are open, unless
+  // keepalive_permit_without_calls. InfiniteDuration: no PINGs. More than
+  // zero. Duration. GRPC_ARG_KEEPALIVE_TIME_MS (2 hours).
+  absl::Duration keepalive_time = absl::Hours(2);
+  // More than zero. Duration. GRPC_ARG_KEEPALIVE_TIMEOUT_MS (20 seconds).
+  absl::Duration keepalive_timeout = absl::Seconds(20);
+  // The server's keepalive PINGs go out on connections without calls too,
+  // and PING enforcement applies keepalive_min_time to such connections
+  // instead of two hours. GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS (false).
+  bool keepalive_permit_without_calls = false;
+  // PING enforcement: a client PING sooner than this after the previous
+  // one (sooner than two hours while the connection has no call, unless
+  // keepalive_permit_without_calls) is a strike; the server sending
+  // HEADERS or DATA clears the strikes. More than max_ping_strikes strikes
+  // end the connection: GOAWAY(ENHANCE_YOUR_CALM, debug data
+  // "too_many_pings"; gRPC clients then double their keepalive time), and
+  // its calls are cancelled. At least zero. Duration.
+  // GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS (5 minutes;
+  // grpc-go's EnforcementPolicy.MinTime).
+  absl::Duration keepalive_min_time = absl::Minutes(5);
+  // 0: any number of strikes. At least zero. PINGs.
+  // GRPC_ARG_HTTP2_MAX_PING_STRIKES (2).
+  int max_ping_strikes = 2;
+  // A connection without calls for this long is shut down gracefully.
+  // InfiniteDuration: never. More than zero. Duration.
+  // GRPC_ARG_MAX_CONNECTION_IDLE_MS (infinite).
+  absl::Duration max_connection_idle = absl::InfiniteDuration();
+  // A connection this old (give or take 10%, at random, so that
+  // connections opened together do not end together) is shut down
+  // gracefully. InfiniteDuration: never. More than zero. Duration.
+  // GRPC_ARG_MAX_CONNECTION_AGE_MS (infinite).
+  absl::Duration max_connection_age = absl::InfiniteDuration();
+  // Calls still open this long after max_connection_age are cancelled and
+  // the connection closed. InfiniteDuration: they may run for ever. At least
+  // zero. Duration. GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS (infinite).
+  absl::Duration max_connection_age_grace = absl::InfiniteDuration();
 };
 
 // A gRPC server: listens on ports, routes each call by its method path to a
@@ -489,8 +543,9 @@ class Server {
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
-  // Stops accepting connections and sends GOAWAY on every connection: calls
-  // in flight go on, new ones are refused (clients see UNAVAILABLE). At
+  // Stops accepting connections and shuts every connection down gracefully
+  // (the double GOAWAY, see ServerOptions): calls in flight go on, new ones
+  // are refused (clients see UNAVAILABLE, or retry elsewhere). At
   // `deadline` the calls still in flight are cancelled (handlers see
   // IsCancelled(), their reads and writes fail, reactors get OnCancel) and
   // the connections closed. From then on Shutdown waits only for handlers

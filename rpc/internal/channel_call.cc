@@ -27,6 +27,7 @@ Status ChannelCall::Describe(ClientContext* context, absl::string_view method) {
   call.send_encoding =
       transport::compression::CompressionAlgorithmName(send_compression_);
   call.metadata = &context->send_metadata();
+  wait_for_ready_ = context->wait_for_ready();
   return Status();
 }
 
@@ -39,6 +40,10 @@ Status ChannelCall::BindContext(ClientContext* context) {
 void ChannelCall::UnbindContext() {
   finished_ = true;
   ClientContextAccess::Unbind(context_);
+  if (counted_) {
+    counted_ = false;
+    core_->OnCallEnded();
+  }
 }
 
 void ChannelCall::StartTask::Run() {
@@ -85,11 +90,7 @@ void ChannelCall::CancelTask::Run() {
 }
 
 void ChannelCall::WaitForConnection(ChannelCall** list_head) {
-  pending_list_ = list_head;
-  prev_pending_ = nullptr;
-  next_pending_ = *list_head;
-  if (next_pending_ != nullptr) next_pending_->prev_pending_ = this;
-  *list_head = this;
+  Link(list_head);
   if (!stream_.description.deadline.is_infinite_future()) {
     loop()->Schedule(&pending_deadline_, stream_.description.deadline);
   }
@@ -97,19 +98,35 @@ void ChannelCall::WaitForConnection(ChannelCall** list_head) {
 
 void ChannelCall::LeavePending() {
   if (pending_list_ == nullptr) return;
+  Unlink();
+  loop()->Cancel(&pending_deadline_);
+}
+
+void ChannelCall::MovePending(ChannelCall** list_head) {
+  if (pending_list_ == nullptr) return;
+  Unlink();
+  Link(list_head);
+}
+
+void ChannelCall::Link(ChannelCall** list_head) {
+  pending_list_ = list_head;
+  prev_pending_ = nullptr;
+  next_pending_ = *list_head;
+  if (next_pending_ != nullptr) next_pending_->prev_pending_ = this;
+  *list_head = this;
+}
+
+void ChannelCall::Unlink() {
   if (prev_pending_ != nullptr) prev_pending_->next_pending_ = next_pending_;
   if (next_pending_ != nullptr) next_pending_->prev_pending_ = prev_pending_;
   if (*pending_list_ == this) *pending_list_ = next_pending_;
   pending_list_ = nullptr;
   next_pending_ = prev_pending_ = nullptr;
-  loop()->Cancel(&pending_deadline_);
 }
 
 void ChannelCall::PendingDeadline::OnTimer() {
   call_->LeavePending();
-  call_->FailBeforeStream(Status(
-      StatusCode::kDeadlineExceeded,
-      "deadline exceeded while connecting to " + call_->core_->target()));
+  call_->FailBeforeStream(call_->core_->PendingDeadlineStatus());
 }
 
 void ChannelCall::Unref() {
@@ -122,6 +139,8 @@ void ChannelCall::ResetChannelCall() {
   finished_ = false;
   start_error_ = Status();
   transparent_retries_ = 0;
+  wait_for_ready_ = false;
+  counted_ = false;
   pending_list_ = nullptr;
   next_pending_ = prev_pending_ = nullptr;
 }

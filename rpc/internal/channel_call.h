@@ -25,10 +25,23 @@ class ChannelCall {
  public:
   // Loop thread: ends the call before it reached a stream.
   virtual void FailBeforeStream(const Status& status) = 0;
-  // Loop thread: the call waits for a connection (with its deadline).
+  // Loop thread: the call waits for a connection (with its deadline) on
+  // the intrusive list at `*list_head`.
   void WaitForConnection(ChannelCall** list_head);
   void LeavePending();
+  // Loop thread: moves a waiting call to the list at `*list_head`, its
+  // deadline still running.
+  void MovePending(ChannelCall** list_head);
   ChannelCall* next_pending() const { return next_pending_; }
+  // ClientContext::wait_for_ready() of the call.
+  bool wait_for_ready() const { return wait_for_ready_; }
+  // Loop thread: true the first time only; the channel then counts the call
+  // as in progress until its result is known (ChannelCore::OnCallEnded).
+  bool CountInProgress() {
+    if (counted_) return false;
+    counted_ = true;
+    return true;
+  }
 
   transport::http2::ClientStream& stream() { return stream_; }
 
@@ -43,14 +56,15 @@ class ChannelCall {
   virtual ~ChannelCall() = default;
 
   // Fills the stream's description (method, authority, user agent,
-  // deadline, encoding, metadata from `context`); the description's method
-  // path is the call's own copy of `method`. Returns DEADLINE_EXCEEDED for a
-  // deadline already past.
+  // deadline, encoding, metadata from `context`) and takes the context's
+  // wait_for_ready; the description's method path is the call's own copy
+  // of `method`. Returns DEADLINE_EXCEEDED for a deadline already past.
   Status Describe(ClientContext* context, absl::string_view method);
   // Links the call to `context` for TryCancel; CANCELLED if the context was
   // cancelled already. Takes the call's own reference.
   Status BindContext(ClientContext* context);
-  // Loop thread: the call's result is known; TryCancel no longer reaches it.
+  // Loop thread: the call's result is known; TryCancel no longer reaches it
+  // and the channel no longer counts it in progress.
   void UnbindContext();
   // Loop thread: ends the call with `status` wherever it is: resets its
   // stream, takes it out of the wait for a connection, or (not started yet)
@@ -109,7 +123,13 @@ class ChannelCall {
     ChannelCall* call_;
   };
 
+  // The pending-list links.
+  void Link(ChannelCall** list_head);
+  void Unlink();
+
   int transparent_retries_ = 0;
+  bool wait_for_ready_ = false;
+  bool counted_ = false;  // loop thread: see CountInProgress()
   ChannelCall** pending_list_ = nullptr;
   ChannelCall* next_pending_ = nullptr;
   ChannelCall* prev_pending_ = nullptr;

@@ -10,19 +10,18 @@ namespace h2rpc::internal {
 
 ChannelConnector::ChannelConnector(
     transport::io::EventLoop* loop, std::string target,
-    absl::Duration connect_timeout,
     std::shared_ptr<transport::io::Resolver> resolver, Listener* listener)
     : loop_(loop),
       target_(std::move(target)),
-      connect_timeout_(connect_timeout),
       resolver_(std::move(resolver)),
       listener_(listener) {}
 
-void ChannelConnector::Start() {
+void ChannelConnector::Start(transport::io::MonotonicTime deadline) {
   addresses_.clear();
   next_ = 0;
   last_error_ = Status();
-  loop_->Schedule(this, loop_->Now() + connect_timeout_);
+  attempt_timeout_ = deadline - loop_->Now();
+  loop_->Schedule(this, deadline);
   Status status = transport::io::ResolveNumericTarget(target_, &addresses_);
   if (!status.ok()) {
     Fail(status);
@@ -102,14 +101,15 @@ void ChannelConnector::OnTimer() {
     loop_->RemoveFd(socket_.get());
     socket_.reset();
   }
-  const std::string timeout = absl::FormatDuration(connect_timeout_);
+  const std::string timeout = absl::FormatDuration(attempt_timeout_);
   listener_->OnConnectFailed(Status(
       StatusCode::kUnavailable,
-      resolving ? absl::StrCat("resolving '", target_, "' timed out after ",
-                               timeout, " (ChannelOptions::connect_timeout)")
-                : absl::StrCat("connect to ", current_.ToString(),
-                               " timed out after ", timeout,
-                               " (ChannelOptions::connect_timeout)")));
+      resolving
+          ? absl::StrCat("resolving '", target_, "' timed out after ", timeout,
+                         " (ChannelOptions::min_connect_timeout)")
+          : absl::StrCat("connect to ", current_.ToString(),
+                         " timed out after ", timeout,
+                         " (ChannelOptions::min_connect_timeout)")));
 }
 
 void ChannelConnector::Fail(const Status& why) {

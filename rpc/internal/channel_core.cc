@@ -1,6 +1,9 @@
 #include "rpc/internal/channel_core.h"
 
+#include <nghttp2/nghttp2.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <thread>
@@ -8,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "rpc/internal/channel_call.h"
+#include "rpc/internal/channel_options_check.h"
 #include "rpc/internal/client_call.h"
 #include "rpc/internal/client_stream_call.h"
 #include "rpc/internal/connection_options_conversion.h"
@@ -33,6 +37,26 @@ absl::string_view HostOf(absl::string_view target) {
   return colon == absl::string_view::npos ? target : target.substr(0, colon);
 }
 
+transport::http2::ConnectionOptions TransportOptionsFor(
+    const ChannelOptions& options) {
+  transport::http2::ConnectionOptions out =
+      ToTransportOptions(options.connection);
+  out.keepalive.time = options.keepalive_time;
+  out.keepalive.timeout = options.keepalive_timeout;
+  out.keepalive.permit_without_calls = options.keepalive_permit_without_calls;
+  return out;
+}
+
+ConnectionBackoff::Options BackoffOptionsFor(const ChannelOptions& options) {
+  ConnectionBackoff::Options out;
+  out.initial_backoff = options.initial_backoff;
+  out.multiplier = options.backoff_multiplier;
+  out.jitter = options.backoff_jitter;
+  out.max_backoff = options.max_backoff;
+  out.min_connect_timeout = options.min_connect_timeout;
+  return out;
+}
+
 }  // namespace
 
 ChannelCore::ChannelCore(absl::string_view target,
@@ -40,27 +64,33 @@ ChannelCore::ChannelCore(absl::string_view target,
                          const ChannelOptions& options)
     : target_(target),
       options_(options),
+      channel_error_(CheckChannelOptions(options)),
       default_authority_(options.ssl_target_name_override.empty()
                              ? target_
                              : options.ssl_target_name_override),
-      transport_options_(ToTransportOptions(options.connection)),
       settings_{options.user_agent, options.default_compression,
                 options.connection.max_send_message_size,
                 options.stream_write_buffer},
+      watch_(ConnectivityState::kIdle),
+      transport_options_(TransportOptionsFor(options)),
+      state_(ConnectivityState::kIdle),
       connector_(std::make_unique<ChannelConnector>(
-          &loop_, target_, options.connect_timeout,
+          &loop_, target_,
           options.resolver != nullptr
               ? options.resolver->impl().resolver
               : std::make_shared<transport::io::Resolver>(),
           static_cast<ChannelConnector::Listener*>(this))),
-      next_backoff_(options.initial_backoff) {
-  if (credentials == nullptr) {
-    credentials_error_ =
+      backoff_(BackoffOptionsFor(options), &loop_),
+      keepalive_time_(options.keepalive_time) {
+  if (!channel_error_.ok()) {
+    // Reported by every call; no connection is ever made.
+  } else if (credentials == nullptr) {
+    channel_error_ =
         Status(StatusCode::kUnavailable, "the channel has null credentials");
   } else if (!credentials->status().ok()) {
-    credentials_error_ = Status(StatusCode::kUnavailable,
-                                absl::StrCat("unusable channel credentials: ",
-                                             credentials->status().message()));
+    channel_error_ = Status(StatusCode::kUnavailable,
+                            absl::StrCat("unusable channel credentials: ",
+                                         credentials->status().message()));
   } else if (credentials->secure()) {
     tls_ = CredentialsAccess::Tls(*credentials);
     scheme_ = "https";
@@ -69,6 +99,11 @@ ChannelCore::ChannelCore(absl::string_view target,
                            : options.ssl_target_name_override;
   }
   loop_status_ = loop_.Start("h2rpc-channel", options_.loop_cpu);
+  if (!channel_error_.ok() || !loop_status_.ok()) {
+    // A channel that can never connect.
+    state_ = ConnectivityState::kTransientFailure;
+    watch_.Set(state_);
+  }
 }
 
 ChannelCore::~ChannelCore() {
@@ -89,8 +124,11 @@ void ChannelCore::Destroy(std::unique_ptr<ChannelCore> core) {
 void ChannelCore::Shutdown() {
   shut_down_ = true;
   connector_->Abort();
+  loop_.Cancel(&attempt_timer_);
+  loop_.Cancel(&backoff_timer_);
+  loop_.Cancel(&idle_timer_);
   const Status why(StatusCode::kCancelled, "the channel was destroyed");
-  FailPending(why);
+  FailPending(why, /*keep_wait_for_ready=*/false);
   if (connection_ != nullptr) connection_->session().Close(why);
   // Close() calls back OnConnectionClosed, which edits draining_.
   std::vector<ClientSession*> draining;
@@ -218,37 +256,116 @@ void ChannelCore::StartBlockingStream(
   stream->StartCall();
 }
 
+ConnectivityState ChannelCore::GetState(bool try_to_connect) {
+  const ConnectivityState state = watch_.Get();
+  if (try_to_connect && state == ConnectivityState::kIdle) {
+    loop_.Post(&connect_task_);
+  }
+  return state;
+}
+
+bool ChannelCore::WaitForStateChange(ConnectivityState last_observed,
+                                     absl::Time deadline) {
+  return watch_.WaitForChange(last_observed,
+                              transport::io::MonotonicFromWall(deadline));
+}
+
+bool ChannelCore::WaitForConnected(absl::Time deadline) {
+  return watch_.WaitUntilReady(transport::io::MonotonicFromWall(deadline),
+                               [this] { loop_.Post(&connect_task_); });
+}
+
+absl::Duration ChannelCore::keepalive_time() const {
+  transport::io::MutexLock lock(&keepalive_mu_);
+  return keepalive_time_;
+}
+
 void ChannelCore::StartOnLoop(ChannelCall* call) {
   if (shut_down_) {
     call->FailBeforeStream(
         Status(StatusCode::kCancelled, "the channel was destroyed"));
     return;
   }
-  if (!credentials_error_.ok()) {
-    call->FailBeforeStream(credentials_error_);
+  if (!channel_error_.ok()) {
+    call->FailBeforeStream(channel_error_);
     return;
   }
-  if (state_ == State::kReady) {
-    if (connection_ != nullptr && connection_->session().accepting_calls()) {
+  if (call->CountInProgress()) ++active_calls_;
+  switch (state_) {
+    case ConnectivityState::kReady:
       connection_->session().StartCall(&call->stream());
       return;
-    }
-    state_ = State::kIdle;
-  }
-  if (state_ == State::kBackoff) {
-    if (loop_.Now() < backoff_until_) {
-      call->FailBeforeStream(last_error_);
+    case ConnectivityState::kTransientFailure:
+      if (!call->wait_for_ready()) {
+        call->FailBeforeStream(last_error_);
+        return;
+      }
+      call->WaitForConnection(&pending_);
       return;
-    }
-    state_ = State::kIdle;
+    case ConnectivityState::kConnecting:
+      call->WaitForConnection(&pending_);
+      return;
+    case ConnectivityState::kIdle:
+    case ConnectivityState::kShutdown:  // not on the loop's side
+      call->WaitForConnection(&pending_);
+      ExitIdle();
+      return;
   }
-  call->WaitForConnection(&pending_);
-  if (state_ == State::kIdle) Connect();
+}
+
+void ChannelCore::OnCallEnded() {
+  if (--active_calls_ > 0) return;
+  idle_since_ = loop_.Now();
+  ArmIdleTimer();
+}
+
+Status ChannelCore::PendingDeadlineStatus() const {
+  return Status(
+      StatusCode::kDeadlineExceeded,
+      last_error_.ok()
+          ? absl::StrCat("deadline exceeded while waiting for a connection to ",
+                         target_)
+          : absl::StrCat("deadline exceeded while waiting for a connection to ",
+                         target_,
+                         "; last connection attempt: ", last_error_.message()));
+}
+
+void ChannelCore::SetState(ConnectivityState state) {
+  state_ = state;
+  watch_.Set(state);
+}
+
+void ChannelCore::ConnectIfIdle() {
+  if (shut_down_ || state_ != ConnectivityState::kIdle ||
+      !channel_error_.ok()) {
+    return;
+  }
+  ExitIdle();
+}
+
+void ChannelCore::ExitIdle() {
+  if (!last_error_.ok() && loop_.Now() < backoff_.next_attempt_time()) {
+    // The channel went idle while backing off after a failed attempt: the
+    // backoff still holds.
+    EnterTransientFailure(last_error_);
+  } else {
+    Connect();
+  }
+  if (active_calls_ == 0) {
+    // Woken by GetState(true): idle again after idle_timeout unless a call
+    // comes.
+    idle_since_ = loop_.Now();
+    ArmIdleTimer();
+  }
 }
 
 void ChannelCore::Connect() {
-  state_ = State::kConnecting;
-  connector_->Start();
+  SetState(ConnectivityState::kConnecting);
+  const transport::io::MonotonicTime start = loop_.Now();
+  attempt_deadline_ = backoff_.BeginAttempt();
+  attempt_timeout_ = attempt_deadline_ - start;
+  // May report its outcome before returning.
+  connector_->Start(attempt_deadline_);
 }
 
 void ChannelCore::OnConnected(transport::io::FileDescriptor socket,
@@ -261,51 +378,169 @@ void ChannelCore::OnConnected(transport::io::FileDescriptor socket,
   connection_ = std::make_unique<Connection>(
       &loop_, std::move(socket), std::move(filter), std::move(peer),
       transport_options_, static_cast<ClientSession::Listener*>(this));
+  // The TLS and HTTP/2 handshakes count against the attempt's deadline too.
+  loop_.Schedule(&attempt_timer_, attempt_deadline_);
+  // May close the connection (OnConnectionClosed) before returning.
   connection_->Start();
-  state_ = State::kReady;
-  while (pending_ != nullptr) {
-    ChannelCall* call = pending_;
-    call->LeavePending();
-    connection_->session().StartCall(&call->stream());
-  }
 }
 
 void ChannelCore::OnConnectFailed(const Status& why) {
-  state_ = State::kBackoff;
-  last_error_ = why;
-  backoff_until_ = loop_.Now() + next_backoff_;
-  next_backoff_ = std::min(next_backoff_ * options_.backoff_multiplier,
-                           options_.max_backoff);
-  FailPending(why);
+  if (shut_down_) return;
+  EnterTransientFailure(why);
 }
 
-void ChannelCore::FailPending(const Status& why) {
-  while (pending_ != nullptr) {
-    ChannelCall* call = pending_;
+void ChannelCore::OnAttemptDeadline() {
+  if (connection_ == nullptr || connection_->session().handshake_done()) {
+    return;
+  }
+  // Calls back OnConnectionClosed: a failed attempt.
+  connection_->session().Close(
+      Status(StatusCode::kUnavailable,
+             absl::StrCat("connection to ", connection_->session().peer(),
+                          " did not complete its handshake within ",
+                          absl::FormatDuration(attempt_timeout_),
+                          " (ChannelOptions::min_connect_timeout)")));
+}
+
+void ChannelCore::EnterTransientFailure(const Status& why) {
+  loop_.Cancel(&attempt_timer_);
+  last_error_ = why.code() == StatusCode::kUnavailable
+                    ? why
+                    : Status(StatusCode::kUnavailable, why.message());
+  SetState(ConnectivityState::kTransientFailure);
+  FailPending(last_error_, /*keep_wait_for_ready=*/true);
+  // SleepUntil(current_deadline): at once if the attempt took longer.
+  loop_.Schedule(&backoff_timer_,
+                 std::max(backoff_.next_attempt_time(), loop_.Now()));
+}
+
+void ChannelCore::OnBackoffDone() {
+  if (shut_down_ || state_ != ConnectivityState::kTransientFailure) return;
+  Connect();
+}
+
+void ChannelCore::FailPending(const Status& why, bool keep_wait_for_ready) {
+  // Moved to a list of their own first: a failing call's `done` may start
+  // new calls (posted, so they cannot join this list meanwhile).
+  ChannelCall* failing = nullptr;
+  for (ChannelCall* call = pending_; call != nullptr;) {
+    ChannelCall* const next = call->next_pending();
+    if (!keep_wait_for_ready || !call->wait_for_ready()) {
+      call->MovePending(&failing);
+    }
+    call = next;
+  }
+  while (failing != nullptr) {
+    ChannelCall* const call = failing;
     call->LeavePending();
     call->FailBeforeStream(why);
   }
 }
 
+void ChannelCore::ArmIdleTimer() {
+  if (options_.idle_timeout == absl::InfiniteDuration() ||
+      idle_timer_.scheduled() || state_ == ConnectivityState::kIdle ||
+      shut_down_) {
+    return;
+  }
+  loop_.Schedule(&idle_timer_, idle_since_ + options_.idle_timeout);
+}
+
+void ChannelCore::OnIdleTimer() {
+  // A call in progress re-arms the timer when it ends.
+  if (shut_down_ || active_calls_ > 0 || state_ == ConnectivityState::kIdle) {
+    return;
+  }
+  const transport::io::MonotonicTime due = idle_since_ + options_.idle_timeout;
+  if (loop_.Now() < due) {
+    loop_.Schedule(&idle_timer_, due);
+    return;
+  }
+  EnterIdle();
+}
+
+void ChannelCore::EnterIdle() {
+  connector_->Abort();
+  loop_.Cancel(&attempt_timer_);
+  loop_.Cancel(&backoff_timer_);
+  loop_.Cancel(&idle_timer_);
+  SetState(ConnectivityState::kIdle);
+  if (connection_ == nullptr) return;
+  ClientSession& session = connection_->session();
+  draining_.push_back(std::move(connection_));
+  if (session.handshake_done()) {
+    // GOAWAY, then closed as soon as it is written (no stream is open).
+    session.GracefulShutdown();
+  } else {
+    // Calls back OnConnectionClosed, which finds it draining.
+    session.Close(Status(StatusCode::kUnavailable, "the channel went idle"));
+  }
+}
+
+void ChannelCore::OnConnectionReady(ClientSession* connection) {
+  if (connection_ == nullptr || connection != &connection_->session()) return;
+  loop_.Cancel(&attempt_timer_);
+  backoff_.Reset();
+  last_error_ = Status();
+  SetState(ConnectivityState::kReady);
+  while (pending_ != nullptr && state_ == ConnectivityState::kReady) {
+    ChannelCall* const call = pending_;
+    call->LeavePending();
+    connection_->session().StartCall(&call->stream());
+  }
+}
+
+void ChannelCore::OnGoAwayReceived(ClientSession* connection,
+                                   uint32_t error_code,
+                                   absl::string_view debug_data) {
+  if (error_code != NGHTTP2_ENHANCE_YOUR_CALM ||
+      debug_data != "too_many_pings" || connection == calmed_connection_ ||
+      transport_options_.keepalive.time == absl::InfiniteDuration()) {
+    return;
+  }
+  // As gRPC clients do: the server's keepalive_min_time is longer than our
+  // keepalive_time, so ping half as often on later connections.
+  calmed_connection_ = connection;
+  transport_options_.keepalive.time *= 2;
+  {
+    transport::io::MutexLock lock(&keepalive_mu_);
+    keepalive_time_ = transport_options_.keepalive.time;
+  }
+  std::fprintf(stderr,
+               "h2rpc channel to %s: %s sent GOAWAY ENHANCE_YOUR_CALM "
+               "\"too_many_pings\"; keepalive_time doubled to %s for new "
+               "connections\n",
+               target_.c_str(), connection->peer().c_str(),
+               absl::FormatDuration(transport_options_.keepalive.time).c_str());
+}
+
 void ChannelCore::OnConnectionDraining(ClientSession* connection) {
   if (connection_ == nullptr || connection != &connection_->session()) return;
   draining_.push_back(std::move(connection_));
-  state_ = State::kIdle;
+  if (state_ == ConnectivityState::kReady) {
+    SetState(ConnectivityState::kIdle);
+  } else if (state_ == ConnectivityState::kConnecting) {
+    EnterTransientFailure(
+        Status(StatusCode::kUnavailable,
+               absl::StrCat(connection->peer(),
+                            " sent GOAWAY before completing its handshake")));
+  }
 }
 
 void ChannelCore::OnConnectionClosed(ClientSession* connection,
                                      const Status& why) {
-  // A connection that got through the server's HTTP/2 handshake was a
-  // successful connect: the next failure starts the backoff over.
-  if (connection->handshake_done()) next_backoff_ = options_.initial_backoff;
+  if (connection == calmed_connection_) calmed_connection_ = nullptr;
   std::unique_ptr<Connection> closed;
   if (connection_ != nullptr && connection == &connection_->session()) {
     closed = std::move(connection_);
-    state_ = State::kIdle;
-    // A connection that closed before the server's HTTP/2 handshake (a
-    // failed TLS handshake, a peer that is not an HTTP/2 server) is a
-    // failed connect: back off before the next attempt.
-    if (!connection->handshake_done()) OnConnectFailed(why);
+    if (!connection->handshake_done()) {
+      // Closed before the server's HTTP/2 handshake (a failed TLS
+      // handshake, a peer that is not an HTTP/2 server, the attempt's
+      // deadline): a failed attempt.
+      if (!shut_down_) EnterTransientFailure(why);
+    } else if (state_ == ConnectivityState::kReady) {
+      SetState(ConnectivityState::kIdle);
+    }
   } else {
     auto it = std::find_if(
         draining_.begin(), draining_.end(),

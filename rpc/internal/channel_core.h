@@ -2,6 +2,7 @@
 #define H2RPC_RPC_INTERNAL_CHANNEL_CORE_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,7 +16,11 @@
 #include "rpc/client_context.h"
 #include "rpc/client_stream.h"
 #include "rpc/compression.h"
+#include "rpc/connectivity_state.h"
 #include "rpc/internal/channel_connector.h"
+#include "rpc/internal/connection_backoff.h"
+#include "rpc/internal/connectivity_watch.h"
+#include "rpc/internal/member_task.h"
 #include "rpc/status.h"
 #include "transport/http2/client_session.h"
 #include "transport/http2/session.h"
@@ -32,13 +37,26 @@ class ChannelCall;
 class ClientCall;
 
 // Everything behind a Channel: the event loop, the connection (and those
-// still draining), the connector, the calls waiting for a connection, the
-// reconnect backoff and the pool of unary calls. Channel forwards to it; the
-// calls (ChannelCall and its subclasses) hold a pointer to it, never to the
-// Channel.
+// still draining), the connector and its backoff, the connectivity state,
+// the calls waiting for a connection, the idle timer and the pool of unary
+// calls. Channel forwards to it; the calls (ChannelCall and its subclasses)
+// hold a pointer to it, never to the Channel.
 //
-// Threads: the call-starting methods, ReturnCall and the accessors from any
-// thread; StartOnLoop and the transport's callbacks on the loop thread.
+// The connection lifecycle (docs/design.md, "Connection lifecycle"), all on
+// the loop thread:
+//   IDLE --call or GetState(true)--> CONNECTING (an attempt: resolve, TCP
+//     connect, TLS, HTTP/2 handshake, until its deadline)
+//   CONNECTING --server's SETTINGS--> READY (backoff reset; waiting calls go)
+//   CONNECTING --attempt failed--> TRANSIENT_FAILURE (waiting calls fail
+//     with UNAVAILABLE, except wait_for_ready ones)
+//   TRANSIENT_FAILURE --backoff passed--> CONNECTING
+//   READY --GOAWAY or connection closed--> IDLE
+//   any --idle_timeout without calls--> IDLE (connection dropped gracefully)
+//   any --channel destroyed--> SHUTDOWN
+//
+// Threads: the call-starting methods, ReturnCall, GetState, the waits and
+// the accessors from any thread; StartOnLoop, OnCallEnded and the
+// transport's callbacks on the loop thread.
 class ChannelCore final : private transport::http2::ClientSession::Listener,
                           private ChannelConnector::Listener {
  public:
@@ -56,11 +74,12 @@ class ChannelCore final : private transport::http2::ClientSession::Listener,
   };
 
   // `credentials` (null: every call fails) is read during construction.
+  // Invalid `options` (CheckChannelOptions) make every call fail.
   ChannelCore(absl::string_view target, const ChannelCredentials* credentials,
               const ChannelOptions& options);
   // Fails calls still in flight with CANCELLED, then stops the loop. Does
   // not wait for a host-name lookup under way (its result is dropped). Not
-  // on the loop thread (see Destroy).
+  // on the loop thread (see Destroy). ShutdownWatch() must have run.
   ~ChannelCore();
   ChannelCore(const ChannelCore&) = delete;
   ChannelCore& operator=(const ChannelCore&) = delete;
@@ -106,17 +125,46 @@ class ChannelCore final : private transport::http2::ClientSession::Listener,
                            google::protobuf::MessageLite* response,
                            BlockingClientStream* stream);
 
-  // Loop thread: puts `call` on a stream of the connection, connecting
-  // first if there is none (the call waits), or fails it (backing off,
-  // shutting down).
+  // The Channel's connectivity (see there). Any thread; the waits block.
+  ConnectivityState GetState(bool try_to_connect);
+  bool WaitForStateChange(ConnectivityState last_observed, absl::Time deadline);
+  bool WaitForConnected(absl::Time deadline);
+  // Any thread, once, before the core is destroyed (by ~Channel, while
+  // threads may still wait through a raw Channel pointer): SHUTDOWN,
+  // waiters released; returns once none is left.
+  void ShutdownWatch() { watch_.Shutdown(); }
+
+  // Loop thread: puts `call` on a stream of the connection, or makes it
+  // wait for one (connecting first if the channel is idle), or fails it
+  // (TRANSIENT_FAILURE without wait_for_ready, unusable channel, shutting
+  // down).
   void StartOnLoop(ChannelCall* call);
+  // Loop thread: a call counted by StartOnLoop has its result.
+  void OnCallEnded();
+  // Loop thread: the status of a call whose deadline passed while it
+  // waited for a connection.
+  Status PendingDeadlineStatus() const;
   // Any thread: a unary call is over; back to the pool.
   void ReturnCall(ClientCall* call);
 
+  // For tests, any thread: the state's history and waiters; the keepalive
+  // time the channel's next connection gets.
+  const ConnectivityWatch& connectivity() const { return watch_; }
+  absl::Duration keepalive_time() const;
+
  private:
-  enum class State { kIdle, kConnecting, kReady, kBackoff };
   using Connection =
       transport::io::SocketConnection<transport::http2::ClientSession>;
+  // A timer that calls a member function on the loop thread.
+  template <void (ChannelCore::*kFire)()>
+  class MemberTimer final : public transport::io::Timer {
+   public:
+    explicit MemberTimer(ChannelCore* core) : core_(core) {}
+    void OnTimer() override { (core_->*kFire)(); }
+
+   private:
+    ChannelCore* const core_;
+  };
 
   ClientCall* TakeCall();
   // A pooled call set up for `request` (or `request_bytes`), or null with
@@ -131,11 +179,33 @@ class ChannelCore final : private transport::http2::ClientSession::Listener,
                          Status status);
 
   // Loop thread.
+  void SetState(ConnectivityState state);
+  // Leaves IDLE: connects, or waits out a backoff still running.
+  void ExitIdle();
+  // From GetState(true) and WaitForConnected.
+  void ConnectIfIdle();
+  // Starts an attempt now.
   void Connect();
   void OnConnected(transport::io::FileDescriptor socket,
                    std::string peer) override;
   void OnConnectFailed(const Status& why) override;
-  void FailPending(const Status& why);
+  // The attempt's deadline passed during the TLS or HTTP/2 handshake.
+  void OnAttemptDeadline();
+  // The attempt failed with `why`: TRANSIENT_FAILURE until the backoff has
+  // passed.
+  void EnterTransientFailure(const Status& why);
+  void OnBackoffDone();
+  // Fails the calls waiting for a connection with `why`; wait_for_ready
+  // ones stay when `keep_wait_for_ready`.
+  void FailPending(const Status& why, bool keep_wait_for_ready);
+  // Schedules the idle check once no call is in progress.
+  void ArmIdleTimer();
+  void OnIdleTimer();
+  void EnterIdle();
+  void OnConnectionReady(transport::http2::ClientSession* connection) override;
+  void OnGoAwayReceived(transport::http2::ClientSession* connection,
+                        uint32_t error_code,
+                        absl::string_view debug_data) override;
   void OnConnectionClosed(transport::http2::ClientSession* connection,
                           const Status& why) override;
   void OnConnectionDraining(
@@ -146,32 +216,56 @@ class ChannelCore final : private transport::http2::ClientSession::Listener,
   const ChannelOptions options_;
   // TLS context of the channel's connections; null: plaintext.
   std::shared_ptr<const transport::tls::TlsContext> tls_;
-  // Unusable credentials: why every call fails.
-  Status credentials_error_;
+  // Unusable credentials or options: why every call fails.
+  Status channel_error_;
   // The name the server's certificate must match (TLS).
   std::string tls_server_name_;
   std::string default_authority_;
   absl::string_view scheme_ = "http";
-  const transport::http2::ConnectionOptions transport_options_;
   const CallSettings settings_;
   transport::io::EventLoop loop_;
   Status loop_status_;  // why the loop could not start, if it could not
+  ConnectivityWatch watch_;
 
   // Loop thread only.
-  State state_ = State::kIdle;
+  // Options of new connections; keepalive.time doubles on GOAWAY
+  // ENHANCE_YOUR_CALM "too_many_pings".
+  transport::http2::ConnectionOptions transport_options_;
+  ConnectivityState state_;  // what watch_ publishes
+  // The connection: under way (handshake) in CONNECTING, established in
+  // READY, null otherwise.
   std::unique_ptr<Connection> connection_;
   std::vector<std::unique_ptr<Connection>> draining_;
   std::unique_ptr<ChannelConnector> connector_;
+  ConnectionBackoff backoff_;
+  transport::io::MonotonicTime attempt_deadline_;
+  absl::Duration attempt_timeout_;  // the current attempt's allowance
   ChannelCall* pending_ = nullptr;  // waiting for a connection
-  Status last_error_;
-  transport::io::MonotonicTime backoff_until_ =
-      transport::io::MonotonicTime::InfinitePast();
-  absl::Duration next_backoff_;
+  Status last_error_;               // UNAVAILABLE: why the last attempt failed
+  int active_calls_ = 0;            // counted by StartOnLoop, not yet ended
+  transport::io::MonotonicTime idle_since_;  // active_calls_ last became 0
+  // The connection that last reported "too_many_pings" (one doubling per
+  // connection).
+  transport::http2::ClientSession* calmed_connection_ = nullptr;
   bool shut_down_ = false;
+  MemberTimer<&ChannelCore::OnAttemptDeadline> attempt_timer_{this};
+  MemberTimer<&ChannelCore::OnBackoffDone> backoff_timer_{this};
+  MemberTimer<&ChannelCore::OnIdleTimer> idle_timer_{this};
+  MemberTask<ChannelCore, &ChannelCore::ConnectIfIdle> connect_task_{this};
+
+  // keepalive_time() for tests.
+  mutable transport::io::Mutex keepalive_mu_;
+  absl::Duration keepalive_time_ ABSL_GUARDED_BY(keepalive_mu_);
 
   // Idle unary calls, taken and returned from any thread.
   transport::io::Mutex pool_mu_;
   std::vector<ClientCall*> free_calls_ ABSL_GUARDED_BY(pool_mu_);
+};
+
+// Tests reach a Channel's core through it.
+class ChannelCoreAccess {
+ public:
+  static ChannelCore& Core(Channel& channel) { return *channel.core_; }
 };
 
 }  // namespace h2rpc::internal

@@ -81,6 +81,16 @@ class ClientStreamCall final : public ChannelCall,
   // ClientStream::Observer.
   void OnInitialMetadata(Metadata& metadata) override;
   Status OnMessage(absl::string_view message, bool compressed) override;
+  // Messages a read does not take at once are queued compressed.
+  bool DefersDecompression() const override {
+    return single_response_ == nullptr && QueuesNextMessage();
+  }
+  Status OnCompressedMessage(
+      absl::string_view wire,
+      transport::compression::CompressionAlgorithm encoding,
+      size_t max_size) override {
+    return OnCompressedMessageReceived(wire, encoding, max_size);
+  }
   bool OnRefused() override { return RetryTransparently(); }
   void OnClose(const Status& status, Metadata& trailing) override;
 

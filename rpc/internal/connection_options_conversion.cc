@@ -1,5 +1,7 @@
 #include "rpc/internal/connection_options_conversion.h"
 
+#include "rpc/server.h"
+
 namespace h2rpc::internal {
 
 transport::http2::ConnectionOptions ToTransportOptions(
@@ -16,8 +18,24 @@ transport::http2::ConnectionOptions ToTransportOptions(
   out.write_buffer_limit = options.write_buffer_limit;
   out.accepted_compression = options.accepted_compression;
   out.handshake_timeout = options.handshake_timeout;
-  out.idle_timeout = options.idle_timeout;
   out.close_linger = options.close_linger;
+  return out;
+}
+
+transport::http2::ConnectionOptions ToServerTransportOptions(
+    const ServerOptions& options) {
+  transport::http2::ConnectionOptions out =
+      ToTransportOptions(options.connection);
+  transport::http2::KeepaliveOptions& keepalive = out.keepalive;
+  keepalive.time = options.keepalive_time;
+  keepalive.timeout = options.keepalive_timeout;
+  keepalive.permit_without_calls = options.keepalive_permit_without_calls;
+  keepalive.min_time = options.keepalive_min_time;
+  keepalive.permit_pings_without_calls = options.keepalive_permit_without_calls;
+  keepalive.max_ping_strikes = options.max_ping_strikes;
+  keepalive.max_connection_idle = options.max_connection_idle;
+  keepalive.max_connection_age = options.max_connection_age;
+  keepalive.max_connection_age_grace = options.max_connection_age_grace;
   return out;
 }
 

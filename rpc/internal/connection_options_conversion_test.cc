@@ -4,6 +4,7 @@
 #include "gtest/gtest.h"
 #include "rpc/compression.h"
 #include "rpc/connection_options.h"
+#include "rpc/server.h"
 #include "transport/http2/session.h"
 
 namespace h2rpc::internal {
@@ -21,6 +22,21 @@ static_assert(sizeof(ConnectionOptions) +
               "h2rpc::ConnectionOptions and transport::http2::"
               "ConnectionOptions have drifted apart");
 
+using TransportKeepalive = transport::http2::KeepaliveOptions;
+
+void ExpectSameKeepalive(const TransportKeepalive& got,
+                         const TransportKeepalive& want) {
+  EXPECT_EQ(got.time, want.time);
+  EXPECT_EQ(got.timeout, want.timeout);
+  EXPECT_EQ(got.permit_without_calls, want.permit_without_calls);
+  EXPECT_EQ(got.min_time, want.min_time);
+  EXPECT_EQ(got.permit_pings_without_calls, want.permit_pings_without_calls);
+  EXPECT_EQ(got.max_ping_strikes, want.max_ping_strikes);
+  EXPECT_EQ(got.max_connection_age, want.max_connection_age);
+  EXPECT_EQ(got.max_connection_age_grace, want.max_connection_age_grace);
+  EXPECT_EQ(got.max_connection_idle, want.max_connection_idle);
+}
+
 void ExpectSame(const TransportOptions& got, const TransportOptions& want) {
   EXPECT_EQ(got.max_concurrent_streams, want.max_concurrent_streams);
   EXPECT_EQ(got.initial_stream_window, want.initial_stream_window);
@@ -33,7 +49,6 @@ void ExpectSame(const TransportOptions& got, const TransportOptions& want) {
   EXPECT_EQ(got.write_buffer_limit, want.write_buffer_limit);
   EXPECT_EQ(got.accepted_compression, want.accepted_compression);
   EXPECT_EQ(got.handshake_timeout, want.handshake_timeout);
-  EXPECT_EQ(got.idle_timeout, want.idle_timeout);
   EXPECT_EQ(got.close_linger, want.close_linger);
 }
 
@@ -56,7 +71,6 @@ TEST(ConnectionOptionsConversionTest, EveryFieldCarriesOver) {
   gzip_only.Add(CompressionAlgorithm::kGzip);
   options.accepted_compression = gzip_only;
   options.handshake_timeout = absl::Milliseconds(11);
-  options.idle_timeout = absl::Milliseconds(12);
   options.close_linger = absl::Milliseconds(13);
 
   TransportOptions want;
@@ -71,7 +85,6 @@ TEST(ConnectionOptionsConversionTest, EveryFieldCarriesOver) {
   want.write_buffer_limit = 45678;
   want.accepted_compression = gzip_only;
   want.handshake_timeout = absl::Milliseconds(11);
-  want.idle_timeout = absl::Milliseconds(12);
   want.close_linger = absl::Milliseconds(13);
   // Every value differs from its default, so a field left out would show.
   const TransportOptions defaults;
@@ -86,10 +99,56 @@ TEST(ConnectionOptionsConversionTest, EveryFieldCarriesOver) {
   EXPECT_NE(want.write_buffer_limit, defaults.write_buffer_limit);
   EXPECT_NE(want.accepted_compression, defaults.accepted_compression);
   EXPECT_NE(want.handshake_timeout, defaults.handshake_timeout);
-  EXPECT_NE(want.idle_timeout, defaults.idle_timeout);
   EXPECT_NE(want.close_linger, defaults.close_linger);
 
   ExpectSame(ToTransportOptions(options), want);
+}
+
+TEST(ConnectionOptionsConversionTest, KeepaliveStaysOffOutsideServers) {
+  ExpectSameKeepalive(ToTransportOptions(ConnectionOptions()).keepalive,
+                      TransportKeepalive());
+}
+
+TEST(ConnectionOptionsConversionTest, ServerDefaultsAreGrpcs) {
+  const TransportOptions got = ToServerTransportOptions(ServerOptions());
+  ExpectSame(got, TransportOptions());
+  TransportKeepalive want;
+  want.time = absl::Hours(2);
+  want.timeout = absl::Seconds(20);
+  want.permit_without_calls = false;
+  want.min_time = absl::Minutes(5);
+  want.permit_pings_without_calls = false;
+  want.max_ping_strikes = 2;
+  want.max_connection_age = absl::InfiniteDuration();
+  want.max_connection_age_grace = absl::InfiniteDuration();
+  want.max_connection_idle = absl::InfiniteDuration();
+  ExpectSameKeepalive(got.keepalive, want);
+}
+
+TEST(ConnectionOptionsConversionTest, EveryServerFieldCarriesOver) {
+  ServerOptions options;
+  options.connection.max_concurrent_streams = 7;
+  options.keepalive_time = absl::Seconds(1);
+  options.keepalive_timeout = absl::Seconds(2);
+  options.keepalive_permit_without_calls = true;
+  options.keepalive_min_time = absl::Seconds(3);
+  options.max_ping_strikes = 4;
+  options.max_connection_idle = absl::Seconds(5);
+  options.max_connection_age = absl::Seconds(6);
+  options.max_connection_age_grace = absl::Seconds(7);
+  const TransportOptions got = ToServerTransportOptions(options);
+  EXPECT_EQ(got.max_concurrent_streams, 7u);
+  TransportKeepalive want;
+  want.time = absl::Seconds(1);
+  want.timeout = absl::Seconds(2);
+  want.permit_without_calls = true;
+  want.min_time = absl::Seconds(3);
+  want.permit_pings_without_calls = true;
+  want.max_ping_strikes = 4;
+  want.max_connection_idle = absl::Seconds(5);
+  want.max_connection_age = absl::Seconds(6);
+  want.max_connection_age_grace = absl::Seconds(7);
+  ExpectSameKeepalive(got.keepalive, want);
 }
 
 }  // namespace

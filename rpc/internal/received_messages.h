@@ -6,11 +6,17 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "rpc/status.h"
+#include "transport/compression/compression_algorithm.h"
+#include "transport/compression/thread_codecs.h"
 
 namespace h2rpc::internal {
 
 // Messages a stream received before the application asked for them, in
-// order (decompressed), each with the flow-control bytes it holds. A ring of
+// order, each with the flow-control bytes it holds. A message that arrived
+// compressed is kept as received (compressed) and decompressed when taken,
+// so the queue holds no more bytes than the peer sent within its
+// flow-control windows, however well they compress. A ring of
 // buffers that keep their capacity (up to kRetainedCapacity), so a stream
 // that queues messages of a steady size stops allocating once warm. Its
 // length is bounded by the stream's receive window (held messages stop the
@@ -23,17 +29,39 @@ class ReceivedMessages {
 
   bool empty() const { return size_ == 0; }
 
-  void Push(absl::string_view message, bool compressed, size_t held_bytes) {
+  // Queues `message`: its bytes as the application sees them
+  // (`compressed`: it arrived compressed and was decompressed), or, with
+  // `encoding` other than identity, as received, compressed with `encoding`
+  // and decompressed by TakeFront() to at most `max_size` bytes.
+  void Push(absl::string_view message, bool compressed, size_t held_bytes,
+            transport::compression::CompressionAlgorithm encoding =
+                transport::compression::CompressionAlgorithm::kIdentity,
+            size_t max_size = 0) {
     if (size_ == slots_.size()) Grow();
     Slot& slot = slots_[(head_ + size_) % slots_.size()];
     slot.bytes.assign(message.data(), message.size());
     slot.compressed = compressed;
     slot.held_bytes = held_bytes;
+    slot.encoding = encoding;
+    slot.max_size = max_size;
     ++size_;
   }
-  // The oldest message; valid until Pop().
-  absl::string_view front() const { return slots_[head_].bytes; }
-  // Whether it arrived compressed (it is held decompressed).
+  // The oldest message as the application sees it, decompressed if it is
+  // queued compressed (into the thread's scratch buffer, see
+  // transport::compression::DecompressMessage); valid until Pop() or the
+  // thread's next decompression. A message that does not decompress, or
+  // inflates beyond its limit, gives that error.
+  Status TakeFront(absl::string_view* message) const {
+    const Slot& slot = slots_[head_];
+    if (slot.encoding ==
+        transport::compression::CompressionAlgorithm::kIdentity) {
+      *message = slot.bytes;
+      return Status();
+    }
+    return transport::compression::DecompressMessage(slot.bytes, slot.encoding,
+                                                     slot.max_size, message);
+  }
+  // Whether it arrived compressed.
   bool front_compressed() const { return slots_[head_].compressed; }
   size_t front_held_bytes() const { return slots_[head_].held_bytes; }
   // Drops the oldest message. Its slot keeps up to kRetainedCapacity for
@@ -53,6 +81,10 @@ class ReceivedMessages {
     std::string bytes;
     bool compressed = false;
     size_t held_bytes = 0;
+    // Identity: `bytes` are the message; else compressed with this.
+    transport::compression::CompressionAlgorithm encoding =
+        transport::compression::CompressionAlgorithm::kIdentity;
+    size_t max_size = 0;
   };
 
   // Doubles the ring, unrolling it so the oldest message is first.

@@ -23,6 +23,47 @@
 namespace h2rpc::internal {
 namespace {
 
+// INVALID_ARGUMENT naming ServerOptions::`name`, `value` and the rule it
+// breaks.
+Status DurationOutOfRange(const char* name, absl::Duration value,
+                          const char* rule) {
+  return Status(
+      StatusCode::kInvalidArgument,
+      absl::StrCat("ServerOptions::", name, " is ", absl::FormatDuration(value),
+                   "; it must be ", rule));
+}
+
+Status CheckConnectionManagement(const ServerOptions& options) {
+  // More than zero (InfiniteDuration: off).
+  const std::pair<const char*, absl::Duration> positive[] = {
+      {"keepalive_time", options.keepalive_time},
+      {"keepalive_timeout", options.keepalive_timeout},
+      {"max_connection_idle", options.max_connection_idle},
+      {"max_connection_age", options.max_connection_age},
+  };
+  for (const auto& [name, value] : positive) {
+    if (value <= absl::ZeroDuration()) {
+      return DurationOutOfRange(name, value, "more than zero");
+    }
+  }
+  const std::pair<const char*, absl::Duration> not_negative[] = {
+      {"keepalive_min_time", options.keepalive_min_time},
+      {"max_connection_age_grace", options.max_connection_age_grace},
+  };
+  for (const auto& [name, value] : not_negative) {
+    if (value < absl::ZeroDuration()) {
+      return DurationOutOfRange(name, value, "at least zero");
+    }
+  }
+  if (options.max_ping_strikes < 0) {
+    return Status(StatusCode::kInvalidArgument,
+                  absl::StrCat("ServerOptions::max_ping_strikes is ",
+                               options.max_ping_strikes,
+                               "; it must be at least zero (0: no limit)"));
+  }
+  return Status();
+}
+
 Status CheckOptions(const ServerOptions& options) {
   if (options.max_sync_threads < 1) {
     return Status(
@@ -51,6 +92,9 @@ Status CheckOptions(const ServerOptions& options) {
         absl::StrCat("ServerOptions::sync_thread_idle_time is ",
                      absl::FormatDuration(options.sync_thread_idle_time),
                      "; it must not be negative"));
+  }
+  if (Status status = CheckConnectionManagement(options); !status.ok()) {
+    return status;
   }
   const ConnectionOptions& connection = options.connection;
   if (connection.memory_quota_share > options.memory_quota) {
@@ -130,7 +174,7 @@ std::unique_ptr<ServerCore> ServerCore::Start(
 
 ServerCore::ServerCore(ServerOptions options, MethodMap methods)
     : options_(std::move(options)),
-      transport_options_(ToTransportOptions(options_.connection)),
+      transport_options_(ToServerTransportOptions(options_)),
       settings_{options_.default_compression,
                 options_.connection.max_send_message_size,
                 options_.stream_write_buffer},

@@ -88,6 +88,16 @@ class ServerStreamCall final : public StreamOps,
 
   // ServerStream::Observer.
   Status OnMessage(absl::string_view message, bool compressed) override;
+  // Messages a read does not take at once are queued compressed.
+  bool DefersDecompression() const override {
+    return request_ == nullptr && QueuesNextMessage();
+  }
+  Status OnCompressedMessage(
+      absl::string_view wire,
+      transport::compression::CompressionAlgorithm encoding,
+      size_t max_size) override {
+    return OnCompressedMessageReceived(wire, encoding, max_size);
+  }
   void OnHalfClose() override;
   void OnCancel() override;
 

@@ -60,13 +60,15 @@ void StreamOps::RunMisuse() {
 void StreamOps::RunRead() {
   if (!queue_.empty()) {
     const size_t held = queue_.front_held_bytes();
-    const bool parsed = ParseIntoReadTarget(queue_.front());
+    absl::string_view message;
+    Status status = queue_.TakeFront(&message);
+    if (status.ok() && !ParseIntoReadTarget(message)) status = ParseError();
     last_read_compressed_ = queue_.front_compressed();
     // Settle the queue before the completion, which may end the call.
     queue_.Pop();
     ReleaseMessage(held);
-    CompleteRead(parsed);
-    if (!parsed) FailCall(ParseError());
+    CompleteRead(status.ok());
+    if (!status.ok()) FailCall(status);
     return;
   }
   if (reads_ended_) {
@@ -86,6 +88,13 @@ Status StreamOps::OnMessageReceived(absl::string_view message,
   last_read_compressed_ = compressed;
   CompleteRead(parsed);
   return parsed ? Status() : ParseError();
+}
+
+Status StreamOps::OnCompressedMessageReceived(
+    absl::string_view wire,
+    transport::compression::CompressionAlgorithm encoding, size_t max_size) {
+  queue_.Push(wire, /*compressed=*/true, HoldMessage(), encoding, max_size);
+  return Status();
 }
 
 bool StreamOps::ParseIntoReadTarget(absl::string_view message) {

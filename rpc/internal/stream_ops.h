@@ -76,6 +76,15 @@ class StreamOps : private transport::http2::OutgoingData::DrainListener {
   // Loop thread, from the transport observer: a received message. A non-OK
   // return fails the stream.
   Status OnMessageReceived(absl::string_view message, bool compressed);
+  // Loop thread: whether a compressed message arriving now would be queued
+  // (no read waits), so it may be passed as received (see
+  // ClientStream::Observer::DefersDecompression).
+  bool QueuesNextMessage() const { return !read_waiting_; }
+  // Loop thread: a compressed message, as received, while no read waits:
+  // queued compressed and decompressed when a read takes it.
+  Status OnCompressedMessageReceived(
+      absl::string_view wire,
+      transport::compression::CompressionAlgorithm encoding, size_t max_size);
   // Whether the message of the last successful read arrived compressed; set
   // before ReadDone.
   bool last_read_compressed() const { return last_read_compressed_; }

@@ -292,6 +292,8 @@ TEST_F(Http2LimitsTest, ConnectionsThatNeverSendThePrefaceAreClosed) {
 TEST_F(Http2LimitsTest, CompletedHandshakeIsNotTimedOut) {
   ServerOptions options;
   options.connection.handshake_timeout = absl::Milliseconds(100);
+  // The PINGs below come far faster than PING enforcement allows.
+  options.max_ping_strikes = 0;
   StartServer(options);
   std::string error;
   std::unique_ptr<RawH2Client> client = RawH2Client::Connect(port_, &error);
@@ -306,7 +308,10 @@ TEST_F(Http2LimitsTest, CompletedHandshakeIsNotTimedOut) {
 
 TEST_F(Http2LimitsTest, IdleConnectionIsShutDownGracefully) {
   ServerOptions options;
-  options.connection.idle_timeout = absl::Milliseconds(200);
+  options.max_connection_idle = absl::Milliseconds(200);
+  // This client never answers the PING between the two GOAWAYs: the final
+  // one follows after keepalive_timeout.
+  options.keepalive_timeout = absl::Milliseconds(200);
   StartServer(options);
   const RawBytesResult result =
       SendRawBytes(port_, Handshake(), absl::Seconds(20));
@@ -318,7 +323,7 @@ TEST_F(Http2LimitsTest, IdleConnectionIsShutDownGracefully) {
 
 TEST_F(Http2LimitsTest, ConnectionWithAStreamOpenIsNotIdle) {
   ServerOptions options;
-  options.connection.idle_timeout = absl::Milliseconds(100);
+  options.max_connection_idle = absl::Milliseconds(100);
   StartServer(options);
   std::string error;
   std::unique_ptr<RawH2Client> client = RawH2Client::Connect(port_, &error);

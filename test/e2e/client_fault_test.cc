@@ -27,6 +27,7 @@
 #include "rpc/channel.h"
 #include "rpc/server.h"
 #include "test/util/allocation_counter.h"
+#include "test/util/loopback_socket.h"
 #include "test/util/notification.h"
 #include "test/util/raw_h2_client.h"
 #include "test/util/zlib_reference.h"
@@ -38,10 +39,13 @@ using grpc::testing::SimpleRequest;
 using grpc::testing::SimpleResponse;
 using ::h2rpc::testing::AllocationsByRole;
 using ::h2rpc::testing::GrpcFrame;
+using ::h2rpc::testing::ListenOnLoopback;
+using ::h2rpc::testing::LocalPort;
 using ::h2rpc::testing::Notification;
 using ::h2rpc::testing::ParseFrames;
 using ::h2rpc::testing::RawFrame;
 using ::h2rpc::testing::ThreadRole;
+using ::h2rpc::testing::WriteAll;
 using ::h2rpc::testing::ZlibCompress;
 using ::h2rpc::testing::ZlibCompressZeros;
 using ::testing::AnyOf;
@@ -58,47 +62,11 @@ int PollMillis(absl::Time deadline) {
   return static_cast<int>(absl::ToInt64Milliseconds(left)) + 1;
 }
 
-// A listening socket on 127.0.0.1:port (0: any), or -1.
-int Listen(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  const int one = 1;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      listen(fd, 16) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-int LocalPort(int fd) {
-  sockaddr_in addr{};
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  return ntohs(addr.sin_port);
-}
-
 // Closes `fd` with an RST instead of a FIN.
 void CloseWithReset(int fd) {
   const linger abortive{1, 0};
   setsockopt(fd, SOL_SOCKET, SO_LINGER, &abortive, sizeof(abortive));
   close(fd);
-}
-
-void WriteAll(int fd, absl::string_view bytes) {
-  while (!bytes.empty()) {
-    const ssize_t n = send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-    if (n <= 0) {
-      if (n < 0 && errno == EINTR) continue;
-      return;
-    }
-    bytes.remove_prefix(static_cast<size_t>(n));
-  }
 }
 
 // Reads from `fd` into `*received` until `enough` says so, EOF, an error,
@@ -228,7 +196,7 @@ class FakeServer {
 
   explicit FakeServer(Handler handler, int port = 0)
       : handler_(std::move(handler)) {
-    listen_fd_ = Listen(port);
+    listen_fd_ = ListenOnLoopback(port);
     if (listen_fd_ >= 0) port_ = LocalPort(listen_fd_);
     if (pipe2(wake_, O_CLOEXEC) != 0) wake_[0] = wake_[1] = -1;
     thread_ = std::thread([this] { Run(); });
@@ -281,7 +249,7 @@ class FakeServer {
 class ResettingProxy {
  public:
   explicit ResettingProxy(int upstream_port) : upstream_port_(upstream_port) {
-    listen_fd_ = Listen(0);
+    listen_fd_ = ListenOnLoopback(0);
     if (listen_fd_ >= 0) port_ = LocalPort(listen_fd_);
     if (pipe2(wake_, O_CLOEXEC) != 0) wake_[0] = wake_[1] = -1;
     thread_ = std::thread([this] { Run(); });
@@ -485,6 +453,7 @@ TEST(ClientFaultTest, ServerClosesAfterFirstBytesIsUnavailableNamingAddress) {
 
 TEST(ClientFaultTest, ServerResetsAfterClientHeadersIsUnavailable) {
   FakeServer fake([](int fd) {
+    WriteAll(fd, ServerPreface());  // a client sends calls once READY
     std::string received;
     ReadUntil(fd, &received, HasClientHeaders, absl::Seconds(10));
     CloseWithReset(fd);
@@ -531,13 +500,12 @@ TEST(ClientFaultTest, Http1AnswerIsAFailureNotAHang) {
 
 TEST(ClientFaultTest, ResponseHeadersThenCloseIsUnavailable) {
   FakeServer fake([](int fd) {
+    WriteAll(fd, ServerPreface());
     std::string received;
     ReadUntil(fd, &received, HasClientHeaders, absl::Seconds(10));
-    WriteAll(fd,
-             ServerPreface() +
-                 Frame(0x1, 0x4 /*END_HEADERS*/, 1, GrpcResponseHeaderBlock()) +
-                 // Half of a 100-byte message.
-                 Frame(0x0, 0, 1, std::string("\0\0\0\0\x64", 5) + "half"));
+    WriteAll(fd, Frame(0x1, 0x4 /*END_HEADERS*/, 1, GrpcResponseHeaderBlock()) +
+                     // Half of a 100-byte message.
+                     Frame(0x0, 0, 1, std::string("\0\0\0\0\x64", 5) + "half"));
     // The FIN follows the frames, so the client reads them all before the
     // end of the stream. Then read until the client closes its end: with
     // nothing left unread, close() cannot turn into an RST.
@@ -558,13 +526,15 @@ TEST(ClientFaultTest, ResponseHeadersThenCloseIsUnavailable) {
 // ---------------------------------------------------------------------------
 // Streams ended by the server without a status.
 
-// A fake server that answers the first request with `frames`, sent after the
-// server preface, then keeps the connection open.
+// A fake server that sends the server preface (the channel sends calls
+// only once it has it), answers the first request with `frames`, then keeps
+// the connection open.
 std::unique_ptr<FakeServer> AnswerWith(std::string frames) {
   return std::make_unique<FakeServer>([frames](int fd) {
+    WriteAll(fd, ServerPreface());
     std::string received;
     ReadUntil(fd, &received, HasClientHeaders, absl::Seconds(10));
-    WriteAll(fd, ServerPreface() + frames);
+    WriteAll(fd, frames);
     return true;
   });
 }
@@ -803,6 +773,7 @@ TEST(ClientFaultTest, Http2ServerThatNeverRespondsHitsTheDeadline) {
 TEST(ClientFaultTest, DestroyingTheChannelEndsACallToASilentServer) {
   Notification headers_seen;
   FakeServer fake([&headers_seen](int fd) {
+    WriteAll(fd, ServerPreface());
     std::string received;
     if (ReadUntil(fd, &received, HasClientHeaders, absl::Seconds(10))) {
       headers_seen.Notify();

@@ -37,7 +37,7 @@ void Run(absl::string_view input) {
   options.initial_stream_window = 64 << 10;
   options.connection_window = 1 << 20;
   options.max_concurrent_streams = 16;
-  options.idle_timeout = absl::Seconds(30);
+  options.keepalive.max_connection_idle = absl::Seconds(30);
   MemoryQuota quota(1 << 20);
   testing::EchoDispatcher dispatcher;
   dispatcher.hold_messages = (control & 0x10) != 0;

@@ -63,7 +63,11 @@ ClientSession::~ClientSession() = default;
 void ClientSession::Link(ClientStream* stream) {
   stream->prev_ = nullptr;
   stream->next_ = streams_;
-  if (streams_ != nullptr) streams_->prev_ = stream;
+  if (streams_ != nullptr) {
+    streams_->prev_ = stream;
+  } else {
+    SetIdle(false);
+  }
   streams_ = stream;
 }
 
@@ -72,6 +76,7 @@ void ClientSession::Unlink(ClientStream* stream) {
   if (stream->next_ != nullptr) stream->next_->prev_ = stream->prev_;
   if (streams_ == stream) streams_ = stream->next_;
   stream->prev_ = stream->next_ = nullptr;
+  if (streams_ == nullptr) SetIdle(true);
 }
 
 // Hands the outcome to the observer; the stream is free after this.
@@ -340,9 +345,14 @@ int ClientSession::OnStreamClose(int32_t stream_id, uint32_t error_code) {
 
 void ClientSession::OnGoAway(int32_t last_stream_id, uint32_t error_code,
                              absl::string_view debug_data) {
+  listener_->OnGoAwayReceived(this, error_code, debug_data);
   if (draining_) return;
   draining_ = true;
   listener_->OnConnectionDraining(this);
+}
+
+void ClientSession::OnPeerHandshakeDone() {
+  listener_->OnConnectionReady(this);
 }
 
 void ClientSession::OnClosed(const Status& why) {

@@ -35,6 +35,22 @@ class ClientStream : private io::Timer {
     // (`compressed`); the view is valid during the call only. A non-OK
     // return cancels the stream with that status.
     virtual Status OnMessage(absl::string_view message, bool compressed) = 0;
+    // Whether the next message, if it arrived compressed, may be handed
+    // over as received, through OnCompressedMessage instead of OnMessage: a
+    // streaming call that will queue it, so that a queued message holds its
+    // wire bytes (which flow control bounds) rather than up to
+    // max_receive_message_size once decompressed.
+    virtual bool DefersDecompression() const { return false; }
+    // A message that arrived compressed with `encoding`, as received (the
+    // view is valid during the call only); the observer decompresses it, to
+    // at most `max_size` bytes, before the application sees it. Called only
+    // when DefersDecompression(). Non-OK as for OnMessage.
+    virtual Status OnCompressedMessage(
+        absl::string_view wire, compression::CompressionAlgorithm encoding,
+        size_t max_size) {
+      return Status(StatusCode::kInternal,
+                    "a compressed message the observer cannot take");
+    }
     // The server refused the stream before processing it (REFUSED_STREAM,
     // also for streams beyond a GOAWAY's last stream id), so the call can be
     // retried transparently. Return true to take the stream back for another
@@ -113,13 +129,24 @@ class ClientStream : private io::Timer {
 // SETTINGS_MAX_CONCURRENT_STREAMS nghttp2 holds them until a stream closes.
 class ClientSession : public Session {
  public:
-  // Connection-level events for the owner (a Channel).
+  // Connection-level events for the owner (a Channel), on the loop thread.
   class Listener {
    public:
     // The connection is closed and every stream on it has been closed; the
     // owner may destroy it once this returns (not from inside).
     virtual void OnConnectionClosed(ClientSession* connection,
                                     const Status& why) = 0;
+    // The server completed its side of the HTTP/2 handshake (its first
+    // SETTINGS frame arrived and was applied): the connection is
+    // established. Once per connection, from inside Feed(); the owner may
+    // start calls here.
+    virtual void OnConnectionReady(ClientSession* connection) {}
+    // The server sent a GOAWAY (each one, before OnConnectionDraining for
+    // the first): its error code and opaque debug data (valid during the
+    // call only), e.g. ENHANCE_YOUR_CALM "too_many_pings".
+    virtual void OnGoAwayReceived(ClientSession* connection,
+                                  uint32_t error_code,
+                                  absl::string_view debug_data) {}
     // The server sent GOAWAY: start new calls on another connection.
     virtual void OnConnectionDraining(ClientSession* connection) {}
 
@@ -153,6 +180,7 @@ class ClientSession : public Session {
   int OnStreamClose(int32_t stream_id, uint32_t error_code) override;
   void OnGoAway(int32_t last_stream_id, uint32_t error_code,
                 absl::string_view debug_data) override;
+  void OnPeerHandshakeDone() override;
   void OnClosed(const Status& why) override;
 
   ClientStream* StreamFor(int32_t stream_id);

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -293,6 +294,102 @@ TEST_F(ClientSessionTest, ClosingFailsEveryOpenCall) {
     EXPECT_TRUE(call->closed);
     EXPECT_EQ(call->status.code(), StatusCode::kUnavailable);
     EXPECT_THAT(call->status.message(), HasSubstr("closed by peer"));
+  }
+}
+
+// Records the connection-level events the channel builds its
+// connectivity state on.
+class LifecycleListener final : public ClientSession::Listener {
+ public:
+  void OnConnectionClosed(ClientSession*, const Status&) override {
+    closed = true;
+  }
+  void OnConnectionReady(ClientSession* session) override {
+    ++ready;
+    // Called once the server's SETTINGS have been applied: the session
+    // says so too.
+    ready_saw_handshake_done = session->handshake_done();
+  }
+  void OnGoAwayReceived(ClientSession*, uint32_t error_code,
+                        absl::string_view debug_data) override {
+    goaways.emplace_back(error_code, std::string(debug_data));
+  }
+  void OnConnectionDraining(ClientSession*) override { ++draining; }
+
+  bool closed = false;
+  int ready = 0;
+  bool ready_saw_handshake_done = false;
+  int draining = 0;
+  std::vector<std::pair<uint32_t, std::string>> goaways;
+};
+
+TEST(ClientSessionLifecycleTest, ReadyOnlyOnceTheServersSettingsArrive) {
+  io::FakeScheduler scheduler;
+  LifecycleListener listener;
+  ClientSession session(&scheduler, "test-server", ConnectionOptions(),
+                        &listener);
+  MemoryWire wire(&session);
+  wire.Start();
+  static_cast<void>(wire.TakeOutput());  // our preface and SETTINGS
+  EXPECT_EQ(listener.ready, 0);
+  // Part of the server's SETTINGS frame is not its handshake yet.
+  const std::string settings =
+      EncodeFrame(NGHTTP2_SETTINGS, 0, 0,
+                  absl::StrCat(std::string("\0\x03", 2), Uint32(100)));
+  wire.Feed(settings.substr(0, 12));
+  EXPECT_EQ(listener.ready, 0);
+  wire.Feed(settings.substr(12));
+  EXPECT_EQ(listener.ready, 1);
+  EXPECT_TRUE(listener.ready_saw_handshake_done);
+  // Later SETTINGS change nothing.
+  wire.Feed(EncodeFrame(NGHTTP2_SETTINGS, 0, 0, ""));
+  EXPECT_EQ(listener.ready, 1);
+  session.Close(Status(StatusCode::kUnavailable, "test over"));
+  EXPECT_TRUE(listener.closed);
+}
+
+TEST(ClientSessionLifecycleTest,
+     AConnectionClosedBeforeTheHandshakeIsNotReady) {
+  io::FakeScheduler scheduler;
+  LifecycleListener listener;
+  ClientSession session(&scheduler, "test-server", ConnectionOptions(),
+                        &listener);
+  MemoryWire wire(&session);
+  wire.Start();
+  static_cast<void>(wire.TakeOutput());
+  wire.PeerCloses();
+  EXPECT_TRUE(listener.closed);
+  EXPECT_EQ(listener.ready, 0);
+  EXPECT_FALSE(session.handshake_done());
+}
+
+TEST(ClientSessionLifecycleTest,
+     EveryGoAwayReachesTheListenerWithItsDebugData) {
+  io::FakeScheduler scheduler;
+  LifecycleListener listener;
+  ClientSession session(&scheduler, "test-server", ConnectionOptions(),
+                        &listener);
+  MemoryWire wire(&session);
+  wire.Start();
+  wire.Feed(EncodeFrame(NGHTTP2_SETTINGS, 0, 0, ""));
+  // A graceful shutdown's first GOAWAY, then one with an error and data
+  // (in one read: with no stream open the client closes after the first).
+  wire.Feed(absl::StrCat(
+      EncodeFrame(NGHTTP2_GOAWAY, 0, 0,
+                  absl::StrCat(Uint32(0x7fffffff), Uint32(NGHTTP2_NO_ERROR))),
+      EncodeFrame(NGHTTP2_GOAWAY, 0, 0,
+                  absl::StrCat(Uint32(0), Uint32(NGHTTP2_ENHANCE_YOUR_CALM),
+                               "too_many_pings"))));
+  ASSERT_EQ(listener.goaways.size(), 2u);
+  EXPECT_EQ(listener.goaways[0],
+            std::make_pair(uint32_t{NGHTTP2_NO_ERROR}, std::string()));
+  EXPECT_EQ(listener.goaways[1],
+            std::make_pair(uint32_t{NGHTTP2_ENHANCE_YOUR_CALM},
+                           std::string("too_many_pings")));
+  EXPECT_EQ(listener.draining, 1);  // once per connection
+  EXPECT_FALSE(session.accepting_calls());
+  if (!listener.closed) {
+    session.Close(Status(StatusCode::kUnavailable, "test over"));
   }
 }
 

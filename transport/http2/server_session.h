@@ -36,6 +36,22 @@ class ServerStream final : private io::Timer {
     // (`compressed`); the view is valid during the call only. A non-OK
     // return finishes the stream with that status.
     virtual Status OnMessage(absl::string_view message, bool compressed) = 0;
+    // Whether the next message, if it arrived compressed, may be handed
+    // over as received, through OnCompressedMessage instead of OnMessage: a
+    // streaming call that will queue it, so that a queued message holds its
+    // wire bytes (which flow control bounds) rather than up to
+    // max_receive_message_size once decompressed.
+    virtual bool DefersDecompression() const { return false; }
+    // A message that arrived compressed with `encoding`, as received (the
+    // view is valid during the call only); the observer decompresses it, to
+    // at most `max_size` bytes, before the application sees it. Called only
+    // when DefersDecompression(). Non-OK as for OnMessage.
+    virtual Status OnCompressedMessage(
+        absl::string_view wire, compression::CompressionAlgorithm encoding,
+        size_t max_size) {
+      return Status(StatusCode::kInternal,
+                    "a compressed message the observer cannot take");
+    }
     // The client half-closed: no more messages.
     virtual void OnHalfClose() = 0;
     // The call ended without Finish(): client reset (CANCEL), deadline,

@@ -210,9 +210,23 @@ TEST_F(ServerSessionTest, GracefulShutdownWaitsForOpenStreams) {
   Take();
   EXPECT_EQ(GoAwayErrorCode(frames_), NGHTTP2_NO_ERROR);
   EXPECT_FALSE(wire_->closed());
-  // A stream opened after the GOAWAY is not served.
-  Request(3, kEcho, Framed("late"));
-  EXPECT_EQ(dispatcher_.calls.size(), 1u);
+  // Until the client has answered the PING that follows the first GOAWAY,
+  // a new stream is served: the client may have sent it before it saw the
+  // GOAWAY.
+  Request(3, kEcho, Framed("in flight"));
+  EXPECT_EQ(GrpcStatus(3), "0");
+  std::string ping;
+  for (const RawFrame& frame : frames_) {
+    if (frame.type == NGHTTP2_PING && !(frame.flags & NGHTTP2_FLAG_ACK)) {
+      ping = frame.payload;
+    }
+  }
+  ASSERT_EQ(ping.size(), 8u);
+  Feed(EncodeFrame(NGHTTP2_PING, NGHTTP2_FLAG_ACK, 0, ping));
+  // After the final GOAWAY, a new stream is not served.
+  Request(5, kEcho, Framed("late"));
+  EXPECT_EQ(dispatcher_.calls.size(), 2u);
+  EXPECT_EQ(GrpcStatus(5), "");
 
   dispatcher_.calls[0]->Finish(Status(StatusCode::kAborted, "done"));
   Take();

@@ -1,5 +1,7 @@
 #include "transport/http2/session.h"
 
+#include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -30,11 +32,36 @@ uint32_t GoAwayCodeFor(int error) {
   }
 }
 
+// The opaque data of our PINGs, told apart when their ACKs come back.
+constexpr uint8_t kKeepalivePing[8] = {'k', 'e', 'e', 'p', 'a', 'l', 'i', 'v'};
+constexpr uint8_t kGoAwayPing[8] = {'g', 'o', 'a', 'w', 'a', 'y', 'p', 'g'};
+
+// The last stream id of a shutdown notice (nghttp2_submit_shutdown_notice).
+constexpr int32_t kShutdownNoticeStreamId = (1u << 31) - 1;
+
+// Whether `data`, a whole frame nghttp2 is writing, is a GOAWAY with the
+// shutdown notice's last stream id.
+bool IsShutdownNotice(const uint8_t* data, size_t length) {
+  if (length < 17 || data[3] != NGHTTP2_GOAWAY) return false;
+  const uint32_t last_stream_id =
+      (uint32_t{data[9]} << 24 | uint32_t{data[10]} << 16 |
+       uint32_t{data[11]} << 8 | uint32_t{data[12]}) &
+      0x7fffffffu;
+  return last_stream_id == static_cast<uint32_t>(kShutdownNoticeStreamId);
+}
+
 }  // namespace
 
 Session::Session(io::Scheduler* scheduler, std::string peer,
                  const ConnectionOptions& options)
-    : scheduler_(scheduler), peer_(std::move(peer)), options_(options) {
+    : scheduler_(scheduler),
+      peer_(std::move(peer)),
+      options_(options),
+      keepalive_(scheduler, options.keepalive.time, options.keepalive.timeout,
+                 options.keepalive.permit_without_calls, this),
+      ping_policy_(options.keepalive.min_time,
+                   options.keepalive.permit_pings_without_calls,
+                   options.keepalive.max_ping_strikes) {
   compression::CompressionAlgorithmSet accepted = options.accepted_compression;
   accepted.Add(compression::CompressionAlgorithm::kIdentity);
   accept_encoding_ = compression::FormatCompressionAlgorithmSet(accepted);
@@ -59,7 +86,8 @@ bool Session::AcceptsEncoding(
 }
 
 Session::~Session() {
-  if (deadline_timer_.scheduled()) scheduler_->Cancel(&deadline_timer_);
+  scheduler_->Cancel(&deadline_timer_);
+  StopConnectionTimers();
   if (session_ != nullptr) nghttp2_session_del(session_);
 }
 
@@ -174,9 +202,14 @@ void Session::Start(io::Wire* wire) {
                               ": SETTINGS refused: ", nghttp2_strerror(rv))));
     return;
   }
+  const io::MonotonicTime now = scheduler_->Now();
   if (options_.handshake_timeout != absl::InfiniteDuration()) {
-    scheduler_->Schedule(&deadline_timer_,
-                         scheduler_->Now() + options_.handshake_timeout);
+    scheduler_->Schedule(&deadline_timer_, now + options_.handshake_timeout);
+  }
+  keepalive_.Start();
+  const absl::Duration max_age = options_.keepalive.max_connection_age;
+  if (server_ && max_age != absl::InfiniteDuration()) {
+    scheduler_->Schedule(&age_timer_, now + JitteredAge(max_age, JitterBits()));
   }
   RequestFlush();
 }
@@ -191,14 +224,116 @@ void Session::OnHandshakeDone() {
 
 void Session::SetIdle(bool idle) {
   idle_ = idle;
-  if (!server_ || !handshake_done_ || closed()) return;
-  if (!idle) {
-    scheduler_->Cancel(&deadline_timer_);
-  } else if (options_.idle_timeout != absl::InfiniteDuration() &&
-             !going_away_) {
-    scheduler_->Schedule(&deadline_timer_,
-                         scheduler_->Now() + options_.idle_timeout);
+  keepalive_.SetActive(!idle);
+  // A server's idle timer is lazy: it is set when the connection becomes
+  // idle with no timer pending, and when it fires it checks idle_since_.
+  if (!idle || !server_ || !handshake_done_ || closed() || going_away_ ||
+      options_.keepalive.max_connection_idle == absl::InfiniteDuration()) {
+    return;
   }
+  idle_since_ = scheduler_->Now();
+  if (!idle_timer_.scheduled()) {
+    scheduler_->Schedule(&idle_timer_,
+                         idle_since_ + options_.keepalive.max_connection_idle);
+  }
+}
+
+void Session::OnIdleTimer() {
+  // Busy: the timer is set again when the connection next becomes idle.
+  if (!idle_ || closed() || going_away_) return;
+  const io::MonotonicTime due =
+      idle_since_ + options_.keepalive.max_connection_idle;
+  if (scheduler_->Now() < due) {
+    scheduler_->Schedule(&idle_timer_, due);
+    return;
+  }
+  GracefulShutdown();
+}
+
+void Session::OnAgeTimer() {
+  if (closed()) return;
+  const KeepaliveOptions& keepalive = options_.keepalive;
+  if (!age_reached_) {
+    age_reached_ = true;
+    GracefulShutdown();
+    if (!closed() &&
+        keepalive.max_connection_age_grace != absl::InfiniteDuration()) {
+      scheduler_->Schedule(
+          &age_timer_, scheduler_->Now() + keepalive.max_connection_age_grace);
+    }
+    return;
+  }
+  // The grace is over: what is queued gets one attempt to be written, and
+  // the calls still open are cancelled now.
+  CloseWith(
+      Status(StatusCode::kUnavailable,
+             absl::StrCat(
+                 "connection to ", peer_,
+                 " closed: its calls were still open "
+                 "max_connection_age_grace (",
+                 absl::FormatDuration(keepalive.max_connection_age_grace),
+                 ") after it reached max_connection_age (",
+                 absl::FormatDuration(keepalive.max_connection_age), ")")),
+      /*flush_first=*/true);
+}
+
+bool Session::SendKeepalivePing() {
+  if (closed()) return false;
+  if (!Submitted(
+          nghttp2_submit_ping(session_, NGHTTP2_FLAG_NONE, kKeepalivePing),
+          "nghttp2_submit_ping")) {
+    return false;
+  }
+  RequestFlush();
+  return true;
+}
+
+void Session::OnKeepaliveTimeout() {
+  Close(Status(StatusCode::kUnavailable,
+               absl::StrCat("keepalive watchdog timeout: nothing from ", peer_,
+                            " within keepalive_timeout (",
+                            absl::FormatDuration(keepalive_.timeout()),
+                            ") of a keepalive PING")));
+}
+
+int Session::OnPing(const nghttp2_frame* frame) {
+  if ((frame->hd.flags & NGHTTP2_FLAG_ACK) != 0) {
+    keepalive_.OnPingAck(scheduler_->Now());
+    if (drain_ == Drain::kPingOut &&
+        std::memcmp(frame->ping.opaque_data, kGoAwayPing,
+                    sizeof(kGoAwayPing)) == 0) {
+      SendFinalGoAway();
+    }
+    return 0;
+  }
+  if (!server_ || !ping_policy_.OnPingReceived(scheduler_->Now(), !idle_)) {
+    return 0;
+  }
+  const KeepaliveOptions& keepalive = options_.keepalive;
+  Fail(NGHTTP2_ENHANCE_YOUR_CALM,
+       Status(StatusCode::kUnavailable,
+              absl::StrCat(
+                  "too_many_pings: ", peer_, " sent ", ping_policy_.strikes(),
+                  " PINGs sooner than ",
+                  idle_ && !keepalive.permit_pings_without_calls
+                      ? absl::StrCat(absl::FormatDuration(
+                                         PingAbusePolicy::kIdlePingInterval),
+                                     " (no call open)")
+                      : absl::StrCat("keepalive_min_time (",
+                                     absl::FormatDuration(keepalive.min_time),
+                                     ")"),
+                  " after the previous one, more than max_ping_strikes (",
+                  keepalive.max_ping_strikes, ")")),
+       "too_many_pings");
+  // What follows the PING in this read is not processed.
+  return NGHTTP2_ERR_CALLBACK_FAILURE;
+}
+
+void Session::StopConnectionTimers() {
+  scheduler_->Cancel(&idle_timer_);
+  scheduler_->Cancel(&age_timer_);
+  scheduler_->Cancel(&goaway_ping_timer_);
+  keepalive_.Stop();
 }
 
 void Session::OnDeadline() {
@@ -212,8 +347,6 @@ void Session::OnDeadline() {
                              " did not complete within ",
                              absl::FormatDuration(options_.handshake_timeout),
                              " (handshake_timeout)")));
-  } else if (idle_) {
-    GracefulShutdown();
   }
 }
 
@@ -244,16 +377,28 @@ void Session::CloseWith(const Status& why, bool flush_first) {
   closed_ = true;
   lingering_ = false;
   scheduler_->Cancel(&deadline_timer_);
+  StopConnectionTimers();
   OnClosed(why);
 }
 
-void Session::Fail(uint32_t error_code, const Status& why) {
+void Session::Fail(uint32_t error_code, const Status& why,
+                   absl::string_view debug_data) {
   if (closed()) return;
   lingering_ = true;
   linger_status_ = why;
-  // A no-op when nghttp2 has queued its own GOAWAY for the error.
-  const int rv = nghttp2_session_terminate_session2(
-      session_, nghttp2_session_get_last_proc_stream_id(session_), error_code);
+  StopConnectionTimers();
+  const int32_t last_stream_id =
+      nghttp2_session_get_last_proc_stream_id(session_);
+  // Without debug data, a no-op when nghttp2 has queued its own GOAWAY for
+  // the error.
+  const int rv =
+      debug_data.empty()
+          ? nghttp2_session_terminate_session2(session_, last_stream_id,
+                                               error_code)
+          : nghttp2_submit_goaway(
+                session_, NGHTTP2_FLAG_NONE, last_stream_id, error_code,
+                reinterpret_cast<const uint8_t*>(debug_data.data()),
+                debug_data.size());
   if (rv != 0) {
     // No GOAWAY to deliver.
     Close(why);
@@ -284,7 +429,36 @@ void Session::OnLingerFlushed() {
 void Session::GracefulShutdown() {
   if (closed() || going_away_) return;
   going_away_ = true;
-  scheduler_->Cancel(&deadline_timer_);
+  scheduler_->Cancel(&idle_timer_);
+  if (!server_) {
+    if (!Submitted(nghttp2_submit_goaway(
+                       session_, NGHTTP2_FLAG_NONE,
+                       nghttp2_session_get_last_proc_stream_id(session_),
+                       NGHTTP2_NO_ERROR, nullptr, 0),
+                   "nghttp2_submit_goaway")) {
+      return;
+    }
+    RequestFlush();
+    return;
+  }
+  // GOAWAY(2^31-1) now; the PING goes out once the GOAWAY is written
+  // (FrameSendCallback), so its ACK proves the client has seen the GOAWAY.
+  if (!Submitted(nghttp2_submit_shutdown_notice(session_),
+                 "nghttp2_submit_shutdown_notice")) {
+    return;
+  }
+  drain_ = Drain::kNoticeQueued;
+  scheduler_->Schedule(
+      &goaway_ping_timer_,
+      scheduler_->Now() +
+          std::min(kGoAwayPingTimeout, options_.keepalive.timeout));
+  RequestFlush();
+}
+
+void Session::SendFinalGoAway() {
+  if (drain_ == Drain::kFinal || closed()) return;
+  drain_ = Drain::kFinal;
+  scheduler_->Cancel(&goaway_ping_timer_);
   if (!Submitted(nghttp2_submit_goaway(
                      session_, NGHTTP2_FLAG_NONE,
                      nghttp2_session_get_last_proc_stream_id(session_),
@@ -329,6 +503,7 @@ void Session::RequestFlush() {
 void Session::Feed(absl::string_view bytes) {
   // Lingering: what the peer sends is read and dropped.
   if (closed()) return;
+  keepalive_.OnRead(scheduler_->Now());
   in_session_call_ = true;
   const Nghttp2Ssize consumed = MemRecv(
       session_, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
@@ -426,6 +601,7 @@ void Session::OnOutputDrained() {
   // close into a reset that destroys the GOAWAY.
   lingering_ = true;
   linger_status_ = why;
+  StopConnectionTimers();
   scheduler_->Schedule(&deadline_timer_,
                        scheduler_->Now() + options_.close_linger);
   OnLingerFlushed();
@@ -439,7 +615,12 @@ Nghttp2Ssize Session::SendCallback(nghttp2_session*, const uint8_t* data,
     return NGHTTP2_ERR_WOULDBLOCK;
   }
   // nghttp2 passes whole frames here (DATA goes to SendDataCallback).
-  if (self->lingering_ && length >= 9 && data[3] == NGHTTP2_GOAWAY) {
+  // After a graceful shutdown started, a GOAWAY with the last stream id
+  // 2^31-1 is the shutdown notice, not the GOAWAY Fail() queued (whose last
+  // stream id is that of a stream received, which cannot be 2^31-1 unless
+  // the connection carried 2^30 streams).
+  if (self->lingering_ && length >= 9 && data[3] == NGHTTP2_GOAWAY &&
+      !(self->drain_ != Drain::kNone && IsShutdownNotice(data, length))) {
     self->goaway_written_ = true;
   }
   const size_t start = self->write_buffer_.size();
@@ -514,6 +695,9 @@ int Session::FrameRecvCallback(nghttp2_session*, const nghttp2_frame* frame,
   if (frame->hd.type == NGHTTP2_SETTINGS &&
       (frame->hd.flags & NGHTTP2_FLAG_ACK) == 0) {
     self->OnHandshakeDone();
+  } else if (frame->hd.type == NGHTTP2_PING) {
+    const int rv = self->OnPing(frame);
+    if (rv != 0) return rv;
   }
   return self->OnFrameRecv(frame);
 }
@@ -526,8 +710,21 @@ int Session::DataChunkCallback(nghttp2_session*, uint8_t, int32_t stream_id,
 int Session::FrameSendCallback(nghttp2_session*, const nghttp2_frame* frame,
                                void* user) {
   Session* self = Self(user);
-  if (frame->hd.type == NGHTTP2_GOAWAY) {
-    self->goaway_sent_error_ = frame->goaway.error_code;
+  if (frame->hd.type == NGHTTP2_DATA || frame->hd.type == NGHTTP2_HEADERS) {
+    self->ping_policy_.OnDataSent();
+  } else if (frame->hd.type == NGHTTP2_GOAWAY) {
+    if (self->drain_ == Drain::kNoticeQueued &&
+        frame->goaway.last_stream_id == kShutdownNoticeStreamId) {
+      // The notice is out: the PING follows it.
+      self->drain_ = Drain::kPingOut;
+      if (!self->closed()) {
+        self->Submitted(
+            nghttp2_submit_ping(self->session_, NGHTTP2_FLAG_NONE, kGoAwayPing),
+            "nghttp2_submit_ping");
+      }
+    } else {
+      self->goaway_sent_error_ = frame->goaway.error_code;
+    }
   }
   self->OnFrameSent(frame);
   return 0;

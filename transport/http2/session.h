@@ -17,6 +17,7 @@
 #include "transport/core/message_deframer.h"
 #include "transport/core/peer_identity.h"
 #include "transport/core/status.h"
+#include "transport/http2/keepalive.h"
 #include "transport/http2/nghttp2_compat.h"
 #include "transport/http2/nghttp2_memory_pool.h"
 #include "transport/http2/stream_base.h"
@@ -25,31 +26,38 @@
 
 namespace h2rpc::transport::http2 {
 
-// Keepalive (gRPC's A8), PING enforcement and connection age (A9) of one
-// connection. Every field: default, unit.
+// Keepalive (gRPC's A8), PING enforcement and connection idleness and age
+// (A9) of one connection. Every field: default, unit. The defaults are the
+// transport's (everything off); the rpc layer sets them from ChannelOptions
+// or ServerOptions, whose defaults are gRPC's for each side.
 struct KeepaliveOptions {
-  // After `time` without a frame from the peer, send a PING; if no
-  // frame arrives within `timeout` of it, the connection is dead: it
-  // closes and its calls fail with UNAVAILABLE. Without an open stream no
-  // PING is sent unless permit_without_calls. InfiniteDuration: no
-  // keepalive. Durations.
+  // After `time` without a byte from the peer, send a PING; if nothing
+  // arrives within `timeout` of it, the connection is dead: it closes and
+  // its calls fail with UNAVAILABLE ("keepalive watchdog timeout"; a
+  // server's handlers see cancellation). Without an open stream no PING is
+  // sent unless permit_without_calls. `time` InfiniteDuration: no
+  // keepalive. Durations, more than zero.
   absl::Duration time = absl::InfiniteDuration();
   absl::Duration timeout = absl::Seconds(20);
   bool permit_without_calls = false;
   // Servers: PING enforcement. A PING sooner than min_time after the
-  // previous one (or any PING while no stream is open, unless
-  // permit_pings_without_calls), since the server last sent HEADERS or DATA,
-  // is a strike; more than max_ping_strikes strikes end the connection with
-  // GOAWAY ENHANCE_YOUR_CALM, debug data "too_many_pings".
+  // previous one (sooner than 2 hours while no stream is open, unless
+  // permit_pings_without_calls) is a strike; sending HEADERS or DATA clears
+  // the strikes. More than max_ping_strikes strikes end the connection with
+  // GOAWAY ENHANCE_YOUR_CALM, debug data "too_many_pings", and its calls
+  // with UNAVAILABLE. max_ping_strikes 0: no limit. Duration; PINGs.
   absl::Duration min_time = absl::Minutes(5);
   bool permit_pings_without_calls = false;
   int max_ping_strikes = 2;
-  // Servers: a connection older than max_connection_age (give or take 10%)
-  // is shut down gracefully (GOAWAY, PING, GOAWAY); calls still open
-  // max_connection_age_grace later are cancelled and the connection closed.
-  // InfiniteDuration: never. Durations.
+  // Servers: a connection older than max_connection_age (give or take 10%,
+  // at random) is shut down gracefully (see Session::GracefulShutdown);
+  // calls still open max_connection_age_grace later are cancelled and the
+  // connection closed. InfiniteDuration: never. Durations.
   absl::Duration max_connection_age = absl::InfiniteDuration();
   absl::Duration max_connection_age_grace = absl::InfiniteDuration();
+  // Servers: a connection without open streams for this long is shut down
+  // gracefully. InfiniteDuration: never. Duration, more than zero.
+  absl::Duration max_connection_idle = absl::InfiniteDuration();
 };
 
 // Limits and HTTP/2 settings of one connection. Every field: default, unit.
@@ -108,9 +116,6 @@ struct ConnectionOptions {
   // and its first SETTINGS frame) within this time of the connection's
   // start, or the connection is closed (a server sends GOAWAY first).
   absl::Duration handshake_timeout = absl::Seconds(5);
-  // Servers: a connection with no open stream for this long is shut down
-  // gracefully (GOAWAY NO_ERROR, then closed). InfiniteDuration: never.
-  absl::Duration idle_timeout = absl::InfiniteDuration();
   // Servers: a connection that has written its last frame (a GOAWAY after
   // a protocol violation, a flood or a handshake timeout, or the end of a
   // graceful shutdown) half-closes and keeps its socket until the peer
@@ -118,16 +123,17 @@ struct ConnectionOptions {
   // still sends, so the GOAWAY is not lost to a TCP reset; then it closes
   // and fails its calls.
   absl::Duration close_linger = absl::Seconds(1);
-  // Keepalive, PING enforcement and connection age. The rpc layer sets
-  // them from ChannelOptions or ServerOptions, whose defaults differ by side.
+  // Keepalive, PING enforcement, connection idleness and age. The rpc layer
+  // sets them from ChannelOptions or ServerOptions, whose defaults differ by
+  // side.
   KeepaliveOptions keepalive;
 };
 
 // One HTTP/2 connection's protocol state, without I/O: the nghttp2
 // session, its streams (in the subclasses), flow control, and the
-// connection's deadlines (handshake, idle, linger) as timers on an injected
-// Scheduler. It consumes the peer's bytes (Feed) and produces its own
-// (PendingOutput) for whatever drives it (io::SocketDriver, or a test);
+// connection's deadlines (handshake, keepalive, idle, age, linger) as timers
+// on an injected Scheduler. It consumes the peer's bytes (Feed) and produces
+// its own (PendingOutput) for whatever drives it (io::SocketDriver, or a test);
 // nothing here touches a descriptor, a thread or the real clock.
 //
 // Output is coalesced: frames accumulate in one buffer until the driver
@@ -138,7 +144,7 @@ struct ConnectionOptions {
 //
 // Client and server sessions derive from it and handle the stream-level
 // callbacks. Everything runs on the scheduler's thread.
-class Session : public io::ByteSession {
+class Session : public io::ByteSession, private KeepalivePinger::Delegate {
  public:
   Session(io::Scheduler* scheduler, std::string peer,
           const ConnectionOptions& options);
@@ -159,18 +165,29 @@ class Session : public io::ByteSession {
   void Close(const Status& why);
 
   // Ends the connection on a fatal error: queues GOAWAY with `error_code`
-  // (unless nghttp2 has queued one already), stops processing what the
-  // peer sends, and writes what was queued up to and including the GOAWAY
-  // and nothing after it. A server then closes with `why` once the peer has
-  // closed its side too, or after options().close_linger, whichever comes
-  // first (Close() ends the linger at once); a client closes at once after
-  // one attempt to write. Idempotent.
-  void Fail(uint32_t error_code, const Status& why);
+  // and `debug_data` as its opaque data (without debug data, none if
+  // nghttp2 has queued a GOAWAY for the error already), stops processing
+  // what the peer sends, and writes what was queued up to and including the
+  // GOAWAY and nothing after it. A server then closes with `why` once the
+  // peer has closed its side too, or after options().close_linger,
+  // whichever comes first (Close() ends the linger at once); a client
+  // closes at once after one attempt to write. Idempotent.
+  void Fail(uint32_t error_code, const Status& why,
+            absl::string_view debug_data = absl::string_view());
 
-  // Sends GOAWAY (last stream id = the last one accepted) and ends the
-  // connection once every open stream has finished (a server lingers then,
-  // see ConnectionOptions::close_linger).
+  // Shuts the connection down without losing a stream: the connection ends
+  // once every open stream has finished (a server lingers then, see
+  // ConnectionOptions::close_linger). A client sends GOAWAY (NO_ERROR). A
+  // server does what gRPC servers do: GOAWAY with last stream id 2^31-1,
+  // then a PING; streams the client opens meanwhile are served. When the
+  // PING's ACK arrives (or, without one, after kGoAwayPingTimeout or
+  // options().keepalive.timeout, whichever is shorter) the final GOAWAY
+  // names the last stream accepted, and later streams are refused.
+  // Idempotent; no-op once closed().
   void GracefulShutdown();
+  // The longest a server waits for the ACK of its shutdown PING before it
+  // sends the final GOAWAY (gRPC C++'s bound).
+  static constexpr absl::Duration kGoAwayPingTimeout = absl::Seconds(20);
 
   // Asks the driver to take the pending output (after the Feed() in
   // progress, or at the end of this loop iteration).
@@ -242,8 +259,13 @@ class Session : public io::ByteSession {
   // constructor.
   void set_memory_share(MemoryQuotaShare* share) { memory_share_ = share; }
 
-  // Servers: whether the connection has no open stream. While idle (and
-  // once the handshake is done), options().idle_timeout runs.
+  // Whether the connection has no open stream; subclasses on both sides
+  // report every change. Keepalive PINGs need an open stream (unless
+  // permitted without), PING enforcement is stricter without one, and a
+  // server idle (once its handshake is done) for
+  // options().keepalive.max_connection_idle shuts down gracefully.
+  // Costs a few stores (and a clock read when an idle server has a
+  // max_connection_idle); never schedules more than once per idle period.
   void SetIdle(bool idle);
 
   // Stream-level nghttp2 callbacks. Return 0, or NGHTTP2_ERR_CALLBACK_FAILURE
@@ -274,18 +296,36 @@ class Session : public io::ByteSession {
   virtual void OnClosed(const Status& why) = 0;
 
  private:
-  // The one deadline a connection waits for at a time: the peer's
-  // handshake, then (servers) the idle timeout, or the end of a linger.
-  class DeadlineTimer : public io::Timer {
+  // A timer that calls a member function of its session.
+  template <void (Session::*kFire)()>
+  class MemberTimer final : public io::Timer {
    public:
-    explicit DeadlineTimer(Session* s) : session_(s) {}
-    void OnTimer() override { session_->OnDeadline(); }
+    explicit MemberTimer(Session* s) : session_(s) {}
+    void OnTimer() override { (session_->*kFire)(); }
 
    private:
-    Session* session_;
+    Session* const session_;
   };
 
+  // The peer's handshake, or the end of a linger.
   void OnDeadline();
+  // Servers: max_connection_idle may have passed.
+  void OnIdleTimer();
+  // Servers: max_connection_age, then the end of max_connection_age_grace.
+  void OnAgeTimer();
+  // Servers: the shutdown PING went unanswered.
+  void OnGoAwayPingTimer() { SendFinalGoAway(); }
+  // Servers, graceful shutdown: the GOAWAY naming the last stream accepted.
+  void SendFinalGoAway();
+  // A PING frame arrived. Returns 0, or NGHTTP2_ERR_CALLBACK_FAILURE once
+  // the connection failed for too many PINGs.
+  int OnPing(const nghttp2_frame* frame);
+  // KeepalivePinger::Delegate.
+  bool SendKeepalivePing() override;
+  void OnKeepaliveTimeout() override;
+  // Cancels the timers of a connection that is ending (lingering or
+  // closed), all but deadline_timer_.
+  void StopConnectionTimers();
   // The peer's first SETTINGS arrived.
   void OnHandshakeDone();
   // The output buffer is empty and nghttp2 has nothing more to send now:
@@ -333,10 +373,31 @@ class Session : public io::ByteSession {
   Nghttp2MemoryPool memory_;  // outlives session_ (deleted in ~Session)
   MemoryQuotaShare* memory_share_ = nullptr;
   nghttp2_session* session_ = nullptr;
-  DeadlineTimer deadline_timer_{this};
+  MemberTimer<&Session::OnDeadline> deadline_timer_{this};
+  MemberTimer<&Session::OnIdleTimer> idle_timer_{this};
+  MemberTimer<&Session::OnAgeTimer> age_timer_{this};
+  MemberTimer<&Session::OnGoAwayPingTimer> goaway_ping_timer_{this};
+  KeepalivePinger keepalive_;
+  PingAbusePolicy ping_policy_;
   bool server_ = false;
   bool handshake_done_ = false;
   bool idle_ = true;
+  // Servers: since when the connection has had no open stream.
+  io::MonotonicTime idle_since_;
+  // Servers: max_connection_age has passed; age_timer_ now runs the grace.
+  bool age_reached_ = false;
+  // Servers: how far a graceful shutdown has got.
+  enum class Drain : uint8_t {
+    kNone,
+    // GOAWAY(2^31-1) is queued; the PING follows once it is written.
+    kNoticeQueued,
+    // The PING is out; its ACK (or goaway_ping_timer_) sends the final
+    // GOAWAY.
+    kPingOut,
+    // The final GOAWAY is queued.
+    kFinal,
+  };
+  Drain drain_ = Drain::kNone;
   // Our SETTINGS frame has not been serialized yet (servers).
   bool settings_patch_pending_ = false;
   bool closed_ = false;

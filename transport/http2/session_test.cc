@@ -1,6 +1,8 @@
 // Connection-level behaviour every session shares (Session), driven frame
 // by frame through a server session: the handshake deadline, fatal errors
-// with their GOAWAY and linger, floods, the idle timeout, a failed submit.
+// with their GOAWAY and linger, floods, max_connection_idle, a failed
+// submit, keepalive PINGs and their timeout, PING enforcement, connection
+// age and the graceful double-GOAWAY sequence.
 #include "transport/http2/session.h"
 
 #include <nghttp2/nghttp2.h>
@@ -13,6 +15,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "test/util/raw_frames.h"
+#include "transport/http2/client_session.h"
 #include "transport/http2/server_session.h"
 #include "transport/http2/testing/server_session_fixture.h"
 #include "transport/http2/testing/session_harness.h"
@@ -28,7 +31,64 @@ using ::h2rpc::testing::GrpcRequestHeaders;
 using ::h2rpc::testing::kClientPreface;
 using ::h2rpc::testing::ParseFrames;
 using ::h2rpc::testing::RawFrame;
+using ::h2rpc::testing::RawHeaders;
 using testing::Framed;
+using ::testing::HasSubstr;
+
+// The last stream id of a graceful shutdown's first GOAWAY.
+constexpr uint32_t kShutdownNotice = (1u << 31) - 1;
+
+uint32_t ReadUint32(absl::string_view bytes) {
+  const auto* p = reinterpret_cast<const uint8_t*>(bytes.data());
+  return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 |
+         uint32_t{p[3]};
+}
+
+struct GoAway {
+  uint32_t last_stream_id;
+  uint32_t error_code;
+  std::string debug_data;
+};
+
+// The GOAWAY frames in `frames`, in order.
+std::vector<GoAway> GoAwaysIn(const std::vector<RawFrame>& frames) {
+  std::vector<GoAway> goaways;
+  for (const RawFrame& frame : frames) {
+    if (frame.type != NGHTTP2_GOAWAY || frame.payload.size() < 8) continue;
+    goaways.push_back({ReadUint32(frame.payload) & 0x7fffffffu,
+                       ReadUint32(absl::string_view(frame.payload).substr(4)),
+                       frame.payload.substr(8)});
+  }
+  return goaways;
+}
+
+// The opaque data of the PINGs (not ACKs) in `frames`, in order.
+std::vector<std::string> PingsIn(const std::vector<RawFrame>& frames) {
+  std::vector<std::string> pings;
+  for (const RawFrame& frame : frames) {
+    if (frame.type == NGHTTP2_PING && (frame.flags & NGHTTP2_FLAG_ACK) == 0) {
+      pings.push_back(frame.payload);
+    }
+  }
+  return pings;
+}
+
+// Index of the first frame of `type` (not an ACK), or frames.size().
+size_t IndexOf(const std::vector<RawFrame>& frames, uint8_t type) {
+  for (size_t i = 0; i < frames.size(); ++i) {
+    if (frames[i].type == type && (frames[i].flags & NGHTTP2_FLAG_ACK) == 0) {
+      return i;
+    }
+  }
+  return frames.size();
+}
+
+std::string PingAck(absl::string_view opaque) {
+  return EncodeFrame(NGHTTP2_PING, NGHTTP2_FLAG_ACK, 0, opaque);
+}
+std::string Ping(absl::string_view opaque = "12345678") {
+  return EncodeFrame(NGHTTP2_PING, 0, 0, opaque);
+}
 
 class SessionTest : public testing::ServerSessionFixture {
  protected:
@@ -37,6 +97,8 @@ class SessionTest : public testing::ServerSessionFixture {
         NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, stream_id,
         EncodeLiteralHeaderBlock(GrpcRequestHeaders("/test.Echo/Hold", 1))));
   }
+  std::vector<GoAway> GoAways() const { return GoAwaysIn(frames_); }
+  std::vector<std::string> Pings() const { return PingsIn(frames_); }
   // The frames after the GOAWAY (none may follow it).
   size_t FramesAfterGoAway() const {
     for (size_t i = 0; i < frames_.size(); ++i) {
@@ -98,6 +160,8 @@ TEST_F(SessionTest, ALingerEndsAtCloseLingerIfThePeerNeverCloses) {
 }
 
 TEST_F(SessionTest, AFloodOfPingsIsAnsweredWithEnhanceYourCalm) {
+  // nghttp2's own bound on queued ACKs, not PING enforcement.
+  options_.keepalive.max_ping_strikes = 0;
   Handshake();
   // The peer never reads: PING ACKs pile up in nghttp2's queue.
   std::string pings;
@@ -111,7 +175,7 @@ TEST_F(SessionTest, AFloodOfPingsIsAnsweredWithEnhanceYourCalm) {
 }
 
 TEST_F(SessionTest, AnIdleConnectionIsShutDownGracefully) {
-  options_.idle_timeout = absl::Seconds(10);
+  options_.keepalive.max_connection_idle = absl::Seconds(10);
   Handshake();
   HoldCall(1);
   // Not idle while a stream is open.
@@ -123,10 +187,40 @@ TEST_F(SessionTest, AnIdleConnectionIsShutDownGracefully) {
   Advance(absl::Seconds(10) - absl::Nanoseconds(1));
   EXPECT_FALSE(GoAwayErrorCode(frames_).has_value());
   Advance(absl::Nanoseconds(1));
-  EXPECT_EQ(GoAwayErrorCode(frames_), NGHTTP2_NO_ERROR);
+  // The graceful sequence: GOAWAY(2^31-1) and a PING, then, once the PING
+  // is answered, the final GOAWAY.
+  ASSERT_EQ(GoAways().size(), 1u);
+  EXPECT_EQ(GoAways()[0].last_stream_id, kShutdownNotice);
+  EXPECT_EQ(GoAways()[0].error_code, NGHTTP2_NO_ERROR);
+  ASSERT_EQ(Pings().size(), 1u);
+  EXPECT_FALSE(wire_->write_shut());
+  Feed(PingAck(Pings()[0]));
+  ASSERT_EQ(GoAways().size(), 2u);
+  EXPECT_EQ(GoAways()[1].last_stream_id, 1u);
   EXPECT_TRUE(wire_->write_shut());
   wire_->PeerCloses();
   EXPECT_TRUE(wire_->closed());
+}
+
+TEST_F(SessionTest, TheIdleClockRestartsWithEachIdlePeriod) {
+  options_.keepalive.max_connection_idle = absl::Seconds(10);
+  Handshake();
+  // Calls 8 s apart, each ending at once: the connection is never idle for
+  // 10 s, though the first idle period began long before the last call.
+  uint32_t stream_id = 1;
+  for (int i = 0; i < 5; ++i) {
+    Advance(absl::Seconds(8));
+    HoldCall(stream_id);
+    dispatcher_.calls.back()->Finish(Status());
+    Take();
+    Feed(EncodeFrame(NGHTTP2_DATA, NGHTTP2_FLAG_END_STREAM, stream_id, ""));
+    stream_id += 2;
+  }
+  Advance(absl::Seconds(10) - absl::Nanoseconds(1));
+  EXPECT_TRUE(GoAways().empty());
+  Advance(absl::Nanoseconds(1));
+  ASSERT_EQ(GoAways().size(), 1u);
+  EXPECT_EQ(GoAways()[0].last_stream_id, kShutdownNotice);
 }
 
 TEST_F(SessionTest, AFailedSubmitEndsTheConnectionWithInternalError) {
@@ -183,6 +277,343 @@ TEST_F(SessionTest, OutputIsTakenInPiecesAndWaitsForThePeersWindows) {
   const std::string all = echoed();
   EXPECT_EQ(all.size(), message.size());
   EXPECT_TRUE(all == message);
+}
+
+// Keepalive (server side; the rules are the same for clients).
+
+class KeepaliveTest : public SessionTest {
+ protected:
+  KeepaliveTest() {
+    options_.keepalive.time = absl::Seconds(10);
+    options_.keepalive.timeout = absl::Seconds(3);
+  }
+  // A frame that is not a PING, to show the peer is alive.
+  void PeerSendsSomething() {
+    Feed(EncodeFrame(NGHTTP2_WINDOW_UPDATE, 0, 0, std::string("\0\0\0\1", 4)));
+  }
+};
+
+TEST_F(KeepaliveTest, PingsAfterTimeWithoutAFrame) {
+  Handshake();
+  HoldCall(1);
+  Advance(absl::Seconds(10) - absl::Nanoseconds(1));
+  EXPECT_TRUE(Pings().empty());
+  Advance(absl::Nanoseconds(1));
+  EXPECT_EQ(Pings().size(), 1u);
+}
+
+TEST_F(KeepaliveTest, NoPingWhileFramesKeepArriving) {
+  Handshake();
+  HoldCall(1);
+  for (int i = 0; i < 60; ++i) {
+    Advance(absl::Seconds(9));
+    PeerSendsSomething();
+  }
+  EXPECT_TRUE(Pings().empty());
+  EXPECT_FALSE(wire_->closed());
+}
+
+TEST_F(KeepaliveTest, NoPingWithoutStreamsUnlessPermitted) {
+  Handshake();
+  Advance(absl::Hours(1));
+  EXPECT_TRUE(Pings().empty());
+  // A stream opens: the PING is due `time` after its HEADERS.
+  HoldCall(1);
+  Advance(absl::Seconds(10));
+  EXPECT_EQ(Pings().size(), 1u);
+}
+
+TEST_F(KeepaliveTest, PermitWithoutCallsPingsAnIdleConnection) {
+  options_.keepalive.permit_without_calls = true;
+  Handshake();
+  Advance(absl::Seconds(10));
+  EXPECT_EQ(Pings().size(), 1u);
+}
+
+TEST_F(KeepaliveTest, NoAnswerWithinTimeoutClosesTheConnectionAndCancelsCalls) {
+  Handshake();
+  HoldCall(1);
+  Advance(absl::Seconds(10));
+  ASSERT_EQ(Pings().size(), 1u);
+  Advance(absl::Seconds(3) - absl::Nanoseconds(1));
+  EXPECT_FALSE(wire_->closed());
+  EXPECT_FALSE(dispatcher_.calls[0]->cancelled);
+  Advance(absl::Nanoseconds(1));
+  EXPECT_TRUE(wire_->closed());
+  EXPECT_TRUE(dispatcher_.closed);
+  EXPECT_TRUE(dispatcher_.calls[0]->cancelled);
+}
+
+TEST_F(KeepaliveTest, AnAckKeepsTheConnection) {
+  Handshake();
+  HoldCall(1);  // read now
+  io::MonotonicTime last_read = scheduler_.Now();
+  for (size_t i = 0; i < 5; ++i) {
+    // The PING is due `time` after the last frame from the peer.
+    Advance(last_read + absl::Seconds(10) - scheduler_.Now() -
+            absl::Nanoseconds(1));
+    EXPECT_EQ(Pings().size(), i);
+    Advance(absl::Nanoseconds(1));
+    ASSERT_EQ(Pings().size(), i + 1);
+    // Answered a second later: still open past the timeout.
+    Advance(absl::Seconds(1));
+    Feed(PingAck(Pings().back()));
+    last_read = scheduler_.Now();
+    Advance(absl::Seconds(3));
+    EXPECT_FALSE(wire_->closed());
+  }
+  EXPECT_FALSE(dispatcher_.calls[0]->cancelled);
+}
+
+TEST(ClientKeepaliveTest, NoAnswerFailsTheCallsWithUnavailable) {
+  io::FakeScheduler scheduler;
+  ConnectionOptions options;
+  options.keepalive.time = absl::Seconds(10);
+  options.keepalive.timeout = absl::Seconds(3);
+  options.keepalive.permit_without_calls = true;
+  testing::RecordingClientListener listener;
+  testing::RecordingCall call;
+  ClientSession session(&scheduler, "test-server", options, &listener);
+  testing::MemoryWire wire(&session);
+  wire.Start();
+  wire.Feed(
+      absl::StrCat(EncodeFrame(NGHTTP2_SETTINGS, 0, 0, ""),
+                   EncodeFrame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0, "")));
+  call.stream.description.method_path = call.path;
+  call.stream.description.authority = "test-server";
+  call.stream.outgoing().buffer() = Framed("ping");
+  call.stream.outgoing().set_end_of_data();
+  session.StartCall(&call.stream);
+  std::string output = wire.TakeOutput();
+  scheduler.AdvanceBy(absl::Seconds(10));
+  output += wire.TakeOutput();
+  ASSERT_GE(output.size(), kClientPreface.size());
+  EXPECT_EQ(PingsIn(ParseFrames(output.substr(kClientPreface.size()))).size(),
+            1u);
+  scheduler.AdvanceBy(absl::Seconds(3));
+  EXPECT_TRUE(wire.closed());
+  EXPECT_TRUE(listener.closed);
+  ASSERT_TRUE(call.closed);
+  EXPECT_EQ(call.status.code(), StatusCode::kUnavailable);
+  EXPECT_THAT(call.status.message(), HasSubstr("keepalive watchdog timeout"));
+  EXPECT_THAT(call.status.message(), HasSubstr("keepalive_timeout (3s)"));
+}
+
+// PING enforcement.
+
+class PingStrikesTest : public SessionTest {
+ protected:
+  PingStrikesTest() {
+    options_.keepalive.min_time = absl::Minutes(5);
+    options_.keepalive.max_ping_strikes = 2;
+  }
+  // Sends an echo request on `stream_id` without ending it; the server
+  // sends HEADERS and DATA back.
+  void EchoMessage(uint32_t stream_id, bool first) {
+    std::string bytes;
+    if (first) {
+      bytes = EncodeFrame(
+          NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, stream_id,
+          EncodeLiteralHeaderBlock(GrpcRequestHeaders("/test.Echo/Echo", 1)));
+    }
+    bytes += EncodeFrame(NGHTTP2_DATA, 0, stream_id, Framed("x"));
+    Feed(bytes);
+  }
+  size_t DataFrames() const {
+    size_t n = 0;
+    for (const RawFrame& frame : frames_) n += frame.type == NGHTTP2_DATA;
+    return n;
+  }
+};
+
+TEST_F(PingStrikesTest, TooManyEarlyPingsEndTheConnectionWithTooManyPings) {
+  Handshake();
+  HoldCall(1);
+  // The first PING is free; the next two are strikes 1 and 2.
+  for (int i = 0; i < 3; ++i) {
+    Advance(absl::Seconds(1));
+    Feed(Ping());
+  }
+  EXPECT_TRUE(GoAways().empty());
+  EXPECT_FALSE(session_->closed());
+  // Strike 3, one more than max_ping_strikes.
+  Advance(absl::Seconds(1));
+  Feed(Ping());
+  ASSERT_EQ(GoAways().size(), 1u);
+  EXPECT_EQ(GoAways()[0].error_code, NGHTTP2_ENHANCE_YOUR_CALM);
+  EXPECT_EQ(GoAways()[0].debug_data, "too_many_pings");
+  EXPECT_EQ(GoAways()[0].last_stream_id, 1u);
+  EXPECT_EQ(FramesAfterGoAway(), 0u);
+  EXPECT_TRUE(session_->closed());
+  EXPECT_TRUE(wire_->write_shut());
+  wire_->PeerCloses();
+  EXPECT_TRUE(wire_->closed());
+  EXPECT_TRUE(dispatcher_.calls[0]->cancelled);
+}
+
+TEST_F(PingStrikesTest, WhatFollowsTheFatalPingIsNotProcessed) {
+  Handshake();
+  std::string bytes;
+  for (int i = 0; i < 4; ++i) bytes += Ping();
+  bytes += EncodeFrame(
+      NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, 1,
+      EncodeLiteralHeaderBlock(GrpcRequestHeaders("/test.Echo/Hold", 1)));
+  Feed(bytes);
+  ASSERT_EQ(GoAways().size(), 1u);
+  EXPECT_EQ(GoAways()[0].debug_data, "too_many_pings");
+  EXPECT_TRUE(dispatcher_.calls.empty());
+}
+
+TEST_F(PingStrikesTest, PingsSpacedByMinTimeAreNotStrikes) {
+  Handshake();
+  HoldCall(1);
+  for (int i = 0; i < 10; ++i) {
+    Feed(Ping());
+    Advance(absl::Minutes(5));
+  }
+  EXPECT_TRUE(GoAways().empty());
+  EXPECT_FALSE(session_->closed());
+}
+
+TEST_F(PingStrikesTest, PingsInterleavedWithSentDataAreNotStrikes) {
+  Handshake();
+  for (int i = 0; i < 10; ++i) {
+    EchoMessage(1, /*first=*/i == 0);
+    ASSERT_EQ(DataFrames(), static_cast<size_t>(i + 1));
+    Advance(absl::Seconds(1));
+    Feed(Ping());
+  }
+  EXPECT_TRUE(GoAways().empty());
+  EXPECT_FALSE(session_->closed());
+}
+
+TEST_F(PingStrikesTest, WithoutCallsPingsMustBeTwoHoursApart) {
+  Handshake();
+  // Ten minutes apart is fine while a call is open...
+  HoldCall(1);
+  for (int i = 0; i < 4; ++i) {
+    Feed(Ping());
+    Advance(absl::Minutes(10));
+  }
+  EXPECT_TRUE(GoAways().empty());
+  // ...but not without one.
+  dispatcher_.calls[0]->Finish(Status());
+  Take();
+  Feed(EncodeFrame(NGHTTP2_DATA, NGHTTP2_FLAG_END_STREAM, 1, ""));
+  for (int i = 0; i < 3; ++i) {
+    Advance(absl::Minutes(10));
+    Feed(Ping());
+  }
+  EXPECT_TRUE(GoAways().empty());
+  Advance(absl::Minutes(10));
+  Feed(Ping());
+  ASSERT_EQ(GoAways().size(), 1u);
+  EXPECT_EQ(GoAways()[0].debug_data, "too_many_pings");
+}
+
+TEST_F(PingStrikesTest,
+       PermitPingsWithoutCallsAppliesMinTimeToIdleConnections) {
+  options_.keepalive.permit_pings_without_calls = true;
+  Handshake();
+  for (int i = 0; i < 10; ++i) {
+    Feed(Ping());
+    Advance(absl::Minutes(5));
+  }
+  EXPECT_TRUE(GoAways().empty());
+}
+
+// Connection age and the graceful shutdown sequence.
+
+class ConnectionAgeTest : public SessionTest {
+ protected:
+  ConnectionAgeTest() {
+    options_.keepalive.max_connection_age = absl::Seconds(100);
+    options_.keepalive.max_connection_age_grace = absl::Seconds(1000);
+  }
+};
+
+TEST_F(ConnectionAgeTest, AgeStartsTheGracefulSequenceAndGraceEndsIt) {
+  const io::MonotonicTime start = scheduler_.Now();
+  Handshake();
+  HoldCall(1);
+  // The age timer is the only one running: its deadline is the jittered
+  // age, within 10% of max_connection_age.
+  const io::MonotonicTime age = scheduler_.next_deadline();
+  EXPECT_GE(age - start, absl::Seconds(90));
+  EXPECT_LT(age - start, absl::Seconds(110));
+  Advance(age - scheduler_.Now() - absl::Nanoseconds(1));
+  EXPECT_TRUE(GoAways().empty());
+  Advance(absl::Nanoseconds(1));
+  // GOAWAY(2^31-1, NO_ERROR), then a PING.
+  ASSERT_EQ(GoAways().size(), 1u);
+  EXPECT_EQ(GoAways()[0].last_stream_id, kShutdownNotice);
+  EXPECT_EQ(GoAways()[0].error_code, NGHTTP2_NO_ERROR);
+  ASSERT_EQ(Pings().size(), 1u);
+  EXPECT_LT(IndexOf(frames_, NGHTTP2_GOAWAY), IndexOf(frames_, NGHTTP2_PING));
+  // A stream the client started before it saw the GOAWAY is served.
+  HoldCall(3);
+  ASSERT_EQ(dispatcher_.calls.size(), 2u);
+  // The ACK: the final GOAWAY names the last stream accepted; later streams
+  // are not served.
+  Feed(PingAck(Pings()[0]));
+  ASSERT_EQ(GoAways().size(), 2u);
+  EXPECT_EQ(GoAways()[1].last_stream_id, 3u);
+  EXPECT_EQ(GoAways()[1].error_code, NGHTTP2_NO_ERROR);
+  HoldCall(5);
+  EXPECT_EQ(dispatcher_.calls.size(), 2u);
+  // The calls may go on until the grace ends...
+  Advance(age + absl::Seconds(1000) - scheduler_.Now() - absl::Nanoseconds(1));
+  EXPECT_FALSE(wire_->closed());
+  EXPECT_FALSE(dispatcher_.calls[0]->cancelled);
+  // ...then they are cancelled and the connection closed.
+  Advance(absl::Nanoseconds(1));
+  EXPECT_TRUE(wire_->closed());
+  EXPECT_TRUE(dispatcher_.closed);
+  EXPECT_TRUE(dispatcher_.calls[0]->cancelled);
+  EXPECT_TRUE(dispatcher_.calls[1]->cancelled);
+}
+
+TEST_F(ConnectionAgeTest, CallsEndingWithinTheGraceEndTheConnection) {
+  Handshake();
+  HoldCall(1);
+  Advance(absl::Seconds(110));
+  ASSERT_EQ(Pings().size(), 1u);
+  Feed(PingAck(Pings()[0]));
+  ASSERT_EQ(GoAways().size(), 2u);
+  dispatcher_.calls[0]->Finish(Status());
+  Take();
+  Feed(EncodeFrame(NGHTTP2_DATA, NGHTTP2_FLAG_END_STREAM, 1, ""));
+  EXPECT_TRUE(wire_->write_shut());
+  wire_->PeerCloses();
+  EXPECT_TRUE(wire_->closed());
+}
+
+TEST_F(SessionTest, WithoutAnAckTheFinalGoAwayFollowsWithinTheBound) {
+  options_.keepalive.timeout = absl::Seconds(7);  // shorter than 20 s
+  Handshake();
+  HoldCall(1);
+  session_->GracefulShutdown();
+  Take();
+  ASSERT_EQ(GoAways().size(), 1u);
+  ASSERT_EQ(Pings().size(), 1u);
+  HoldCall(3);
+  Advance(absl::Seconds(7) - absl::Nanoseconds(1));
+  EXPECT_EQ(GoAways().size(), 1u);
+  Advance(absl::Nanoseconds(1));
+  ASSERT_EQ(GoAways().size(), 2u);
+  EXPECT_EQ(GoAways()[1].last_stream_id, 3u);
+  EXPECT_EQ(dispatcher_.calls.size(), 2u);
+}
+
+TEST_F(SessionTest, TheGoAwayPingBoundIsTwentySecondsAtMost) {
+  options_.keepalive.timeout = absl::Minutes(5);
+  Handshake();
+  session_->GracefulShutdown();
+  Take();
+  Advance(Session::kGoAwayPingTimeout - absl::Nanoseconds(1));
+  EXPECT_EQ(GoAways().size(), 1u);
+  Advance(absl::Nanoseconds(1));
+  EXPECT_EQ(GoAways().size(), 2u);
 }
 
 }  // namespace

@@ -210,6 +210,10 @@ class DeliverToObserver final : public MessageDeframer::Listener {
   Status OnMessage(absl::string_view message, bool compressed) override {
     *wire_size_ = message.size();
     if (!compressed) return observer_->OnMessage(message, false);
+    if (observer_->DefersDecompression()) {
+      return observer_->OnCompressedMessage(message, encoding_,
+                                            max_message_size_);
+    }
     absl::string_view inflated;
     Status status = compression::DecompressMessage(
         message, encoding_, max_message_size_, &inflated);

@@ -1,0 +1,25 @@
+#ifndef H2RPC_TEST_UTIL_LOOPBACK_SOCKET_H_
+#define H2RPC_TEST_UTIL_LOOPBACK_SOCKET_H_
+
+// Blocking TCP sockets on 127.0.0.1 for tests that play a peer by hand
+// (a fake server, a silent client). Descriptors are the caller's to close.
+
+#include "absl/strings/string_view.h"
+
+namespace h2rpc::testing {
+
+// A listening socket on 127.0.0.1:port (0: any), or -1.
+int ListenOnLoopback(int port);
+// The port `fd` is bound to.
+int LocalPort(int fd);
+// A port nothing listens on (connects are refused): picked by the kernel,
+// then released.
+int ClosedLoopbackPort();
+// A socket connected to 127.0.0.1:port, or -1.
+int ConnectToLoopback(int port);
+// Sends all of `bytes`, or stops at the first error.
+void WriteAll(int fd, absl::string_view bytes);
+
+}  // namespace h2rpc::testing
+
+#endif  // H2RPC_TEST_UTIL_LOOPBACK_SOCKET_H_
