@@ -35,6 +35,7 @@
 #include "test/util/loopback_socket.h"
 #include "test/util/notification.h"
 #include "test/util/raw_frames.h"
+#include "test/util/tcp_proxy.h"
 #include "test/util/wait_for.h"
 
 namespace h2rpc {
@@ -51,6 +52,7 @@ using ::h2rpc::testing::LocalPort;
 using ::h2rpc::testing::Notification;
 using ::h2rpc::testing::ParseFrames;
 using ::h2rpc::testing::RawFrame;
+using ::h2rpc::testing::TcpProxy;
 using ::h2rpc::testing::WaitFor;
 using ::h2rpc::testing::WriteAll;
 using ::testing::ElementsAre;
@@ -100,17 +102,6 @@ bool ReadUntilEof(int fd, absl::Duration timeout) {
   }
 }
 
-// Whether `bytes`, what a client sent (preface first), hold a GOAWAY.
-bool HasGoAway(const std::string& bytes) {
-  constexpr size_t kPreface = 24;
-  if (bytes.size() < kPreface) return false;
-  for (const RawFrame& frame :
-       ParseFrames(absl::string_view(bytes).substr(kPreface))) {
-    if (frame.type == 0x7) return true;
-  }
-  return false;
-}
-
 // A TCP server on 127.0.0.1 whose connections `handler` serves, one at a
 // time, on the server's thread; it owns and closes the socket.
 class RawServer {
@@ -156,120 +147,6 @@ class RawServer {
   int port_ = 0;
   int wake_[2] = {-1, -1};
   std::atomic<int> accepted_{0};
-  std::thread thread_;
-};
-
-// Forwards TCP connections from its own port to 127.0.0.1:upstream_port and
-// records what clients do: connections accepted, connections the client
-// closed, and whether it had sent a GOAWAY by then. An end closing its side
-// is passed on as a half-close, so either side may close first.
-class CountingProxy {
- public:
-  explicit CountingProxy(int upstream_port) : upstream_port_(upstream_port) {
-    listen_fd_ = ListenOnLoopback(0);
-    if (listen_fd_ >= 0) port_ = LocalPort(listen_fd_);
-    if (pipe2(wake_, O_CLOEXEC) != 0) wake_[0] = wake_[1] = -1;
-    thread_ = std::thread([this] { Run(); });
-  }
-  ~CountingProxy() {
-    const char c = 0;
-    (void)!write(wake_[1], &c, 1);
-    thread_.join();
-    for (Pair& pair : pairs_) {
-      close(pair.client);
-      close(pair.upstream);
-    }
-    if (listen_fd_ >= 0) close(listen_fd_);
-    close(wake_[0]);
-    close(wake_[1]);
-  }
-
-  bool ok() const { return listen_fd_ >= 0 && wake_[0] >= 0; }
-  std::string target() const { return Target(port_); }
-  int accepted() const { return accepted_.load(); }
-  int closed_by_client() const { return closed_by_client_.load(); }
-  int goaway_before_close() const { return goaway_before_close_.load(); }
-
- private:
-  struct Pair {
-    int client;
-    int upstream;
-    bool client_open = true;
-    bool upstream_open = true;
-    std::string from_client;  // the first 64 KiB
-  };
-
-  // Copies what is readable on `from` to `to`, keeping a copy in `*copy`
-  // (if not null); false on EOF or error.
-  static bool Pump(int from, int to, std::string* copy) {
-    char buffer[16 * 1024];
-    const ssize_t n = recv(from, buffer, sizeof(buffer), 0);
-    if (n <= 0) return false;
-    if (copy != nullptr && copy->size() < (64 << 10)) {
-      copy->append(buffer, static_cast<size_t>(n));
-    }
-    WriteAll(to, absl::string_view(buffer, static_cast<size_t>(n)));
-    return true;
-  }
-
-  void Run() {
-    for (;;) {
-      std::vector<pollfd> p = {{wake_[0], POLLIN, 0}, {listen_fd_, POLLIN, 0}};
-      for (const Pair& pair : pairs_) {
-        // A closed end is not watched (-1: poll skips it).
-        p.push_back({pair.client_open ? pair.client : -1, POLLIN, 0});
-        p.push_back({pair.upstream_open ? pair.upstream : -1, POLLIN, 0});
-      }
-      if (poll(p.data(), p.size(), -1) < 0) {
-        if (errno == EINTR) continue;
-        return;
-      }
-      if (p[0].revents != 0) return;
-      if (p[1].revents & POLLIN) {
-        const int client = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-        if (client < 0) continue;
-        const int upstream = ConnectToLoopback(upstream_port_);
-        if (upstream < 0) {
-          close(client);
-          continue;
-        }
-        accepted_.fetch_add(1);
-        pairs_.push_back({client, upstream});
-        continue;
-      }
-      for (size_t i = 0; i < pairs_.size(); ++i) {
-        Pair& pair = pairs_[i];
-        constexpr short kReadable = POLLIN | POLLHUP | POLLERR;
-        if (pair.client_open && (p[2 + 2 * i].revents & kReadable) &&
-            !Pump(pair.client, pair.upstream, &pair.from_client)) {
-          pair.client_open = false;
-          if (HasGoAway(pair.from_client)) goaway_before_close_.fetch_add(1);
-          closed_by_client_.fetch_add(1);
-          shutdown(pair.upstream, SHUT_WR);
-        }
-        if (pair.upstream_open && (p[3 + 2 * i].revents & kReadable) &&
-            !Pump(pair.upstream, pair.client, nullptr)) {
-          pair.upstream_open = false;
-          shutdown(pair.client, SHUT_WR);
-        }
-        if (!pair.client_open && !pair.upstream_open) {
-          close(pair.client);
-          close(pair.upstream);
-          pairs_.erase(pairs_.begin() + i);
-          break;  // the poll set changed
-        }
-      }
-    }
-  }
-
-  const int upstream_port_;
-  int listen_fd_ = -1;
-  int port_ = 0;
-  int wake_[2] = {-1, -1};
-  std::atomic<int> accepted_{0};
-  std::atomic<int> closed_by_client_{0};
-  std::atomic<int> goaway_before_close_{0};
-  std::vector<Pair> pairs_;  // proxy thread, then destructor
   std::thread thread_;
 };
 
@@ -607,24 +484,28 @@ TEST(ChannelStateTest, AWaitForReadyStreamWaitsForAServerThatStartsLater) {
 TEST(ChannelStateTest, IdleTimeoutDropsTheConnectionAndTheNextCallReconnects) {
   EchoServer server;
   ASSERT_TRUE(server.start_status.ok()) << server.start_status.ToString();
-  CountingProxy proxy(server.port);
-  ASSERT_TRUE(proxy.ok());
+  TcpProxy proxy(server.port);
+  ASSERT_TRUE(proxy.ok()) << proxy.error();
   ChannelOptions options;
   options.idle_timeout = absl::Milliseconds(200);
   std::shared_ptr<Channel> channel = CreateChannel(proxy.target(), options);
   ASSERT_TRUE(Call(channel.get(), kHangTimeout).ok());
-  EXPECT_EQ(proxy.accepted(), 1);
+  EXPECT_EQ(proxy.counters().accepted, 1);
 
-  // No call for idle_timeout: IDLE, and the connection is gone, closed by
-  // the client after a GOAWAY.
+  // No call for idle_timeout: IDLE, and the connection is gone, closed
+  // after the client's GOAWAY.
   ASSERT_TRUE(WaitFor([&] { return channel->GetState(false) == S::kIdle; }))
       << Names(History(*channel));
-  ASSERT_TRUE(WaitFor([&] { return proxy.closed_by_client() == 1; }));
-  EXPECT_EQ(proxy.goaway_before_close(), 1);
+  ASSERT_TRUE(proxy.WaitUntil(
+      [](const TcpProxy::Counters& c) { return c.open == 0; }, kHangTimeout))
+      << proxy.counters().ToString();
+  const TcpProxy::Counters idle = proxy.counters();
+  ASSERT_EQ(idle.to_server.goaways.size(), 1u) << idle.ToString();
+  EXPECT_EQ(idle.to_server.goaways[0].connection, 0);
 
   const Status again = Call(channel.get(), kHangTimeout);
   EXPECT_TRUE(again.ok()) << again.ToString();
-  EXPECT_EQ(proxy.accepted(), 2);
+  EXPECT_EQ(proxy.counters().accepted, 2);
   EXPECT_THAT(History(*channel),
               ElementsAre(S::kIdle, S::kConnecting, S::kReady, S::kIdle,
                           S::kConnecting, S::kReady))
