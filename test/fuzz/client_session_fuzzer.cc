@@ -4,7 +4,9 @@
 //
 // Input: one control byte, then the server's bytes (from its SETTINGS on).
 // The control byte sets the size of the chunks they arrive in (bits 0-3:
-// 1 << n bytes) and whether the output is taken in small writes (bit 5).
+// 1 << n bytes), whether the output is taken in small writes (bit 5), and
+// whether keepalive runs on short timers (bit 6: a PING after 300 ms without
+// a frame, dead 200 ms later; bit 7: also without calls).
 #include <nghttp2/nghttp2.h>
 
 #include <cstddef>
@@ -13,6 +15,7 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "transport/http2/client_session.h"
 #include "transport/http2/testing/session_harness.h"
 #include "transport/io/fake_scheduler.h"
@@ -33,6 +36,11 @@ void Run(absl::string_view input) {
   options.max_header_list_size = 8192;
   options.initial_stream_window = 64 << 10;
   options.connection_window = 1 << 20;
+  if ((control & 0x40) != 0) {
+    options.keepalive.time = absl::Milliseconds(300);
+    options.keepalive.timeout = absl::Milliseconds(200);
+    options.keepalive.permit_without_calls = (control & 0x80) != 0;
+  }
   // Declared before the session: the calls outlive its streams.
   std::deque<testing::RecordingCall> calls(3);
   testing::RecordingClientListener listener;

@@ -4,8 +4,12 @@
 //
 // Input: one control byte, then the client's bytes. The control byte sets
 // the size of the chunks they arrive in (bits 0-3: 1 << n bytes), whether
-// calls hold their messages' flow-control credit (bit 4), and whether the
-// output is taken in small writes (bit 5), as a slow socket would.
+// calls hold their messages' flow-control credit (bit 4), whether the
+// output is taken in small writes (bit 5), as a slow socket would, and
+// whether connection management runs on short timers (bit 6: keepalive
+// PINGs and their timeout, PING enforcement, connection age and its grace,
+// all within a few 100 ms steps of the clock; bit 7: PINGs permitted
+// without calls).
 #include <nghttp2/nghttp2.h>
 
 #include <cstddef>
@@ -13,6 +17,7 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "test/util/raw_frames.h"
 #include "transport/core/memory_quota.h"
 #include "transport/http2/server_session.h"
@@ -38,6 +43,15 @@ void Run(absl::string_view input) {
   options.connection_window = 1 << 20;
   options.max_concurrent_streams = 16;
   options.keepalive.max_connection_idle = absl::Seconds(30);
+  if ((control & 0x40) != 0) {
+    options.keepalive.time = absl::Milliseconds(300);
+    options.keepalive.timeout = absl::Milliseconds(200);
+    options.keepalive.min_time = absl::Milliseconds(250);
+    options.keepalive.max_connection_age = absl::Milliseconds(500);
+    options.keepalive.max_connection_age_grace = absl::Seconds(1);
+    options.keepalive.permit_without_calls = (control & 0x80) != 0;
+    options.keepalive.permit_pings_without_calls = (control & 0x80) != 0;
+  }
   MemoryQuota quota(1 << 20);
   testing::EchoDispatcher dispatcher;
   dispatcher.hold_messages = (control & 0x10) != 0;
