@@ -32,6 +32,7 @@
 #include "rpc/connectivity_state.h"
 #include "rpc/internal/channel_core.h"
 #include "rpc/server.h"
+#include "test/util/fake_tcp_server.h"
 #include "test/util/loopback_socket.h"
 #include "test/util/notification.h"
 #include "test/util/raw_frames.h"
@@ -46,6 +47,7 @@ using grpc::testing::SimpleResponse;
 using ::h2rpc::testing::ClosedLoopbackPort;
 using ::h2rpc::testing::ConnectToLoopback;
 using ::h2rpc::testing::EncodeFrame;
+using ::h2rpc::testing::FakeServer;
 using ::h2rpc::testing::kHangTimeout;
 using ::h2rpc::testing::ListenOnLoopback;
 using ::h2rpc::testing::LocalPort;
@@ -102,53 +104,15 @@ bool ReadUntilEof(int fd, absl::Duration timeout) {
   }
 }
 
-// A TCP server on 127.0.0.1 whose connections `handler` serves, one at a
-// time, on the server's thread; it owns and closes the socket.
-class RawServer {
- public:
-  explicit RawServer(std::function<void(int fd)> handler)
-      : handler_(std::move(handler)) {
-    listen_fd_ = ListenOnLoopback(0);
-    if (listen_fd_ >= 0) port_ = LocalPort(listen_fd_);
-    if (pipe2(wake_, O_CLOEXEC) != 0) wake_[0] = wake_[1] = -1;
-    thread_ = std::thread([this] { Run(); });
-  }
-  ~RawServer() {
-    const char c = 0;
-    (void)!write(wake_[1], &c, 1);
-    thread_.join();
-    if (listen_fd_ >= 0) close(listen_fd_);
-    close(wake_[0]);
-    close(wake_[1]);
-  }
-  bool ok() const { return listen_fd_ >= 0 && wake_[0] >= 0; }
-  std::string target() const { return Target(port_); }
-  int accepted() const { return accepted_.load(); }
-
- private:
-  void Run() {
-    for (;;) {
-      pollfd p[2] = {{listen_fd_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
-      if (poll(p, 2, -1) < 0) {
-        if (errno == EINTR) continue;
-        return;
-      }
-      if (p[1].revents != 0) return;
-      const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (fd < 0) continue;
-      accepted_.fetch_add(1);
-      handler_(fd);
-      close(fd);
-    }
-  }
-
-  std::function<void(int fd)> handler_;
-  int listen_fd_ = -1;
-  int port_ = 0;
-  int wake_[2] = {-1, -1};
-  std::atomic<int> accepted_{0};
-  std::thread thread_;
-};
+// A FakeServer whose connections `handler` serves, one at a time; the
+// socket is closed after it.
+FakeServer::Handler ClosingAfter(std::function<void(int fd)> handler) {
+  return [handler = std::move(handler)](int fd) {
+    handler(fd);
+    close(fd);
+    return false;
+  };
+}
 
 // ---------------------------------------------------------------------------
 // A real server, and calls.
@@ -278,7 +242,7 @@ TEST(ChannelStateTest, GetStateWithTryToConnectStartsConnecting) {
 }
 
 TEST(ChannelStateTest, GetStateWithoutTryToConnectStaysIdle) {
-  RawServer server([](int fd) {});
+  FakeServer server(ClosingAfter([](int fd) {}));
   ASSERT_TRUE(server.ok());
   std::shared_ptr<Channel> channel = CreateChannel(server.target());
   EXPECT_EQ(channel->GetState(false), S::kIdle);
@@ -292,9 +256,9 @@ TEST(ChannelStateTest, GetStateWithoutTryToConnectStaysIdle) {
 // a call waits for it.
 TEST(ChannelStateTest, ATcpConnectIsNotReady) {
   Notification release;
-  RawServer server([&release](int fd) {
+  FakeServer server(ClosingAfter([&release](int fd) {
     release.WaitForNotificationWithTimeout(kHangTimeout);
-  });
+  }));
   ASSERT_TRUE(server.ok());
   std::shared_ptr<Channel> channel = CreateChannel(server.target());
   channel->GetState(true);
@@ -691,7 +655,7 @@ constexpr uint32_t kEnhanceYourCalm = 0xb;
 TEST(ChannelStateTest, KeepaliveOptionsReachTheConnection) {
   std::atomic<int> pings{0};
   std::atomic<bool> closed_by_client{false};
-  RawServer server([&](int fd) {
+  FakeServer server(ClosingAfter([&](int fd) {
     WriteAll(fd, absl::StrCat(EncodeFrame(0x4, 0, 0, ""),
                               EncodeFrame(0x4, 0x1, 0, "")));
     std::string received;
@@ -715,7 +679,7 @@ TEST(ChannelStateTest, KeepaliveOptionsReachTheConnection) {
       }
       pings = seen;  // never acknowledged
     }
-  });
+  }));
   ASSERT_TRUE(server.ok());
   ChannelOptions options;
   options.keepalive_time = absl::Milliseconds(50);
@@ -745,7 +709,8 @@ void ConnectOnce(Channel& channel) {
 }
 
 TEST(ChannelStateTest, TooManyPingsDoublesTheKeepaliveTimeForNewConnections) {
-  RawServer server(PrefaceThenGoAway(kEnhanceYourCalm, "too_many_pings"));
+  FakeServer server(
+      ClosingAfter(PrefaceThenGoAway(kEnhanceYourCalm, "too_many_pings")));
   ASSERT_TRUE(server.ok());
   ChannelOptions options;
   options.keepalive_time = absl::Minutes(1);
@@ -758,7 +723,8 @@ TEST(ChannelStateTest, TooManyPingsDoublesTheKeepaliveTimeForNewConnections) {
 }
 
 TEST(ChannelStateTest, OtherGoAwaysLeaveTheKeepaliveTimeAlone) {
-  RawServer server(PrefaceThenGoAway(kEnhanceYourCalm, "something_else"));
+  FakeServer server(
+      ClosingAfter(PrefaceThenGoAway(kEnhanceYourCalm, "something_else")));
   ASSERT_TRUE(server.ok());
   ChannelOptions options;
   options.keepalive_time = absl::Minutes(1);
@@ -768,7 +734,8 @@ TEST(ChannelStateTest, OtherGoAwaysLeaveTheKeepaliveTimeAlone) {
 }
 
 TEST(ChannelStateTest, WithoutKeepaliveTooManyPingsChangesNothing) {
-  RawServer server(PrefaceThenGoAway(kEnhanceYourCalm, "too_many_pings"));
+  FakeServer server(
+      ClosingAfter(PrefaceThenGoAway(kEnhanceYourCalm, "too_many_pings")));
   ASSERT_TRUE(server.ok());
   std::shared_ptr<Channel> channel = CreateChannel(server.target());
   ConnectOnce(*channel);

@@ -27,6 +27,7 @@
 #include "rpc/channel.h"
 #include "rpc/server.h"
 #include "test/util/allocation_counter.h"
+#include "test/util/fake_tcp_server.h"
 #include "test/util/loopback_socket.h"
 #include "test/util/notification.h"
 #include "test/util/raw_h2_client.h"
@@ -38,6 +39,7 @@ namespace {
 using grpc::testing::SimpleRequest;
 using grpc::testing::SimpleResponse;
 using ::h2rpc::testing::AllocationsByRole;
+using ::h2rpc::testing::FakeServer;
 using ::h2rpc::testing::GrpcFrame;
 using ::h2rpc::testing::ListenOnLoopback;
 using ::h2rpc::testing::LocalPort;
@@ -186,62 +188,6 @@ void ServeH2(
     }
   }
 }
-
-// A TCP server on 127.0.0.1 whose connections are handled by `handler` on
-// the server's own thread, one at a time. The handler may keep the socket
-// (return true: it is closed when the server is destroyed) or close it.
-class FakeServer {
- public:
-  using Handler = std::function<bool(int fd)>;
-
-  explicit FakeServer(Handler handler, int port = 0)
-      : handler_(std::move(handler)) {
-    listen_fd_ = ListenOnLoopback(port);
-    if (listen_fd_ >= 0) port_ = LocalPort(listen_fd_);
-    if (pipe2(wake_, O_CLOEXEC) != 0) wake_[0] = wake_[1] = -1;
-    thread_ = std::thread([this] { Run(); });
-  }
-  ~FakeServer() {
-    const char c = 0;
-    (void)!write(wake_[1], &c, 1);
-    thread_.join();
-    for (int fd : kept_) close(fd);
-    if (listen_fd_ >= 0) close(listen_fd_);
-    close(wake_[0]);
-    close(wake_[1]);
-  }
-
-  bool ok() const { return listen_fd_ >= 0 && wake_[0] >= 0; }
-  int port() const { return port_; }
-  std::string target() const { return absl::StrCat("127.0.0.1:", port_); }
-  int accepted() const { return accepted_.load(); }
-
- private:
-  void Run() {
-    for (;;) {
-      pollfd p[2] = {{listen_fd_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
-      if (poll(p, 2, -1) < 0) {
-        if (errno == EINTR) continue;
-        return;
-      }
-      if (p[1].revents != 0) return;
-      if (p[0].revents & POLLIN) {
-        const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-        if (fd < 0) continue;
-        accepted_.fetch_add(1);
-        if (handler_(fd)) kept_.push_back(fd);
-      }
-    }
-  }
-
-  Handler handler_;
-  int listen_fd_ = -1;
-  int port_ = 0;
-  int wake_[2] = {-1, -1};
-  std::atomic<int> accepted_{0};
-  std::vector<int> kept_;  // server thread, then the destructor
-  std::thread thread_;
-};
 
 // Forwards TCP connections from its own port to 127.0.0.1:upstream_port,
 // until ResetAll() closes every client-side socket with an RST (SO_LINGER

@@ -62,15 +62,16 @@ int ConnectToLoopback(int port) {
   return fd;
 }
 
-void WriteAll(int fd, absl::string_view bytes) {
+bool WriteAll(int fd, absl::string_view bytes) {
   while (!bytes.empty()) {
     const ssize_t n = send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
     if (n <= 0) {
       if (n < 0 && errno == EINTR) continue;
-      return;
+      return false;
     }
     bytes.remove_prefix(static_cast<size_t>(n));
   }
+  return true;
 }
 
 }  // namespace h2rpc::testing

@@ -17,8 +17,8 @@ int LocalPort(int fd);
 int ClosedLoopbackPort();
 // A socket connected to 127.0.0.1:port, or -1.
 int ConnectToLoopback(int port);
-// Sends all of `bytes`, or stops at the first error.
-void WriteAll(int fd, absl::string_view bytes);
+// Sends all of `bytes` (true), or stops at the first error (false).
+bool WriteAll(int fd, absl::string_view bytes);
 
 }  // namespace h2rpc::testing
 

@@ -17,6 +17,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
+#include "test/util/loopback_socket.h"
 #include "test/util/raw_frames.h"
 #include "test/util/wait_for.h"
 
@@ -25,31 +26,12 @@ namespace {
 
 constexpr absl::Duration kTimeout = absl::Seconds(30);
 
-sockaddr_in Loopback(int port) {
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  return addr;
-}
-
 // A listening socket on 127.0.0.1, standing in for the proxied server.
 class Upstream {
  public:
   Upstream() {
-    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    const sockaddr_in addr = Loopback(0);
-    if (bind(fd_, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) !=
-            0 ||
-        listen(fd_, 16) != 0) {
-      close(fd_);
-      fd_ = -1;
-      return;
-    }
-    sockaddr_in bound{};
-    socklen_t length = sizeof(bound);
-    getsockname(fd_, reinterpret_cast<sockaddr*>(&bound), &length);
-    port_ = ntohs(bound.sin_port);
+    fd_ = ListenOnLoopback(0);
+    if (fd_ >= 0) port_ = LocalPort(fd_);
   }
   ~Upstream() {
     if (fd_ >= 0) close(fd_);
@@ -69,26 +51,6 @@ class Upstream {
   int fd_ = -1;
   int port_ = 0;
 };
-
-int Connect(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  const sockaddr_in addr = Loopback(port);
-  if (connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) !=
-      0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-bool WriteAll(int fd, absl::string_view bytes) {
-  while (!bytes.empty()) {
-    const ssize_t n = send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-    if (n <= 0) return false;
-    bytes.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
-}
 
 // Reads exactly `n` bytes (true), or fails at EOF, an error or kTimeout.
 bool ReadExactly(int fd, size_t n, std::string* out) {
@@ -148,7 +110,7 @@ TEST(TcpProxyTest, ForwardsBothWaysAndCountsTheBytes) {
   TcpProxy proxy(upstream.port());
   ASSERT_TRUE(proxy.ok()) << proxy.error();
   EXPECT_EQ(proxy.target(), absl::StrCat("127.0.0.1:", proxy.port()));
-  const int client = Connect(proxy.port());
+  const int client = ConnectToLoopback(proxy.port());
   ASSERT_GE(client, 0);
   const int server = upstream.Accept();
   ASSERT_GE(server, 0);
@@ -179,7 +141,7 @@ TEST(TcpProxyTest, HalfClosesAreForwardedAndClosedConnectionsCounted) {
   Upstream upstream;
   TcpProxy proxy(upstream.port());
   ASSERT_TRUE(proxy.ok()) << proxy.error();
-  const int client = Connect(proxy.port());
+  const int client = ConnectToLoopback(proxy.port());
   const int server = upstream.Accept();
   ASSERT_GE(server, 0);
   ASSERT_TRUE(WriteAll(client, "request"));
@@ -203,8 +165,8 @@ TEST(TcpProxyTest, CountsConnections) {
   Upstream upstream;
   TcpProxy proxy(upstream.port());
   ASSERT_TRUE(proxy.ok()) << proxy.error();
-  const int a = Connect(proxy.port());
-  const int b = Connect(proxy.port());
+  const int a = ConnectToLoopback(proxy.port());
+  const int b = ConnectToLoopback(proxy.port());
   const int a_server = upstream.Accept();
   const int b_server = upstream.Accept();
   ASSERT_GE(a_server, 0);
@@ -232,7 +194,7 @@ TEST(TcpProxyTest, AConnectionToADeadTargetIsClosed) {
   }
   TcpProxy proxy(dead_port);
   ASSERT_TRUE(proxy.ok()) << proxy.error();
-  const int client = Connect(proxy.port());
+  const int client = ConnectToLoopback(proxy.port());
   ASSERT_GE(client, 0);
   EXPECT_TRUE(ReadsEof(client));
   const TcpProxy::Counters counters = proxy.counters();
@@ -246,7 +208,7 @@ TEST(TcpProxyTest, FreezeStopsBothDirectionsKeepingTheSocketsOpenUntilThaw) {
   Upstream upstream;
   TcpProxy proxy(upstream.port());
   ASSERT_TRUE(proxy.ok()) << proxy.error();
-  const int client = Connect(proxy.port());
+  const int client = ConnectToLoopback(proxy.port());
   const int server = upstream.Accept();
   ASSERT_GE(server, 0);
   std::string got;
@@ -310,7 +272,7 @@ TEST(TcpProxyTest, AConnectionAcceptedWhileFrozenIsFrozenToo) {
   TcpProxy proxy(upstream.port());
   ASSERT_TRUE(proxy.ok()) << proxy.error();
   proxy.Freeze();
-  const int client = Connect(proxy.port());
+  const int client = ConnectToLoopback(proxy.port());
   const int server = upstream.Accept();  // connected, but nothing forwarded
   ASSERT_GE(server, 0);
   ASSERT_TRUE(WriteAll(client, "held"));
@@ -359,7 +321,7 @@ TEST(TcpProxyTest, CountsPingsAndGoAwaysOfCleartextHttp2) {
   Upstream upstream;
   TcpProxy proxy(upstream.port());
   ASSERT_TRUE(proxy.ok()) << proxy.error();
-  const int client = Connect(proxy.port());
+  const int client = ConnectToLoopback(proxy.port());
   const int server = upstream.Accept();
   ASSERT_GE(server, 0);
   // Client: preface, SETTINGS, two PINGs, a PING ACK; server: SETTINGS,
@@ -376,7 +338,7 @@ TEST(TcpProxyTest, CountsPingsAndGoAwaysOfCleartextHttp2) {
   SendByteByByte(client, from_client, proxy, /*to_server=*/true);
   SendByteByByte(server, from_server, proxy, /*to_server=*/false);
   // And a second connection with a whole GOAWAY in one write.
-  const int client2 = Connect(proxy.port());
+  const int client2 = ConnectToLoopback(proxy.port());
   const int server2 = upstream.Accept();
   ASSERT_GE(server2, 0);
   ASSERT_TRUE(WriteAll(
@@ -417,7 +379,7 @@ TEST(TcpProxyTest, AClientNotSpeakingHttp2GetsNoFramesCounted) {
   Upstream upstream;
   TcpProxy proxy(upstream.port());
   ASSERT_TRUE(proxy.ok()) << proxy.error();
-  const int client = Connect(proxy.port());
+  const int client = ConnectToLoopback(proxy.port());
   const int server = upstream.Accept();
   ASSERT_GE(server, 0);
   // Almost the preface, then not.
