@@ -38,8 +38,38 @@ struct ChannelOptions {
   // Looks up the target's host name off the event loop (a target whose host
   // is an IP address needs no lookup). Null (default): the channel makes its
   // own, whose thread starts on the first lookup. A NameResolver may be
-  // shared by several channels; they then look up one at a time.
+  // shared by several channels; they then look up one at a time. Every
+  // address of the name (A and AAAA) goes to the load-balancing policy.
   std::shared_ptr<NameResolver> resolver;
+  // A host name is looked up again when a connection fails or ends, but no
+  // sooner than this after the lookup before. More than zero. Duration.
+  // GRPC_ARG_DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS (30 s).
+  absl::Duration dns_min_time_between_resolutions = absl::Seconds(30);
+  // ...and this long after each successful lookup, so that backends added
+  // to the name are found. More than zero; InfiniteDuration: never.
+  // Duration. (gRPC C++ has no periodic lookup.)
+  absl::Duration dns_refresh_interval = absl::Minutes(5);
+
+  // How calls are spread over the target's addresses, a connection (a
+  // subchannel) to each: "pick_first" (default; the addresses are tried in
+  // order and every call goes to the first that connects) or "round_robin"
+  // (all are connected, calls go to the READY ones in turn, a failed one is
+  // skipped until it reconnects). GRPC_ARG_LB_POLICY_NAME ("pick_first").
+  std::string lb_policy = "pick_first";
+  // A service config in gRPC's JSON form (gRPC's service_config.md), as a
+  // service owner writes it; empty: none. A config that does not parse
+  // makes every call fail with INVALID_ARGUMENT naming the field. Applied
+  // so far: "loadBalancingConfig" (or the older "loadBalancingPolicy"),
+  // which overrides lb_policy, e.g.
+  //   {"loadBalancingConfig": [{"round_robin": {}}]}
+  // and "healthCheckConfig" (gRPC's A17), with which round_robin sends
+  // calls only to backends whose grpc.health.v1.Health service reports
+  // the named service SERVING (a backend without the service counts as
+  // serving), e.g.
+  //   {"loadBalancingConfig": [{"round_robin": {}}],
+  //    "healthCheckConfig": {"serviceName": "echo.Echo"}}
+  // "methodConfig" and "retryThrottling" are checked but not applied yet.
+  std::string service_config;
 
   // Connecting and reconnecting, as gRPC's connection-backoff.md says: an
   // attempt (resolving the target's host name, the TCP connect, the TLS
@@ -109,7 +139,18 @@ struct ChannelOptions {
 
 class Channel;
 
-// Makes a channel to `target` ("host:port", "[v6]:port"). It lives as long as
+// Makes a channel to `target`, in gRPC's naming syntax (gRPC's naming.md):
+//   "host:port", "dns:///host:port", "dns:host:port": the host name's
+//     addresses (port 443 if none is given);
+//   "ipv4:10.0.0.1:50051,10.0.0.2:50051", "ipv6:[::1]:50051,...": these
+//     addresses;
+//   "unix:relative/path", "unix:/absolute/path", "unix:///absolute/path":
+//     a unix-domain socket; "unix-abstract:name": one in the abstract
+//     namespace.
+// A target that is none of these (an unknown scheme, "dns://server/..." with
+// a DNS server, a malformed address) makes a channel whose every call fails
+// with INVALID_ARGUMENT saying why (GetState() says TRANSIENT_FAILURE).
+// The channel lives as long as
 // a shared_ptr to it does (generated stubs hold one), so it outlives every
 // stub that can still issue calls on it. Any thread.
 //
@@ -131,11 +172,13 @@ std::shared_ptr<Channel> CreateChannel(
     absl::string_view target, std::shared_ptr<ChannelCredentials> credentials,
     const ChannelOptions& options = ChannelOptions());
 
-// A client's link to one server. Connects lazily on the first call (or
-// GetState(true)), over one HTTP/2 connection that carries any number of
-// concurrent calls, reconnects with backoff after a failure, and drops the
-// connection after ChannelOptions::idle_timeout without calls; its
-// connectivity state (rpc/connectivity_state.h) says where it stands. Owns
+// A client's link to the servers of one target. Connects lazily on the
+// first call (or GetState(true)): resolves the target, and keeps an HTTP/2
+// connection (carrying any number of concurrent calls) to one address or
+// to each, as ChannelOptions::lb_policy says; reconnects with backoff after
+// a failure, and drops its connections after ChannelOptions::idle_timeout
+// without calls. Its connectivity state (rpc/connectivity_state.h)
+// aggregates its connections' as the policy defines. Owns
 // an event loop thread on which the transport and completion callbacks run;
 // host names are looked up on a resolver thread (ChannelOptions::resolver),
 // never on the loop. Made by CreateChannel. Thread-safe.

@@ -23,6 +23,7 @@
 #include "rpc/connectivity_state.h"
 #include "rpc/internal/name_resolver_impl.h"
 #include "rpc/name_resolver.h"
+#include "test/util/wait_for.h"
 #include "rpc/server.h"
 #include "test/util/notification.h"
 #include "transport/io/event_loop.h"
@@ -36,6 +37,7 @@ using grpc::testing::SimpleRequest;
 using grpc::testing::SimpleResponse;
 using ::h2rpc::testing::Notification;
 using ::testing::HasSubstr;
+using ::h2rpc::testing::WaitFor;
 using transport::io::FileDescriptor;
 using transport::io::Resolver;
 using transport::io::SocketAddress;
@@ -188,6 +190,130 @@ TEST(ChannelResolverTest, ConnectTimeoutCoversTheLookup) {
   EXPECT_THAT(outcome.status.message(),
               HasSubstr("resolving 'slow.test:1' timed out after 50ms"));
   lookup.Release();
+}
+
+// A lookup that answers at once with what the test set: 127.0.0.1 with each
+// of `ports`, or `error`. Records when each lookup ran. Shared with the
+// resolver thread.
+class ScriptedLookup {
+ public:
+  Resolver::ResolveFunction Function() {
+    return [state = state_](absl::string_view,
+                            std::vector<SocketAddress>* addresses) {
+      std::lock_guard<std::mutex> lock(state->mu);
+      state->times.push_back(absl::Now());
+      if (!state->error.ok()) return state->error;
+      addresses->clear();
+      for (int port : state->ports) {
+        std::vector<SocketAddress> one;
+        Status status = transport::io::ResolveNumericTarget(
+            absl::StrCat("127.0.0.1:", port), &one);
+        if (!status.ok()) return status;
+        addresses->push_back(one.front());
+      }
+      return Status();
+    };
+  }
+  void Answer(std::vector<int> ports) {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->ports = std::move(ports);
+    state_->error = Status();
+  }
+  void Fail(Status error) {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->error = std::move(error);
+  }
+  std::vector<absl::Time> times() {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    return state_->times;
+  }
+
+ private:
+  struct State {
+    std::mutex mu;
+    std::vector<int> ports;      // guarded by mu
+    Status error;                // guarded by mu
+    std::vector<absl::Time> times;  // guarded by mu
+  };
+  std::shared_ptr<State> state_ = std::make_shared<State>();
+};
+
+// A port nothing listens on.
+int ClosedPort() {
+  Listener listener;
+  return listener.port();  // closed when `listener` goes
+}
+
+// Every address of the name is tried: the first refuses, the second takes
+// the connection.
+TEST(ChannelResolverTest, EveryAddressOfTheNameIsTried) {
+  Listener listener;
+  ScriptedLookup lookup;
+  lookup.Answer({ClosedPort(), listener.port()});
+  ChannelOptions options;
+  options.resolver = MakeResolver(lookup.Function());
+  std::shared_ptr<Channel> channel = CreateChannel("two.test:1", options);
+  channel->GetState(true);
+  EXPECT_TRUE(listener.Accept(kHangTimeout))
+      << "the channel did not try the name's second address";
+  EXPECT_EQ(lookup.times().size(), 1u);
+}
+
+// After a failed connect the name is looked up again, no sooner than
+// dns_min_time_between_resolutions after the lookup before, and the new
+// address is used.
+TEST(ChannelResolverTest, AConnectFailureLooksTheNameUpAgain) {
+  Listener listener;
+  ScriptedLookup lookup;
+  lookup.Answer({ClosedPort()});
+  ChannelOptions options;
+  options.resolver = MakeResolver(lookup.Function());
+  options.dns_min_time_between_resolutions = absl::Milliseconds(200);
+  options.initial_backoff = absl::Milliseconds(10);
+  options.max_backoff = absl::Milliseconds(10);
+  std::shared_ptr<Channel> channel = CreateChannel("moved.test:1", options);
+  channel->GetState(true);
+  ASSERT_TRUE(WaitFor([&] { return lookup.times().size() >= 1; }));
+  lookup.Answer({listener.port()});
+  EXPECT_TRUE(listener.Accept(kHangTimeout))
+      << "the channel did not connect to the name's new address";
+  const std::vector<absl::Time> times = lookup.times();
+  ASSERT_GE(times.size(), 2u);
+  // The channel times the interval from its loop iteration's start, a
+  // little before the lookup itself runs.
+  EXPECT_GE(times[1] - times[0], absl::Milliseconds(195));
+}
+
+TEST(ChannelResolverTest, ANameIsLookedUpAgainEveryRefreshInterval) {
+  Listener listener;
+  ScriptedLookup lookup;
+  lookup.Answer({listener.port()});
+  ChannelOptions options;
+  options.resolver = MakeResolver(lookup.Function());
+  options.dns_refresh_interval = absl::Milliseconds(50);
+  std::shared_ptr<Channel> channel = CreateChannel("steady.test:1", options);
+  channel->GetState(true);
+  EXPECT_TRUE(WaitFor([&] { return lookup.times().size() >= 3; }));
+  const std::vector<absl::Time> times = lookup.times();
+  for (size_t i = 1; i < times.size(); ++i) {
+    EXPECT_GE(times[i] - times[i - 1], absl::Milliseconds(45));
+  }
+}
+
+TEST(ChannelResolverTest, AFailedLookupIsATransientFailureSayingWhy) {
+  ScriptedLookup lookup;
+  lookup.Fail(Status(StatusCode::kUnavailable, "nowhere.test: no such host"));
+  ChannelOptions options;
+  options.resolver = MakeResolver(lookup.Function());
+  std::shared_ptr<Channel> channel = CreateChannel("nowhere.test:1", options);
+  ClientContext context;
+  context.set_timeout(kHangTimeout);
+  std::string response;
+  const Status status =
+      channel->GenericUnaryCall(&context, kMethod, "request", &response);
+  EXPECT_EQ(status.code(), StatusCode::kUnavailable) << status.ToString();
+  EXPECT_THAT(status.message(), HasSubstr("no such host"));
+  EXPECT_EQ(channel->GetState(false), ConnectivityState::kTransientFailure);
 }
 
 // A channel destroyed while its lookup blocks goes at once; the lookup's
@@ -540,6 +666,29 @@ TEST_F(EchoServerTest, StreamingCallsCopyTheMethodPath) {
   EXPECT_EQ(reactor.response_.payload().body(), "bidi");
 }
 
+// A target gRPC's naming syntax does not allow makes a channel whose every
+// call fails with INVALID_ARGUMENT saying why.
+TEST(ChannelTargetTest, AnUnusableTargetFailsEveryCallSayingWhy) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"foo:///bar", "foo"},
+      {"dns://8.8.8.8/example.com:443", "authorit"},
+      {"ipv4:example.com:80", "ipv4"},
+      {"unix:", "unix"},
+  };
+  for (const auto& [target, message] : cases) {
+    SCOPED_TRACE(target);
+    std::shared_ptr<Channel> channel = CreateChannel(target);
+    EXPECT_EQ(channel->GetState(true), ConnectivityState::kTransientFailure);
+    ClientContext context;
+    context.set_timeout(kHangTimeout);
+    std::string response;
+    const Status status =
+        channel->GenericUnaryCall(&context, kMethod, "request", &response);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status.ToString();
+    EXPECT_THAT(status.message(), HasSubstr(message));
+  }
+}
+
 TEST(ChannelOptionsTest, ConnectionManagementDefaultsAreGrpcs) {
   const ChannelOptions options;
   EXPECT_EQ(options.min_connect_timeout, absl::Seconds(20));
@@ -551,6 +700,8 @@ TEST(ChannelOptionsTest, ConnectionManagementDefaultsAreGrpcs) {
   EXPECT_EQ(options.keepalive_time, absl::InfiniteDuration());
   EXPECT_EQ(options.keepalive_timeout, absl::Seconds(20));
   EXPECT_FALSE(options.keepalive_permit_without_calls);
+  EXPECT_EQ(options.dns_min_time_between_resolutions, absl::Seconds(30));
+  EXPECT_EQ(options.lb_policy, "pick_first");
 }
 
 // A bad value makes a channel that never connects: every call fails with
@@ -581,6 +732,23 @@ TEST(ChannelOptionsTest, AnInvalidValueFailsEveryCallNamingIt) {
        "ChannelOptions::keepalive_time is 0"},
       {[](ChannelOptions* o) { o->keepalive_timeout = -absl::Milliseconds(1); },
        "ChannelOptions::keepalive_timeout is -1ms"},
+      {[](ChannelOptions* o) {
+         o->dns_min_time_between_resolutions = absl::ZeroDuration();
+       },
+       "ChannelOptions::dns_min_time_between_resolutions is 0"},
+      {[](ChannelOptions* o) {
+         o->dns_refresh_interval = -absl::Seconds(1);
+       },
+       "ChannelOptions::dns_refresh_interval is -1s"},
+      {[](ChannelOptions* o) { o->lb_policy = "grpclb"; },
+       "ChannelOptions::lb_policy is \"grpclb\"; it must be \"pick_first\" "
+       "or \"round_robin\""},
+      {[](ChannelOptions* o) {
+         o->service_config = R"({"loadBalancingConfig": [{"ring_hash": {}}]})";
+       },
+       "service config: loadBalancingConfig"},
+      {[](ChannelOptions* o) { o->service_config = "{"; },
+       "service config"},
   };
   Listener listener;  // would accept a connection, if one were made
   for (const Case& c : cases) {

@@ -1,10 +1,14 @@
 #include "rpc/server.h"
 
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "rpc/internal/server_core.h"
 
 namespace h2rpc {
@@ -51,6 +55,12 @@ Server::Builder& Server::Builder::Register(
   return *this;
 }
 
+Server::Builder& Server::Builder::AddShutdownCallback(
+    std::function<void()> callback) {
+  shutdown_callbacks_.push_back(std::move(callback));
+  return *this;
+}
+
 std::unique_ptr<Server> Server::Builder::BuildAndStart(Status* status) {
   if (!error_.ok()) {
     *status = error_;
@@ -59,18 +69,28 @@ std::unique_ptr<Server> Server::Builder::BuildAndStart(Status* status) {
   std::unique_ptr<internal::ServerCore> core = internal::ServerCore::Start(
       std::move(options_), ports_, std::move(methods_), status);
   if (core == nullptr) return nullptr;
-  return std::unique_ptr<Server>(new Server(std::move(core)));
+  return std::unique_ptr<Server>(
+      new Server(std::move(core), std::move(shutdown_callbacks_)));
 }
 
 // ---------------------------------------------------------------------------
 // Server
 
-Server::Server(std::unique_ptr<internal::ServerCore> core)
-    : core_(std::move(core)) {}
+Server::Server(std::unique_ptr<internal::ServerCore> core,
+               std::vector<std::function<void()>> shutdown_callbacks)
+    : core_(std::move(core)),
+      shutdown_callbacks_(std::move(shutdown_callbacks)) {}
 
-Server::~Server() = default;
+Server::~Server() { Shutdown(absl::Now()); }
 
-void Server::Shutdown(absl::Time deadline) { core_->Shutdown(deadline); }
+void Server::Shutdown(absl::Time deadline) {
+  std::call_once(shutdown_callbacks_run_, [this] {
+    for (const std::function<void()>& callback : shutdown_callbacks_) {
+      callback();
+    }
+  });
+  core_->Shutdown(deadline);
+}
 
 void Server::Wait() { core_->Wait(); }
 

@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -372,7 +373,17 @@ class Server {
   class Builder {
    public:
     // "host:port" or "[v6]:port"; port 0 picks a free port, written to
-    // `*selected_port` by BuildAndStart. Plaintext (h2c).
+    // `*selected_port` by BuildAndStart. Or a unix-domain socket, as gRPC
+    // names them: "unix:path" (relative to the working directory unless it
+    // starts with '/'), "unix:///absolute/path", or "unix-abstract:name" (a
+    // name in Linux's abstract namespace: every byte after the colon; no
+    // file). A path or name has at most 107 bytes (sun_path), taken as
+    // written (no percent-decoding); `*selected_port` gets 0. Before binding
+    // a path, BuildAndStart removes a socket file left there (as gRPC C++
+    // does; a server still listening on it loses new clients to this one)
+    // but fails with UNAVAILABLE if another kind of file is there; the file
+    // it binds is removed when the server shuts down (unless it has been
+    // replaced by then). Plaintext (h2c).
     Builder& AddListeningPort(std::string address,
                               int* selected_port = nullptr);
     // The same, with `credentials` securing the port's connections (TLS
@@ -502,9 +513,18 @@ class Server {
              Response*) -> ServerStreamReactor* { return f(context); });
     }
 
+    // Runs `callback` once, on the thread that first calls Server::Shutdown
+    // (or ~Server), before the server stops accepting: for a service whose
+    // calls never end by themselves (HealthCheckService's Watch) to end
+    // them, so that Shutdown need not wait for its deadline. Callbacks run
+    // in the order they were added; they must not block, nor call Shutdown.
+    // Whatever they reach must outlive the server.
+    Builder& AddShutdownCallback(std::function<void()> callback);
+
     // Binds the ports and starts serving. Returns null and sets `*status`
     // (UNAVAILABLE naming the address) if a port cannot be bound, or
-    // INVALID_ARGUMENT for a method registered twice or not of the form
+    // INVALID_ARGUMENT for a malformed address (a unix path that is empty or
+    // too long, naming it), a method registered twice or not of the form
     // "/package.Service/Method", or for ServerOptions out of range (naming
     // the field and its value).
     std::unique_ptr<Server> BuildAndStart(Status* status);
@@ -537,13 +557,15 @@ class Server {
     std::map<std::string, std::unique_ptr<internal::Method>, std::less<>>
         methods_;
     Status error_;
+    std::vector<std::function<void()>> shutdown_callbacks_;
   };
 
   ~Server();  // Shutdown(now) and Wait().
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
-  // Stops accepting connections and shuts every connection down gracefully
+  // Runs the Builder's shutdown callbacks (the first time only), then stops
+  // accepting connections and shuts every connection down gracefully
   // (the double GOAWAY, see ServerOptions): calls in flight go on, new ones
   // are refused (clients see UNAVAILABLE, or retry elsewhere). At
   // `deadline` the calls still in flight are cancelled (handlers see
@@ -573,9 +595,13 @@ class Server {
   int live_calls() const;
 
  private:
-  explicit Server(std::unique_ptr<internal::ServerCore> core);
+  Server(std::unique_ptr<internal::ServerCore> core,
+         std::vector<std::function<void()>> shutdown_callbacks);
 
   std::unique_ptr<internal::ServerCore> core_;
+  // Builder::AddShutdownCallback's, run once by the first Shutdown.
+  std::vector<std::function<void()>> shutdown_callbacks_;
+  std::once_flag shutdown_callbacks_run_;
 };
 
 }  // namespace h2rpc

@@ -48,7 +48,11 @@ class ServerContext {
   // "/package.Service/Method".
   absl::string_view method() const { return method_; }
   absl::string_view authority() const { return authority_; }
-  // "127.0.0.1:54321".
+  // The client's address: "127.0.0.1:54321", "[::1]:54321". On a
+  // unix-domain port, the client's socket address if it bound one
+  // ("unix:/path", "unix-abstract:name"), else (the usual case) the
+  // server's own, as gRPC C++ reports it: "unix:/path/of/the/server" or
+  // "unix-abstract:name".
   const std::string& peer() const { return peer_; }
   // What TLS established about the client (its verified certificate's
   // subject and subject alternative names, for authorization); null on a

@@ -1,7 +1,5 @@
 #include "rpc/internal/channel_core.h"
 
-#include <nghttp2/nghttp2.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -17,7 +15,9 @@
 #include "rpc/internal/connection_options_conversion.h"
 #include "rpc/internal/credentials_access.h"
 #include "rpc/internal/name_resolver_impl.h"
+#include "rpc/internal/pick_first.h"
 #include "rpc/internal/reactor_access.h"
+#include "rpc/internal/round_robin.h"
 #include "transport/tls/tls_session.h"
 
 namespace h2rpc::internal {
@@ -35,6 +35,15 @@ absl::string_view HostOf(absl::string_view target) {
   }
   const size_t colon = target.rfind(':');
   return colon == absl::string_view::npos ? target : target.substr(0, colon);
+}
+
+// The name a server's certificate must match: the DNS host, the first IP
+// address, or "localhost" for a unix-domain socket.
+std::string TlsServerName(const ParsedTarget& target) {
+  if (target.kind == ParsedTarget::Kind::kDns) return target.dns_host;
+  const transport::io::SocketAddress& first = target.addresses.front();
+  if (first.port() < 0) return "localhost";
+  return std::string(HostOf(first.ToString()));
 }
 
 transport::http2::ConnectionOptions TransportOptionsFor(
@@ -65,23 +74,35 @@ ChannelCore::ChannelCore(absl::string_view target,
     : target_(target),
       options_(options),
       channel_error_(CheckChannelOptions(options)),
-      default_authority_(options.ssl_target_name_override.empty()
-                             ? target_
-                             : options.ssl_target_name_override),
       settings_{options.user_agent, options.default_compression,
                 options.connection.max_send_message_size,
                 options.stream_write_buffer},
+      resolver_(options.resolver != nullptr
+                    ? options.resolver->impl().resolver
+                    : std::make_shared<transport::io::Resolver>()),
       watch_(ConnectivityState::kIdle),
       transport_options_(TransportOptionsFor(options)),
+      backoff_options_(BackoffOptionsFor(options)),
       state_(ConnectivityState::kIdle),
-      connector_(std::make_unique<ChannelConnector>(
-          &loop_, target_,
-          options.resolver != nullptr
-              ? options.resolver->impl().resolver
-              : std::make_shared<transport::io::Resolver>(),
-          static_cast<ChannelConnector::Listener*>(this))),
-      backoff_(BackoffOptionsFor(options), &loop_),
+      resolution_backoff_(backoff_options_, &loop_),
       keepalive_time_(options.keepalive_time) {
+  if (channel_error_.ok()) {
+    channel_error_ = ParseTarget(target_, &parsed_target_);
+  }
+  if (channel_error_.ok() && !options.service_config.empty()) {
+    channel_error_ = ParseServiceConfig(options.service_config,
+                                        &service_config_);
+  }
+  default_authority_ = options.ssl_target_name_override.empty()
+                           ? parsed_target_.authority
+                           : options.ssl_target_name_override;
+  if (service_config_.load_balancing.has_value()) {
+    round_robin_ = service_config_.load_balancing->policy ==
+                   ServiceConfig::LoadBalancingConfig::Policy::kRoundRobin;
+    shuffle_addresses_ = service_config_.load_balancing->shuffle_address_list;
+  } else {
+    round_robin_ = options.lb_policy == "round_robin";
+  }
   if (!channel_error_.ok()) {
     // Reported by every call; no connection is ever made.
   } else if (credentials == nullptr) {
@@ -95,8 +116,13 @@ ChannelCore::ChannelCore(absl::string_view target,
     tls_ = CredentialsAccess::Tls(*credentials);
     scheme_ = "https";
     tls_server_name_ = options.ssl_target_name_override.empty()
-                           ? std::string(HostOf(target_))
+                           ? TlsServerName(parsed_target_)
                            : options.ssl_target_name_override;
+  }
+  if (round_robin_ && service_config_.health_check_service_name.has_value()) {
+    health_check_ = std::make_unique<HealthCheckSettings>(HealthCheckSettings{
+        *service_config_.health_check_service_name, default_authority_,
+        scheme_, options.user_agent});
   }
   loop_status_ = loop_.Start("h2rpc-channel", options_.loop_cpu);
   if (!channel_error_.ok() || !loop_status_.ok()) {
@@ -123,17 +149,14 @@ void ChannelCore::Destroy(std::unique_ptr<ChannelCore> core) {
 
 void ChannelCore::Shutdown() {
   shut_down_ = true;
-  connector_->Abort();
-  loop_.Cancel(&attempt_timer_);
-  loop_.Cancel(&backoff_timer_);
+  resolution_.Cancel();
+  loop_.Cancel(&resolution_timer_);
+  loop_.Cancel(&reresolution_timer_);
   loop_.Cancel(&idle_timer_);
   const Status why(StatusCode::kCancelled, "the channel was destroyed");
   FailPending(why, /*keep_wait_for_ready=*/false);
-  if (connection_ != nullptr) connection_->session().Close(why);
-  // Close() calls back OnConnectionClosed, which edits draining_.
-  std::vector<ClientSession*> draining;
-  for (auto& connection : draining_) draining.push_back(&connection->session());
-  for (ClientSession* session : draining) session->Close(why);
+  policy_.reset();
+  for (auto& subchannel : subchannels_) subchannel->Close(why);
 }
 
 ClientCall* ChannelCore::TakeCall() {
@@ -291,10 +314,13 @@ void ChannelCore::StartOnLoop(ChannelCall* call) {
     return;
   }
   if (call->CountInProgress()) ++active_calls_;
-  switch (state_) {
-    case ConnectivityState::kReady:
-      connection_->session().StartCall(&call->stream());
+  if (policy_ != nullptr) {
+    if (LbSubchannel* subchannel = policy_->Pick()) {
+      subchannel->StartCall(&call->stream());
       return;
+    }
+  }
+  switch (state_) {
     case ConnectivityState::kTransientFailure:
       if (!call->wait_for_ready()) {
         call->FailBeforeStream(last_error_);
@@ -302,13 +328,13 @@ void ChannelCore::StartOnLoop(ChannelCall* call) {
       }
       call->WaitForConnection(&pending_);
       return;
-    case ConnectivityState::kConnecting:
-      call->WaitForConnection(&pending_);
-      return;
     case ConnectivityState::kIdle:
     case ConnectivityState::kShutdown:  // not on the loop's side
       call->WaitForConnection(&pending_);
       ExitIdle();
+      return;
+    default:
+      call->WaitForConnection(&pending_);
       return;
   }
 }
@@ -331,6 +357,7 @@ Status ChannelCore::PendingDeadlineStatus() const {
 }
 
 void ChannelCore::SetState(ConnectivityState state) {
+  if (state == state_) return;
   state_ = state;
   watch_.Set(state);
 }
@@ -344,12 +371,19 @@ void ChannelCore::ConnectIfIdle() {
 }
 
 void ChannelCore::ExitIdle() {
-  if (!last_error_.ok() && loop_.Now() < backoff_.next_attempt_time()) {
-    // The channel went idle while backing off after a failed attempt: the
-    // backoff still holds.
+  SetState(ConnectivityState::kConnecting);
+  if (policy_ != nullptr) {
+    policy_->ExitIdle();
+  } else if (parsed_target_.kind == ParsedTarget::Kind::kAddresses) {
+    UpdateAddresses(parsed_target_.addresses);
+  } else if (loop_.Now() < resolution_backoff_.next_attempt_time() &&
+             !last_error_.ok()) {
+    // Idle again while backing off after a failed resolution: the backoff
+    // still holds.
     EnterTransientFailure(last_error_);
+    ScheduleResolution(resolution_backoff_.next_attempt_time());
   } else {
-    Connect();
+    Resolve();
   }
   if (active_calls_ == 0) {
     // Woken by GetState(true): idle again after idle_timeout unless a call
@@ -359,64 +393,99 @@ void ChannelCore::ExitIdle() {
   }
 }
 
-void ChannelCore::Connect() {
-  SetState(ConnectivityState::kConnecting);
+void ChannelCore::Resolve() {
+  if (shut_down_ || resolution_.active()) return;
+  loop_.Cancel(&reresolution_timer_);
   const transport::io::MonotonicTime start = loop_.Now();
-  attempt_deadline_ = backoff_.BeginAttempt();
-  attempt_timeout_ = attempt_deadline_ - start;
-  // May report its outcome before returning.
-  connector_->Start(attempt_deadline_);
+  last_resolution_start_ = start;
+  const transport::io::MonotonicTime deadline =
+      resolution_backoff_.BeginAttempt();
+  resolution_timeout_ = deadline - start;
+  loop_.Schedule(&resolution_timer_, deadline);
+  // Safe to capture `this`: Shutdown() and EnterIdle() cancel the
+  // resolution, and a cancelled one never calls back.
+  resolution_ = resolver_->Resolve(
+      parsed_target_.dns_host_port, &loop_,
+      [this](transport::io::Resolver::Result result) {
+        OnResolved(std::move(result));
+      });
 }
 
-void ChannelCore::OnConnected(transport::io::FileDescriptor socket,
-                              std::string peer) {
-  if (shut_down_) return;
-  std::unique_ptr<transport::io::ByteFilter> filter;
-  if (tls_ != nullptr) {
-    filter = transport::tls::TlsSession::NewClient(tls_, tls_server_name_);
-  }
-  connection_ = std::make_unique<Connection>(
-      &loop_, std::move(socket), std::move(filter), std::move(peer),
-      transport_options_, static_cast<ClientSession::Listener*>(this));
-  // The TLS and HTTP/2 handshakes count against the attempt's deadline too.
-  loop_.Schedule(&attempt_timer_, attempt_deadline_);
-  // May close the connection (OnConnectionClosed) before returning.
-  connection_->Start();
-}
-
-void ChannelCore::OnConnectFailed(const Status& why) {
-  if (shut_down_) return;
-  EnterTransientFailure(why);
-}
-
-void ChannelCore::OnAttemptDeadline() {
-  if (connection_ == nullptr || connection_->session().handshake_done()) {
+void ChannelCore::OnResolved(transport::io::Resolver::Result result) {
+  loop_.Cancel(&resolution_timer_);
+  if (!result.status.ok()) {
+    OnResolutionFailed(result.status);
     return;
   }
-  // Calls back OnConnectionClosed: a failed attempt.
-  connection_->session().Close(
-      Status(StatusCode::kUnavailable,
-             absl::StrCat("connection to ", connection_->session().peer(),
-                          " did not complete its handshake within ",
-                          absl::FormatDuration(attempt_timeout_),
-                          " (ChannelOptions::min_connect_timeout)")));
+  resolution_backoff_.Reset();
+  if (options_.dns_refresh_interval != absl::InfiniteDuration()) {
+    ScheduleResolution(loop_.Now() + options_.dns_refresh_interval);
+  }
+  UpdateAddresses(std::move(result.addresses));
+}
+
+void ChannelCore::OnResolutionDeadline() {
+  resolution_.Cancel();
+  OnResolutionFailed(Status(
+      StatusCode::kUnavailable,
+      absl::StrCat("resolving '", parsed_target_.dns_host_port,
+                   "' timed out after ",
+                   absl::FormatDuration(resolution_timeout_),
+                   " (ChannelOptions::min_connect_timeout)")));
+}
+
+void ChannelCore::OnResolutionFailed(const Status& why) {
+  // Tried again after the backoff; a policy keeps the addresses it has.
+  ScheduleResolution(
+      std::max(resolution_backoff_.next_attempt_time(), loop_.Now()));
+  if (policy_ == nullptr) EnterTransientFailure(why);
+}
+
+void ChannelCore::OnReresolutionTimer() {
+  if (shut_down_ || (state_ == ConnectivityState::kIdle && policy_ == nullptr)) {
+    return;
+  }
+  Resolve();
+}
+
+void ChannelCore::ScheduleResolution(transport::io::MonotonicTime due) {
+  if (reresolution_timer_.scheduled() && resolution_due_ <= due) return;
+  resolution_due_ = due;
+  loop_.Schedule(&reresolution_timer_, due);
+}
+
+void ChannelCore::UpdateAddresses(
+    std::vector<transport::io::SocketAddress> addresses) {
+  if (policy_ != nullptr) {
+    policy_->UpdateAddresses(addresses);
+    return;
+  }
+  auto* const helper = static_cast<LbPolicy::Helper*>(this);
+  if (round_robin_) {
+    policy_ = std::make_unique<RoundRobin>(helper);
+  } else {
+    policy_ = std::make_unique<PickFirst>(helper, shuffle_addresses_);
+  }
+  policy_->UpdateAddresses(addresses);
+  policy_->ExitIdle();
 }
 
 void ChannelCore::EnterTransientFailure(const Status& why) {
-  loop_.Cancel(&attempt_timer_);
   last_error_ = why.code() == StatusCode::kUnavailable
                     ? why
                     : Status(StatusCode::kUnavailable, why.message());
   SetState(ConnectivityState::kTransientFailure);
   FailPending(last_error_, /*keep_wait_for_ready=*/true);
-  // SleepUntil(current_deadline): at once if the attempt took longer.
-  loop_.Schedule(&backoff_timer_,
-                 std::max(backoff_.next_attempt_time(), loop_.Now()));
 }
 
-void ChannelCore::OnBackoffDone() {
-  if (shut_down_ || state_ != ConnectivityState::kTransientFailure) return;
-  Connect();
+void ChannelCore::StartPending() {
+  while (pending_ != nullptr && policy_ != nullptr) {
+    LbSubchannel* const subchannel = policy_->Pick();
+    if (subchannel == nullptr) return;
+    ChannelCall* const call = pending_;
+    call->LeavePending();
+    subchannel->StartCall(&call->stream());
+  }
 }
 
 void ChannelCore::FailPending(const Status& why, bool keep_wait_for_ready) {
@@ -460,47 +529,78 @@ void ChannelCore::OnIdleTimer() {
 }
 
 void ChannelCore::EnterIdle() {
-  connector_->Abort();
-  loop_.Cancel(&attempt_timer_);
-  loop_.Cancel(&backoff_timer_);
+  resolution_.Cancel();
+  loop_.Cancel(&resolution_timer_);
+  loop_.Cancel(&reresolution_timer_);
   loop_.Cancel(&idle_timer_);
   SetState(ConnectivityState::kIdle);
-  if (connection_ == nullptr) return;
-  ClientSession& session = connection_->session();
-  draining_.push_back(std::move(connection_));
-  if (session.handshake_done()) {
-    // GOAWAY, then closed as soon as it is written (no stream is open).
-    session.GracefulShutdown();
-  } else {
-    // Calls back OnConnectionClosed, which finds it draining.
-    session.Close(Status(StatusCode::kUnavailable, "the channel went idle"));
+  // Orphans the subchannels: their connections close gracefully.
+  policy_.reset();
+}
+
+SubchannelPtr ChannelCore::CreateSubchannel(
+    const transport::io::SocketAddress& address) {
+  subchannels_.push_back(std::make_unique<Subchannel>(
+      &loop_, static_cast<Subchannel::Host*>(this), address,
+      backoff_options_, health_check_.get()));
+  return SubchannelPtr(subchannels_.back().get());
+}
+
+void ChannelCore::UpdateState(ConnectivityState state, const Status& error) {
+  if (shut_down_) return;
+  switch (state) {
+    case ConnectivityState::kTransientFailure:
+      EnterTransientFailure(error);
+      return;
+    case ConnectivityState::kReady:
+      last_error_ = Status();
+      SetState(state);
+      StartPending();
+      return;
+    case ConnectivityState::kIdle:
+      SetState(state);
+      // Calls waiting (none should be: they were picked while READY) wake
+      // the policy again.
+      if (pending_ != nullptr) ExitIdle();
+      return;
+    default:
+      SetState(state);
+      return;
   }
 }
 
-void ChannelCore::OnConnectionReady(ClientSession* connection) {
-  if (connection_ == nullptr || connection != &connection_->session()) return;
-  loop_.Cancel(&attempt_timer_);
-  backoff_.Reset();
-  last_error_ = Status();
-  SetState(ConnectivityState::kReady);
-  while (pending_ != nullptr && state_ == ConnectivityState::kReady) {
-    ChannelCall* const call = pending_;
-    call->LeavePending();
-    connection_->session().StartCall(&call->stream());
-  }
-}
-
-void ChannelCore::OnGoAwayReceived(ClientSession* connection,
-                                   uint32_t error_code,
-                                   absl::string_view debug_data) {
-  if (error_code != NGHTTP2_ENHANCE_YOUR_CALM ||
-      debug_data != "too_many_pings" || connection == calmed_connection_ ||
-      transport_options_.keepalive.time == absl::InfiniteDuration()) {
+void ChannelCore::RequestReresolution() {
+  if (parsed_target_.kind != ParsedTarget::Kind::kDns || shut_down_ ||
+      resolution_.active()) {
     return;
   }
+  ScheduleResolution(
+      std::max(loop_.Now(), last_resolution_start_ +
+                                options_.dns_min_time_between_resolutions));
+}
+
+std::unique_ptr<transport::io::ByteFilter> ChannelCore::NewConnectionFilter() {
+  if (tls_ == nullptr) return nullptr;
+  return transport::tls::TlsSession::NewClient(tls_, tls_server_name_);
+}
+
+void ChannelCore::OnSubchannelStateChange(Subchannel* subchannel) {
+  if (policy_ != nullptr) policy_->OnSubchannelStateChange(subchannel);
+}
+
+void ChannelCore::OnSubchannelDone(Subchannel* subchannel) {
+  loop_.Post([this, subchannel] {
+    auto it = std::find_if(
+        subchannels_.begin(), subchannels_.end(),
+        [subchannel](const auto& s) { return s.get() == subchannel; });
+    if (it != subchannels_.end()) subchannels_.erase(it);
+  });
+}
+
+void ChannelCore::OnTooManyPings(const std::string& peer) {
+  if (transport_options_.keepalive.time == absl::InfiniteDuration()) return;
   // As gRPC clients do: the server's keepalive_min_time is longer than our
   // keepalive_time, so ping half as often on later connections.
-  calmed_connection_ = connection;
   transport_options_.keepalive.time *= 2;
   {
     transport::io::MutexLock lock(&keepalive_mu_);
@@ -510,47 +610,8 @@ void ChannelCore::OnGoAwayReceived(ClientSession* connection,
                "h2rpc channel to %s: %s sent GOAWAY ENHANCE_YOUR_CALM "
                "\"too_many_pings\"; keepalive_time doubled to %s for new "
                "connections\n",
-               target_.c_str(), connection->peer().c_str(),
+               target_.c_str(), peer.c_str(),
                absl::FormatDuration(transport_options_.keepalive.time).c_str());
-}
-
-void ChannelCore::OnConnectionDraining(ClientSession* connection) {
-  if (connection_ == nullptr || connection != &connection_->session()) return;
-  draining_.push_back(std::move(connection_));
-  if (state_ == ConnectivityState::kReady) {
-    SetState(ConnectivityState::kIdle);
-  } else if (state_ == ConnectivityState::kConnecting) {
-    EnterTransientFailure(
-        Status(StatusCode::kUnavailable,
-               absl::StrCat(connection->peer(),
-                            " sent GOAWAY before completing its handshake")));
-  }
-}
-
-void ChannelCore::OnConnectionClosed(ClientSession* connection,
-                                     const Status& why) {
-  if (connection == calmed_connection_) calmed_connection_ = nullptr;
-  std::unique_ptr<Connection> closed;
-  if (connection_ != nullptr && connection == &connection_->session()) {
-    closed = std::move(connection_);
-    if (!connection->handshake_done()) {
-      // Closed before the server's HTTP/2 handshake (a failed TLS
-      // handshake, a peer that is not an HTTP/2 server, the attempt's
-      // deadline): a failed attempt.
-      if (!shut_down_) EnterTransientFailure(why);
-    } else if (state_ == ConnectivityState::kReady) {
-      SetState(ConnectivityState::kIdle);
-    }
-  } else {
-    auto it = std::find_if(
-        draining_.begin(), draining_.end(),
-        [connection](const auto& c) { return &c->session() == connection; });
-    if (it == draining_.end()) return;
-    closed = std::move(*it);
-    draining_.erase(it);
-  }
-  // Not from inside the connection's own callback: destroy it next turn.
-  loop_.Post([dead = closed.release()] { delete dead; });
 }
 
 }  // namespace h2rpc::internal

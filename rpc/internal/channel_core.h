@@ -17,10 +17,14 @@
 #include "rpc/client_stream.h"
 #include "rpc/compression.h"
 #include "rpc/connectivity_state.h"
-#include "rpc/internal/channel_connector.h"
 #include "rpc/internal/connection_backoff.h"
 #include "rpc/internal/connectivity_watch.h"
+#include "rpc/internal/lb_policy.h"
+#include "rpc/internal/health_watch.h"
 #include "rpc/internal/member_task.h"
+#include "rpc/internal/service_config.h"
+#include "rpc/internal/subchannel.h"
+#include "rpc/internal/target.h"
 #include "rpc/status.h"
 #include "transport/http2/client_session.h"
 #include "transport/http2/session.h"
@@ -28,7 +32,7 @@
 #include "transport/io/monotonic_time.h"
 #include "transport/io/mutex.h"
 #include "transport/io/socket.h"
-#include "transport/io/socket_connection.h"
+#include "transport/io/resolver.h"
 #include "transport/tls/tls_context.h"
 
 namespace h2rpc::internal {
@@ -36,29 +40,34 @@ namespace h2rpc::internal {
 class ChannelCall;
 class ClientCall;
 
-// Everything behind a Channel: the event loop, the connection (and those
-// still draining), the connector and its backoff, the connectivity state,
-// the calls waiting for a connection, the idle timer and the pool of unary
-// calls. Channel forwards to it; the calls (ChannelCall and its subclasses)
-// hold a pointer to it, never to the Channel.
+// Everything behind a Channel: the event loop, the target's resolution, the
+// load-balancing policy and its subchannels (one connection per backend
+// address, rpc/internal/subchannel.h), the connectivity state, the calls
+// waiting for a connection, the idle timer and the pool of unary calls.
+// Channel forwards to it; the calls (ChannelCall and its subclasses) hold a
+// pointer to it, never to the Channel.
 //
-// The connection lifecycle (docs/design.md, "Connection lifecycle"), all on
+// The channel's lifecycle (docs/design.md, "Connection lifecycle"), all on
 // the loop thread:
-//   IDLE --call or GetState(true)--> CONNECTING (an attempt: resolve, TCP
-//     connect, TLS, HTTP/2 handshake, until its deadline)
-//   CONNECTING --server's SETTINGS--> READY (backoff reset; waiting calls go)
-//   CONNECTING --attempt failed--> TRANSIENT_FAILURE (waiting calls fail
-//     with UNAVAILABLE, except wait_for_ready ones)
-//   TRANSIENT_FAILURE --backoff passed--> CONNECTING
-//   READY --GOAWAY or connection closed--> IDLE
-//   any --idle_timeout without calls--> IDLE (connection dropped gracefully)
+//   IDLE --call or GetState(true)--> CONNECTING: the target is resolved (a
+//     host name on the resolver thread), the addresses go to the policy,
+//     which connects its subchannels.
+//   From then on the state is the policy's (READY, CONNECTING,
+//     TRANSIENT_FAILURE: waiting calls fail with UNAVAILABLE, except
+//     wait_for_ready ones), or TRANSIENT_FAILURE while the target cannot be
+//     resolved. pick_first goes IDLE when its connection ends.
+//   any --idle_timeout without calls--> IDLE (policy and subchannels
+//     dropped, their connections closed gracefully)
 //   any --channel destroyed--> SHUTDOWN
+// A host name is resolved again when the policy asks (a connection failed
+// or ended), at most once per dns_min_time_between_resolutions, and every
+// dns_refresh_interval.
 //
 // Threads: the call-starting methods, ReturnCall, GetState, the waits and
 // the accessors from any thread; StartOnLoop, OnCallEnded and the
-// transport's callbacks on the loop thread.
-class ChannelCore final : private transport::http2::ClientSession::Listener,
-                          private ChannelConnector::Listener {
+// policy's, subchannels' and resolver's callbacks on the loop thread.
+class ChannelCore final : private LbPolicy::Helper,
+                          private Subchannel::Host {
  public:
   // What every call on a channel needs from it to set itself up (fixed when
   // the channel is made).
@@ -153,8 +162,6 @@ class ChannelCore final : private transport::http2::ClientSession::Listener,
   absl::Duration keepalive_time() const;
 
  private:
-  using Connection =
-      transport::io::SocketConnection<transport::http2::ClientSession>;
   // A timer that calls a member function on the loop thread.
   template <void (ChannelCore::*kFire)()>
   class MemberTimer final : public transport::io::Timer {
@@ -180,21 +187,27 @@ class ChannelCore final : private transport::http2::ClientSession::Listener,
 
   // Loop thread.
   void SetState(ConnectivityState state);
-  // Leaves IDLE: connects, or waits out a backoff still running.
+  // Leaves IDLE: resolves the target (or hands its fixed addresses to a new
+  // policy), or wakes an idle policy.
   void ExitIdle();
   // From GetState(true) and WaitForConnected.
   void ConnectIfIdle();
-  // Starts an attempt now.
-  void Connect();
-  void OnConnected(transport::io::FileDescriptor socket,
-                   std::string peer) override;
-  void OnConnectFailed(const Status& why) override;
-  // The attempt's deadline passed during the TLS or HTTP/2 handshake.
-  void OnAttemptDeadline();
-  // The attempt failed with `why`: TRANSIENT_FAILURE until the backoff has
-  // passed.
+  // Starts a resolution of the target's host name now, unless one is under
+  // way.
+  void Resolve();
+  void OnResolved(transport::io::Resolver::Result result);
+  void OnResolutionDeadline();
+  void OnResolutionFailed(const Status& why);
+  // The reresolution timer: resolve again unless the channel is idle.
+  void OnReresolutionTimer();
+  // Schedules the next resolution for `due` unless one is due sooner.
+  void ScheduleResolution(transport::io::MonotonicTime due);
+  // New addresses for the policy (made on the first).
+  void UpdateAddresses(std::vector<transport::io::SocketAddress> addresses);
+  // The channel itself (no policy yet) cannot connect: `why`.
   void EnterTransientFailure(const Status& why);
-  void OnBackoffDone();
+  // Starts the waiting calls the policy can pick a subchannel for.
+  void StartPending();
   // Fails the calls waiting for a connection with `why`; wait_for_ready
   // ones stay when `keep_wait_for_ready`.
   void FailPending(const Status& why, bool keep_wait_for_ready);
@@ -202,27 +215,44 @@ class ChannelCore final : private transport::http2::ClientSession::Listener,
   void ArmIdleTimer();
   void OnIdleTimer();
   void EnterIdle();
-  void OnConnectionReady(transport::http2::ClientSession* connection) override;
-  void OnGoAwayReceived(transport::http2::ClientSession* connection,
-                        uint32_t error_code,
-                        absl::string_view debug_data) override;
-  void OnConnectionClosed(transport::http2::ClientSession* connection,
-                          const Status& why) override;
-  void OnConnectionDraining(
-      transport::http2::ClientSession* connection) override;
   void Shutdown();
+
+  // LbPolicy::Helper.
+  SubchannelPtr CreateSubchannel(
+      const transport::io::SocketAddress& address) override;
+  void UpdateState(ConnectivityState state, const Status& error) override;
+  void RequestReresolution() override;
+
+  // Subchannel::Host.
+  const transport::http2::ConnectionOptions& transport_options()
+      const override {
+    return transport_options_;
+  }
+  std::unique_ptr<transport::io::ByteFilter> NewConnectionFilter() override;
+  void OnSubchannelStateChange(Subchannel* subchannel) override;
+  void OnTooManyPings(const std::string& peer) override;
+  void OnSubchannelDone(Subchannel* subchannel) override;
 
   const std::string target_;
   const ChannelOptions options_;
+  // The target, parsed; invalid: channel_error_ says why.
+  ParsedTarget parsed_target_;
+  // ChannelOptions::service_config, parsed.
+  ServiceConfig service_config_;
+  bool round_robin_ = false;  // else pick_first
+  bool shuffle_addresses_ = false;  // pick_first's shuffleAddressList
+  // Set when health checking is on (round_robin and healthCheckConfig).
+  std::unique_ptr<HealthCheckSettings> health_check_;
   // TLS context of the channel's connections; null: plaintext.
   std::shared_ptr<const transport::tls::TlsContext> tls_;
-  // Unusable credentials or options: why every call fails.
+  // Unusable target, credentials or options: why every call fails.
   Status channel_error_;
   // The name the server's certificate must match (TLS).
   std::string tls_server_name_;
   std::string default_authority_;
   absl::string_view scheme_ = "http";
   const CallSettings settings_;
+  const std::shared_ptr<transport::io::Resolver> resolver_;
   transport::io::EventLoop loop_;
   Status loop_status_;  // why the loop could not start, if it could not
   ConnectivityWatch watch_;
@@ -231,25 +261,26 @@ class ChannelCore final : private transport::http2::ClientSession::Listener,
   // Options of new connections; keepalive.time doubles on GOAWAY
   // ENHANCE_YOUR_CALM "too_many_pings".
   transport::http2::ConnectionOptions transport_options_;
+  const ConnectionBackoff::Options backoff_options_;
   ConnectivityState state_;  // what watch_ publishes
-  // The connection: under way (handshake) in CONNECTING, established in
-  // READY, null otherwise.
-  std::unique_ptr<Connection> connection_;
-  std::vector<std::unique_ptr<Connection>> draining_;
-  std::unique_ptr<ChannelConnector> connector_;
-  ConnectionBackoff backoff_;
-  transport::io::MonotonicTime attempt_deadline_;
-  absl::Duration attempt_timeout_;  // the current attempt's allowance
+  transport::io::Resolver::Resolution resolution_;
+  // Paces resolution attempts after failures; gives each its deadline.
+  ConnectionBackoff resolution_backoff_;
+  transport::io::MonotonicTime last_resolution_start_ =
+      transport::io::MonotonicTime::InfinitePast();
+  transport::io::MonotonicTime resolution_due_;  // reresolution_timer_'s
+  absl::Duration resolution_timeout_;            // the current resolution's
+  // Made on the first addresses, dropped when the channel goes idle.
+  std::unique_ptr<LbPolicy> policy_;
+  // Every subchannel not yet freed, orphaned ones included.
+  std::vector<std::unique_ptr<Subchannel>> subchannels_;
   ChannelCall* pending_ = nullptr;  // waiting for a connection
-  Status last_error_;               // UNAVAILABLE: why the last attempt failed
-  int active_calls_ = 0;            // counted by StartOnLoop, not yet ended
+  Status last_error_;  // UNAVAILABLE: why the channel is in TRANSIENT_FAILURE
+  int active_calls_ = 0;  // counted by StartOnLoop, not yet ended
   transport::io::MonotonicTime idle_since_;  // active_calls_ last became 0
-  // The connection that last reported "too_many_pings" (one doubling per
-  // connection).
-  transport::http2::ClientSession* calmed_connection_ = nullptr;
   bool shut_down_ = false;
-  MemberTimer<&ChannelCore::OnAttemptDeadline> attempt_timer_{this};
-  MemberTimer<&ChannelCore::OnBackoffDone> backoff_timer_{this};
+  MemberTimer<&ChannelCore::OnResolutionDeadline> resolution_timer_{this};
+  MemberTimer<&ChannelCore::OnReresolutionTimer> reresolution_timer_{this};
   MemberTimer<&ChannelCore::OnIdleTimer> idle_timer_{this};
   MemberTask<ChannelCore, &ChannelCore::ConnectIfIdle> connect_task_{this};
 

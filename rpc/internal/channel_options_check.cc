@@ -63,7 +63,20 @@ Status CheckChannelOptions(const ChannelOptions& options) {
     status =
         CheckDuration("keepalive_timeout", options.keepalive_timeout, true);
   }
-  return status;
+  if (status.ok()) {
+    status = CheckDuration("dns_min_time_between_resolutions",
+                           options.dns_min_time_between_resolutions, false);
+  }
+  if (status.ok()) {
+    status = CheckDuration("dns_refresh_interval",
+                           options.dns_refresh_interval, true);
+  }
+  if (!status.ok()) return status;
+  if (options.lb_policy != "pick_first" && options.lb_policy != "round_robin") {
+    return Invalid("lb_policy", absl::StrCat("\"", options.lb_policy, "\""),
+                   "\"pick_first\" or \"round_robin\"");
+  }
+  return Status();
 }
 
 }  // namespace h2rpc::internal

@@ -15,6 +15,7 @@
 #include "rpc/internal/server_listener.h"
 #include "rpc/internal/server_loop.h"
 #include "rpc/internal/server_stream_call.h"
+#include "rpc/internal/target.h"
 #include "rpc/internal/worker_pool.h"
 #include "transport/core/message_framer.h"
 #include "transport/http2/server_session.h"
@@ -135,18 +136,32 @@ std::unique_ptr<ServerCore> ServerCore::Start(
       return nullptr;
     }
   }
+  // The bound sockets; a unix-domain socket file is removed again if a
+  // later port fails.
   std::vector<transport::io::FileDescriptor> sockets;
+  std::vector<transport::io::SocketFile> files;
   for (const auto& [address, selected_port, credentials] : ports) {
-    std::vector<transport::io::SocketAddress> addresses;
-    *status = transport::io::ResolveTarget(address, &addresses);
+    transport::io::SocketAddress listen_address;
+    bool is_unix = false;
+    *status = ParseUnixTarget(address, &is_unix, &listen_address);
     if (!status->ok()) return nullptr;
+    if (is_unix) {
+      *status = transport::io::RemoveStaleSocketFile(listen_address);
+      if (!status->ok()) return nullptr;
+    } else {
+      std::vector<transport::io::SocketAddress> addresses;
+      *status = transport::io::ResolveTarget(address, &addresses);
+      if (!status->ok()) return nullptr;
+      listen_address = addresses.front();
+    }
     transport::io::FileDescriptor socket;
-    *status = transport::io::ListenTcp(addresses.front(), 1024, &socket);
+    *status = transport::io::ListenTcp(listen_address, 1024, &socket);
     if (!status->ok()) return nullptr;
+    files.push_back(transport::io::SocketFile::Bound(listen_address));
     transport::io::SocketAddress bound;
     *status = transport::io::LocalAddress(socket.get(), &bound);
     if (!status->ok()) return nullptr;
-    if (selected_port != nullptr) *selected_port = bound.port();
+    if (selected_port != nullptr) *selected_port = is_unix ? 0 : bound.port();
     sockets.push_back(std::move(socket));
   }
   std::unique_ptr<ServerCore> core(
@@ -162,7 +177,7 @@ std::unique_ptr<ServerCore> ServerCore::Start(
   transport::io::MutexLock lock(&core->mu_);
   for (size_t i = 0; i < sockets.size(); ++i) {
     core->listeners_.push_back(std::make_unique<ServerListener>(
-        core.get(), std::move(sockets[i]),
+        core.get(), std::move(sockets[i]), std::move(files[i]),
         CredentialsAccess::Tls(*ports[i].credentials)));
   }
   for (auto& listener : core->listeners_) {

@@ -53,9 +53,10 @@ class ServerCore {
     size_t stream_write_buffer = 0;
   };
 
-  // Checks `options`, binds `ports` ("host:port", and where to write the
-  // port picked for port 0), starts the loops and the listeners. Returns
-  // null and sets `*status` as Server::Builder::BuildAndStart says.
+  // Checks `options`, binds `ports` (as Server::Builder::AddListeningPort
+  // takes them, and where to write the port picked for port 0), starts the
+  // loops and the listeners. Returns null and sets `*status` as
+  // Server::Builder::BuildAndStart says.
   static std::unique_ptr<ServerCore> Start(
       ServerOptions options, const std::vector<ListeningPort>& ports,
       MethodMap methods, Status* status);

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -53,8 +54,12 @@ absl::Duration NextAcceptBackoff(absl::Duration previous) {
 
 ServerListener::ServerListener(
     ServerCore* server, transport::io::FileDescriptor socket,
+    transport::io::SocketFile file,
     std::shared_ptr<const transport::tls::TlsContext> tls)
-    : server_(server), socket_(std::move(socket)), tls_(std::move(tls)) {
+    : server_(server),
+      socket_(std::move(socket)),
+      file_(std::move(file)),
+      tls_(std::move(tls)) {
   transport::io::SocketAddress bound;
   const Status status = transport::io::LocalAddress(socket_.get(), &bound);
   address_ = status.ok() ? bound.ToString()
@@ -72,6 +77,7 @@ void ServerListener::Stop() {
   loop_->Cancel(this);
   paused_at_limit_ = false;
   socket_.reset();
+  file_.Remove();
 }
 
 void ServerListener::ConnectionSlotFreed() {
@@ -92,7 +98,7 @@ void ServerListener::OnFdReady(uint32_t events) {
         transport::io::AcceptTcp(socket_.get(), &peer, &error);
     if (accepted.valid()) {
       backoff_ = absl::ZeroDuration();
-      server_->NextLoop()->Adopt(std::move(accepted), peer.ToString(), tls_);
+      server_->NextLoop()->Adopt(std::move(accepted), PeerName(peer), tls_);
       continue;
     }
     switch (ClassifyAcceptFailure(error)) {
@@ -108,6 +114,17 @@ void ServerListener::OnFdReady(uint32_t events) {
       }
     }
   }
+}
+
+std::string ServerListener::PeerName(
+    const transport::io::SocketAddress& peer) const {
+  // A unix-domain client rarely binds its socket: gRPC C++ names the
+  // server's socket then.
+  if (peer.family() == AF_UNIX && peer.unix_name().empty() &&
+      !peer.is_abstract()) {
+    return address_;
+  }
+  return peer.ToString();
 }
 
 void ServerListener::OnTimer() { Watch(); }

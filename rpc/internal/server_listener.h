@@ -59,16 +59,20 @@ class ServerListener final : private transport::io::FdWatcher,
                              private transport::io::Timer,
                              private transport::io::Task {
  public:
-  // `server` must outlive the listener. `tls`: the port's TLS context
-  // (null: plaintext), handed to every connection it accepts.
+  // `server` must outlive the listener. `file`: the socket file of a
+  // unix-domain pathname `socket` (none for others), removed by Stop().
+  // `tls`: the port's TLS context (null: plaintext), handed to every
+  // connection it accepts.
   ServerListener(ServerCore* server, transport::io::FileDescriptor socket,
+                 transport::io::SocketFile file,
                  std::shared_ptr<const transport::tls::TlsContext> tls);
   ServerListener(const ServerListener&) = delete;
   ServerListener& operator=(const ServerListener&) = delete;
 
   // Starts watching the socket on `loop` (from a task posted to it).
   void Start(transport::io::EventLoop* loop);
-  // Loop thread: stops accepting and closes the socket. Idempotent.
+  // Loop thread: stops accepting, closes the socket and removes its socket
+  // file (unix-domain pathname) if it is still the one bound. Idempotent.
   void Stop();
   // Any thread: the server's open connections dropped below
   // ServerOptions::max_connections; a listener paused at the limit accepts
@@ -83,6 +87,8 @@ class ServerListener final : private transport::io::FdWatcher,
   // Posted by ConnectionSlotFreed(): resume if paused at the limit.
   void Run() override;
 
+  // The peer string of an accepted connection (ServerContext::peer()).
+  std::string PeerName(const transport::io::SocketAddress& peer) const;
   // Registers the socket with the loop unless it is; backs off on failure.
   void Watch();
   void Unwatch();
@@ -92,8 +98,10 @@ class ServerListener final : private transport::io::FdWatcher,
 
   ServerCore* const server_;
   transport::io::FileDescriptor socket_;
+  transport::io::SocketFile file_;
   const std::shared_ptr<const transport::tls::TlsContext> tls_;
-  // "127.0.0.1:50051", for the log line.
+  // "127.0.0.1:50051" or "unix:/path", for the log line, and the peer of a
+  // connection from an unnamed unix-domain socket.
   std::string address_;
   transport::io::EventLoop* loop_ = nullptr;
   // Loop thread state.

@@ -90,8 +90,9 @@ class UnaryAllocationTest : public ::testing::TestWithParam<bool> {
                 })
             .BuildAndStart(&status);
     ASSERT_TRUE(status.ok()) << status.ToString();
+    channel_credentials_ = channel_credentials;
     channel_ = CreateChannel("127.0.0.1:" + std::to_string(port_),
-                             channel_credentials);
+                             channel_credentials_);
   }
 
   // Blocking calls from this thread: its allocations count as the client's.
@@ -130,6 +131,7 @@ class UnaryAllocationTest : public ::testing::TestWithParam<bool> {
 
   int port_ = 0;
   std::unique_ptr<Server> server_;
+  std::shared_ptr<ChannelCredentials> channel_credentials_;
   std::shared_ptr<Channel> channel_;
   // OpenSSL's own mallocs per call, both sides, in the last Measure().
   double openssl_per_rpc_ = 0;
@@ -150,6 +152,20 @@ TEST_P(UnaryAllocationTest, WarmCallbackCallsDoNotAllocate) {
   // per record: 3 for each record written, 1 for each read
   // (crypto/packet.c). One call is a record each way: 8.
   EXPECT_EQ(openssl_per_rpc_, GetParam() ? 8.0 : 0.0);
+}
+
+// round_robin over two subchannels (two connections to the server): a
+// pick per call costs no allocation either.
+TEST_P(UnaryAllocationTest, WarmRoundRobinCallsDoNotAllocate) {
+  ChannelOptions options;
+  options.lb_policy = "round_robin";
+  const std::string address = "127.0.0.1:" + std::to_string(port_);
+  channel_ = CreateChannel("ipv4:" + address + "," + address,
+                           channel_credentials_, options);
+  Empty response;
+  const PerRpc per_rpc = Measure(kCallback, Empty(), &response, 200, 1000);
+  EXPECT_EQ(per_rpc.client, 0.0);
+  EXPECT_EQ(per_rpc.server, 0.0);
 }
 
 TEST_P(UnaryAllocationTest, WarmSyncCallsDoNotAllocate) {

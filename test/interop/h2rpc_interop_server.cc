@@ -24,6 +24,10 @@
 // (fill_username, fill_oauth_scope) and ORCA reports are not implemented;
 // those fields are ignored.
 //
+// It also serves gRPC's health checking service, grpc.health.v1.Health
+// (h2rpc's HealthCheckService), with the server as a whole ("") and
+// grpc.testing.TestService SERVING, so any gRPC health client can probe it.
+//
 // The service derives from the generated grpc::testing::TestService::Service
 // (test.h2rpc.pb.h), the synchronous flavour: the streaming methods use
 // blocking ServerReader / ServerWriter / ServerReaderWriter, because
@@ -85,6 +89,7 @@
 #include "proto/grpc/testing/test.h2rpc.pb.h"
 #include "rpc/compression.h"
 #include "rpc/credentials.h"
+#include "rpc/health_check_service.h"
 #include "rpc/peer_identity.h"
 #include "rpc/server.h"
 #include "rpc/server_context.h"
@@ -483,11 +488,15 @@ int Run() {
   ServerOptions options;
   int selected_port = 0;
   Status status;
-  TestServiceImpl service;  // outlives the server
+  TestServiceImpl service;    // outlives the server
+  HealthCheckService health;  // outlives the server
+  health.SetServingStatus("", true);
+  health.SetServingStatus(TestService::kServiceName, true);
   Server::Builder builder;
   builder.AddListeningPort(address, credentials, &selected_port)
       .SetOptions(options);
   service.AddTo(builder);
+  health.AddTo(builder);
   std::unique_ptr<Server> server = builder.BuildAndStart(&status);
   if (server == nullptr || selected_port == 0) {
     std::fprintf(stderr, "could not listen on %s: %s\n", address.c_str(),

@@ -3,11 +3,13 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace h2rpc::testing {
 namespace {
@@ -56,6 +58,23 @@ int ConnectToLoopback(int port) {
   const sockaddr_in addr = LoopbackAddress(port);
   if (connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) !=
       0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+int ConnectToUnix(absl::string_view path, bool abstract) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  // A path needs its terminating NUL; an abstract name starts with a NUL.
+  if (path.size() + 1 > sizeof(addr.sun_path)) return -1;
+  std::memcpy(addr.sun_path + (abstract ? 1 : 0), path.data(), path.size());
+  const socklen_t len =
+      static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size() + 1);
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  if (connect(fd, reinterpret_cast<const sockaddr*>(&addr), len) != 0) {
     close(fd);
     return -1;
   }

@@ -1,8 +1,9 @@
 #ifndef H2RPC_TEST_UTIL_LOOPBACK_SOCKET_H_
 #define H2RPC_TEST_UTIL_LOOPBACK_SOCKET_H_
 
-// Blocking TCP sockets on 127.0.0.1 for tests that play a peer by hand
-// (a fake server, a silent client). Descriptors are the caller's to close.
+// Blocking TCP sockets on 127.0.0.1, and unix-domain client sockets, for
+// tests that play a peer by hand (a fake server, a silent client).
+// Descriptors are the caller's to close.
 
 #include "absl/strings/string_view.h"
 
@@ -17,6 +18,10 @@ int LocalPort(int fd);
 int ClosedLoopbackPort();
 // A socket connected to 127.0.0.1:port, or -1.
 int ConnectToLoopback(int port);
+// A socket connected to the unix-domain socket at `path` (`abstract`: the
+// name `path` in the abstract namespace), or -1 (path too long, nothing
+// listening).
+int ConnectToUnix(absl::string_view path, bool abstract = false);
 // Sends all of `bytes` (true), or stops at the first error (false).
 bool WriteAll(int fd, absl::string_view bytes);
 

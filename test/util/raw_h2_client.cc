@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -161,6 +162,20 @@ std::unique_ptr<RawH2Client> RawH2Client::Connect(int port, std::string* error,
     return nullptr;
   }
   std::unique_ptr<RawH2Client> client(new RawH2Client(fd, port));
+  if (!client->InitSession() || !client->Flush()) {
+    if (error != nullptr) *error = client->error_;
+    return nullptr;
+  }
+  return client;
+}
+
+std::unique_ptr<RawH2Client> RawH2Client::Adopt(int fd, std::string* error) {
+  std::unique_ptr<RawH2Client> client(new RawH2Client(fd, /*port=*/0));
+  const int flags = fcntl(fd, F_GETFL);
+  if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) {
+    if (error != nullptr) *error = absl::StrCat("fcntl: ", strerror(errno));
+    return nullptr;
+  }
   if (!client->InitSession() || !client->Flush()) {
     if (error != nullptr) *error = client->error_;
     return nullptr;

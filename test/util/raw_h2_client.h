@@ -125,6 +125,11 @@ class RawH2Client {
   static std::unique_ptr<RawH2Client> Connect(
       int port, std::string* error = nullptr,
       absl::Duration timeout = absl::Seconds(10));
+  // The same over `fd`, a connected stream socket of any family (a
+  // unix-domain one, say): the client owns it from here (it is closed on
+  // failure too) and makes it non-blocking. port() is 0.
+  static std::unique_ptr<RawH2Client> Adopt(int fd,
+                                            std::string* error = nullptr);
   ~RawH2Client();
   RawH2Client(const RawH2Client&) = delete;
   RawH2Client& operator=(const RawH2Client&) = delete;

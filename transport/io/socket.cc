@@ -7,8 +7,12 @@
 #include <netinet/tcp.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -38,11 +42,53 @@ Status InvalidTarget(absl::string_view target, absl::string_view why) {
                              " (expected host:port or [ipv6]:port)"));
 }
 
-// Disables Nagle: gRPC frames are written whole, and latency matters more
-// than coalescing small segments.
-void SetNoDelay(int fd) {
+static_assert(sizeof(sockaddr_un::sun_path) == kMaxUnixPathLength + 1,
+              "kMaxUnixPathLength must match sun_path");
+static_assert(sizeof(sockaddr_un) <= sizeof(sockaddr_storage),
+              "sockaddr_un must fit in SocketAddress::storage");
+
+constexpr size_t kSunPathOffset = offsetof(sockaddr_un, sun_path);
+
+bool IsTcp(int family) { return family == AF_INET || family == AF_INET6; }
+
+// Disables Nagle on a TCP socket: gRPC frames are written whole, and latency
+// matters more than coalescing small segments.
+void SetNoDelay(int fd, int family) {
+  if (!IsTcp(family)) return;
   const int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+// `bytes` with each byte outside printable ASCII, and each backslash, as
+// \xNN.
+std::string Printable(absl::string_view bytes) {
+  std::string text;
+  text.reserve(bytes.size());
+  for (const char c : bytes) {
+    const unsigned char byte = static_cast<unsigned char>(c);
+    if (byte >= 0x20 && byte < 0x7f && byte != '\\') {
+      text.push_back(c);
+    } else {
+      absl::StrAppend(&text, "\\x", absl::Hex(byte, absl::kZeroPad2));
+    }
+  }
+  return text;
+}
+
+const char* FileType(mode_t mode) {
+  if (S_ISREG(mode)) return "regular file";
+  if (S_ISDIR(mode)) return "directory";
+  if (S_ISLNK(mode)) return "symbolic link";
+  if (S_ISFIFO(mode)) return "FIFO";
+  if (S_ISCHR(mode)) return "character device";
+  if (S_ISBLK(mode)) return "block device";
+  return "file that is not a socket";
+}
+
+// The path of a unix-domain pathname address; empty for anything else.
+std::string PathOf(const SocketAddress& address) {
+  if (address.family() != AF_UNIX || address.is_abstract()) return "";
+  return std::string(address.unix_name());
 }
 
 // Parses a decimal port, 0 to 65535, digits only.
@@ -149,6 +195,20 @@ int SocketAddress::port() const {
   }
 }
 
+bool SocketAddress::is_abstract() const {
+  return storage.ss_family == AF_UNIX && size > kSunPathOffset &&
+         reinterpret_cast<const sockaddr_un*>(&storage)->sun_path[0] == '\0';
+}
+
+absl::string_view SocketAddress::unix_name() const {
+  if (storage.ss_family != AF_UNIX || size <= kSunPathOffset) return {};
+  const char* path = reinterpret_cast<const sockaddr_un*>(&storage)->sun_path;
+  const size_t length =
+      std::min<size_t>(size - kSunPathOffset, sizeof(sockaddr_un::sun_path));
+  if (path[0] == '\0') return absl::string_view(path + 1, length - 1);
+  return absl::string_view(path, strnlen(path, length));
+}
+
 std::string SocketAddress::ToString() const {
   char text[INET6_ADDRSTRLEN] = {};
   switch (storage.ss_family) {
@@ -165,11 +225,44 @@ std::string SocketAddress::ToString() const {
       }
       return absl::StrCat("[", text, "]:", port());
     }
+    case AF_UNIX:
+      return absl::StrCat(is_abstract() ? "unix-abstract:" : "unix:",
+                          Printable(unix_name()));
     case AF_UNSPEC:
       return "(unspecified address)";
     default:
       return absl::StrCat("(address family ", storage.ss_family, ")");
   }
+}
+
+Status UnixSocketAddress(absl::string_view path, bool abstract,
+                         SocketAddress* address) {
+  const char* what =
+      abstract ? "abstract unix socket name" : "unix socket path";
+  if (path.empty()) {
+    return Status(StatusCode::kInvalidArgument, absl::StrCat("empty ", what));
+  }
+  if (path.size() > kMaxUnixPathLength) {
+    return Status(StatusCode::kInvalidArgument,
+                  absl::StrCat(what, " '", Printable(path), "' is ",
+                               path.size(), " bytes; the limit is ",
+                               kMaxUnixPathLength, " (sun_path)"));
+  }
+  if (!abstract && path.find('\0') != absl::string_view::npos) {
+    return Status(
+        StatusCode::kInvalidArgument,
+        absl::StrCat(what, " '", Printable(path), "' contains a NUL byte"));
+  }
+  SocketAddress result;
+  auto* un = reinterpret_cast<sockaddr_un*>(&result.storage);
+  un->sun_family = AF_UNIX;
+  char* name = abstract ? un->sun_path + 1 : un->sun_path;
+  std::memcpy(name, path.data(), path.size());
+  // A pathname's terminating NUL is counted; an abstract name has none (its
+  // length is the address's).
+  result.size = static_cast<socklen_t>(kSunPathOffset + path.size() + 1);
+  *address = result;
+  return Status();
 }
 
 namespace {
@@ -252,7 +345,8 @@ Status ListenTcp(const SocketAddress& address, int backlog,
       socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return Unavailable("socket for", address, errno);
   const int one = 1;
-  if (setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0) {
+  if (IsTcp(address.family()) &&
+      setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0) {
     return Unavailable("SO_REUSEADDR on", address, errno);
   }
   if (bind(fd.get(), reinterpret_cast<const sockaddr*>(&address.storage),
@@ -276,7 +370,7 @@ FileDescriptor AcceptTcp(int listener, SocketAddress* peer, int* error) {
         accept4(listener, reinterpret_cast<sockaddr*>(&address->storage),
                 &address->size, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd >= 0) {
-      SetNoDelay(fd);
+      SetNoDelay(fd, address->family());
       if (error != nullptr) *error = 0;
       return FileDescriptor(fd);
     }
@@ -293,7 +387,7 @@ Status StartConnectTcp(const SocketAddress& address, FileDescriptor* socket_fd,
   FileDescriptor fd(
       socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return Unavailable("socket for", address, errno);
-  SetNoDelay(fd.get());
+  SetNoDelay(fd.get(), address.family());
   if (connect(fd.get(), reinterpret_cast<const sockaddr*>(&address.storage),
               address.size) != 0) {
     // EINTR: the connection continues asynchronously, as with EINPROGRESS.
@@ -322,6 +416,75 @@ Status LocalAddress(int socket, SocketAddress* address) {
 
 Status PeerAddress(int socket, SocketAddress* address) {
   return GetAddress(socket, address, /*peer=*/true);
+}
+
+Status RemoveStaleSocketFile(const SocketAddress& address) {
+  const std::string path = PathOf(address);
+  if (path.empty()) return Status();
+  struct stat file;
+  if (lstat(path.c_str(), &file) != 0) {
+    const int error = errno;
+    if (error == ENOENT) return Status();
+    return Status(StatusCode::kUnavailable,
+                  absl::StrCat("cannot listen on ", address.ToString(),
+                               ": lstat failed: ", ErrnoText(error)));
+  }
+  if (!S_ISSOCK(file.st_mode)) {
+    return Status(StatusCode::kUnavailable,
+                  absl::StrCat("cannot listen on ", address.ToString(), ": a ",
+                               FileType(file.st_mode),
+                               " exists at that path (only a socket file "
+                               "left there is replaced)"));
+  }
+  if (unlink(path.c_str()) != 0 && errno != ENOENT) {
+    return Status(StatusCode::kUnavailable,
+                  absl::StrCat("cannot listen on ", address.ToString(),
+                               ": removing the socket file left there failed: ",
+                               ErrnoText(errno)));
+  }
+  return Status();
+}
+
+SocketFile SocketFile::Bound(const SocketAddress& address) {
+  SocketFile file;
+  std::string path = PathOf(address);
+  struct stat info;
+  if (path.empty() || lstat(path.c_str(), &info) != 0 ||
+      !S_ISSOCK(info.st_mode)) {
+    return file;
+  }
+  file.path_ = std::move(path);
+  file.device_ = info.st_dev;
+  file.inode_ = info.st_ino;
+  return file;
+}
+
+SocketFile::SocketFile(SocketFile&& other) noexcept
+    : path_(std::move(other.path_)),
+      device_(other.device_),
+      inode_(other.inode_) {
+  other.path_.clear();
+}
+
+SocketFile& SocketFile::operator=(SocketFile&& other) noexcept {
+  if (this != &other) {
+    Remove();
+    path_ = std::move(other.path_);
+    device_ = other.device_;
+    inode_ = other.inode_;
+    other.path_.clear();
+  }
+  return *this;
+}
+
+void SocketFile::Remove() {
+  if (path_.empty()) return;
+  struct stat info;
+  if (lstat(path_.c_str(), &info) == 0 && S_ISSOCK(info.st_mode) &&
+      info.st_dev == device_ && info.st_ino == inode_) {
+    unlink(path_.c_str());
+  }
+  path_.clear();
 }
 
 }  // namespace h2rpc::transport::io

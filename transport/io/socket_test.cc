@@ -7,8 +7,12 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <cstddef>
+#include <cstdlib>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,6 +39,7 @@ bool IsNonBlockingAndCloseOnExec(int fd) {
 }
 
 bool HasNoDelay(int fd) {
+  // TCP only: unix-domain sockets have no such option.
   int value = 0;
   socklen_t size = sizeof(value);
   return getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &value, &size) == 0 &&
@@ -64,15 +69,21 @@ std::string Transfer(int from, int to, const std::string& data) {
   return received;
 }
 
-// Listens on `listen_target` (port 0), connects to it, accepts, and sends
-// bytes both ways.
-void ConnectAcceptAndExchange(const std::string& listen_target) {
+// Listens on `listen_address` (TCP: port 0), connects to it, accepts, and
+// sends bytes both ways.
+void ConnectAcceptAndExchange(const SocketAddress& listen_address) {
+  const bool tcp = listen_address.family() != AF_UNIX;
   FileDescriptor listener;
-  Status status = ListenTcp(Resolve(listen_target), 16, &listener);
+  Status status = ListenTcp(listen_address, 16, &listener);
   ASSERT_TRUE(status.ok()) << status.ToString();
   SocketAddress server_address;
   ASSERT_TRUE(LocalAddress(listener.get(), &server_address).ok());
-  ASSERT_GT(server_address.port(), 0);
+  if (tcp) {
+    ASSERT_GT(server_address.port(), 0);
+  } else {
+    EXPECT_EQ(server_address.port(), -1);
+    EXPECT_EQ(server_address.ToString(), listen_address.ToString());
+  }
 
   FileDescriptor client;
   bool in_progress = true;
@@ -80,7 +91,7 @@ void ConnectAcceptAndExchange(const std::string& listen_target) {
   ASSERT_TRUE(status.ok()) << status.ToString();
   ASSERT_TRUE(client.valid());
   EXPECT_TRUE(IsNonBlockingAndCloseOnExec(client.get()));
-  EXPECT_TRUE(HasNoDelay(client.get()));
+  EXPECT_EQ(HasNoDelay(client.get()), tcp);
   if (in_progress) {
     ASSERT_TRUE(WaitFor(client.get(), POLLOUT));
     status = FinishConnectTcp(client.get(), server_address);
@@ -94,17 +105,79 @@ void ConnectAcceptAndExchange(const std::string& listen_target) {
   ASSERT_TRUE(server.valid()) << "accept: " << strerror(error);
   EXPECT_EQ(error, 0);
   EXPECT_TRUE(IsNonBlockingAndCloseOnExec(server.get()));
-  EXPECT_TRUE(HasNoDelay(server.get()));
+  EXPECT_EQ(HasNoDelay(server.get()), tcp);
 
   SocketAddress client_local, client_peer;
   ASSERT_TRUE(LocalAddress(client.get(), &client_local).ok());
   ASSERT_TRUE(PeerAddress(client.get(), &client_peer).ok());
   EXPECT_EQ(peer.ToString(), client_local.ToString());
   EXPECT_EQ(client_peer.ToString(), server_address.ToString());
+  if (!tcp) {
+    // The client never bound its socket: unnamed on both ends.
+    EXPECT_EQ(peer.family(), AF_UNIX);
+    EXPECT_EQ(peer.ToString(), "unix:");
+    EXPECT_TRUE(peer.unix_name().empty());
+    EXPECT_FALSE(peer.is_abstract());
+  }
 
   EXPECT_EQ(Transfer(client.get(), server.get(), "hello from the client"),
             "hello from the client");
   EXPECT_EQ(Transfer(server.get(), client.get(), "and back"), "and back");
+}
+
+// A fresh directory under /tmp (short enough for sun_path, unlike Bazel's
+// TEST_TMPDIR), removed with what the test left in it.
+class TempDir {
+ public:
+  TempDir() {
+    char pattern[] = "/tmp/h2rpc_socket_test_XXXXXX";
+    if (mkdtemp(pattern) != nullptr) path_ = pattern;
+    EXPECT_FALSE(path_.empty()) << "mkdtemp: " << strerror(errno);
+  }
+  ~TempDir() {
+    for (const char* name : {"s", "t", "file", "dir"}) {
+      const std::string file = path_ + "/" + name;
+      if (unlink(file.c_str()) != 0) rmdir(file.c_str());
+    }
+    rmdir(path_.c_str());
+  }
+  // `name` in the directory (one of those the destructor removes).
+  std::string File(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+bool Exists(const std::string& path) {
+  struct stat info;
+  return lstat(path.c_str(), &info) == 0;
+}
+
+bool IsSocketFile(const std::string& path) {
+  struct stat info;
+  return lstat(path.c_str(), &info) == 0 && S_ISSOCK(info.st_mode);
+}
+
+SocketAddress Unix(const std::string& path, bool abstract = false) {
+  SocketAddress address;
+  Status status = UnixSocketAddress(path, abstract, &address);
+  EXPECT_TRUE(status.ok()) << status.ToString();
+  return address;
+}
+
+// A name in the abstract namespace no other test process uses.
+std::string UniqueAbstractName(const std::string& what) {
+  return "h2rpc_socket_test/" + what + "/" + std::to_string(getpid());
+}
+
+// Binds a listening socket at `path` and closes it: the socket file stays,
+// with nothing listening on it (a server that exited without cleaning up).
+void LeaveStaleSocketFile(const std::string& path) {
+  FileDescriptor listener;
+  Status status = ListenTcp(Unix(path), 1, &listener);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  listener.reset();
+  ASSERT_TRUE(IsSocketFile(path));
 }
 
 // Whether [::1] can be bound here (some sandboxes have no IPv6).
@@ -253,12 +326,12 @@ TEST(SocketTest, ListenOnAPortInUseNamesTheAddress) {
 }
 
 TEST(SocketTest, ConnectAcceptAndExchangeBytesOverIpv4) {
-  ConnectAcceptAndExchange("127.0.0.1:0");
+  ConnectAcceptAndExchange(Resolve("127.0.0.1:0"));
 }
 
 TEST(SocketTest, ConnectAcceptAndExchangeBytesOverIpv6) {
   if (!HaveIpv6Loopback()) GTEST_SKIP() << "[::1] cannot be bound here";
-  ConnectAcceptAndExchange("[::1]:0");
+  ConnectAcceptAndExchange(Resolve("[::1]:0"));
 }
 
 TEST(SocketTest, ConnectToAClosedPortIsRefused) {
@@ -289,6 +362,221 @@ TEST(SocketTest, PeerAddressOfAnUnconnectedSocketIsUnavailable) {
   EXPECT_EQ(status.code(), StatusCode::kUnavailable);
   EXPECT_THAT(status.message(), HasSubstr("not connected"));
   EXPECT_EQ(peer.size, 0u);
+}
+
+TEST(UnixSocketAddressTest, Pathname) {
+  const SocketAddress address = Unix("/tmp/some.sock");
+  EXPECT_EQ(address.family(), AF_UNIX);
+  EXPECT_EQ(address.size, offsetof(sockaddr_un, sun_path) + 15);
+  EXPECT_EQ(address.port(), -1);
+  EXPECT_FALSE(address.is_abstract());
+  EXPECT_EQ(address.unix_name(), "/tmp/some.sock");
+  EXPECT_EQ(address.ToString(), "unix:/tmp/some.sock");
+  EXPECT_EQ(Unix("relative/x").ToString(), "unix:relative/x");
+}
+
+TEST(UnixSocketAddressTest, AbstractNameMayHoldAnyBytes) {
+  const std::string name("a\0b\\c\n\xff d", 9);
+  const SocketAddress address = Unix(name, /*abstract=*/true);
+  EXPECT_EQ(address.family(), AF_UNIX);
+  // The leading NUL and the name, no terminator.
+  EXPECT_EQ(address.size, offsetof(sockaddr_un, sun_path) + 1 + name.size());
+  EXPECT_EQ(address.port(), -1);
+  EXPECT_TRUE(address.is_abstract());
+  EXPECT_EQ(address.unix_name(), name);
+  EXPECT_EQ(address.ToString(), "unix-abstract:a\\x00b\\x5cc\\x0a\\xff d");
+  EXPECT_EQ(Unix("name", true).ToString(), "unix-abstract:name");
+}
+
+TEST(UnixSocketAddressTest, TheLongestPathAndNameFitSunPath) {
+  const std::string longest(kMaxUnixPathLength, 'x');
+  EXPECT_EQ(kMaxUnixPathLength, sizeof(sockaddr_un::sun_path) - 1);
+  EXPECT_EQ(Unix(longest).unix_name(), longest);
+  EXPECT_EQ(Unix(longest, true).unix_name(), longest);
+  EXPECT_EQ(Unix(longest, true).size, sizeof(sockaddr_un));
+}
+
+TEST(UnixSocketAddressTest, RefusesEmptyTooLongAndNulInAPath) {
+  struct Case {
+    std::string path;
+    bool abstract;
+    std::string message;
+  };
+  const std::string too_long(kMaxUnixPathLength + 1, 'x');
+  const Case cases[] = {
+      {"", false, "empty unix socket path"},
+      {"", true, "empty abstract unix socket name"},
+      {too_long, false,
+       "unix socket path '" + too_long +
+           "' is 108 bytes; the limit is 107 (sun_path)"},
+      {too_long, true,
+       "abstract unix socket name '" + too_long +
+           "' is 108 bytes; the limit is 107 (sun_path)"},
+      {std::string("/tmp/a\0b", 8), false,
+       "unix socket path '/tmp/a\\x00b' contains a NUL byte"},
+  };
+  for (const Case& c : cases) {
+    SocketAddress address = Unix("/untouched");
+    Status status = UnixSocketAddress(c.path, c.abstract, &address);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << c.message;
+    EXPECT_EQ(status.message(), c.message);
+    EXPECT_EQ(address.ToString(), "unix:/untouched");
+  }
+}
+
+TEST(UnixSocketAddressTest, AnUnnamedAddressHasOnlyTheFamily) {
+  SocketAddress address;
+  address.storage.ss_family = AF_UNIX;
+  address.size = sizeof(sa_family_t);
+  EXPECT_EQ(address.ToString(), "unix:");
+  EXPECT_TRUE(address.unix_name().empty());
+  EXPECT_FALSE(address.is_abstract());
+  EXPECT_EQ(address.port(), -1);
+}
+
+TEST(UnixSocketAddressTest, OtherFamiliesHaveNoUnixName) {
+  EXPECT_TRUE(Resolve("127.0.0.1:80").unix_name().empty());
+  EXPECT_FALSE(Resolve("127.0.0.1:80").is_abstract());
+  EXPECT_TRUE(SocketAddress().unix_name().empty());
+}
+
+TEST(UnixSocketTest, ConnectAcceptAndExchangeBytesOverAPath) {
+  TempDir dir;
+  ConnectAcceptAndExchange(Unix(dir.File("s")));
+}
+
+TEST(UnixSocketTest, ConnectAcceptAndExchangeBytesOverARelativePath) {
+  TempDir dir;
+  char cwd[4096];
+  ASSERT_NE(getcwd(cwd, sizeof(cwd)), nullptr);
+  ASSERT_EQ(chdir(dir.File("").c_str()), 0);
+  ConnectAcceptAndExchange(Unix("s"));
+  EXPECT_TRUE(IsSocketFile(dir.File("s")));
+  ASSERT_EQ(chdir(cwd), 0);
+}
+
+TEST(UnixSocketTest, ConnectAcceptAndExchangeBytesOverAnAbstractName) {
+  ConnectAcceptAndExchange(Unix(UniqueAbstractName("exchange"), true));
+}
+
+TEST(UnixSocketTest, ListenOnAnExistingFileFailsNamingThePath) {
+  TempDir dir;
+  LeaveStaleSocketFile(dir.File("s"));
+  FileDescriptor listener;
+  Status status = ListenTcp(Unix(dir.File("s")), 1, &listener);
+  EXPECT_EQ(status.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(status.message(), "bind to unix:" + dir.File("s") +
+                                  " failed: Address already in use");
+}
+
+TEST(UnixSocketTest, ConnectWithNothingListeningFailsAtOnce) {
+  TempDir dir;
+  FileDescriptor client;
+  bool in_progress = true;
+  Status status = StartConnectTcp(Unix(dir.File("s")), &client, &in_progress);
+  EXPECT_EQ(status.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(status.message(), "connect to unix:" + dir.File("s") +
+                                  " failed: No such file or directory");
+  EXPECT_FALSE(in_progress);
+
+  LeaveStaleSocketFile(dir.File("s"));
+  status = StartConnectTcp(Unix(dir.File("s")), &client, &in_progress);
+  EXPECT_EQ(status.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(status.message(),
+            "connect to unix:" + dir.File("s") + " failed: Connection refused");
+}
+
+TEST(RemoveStaleSocketFileTest, RemovesASocketFileSoListenSucceeds) {
+  TempDir dir;
+  LeaveStaleSocketFile(dir.File("s"));
+  Status status = RemoveStaleSocketFile(Unix(dir.File("s")));
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  EXPECT_FALSE(Exists(dir.File("s")));
+  FileDescriptor listener;
+  status = ListenTcp(Unix(dir.File("s")), 1, &listener);
+  EXPECT_TRUE(status.ok()) << status.ToString();
+}
+
+TEST(RemoveStaleSocketFileTest, NothingToRemoveIsFine) {
+  TempDir dir;
+  EXPECT_TRUE(RemoveStaleSocketFile(Unix(dir.File("s"))).ok());
+  EXPECT_TRUE(RemoveStaleSocketFile(Unix("any", /*abstract=*/true)).ok());
+  EXPECT_TRUE(RemoveStaleSocketFile(Resolve("127.0.0.1:80")).ok());
+}
+
+TEST(RemoveStaleSocketFileTest, LeavesOtherFilesAndSaysWhatIsThere) {
+  TempDir dir;
+  const std::string file = dir.File("file");
+  FileDescriptor(open(file.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
+  Status status = RemoveStaleSocketFile(Unix(file));
+  EXPECT_EQ(status.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(status.message(),
+            "cannot listen on unix:" + file +
+                ": a regular file exists at that path (only a socket file "
+                "left there is replaced)");
+  EXPECT_TRUE(Exists(file));
+
+  const std::string directory = dir.File("dir");
+  ASSERT_EQ(mkdir(directory.c_str(), 0700), 0);
+  status = RemoveStaleSocketFile(Unix(directory));
+  EXPECT_EQ(status.code(), StatusCode::kUnavailable);
+  EXPECT_THAT(status.message(), HasSubstr(": a directory exists"));
+  EXPECT_TRUE(Exists(directory));
+}
+
+TEST(SocketFileTest, RemovesTheBoundFile) {
+  TempDir dir;
+  const SocketAddress address = Unix(dir.File("s"));
+  FileDescriptor listener;
+  ASSERT_TRUE(ListenTcp(address, 1, &listener).ok());
+  SocketFile file = SocketFile::Bound(address);
+  EXPECT_EQ(file.path(), dir.File("s"));
+  file.Remove();
+  EXPECT_FALSE(Exists(dir.File("s")));
+  EXPECT_TRUE(file.path().empty());
+  file.Remove();  // Nothing more to do.
+}
+
+TEST(SocketFileTest, DestructionRemovesAndAMovedFromFileDoesNot) {
+  TempDir dir;
+  const SocketAddress address = Unix(dir.File("s"));
+  FileDescriptor listener;
+  ASSERT_TRUE(ListenTcp(address, 1, &listener).ok());
+  {
+    SocketFile first = SocketFile::Bound(address);
+    SocketFile second(std::move(first));
+    EXPECT_TRUE(first.path().empty());
+    {
+      SocketFile moved_from(std::move(second));
+      second = std::move(moved_from);
+    }
+    EXPECT_TRUE(IsSocketFile(dir.File("s")));
+  }
+  EXPECT_FALSE(Exists(dir.File("s")));
+}
+
+TEST(SocketFileTest, LeavesAFileBoundAgainSince) {
+  TempDir dir;
+  const SocketAddress address = Unix(dir.File("s"));
+  FileDescriptor first_listener;
+  ASSERT_TRUE(ListenTcp(address, 1, &first_listener).ok());
+  SocketFile first = SocketFile::Bound(address);
+  // Another server replaces the file.
+  ASSERT_TRUE(RemoveStaleSocketFile(address).ok());
+  FileDescriptor second_listener;
+  ASSERT_TRUE(ListenTcp(address, 1, &second_listener).ok());
+  first.Remove();
+  EXPECT_TRUE(IsSocketFile(dir.File("s")));
+  SocketFile second = SocketFile::Bound(address);
+  second.Remove();
+  EXPECT_FALSE(Exists(dir.File("s")));
+}
+
+TEST(SocketFileTest, HoldsNothingForOtherAddresses) {
+  EXPECT_TRUE(SocketFile::Bound(Resolve("127.0.0.1:80")).path().empty());
+  EXPECT_TRUE(SocketFile::Bound(Unix("x", /*abstract=*/true)).path().empty());
+  TempDir dir;  // Nothing bound at the path.
+  EXPECT_TRUE(SocketFile::Bound(Unix(dir.File("s"))).path().empty());
 }
 
 }  // namespace

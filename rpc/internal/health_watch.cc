@@ -1,0 +1,64 @@
+#include "rpc/internal/health_watch.h"
+
+#include "absl/strings/str_cat.h"
+#include "proto/grpc/health/v1/health.pb.h"
+#include "rpc/internal/serialize_framed.h"
+
+namespace h2rpc::internal {
+
+using grpc::health::v1::HealthCheckRequest;
+using grpc::health::v1::HealthCheckResponse;
+
+void HealthWatch::Start(transport::http2::ClientSession* connection) {
+  cancelled_ = false;
+  stream_.Reset();
+  stream_.observer = this;
+  transport::CallDescription& description = stream_.description;
+  description.method_path = "/grpc.health.v1.Health/Watch";
+  description.authority = settings_->authority;
+  description.scheme = settings_->scheme;
+  description.user_agent = settings_->user_agent;
+  HealthCheckRequest request;
+  request.set_service(settings_->service_name);
+  Status status =
+      SerializeFramed(request, CompressionAlgorithm::kIdentity,
+                      kMaxSerializedMessageSize, &stream_.outgoing().buffer());
+  if (!status.ok()) {
+    listener_->OnHealthWatchEnded(status);
+    return;
+  }
+  stream_.outgoing().set_end_of_data();
+  connection->StartCall(&stream_);
+}
+
+void HealthWatch::Cancel() {
+  cancelled_ = true;
+  stream_.Cancel(Status(StatusCode::kCancelled, "health check stopped"));
+}
+
+Status HealthWatch::OnMessage(absl::string_view message, bool compressed) {
+  HealthCheckResponse response;
+  if (!response.ParseFromArray(message.data(),
+                               static_cast<int>(message.size()))) {
+    return Status(StatusCode::kInternal,
+                  "the backend's health check response does not parse");
+  }
+  if (response.status() == HealthCheckResponse::SERVING) {
+    listener_->OnHealthChanged(true, Status());
+  } else {
+    listener_->OnHealthChanged(
+        false, Status(StatusCode::kUnavailable,
+                      absl::StrCat("backend unhealthy: health status of "
+                                   "service \"",
+                                   settings_->service_name, "\" is ",
+                                   HealthCheckResponse::ServingStatus_Name(
+                                       response.status()))));
+  }
+  return Status();
+}
+
+void HealthWatch::OnClose(const Status& status, transport::Metadata& trailing) {
+  if (!cancelled_) listener_->OnHealthWatchEnded(status);
+}
+
+}  // namespace h2rpc::internal

@@ -1,0 +1,68 @@
+#ifndef H2RPC_RPC_INTERNAL_HEALTH_WATCH_H_
+#define H2RPC_RPC_INTERNAL_HEALTH_WATCH_H_
+
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "rpc/status.h"
+#include "transport/core/metadata.h"
+#include "transport/http2/client_session.h"
+
+namespace h2rpc::internal {
+
+// What a channel's health checks send besides the service name: the
+// channel's :authority, :scheme and user agent. Owned by the channel.
+struct HealthCheckSettings {
+  // `healthCheckConfig.serviceName` ("": the server as a whole).
+  std::string service_name;
+  std::string authority;
+  absl::string_view scheme;
+  std::string user_agent;
+};
+
+// Client-side health checking (gRPC's A17) of one connection: a
+// grpc.health.v1.Health/Watch call for one service, whose responses say
+// whether the backend serves. Reused across connections; one call at a
+// time. Loop thread only.
+class HealthWatch final : private transport::http2::ClientStream::Observer {
+ public:
+  class Listener {
+   public:
+    // A response: SERVING (`serving`), or not, `why` (UNAVAILABLE) naming
+    // the status the backend sent.
+    virtual void OnHealthChanged(bool serving, const Status& why) = 0;
+    // The call ended with `status` (never after Cancel()).
+    virtual void OnHealthWatchEnded(const Status& status) = 0;
+
+   protected:
+    ~Listener() = default;
+  };
+
+  // `settings` and `listener` must outlive the watch.
+  HealthWatch(const HealthCheckSettings* settings, Listener* listener)
+      : settings_(settings), listener_(listener) {}
+  HealthWatch(const HealthWatch&) = delete;
+  HealthWatch& operator=(const HealthWatch&) = delete;
+
+  // Starts the call on `connection` (established; no call of this watch in
+  // progress). The outcome, even an immediate failure, is reported later
+  // or from inside this call.
+  void Start(transport::http2::ClientSession* connection);
+  // Ends the call in progress, if any, reporting nothing more.
+  void Cancel();
+  // A call is in progress.
+  bool active() const { return stream_.active(); }
+
+ private:
+  Status OnMessage(absl::string_view message, bool compressed) override;
+  void OnClose(const Status& status, transport::Metadata& trailing) override;
+
+  const HealthCheckSettings* const settings_;
+  Listener* const listener_;
+  transport::http2::ClientStream stream_;
+  bool cancelled_ = false;
+};
+
+}  // namespace h2rpc::internal
+
+#endif  // H2RPC_RPC_INTERNAL_HEALTH_WATCH_H_

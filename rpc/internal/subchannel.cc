@@ -1,0 +1,264 @@
+#include "rpc/internal/subchannel.h"
+
+#include <nghttp2/nghttp2.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace h2rpc::internal {
+
+using transport::http2::ClientSession;
+
+Subchannel::Subchannel(transport::io::EventLoop* loop, Host* host,
+                       const transport::io::SocketAddress& address,
+                       const ConnectionBackoff::Options& backoff,
+                       const HealthCheckSettings* health)
+    : loop_(loop),
+      host_(host),
+      address_(address),
+      connector_(loop, static_cast<ChannelConnector::Listener*>(this)),
+      backoff_(backoff, loop),
+      health_watch_(health == nullptr
+                        ? nullptr
+                        : std::make_unique<HealthWatch>(
+                              health, static_cast<HealthWatch::Listener*>(
+                                          this))) {}
+
+Subchannel::~Subchannel() {
+  loop_->Cancel(&connect_timer_);
+  loop_->Cancel(&attempt_timer_);
+  loop_->Cancel(&backoff_timer_);
+  loop_->Cancel(&health_retry_timer_);
+}
+
+void Subchannel::RequestConnection() {
+  if (state_ != ConnectivityState::kIdle || closed_ ||
+      connect_timer_.scheduled()) {
+    return;
+  }
+  loop_->Schedule(&connect_timer_, loop_->Now());
+}
+
+void Subchannel::StartCall(transport::http2::ClientStream* stream) {
+  connection_->session().StartCall(stream);
+}
+
+void Subchannel::Orphan() {
+  orphaned_ = true;
+  connector_.Abort();
+  loop_->Cancel(&connect_timer_);
+  loop_->Cancel(&attempt_timer_);
+  loop_->Cancel(&backoff_timer_);
+  if (connection_ == nullptr) {
+    MaybeDone();
+    return;
+  }
+  ClientSession& session = connection_->session();
+  const bool established = session.handshake_done();
+  DrainConnection();
+  if (established) {
+    // GOAWAY; closed once its calls have finished.
+    session.GracefulShutdown();
+  } else {
+    // Calls back OnConnectionClosed, which finds it draining.
+    session.Close(
+        Status(StatusCode::kUnavailable, "the subchannel is no longer used"));
+  }
+}
+
+void Subchannel::Close(const Status& why) {
+  closed_ = true;
+  orphaned_ = true;
+  connector_.Abort();
+  loop_->Cancel(&connect_timer_);
+  loop_->Cancel(&attempt_timer_);
+  loop_->Cancel(&backoff_timer_);
+  if (connection_ != nullptr) DrainConnection();
+  // Close() calls back OnConnectionClosed, which edits draining_.
+  std::vector<ClientSession*> sessions;
+  for (auto& connection : draining_) sessions.push_back(&connection->session());
+  for (ClientSession* session : sessions) session->Close(why);
+}
+
+void Subchannel::SetState(ConnectivityState state) {
+  if (state_ == state) return;
+  state_ = state;
+  // The policy may orphan the subchannel from here.
+  if (!orphaned_) host_->OnSubchannelStateChange(this);
+}
+
+void Subchannel::Connect() {
+  if (orphaned_ || connection_ != nullptr) return;
+  const transport::io::MonotonicTime start = loop_->Now();
+  attempt_deadline_ = backoff_.BeginAttempt();
+  attempt_timeout_ = attempt_deadline_ - start;
+  SetState(ConnectivityState::kConnecting);
+  if (orphaned_) return;
+  // May report its outcome before returning.
+  connector_.Start(address_, attempt_deadline_);
+}
+
+void Subchannel::OnConnected(transport::io::FileDescriptor socket,
+                             std::string peer) {
+  connection_ = std::make_unique<Connection>(
+      loop_, std::move(socket), host_->NewConnectionFilter(), std::move(peer),
+      host_->transport_options(), static_cast<ClientSession::Listener*>(this));
+  // The TLS and HTTP/2 handshakes count against the attempt's deadline too.
+  loop_->Schedule(&attempt_timer_, attempt_deadline_);
+  // May close the connection (OnConnectionClosed) before returning.
+  connection_->Start();
+}
+
+void Subchannel::OnConnectFailed(const Status& why) {
+  EnterTransientFailure(why);
+}
+
+void Subchannel::OnAttemptDeadline() {
+  if (connection_ == nullptr || connection_->session().handshake_done()) {
+    return;
+  }
+  // Calls back OnConnectionClosed: a failed attempt.
+  connection_->session().Close(
+      Status(StatusCode::kUnavailable,
+             absl::StrCat("connection to ", connection_->session().peer(),
+                          " did not complete its handshake within ",
+                          absl::FormatDuration(attempt_timeout_),
+                          " (ChannelOptions::min_connect_timeout)")));
+}
+
+void Subchannel::EnterTransientFailure(const Status& why) {
+  loop_->Cancel(&attempt_timer_);
+  last_error_ = why.code() == StatusCode::kUnavailable
+                    ? why
+                    : Status(StatusCode::kUnavailable, why.message());
+  // SleepUntil(current_deadline): at once if the attempt took longer.
+  loop_->Schedule(&backoff_timer_,
+                  std::max(backoff_.next_attempt_time(), loop_->Now()));
+  SetState(ConnectivityState::kTransientFailure);
+}
+
+void Subchannel::OnBackoffDone() {
+  if (state_ == ConnectivityState::kTransientFailure) Connect();
+}
+
+void Subchannel::DrainConnection() {
+  if (health_watch_ != nullptr) {
+    health_watch_->Cancel();
+    loop_->Cancel(&health_retry_timer_);
+  }
+  draining_.push_back(std::move(connection_));
+}
+
+void Subchannel::StartHealthWatch() {
+  if (orphaned_ || connection_ == nullptr ||
+      !connection_->session().accepting_calls()) {
+    return;
+  }
+  health_watch_->Start(&connection_->session());
+}
+
+void Subchannel::OnHealthChanged(bool serving, const Status& why) {
+  last_error_ = why;
+  SetState(serving ? ConnectivityState::kReady
+                   : ConnectivityState::kTransientFailure);
+}
+
+void Subchannel::OnHealthWatchEnded(const Status& status) {
+  if (connection_ == nullptr || !connection_->session().accepting_calls()) {
+    return;  // the connection is going; its end is reported
+  }
+  if (status.code() == StatusCode::kUnimplemented) {
+    // As gRPC: a backend without the health service counts as serving.
+    std::fprintf(stderr,
+                 "h2rpc: %s does not implement grpc.health.v1.Health/Watch "
+                 "(%s); health checking disabled for this connection\n",
+                 connection_->session().peer().c_str(),
+                 status.ToString().c_str());
+    last_error_ = Status();
+    SetState(ConnectivityState::kReady);
+    return;
+  }
+  last_error_ =
+      Status(StatusCode::kUnavailable,
+             absl::StrCat("health check call to ", address_.ToString(),
+                          " failed: ", status.ToString()));
+  loop_->Schedule(&health_retry_timer_, loop_->Now() + kHealthRetryDelay);
+  SetState(ConnectivityState::kTransientFailure);
+}
+
+void Subchannel::MaybeDone() {
+  if (orphaned_ && !closed_ && !done_ && connection_ == nullptr &&
+      draining_.empty()) {
+    done_ = true;
+    host_->OnSubchannelDone(this);
+  }
+}
+
+void Subchannel::OnConnectionReady(ClientSession* connection) {
+  if (connection_ == nullptr || connection != &connection_->session()) return;
+  loop_->Cancel(&attempt_timer_);
+  backoff_.Reset();
+  last_error_ = Status();
+  if (health_watch_ != nullptr) {
+    // CONNECTING until the backend's first answer.
+    StartHealthWatch();
+    return;
+  }
+  SetState(ConnectivityState::kReady);
+}
+
+void Subchannel::OnGoAwayReceived(ClientSession* connection,
+                                  uint32_t error_code,
+                                  absl::string_view debug_data) {
+  if (error_code == NGHTTP2_ENHANCE_YOUR_CALM &&
+      debug_data == "too_many_pings" && connection != calmed_) {
+    calmed_ = connection;
+    host_->OnTooManyPings(connection->peer());
+  }
+}
+
+void Subchannel::OnConnectionDraining(ClientSession* connection) {
+  if (connection_ == nullptr || connection != &connection_->session()) return;
+  DrainConnection();
+  if (connection->handshake_done()) {
+    SetState(ConnectivityState::kIdle);
+  } else {
+    EnterTransientFailure(
+        Status(StatusCode::kUnavailable,
+               absl::StrCat(connection->peer(),
+                            " sent GOAWAY before completing its handshake")));
+  }
+}
+
+void Subchannel::OnConnectionClosed(ClientSession* connection,
+                                    const Status& why) {
+  if (connection == calmed_) calmed_ = nullptr;
+  std::unique_ptr<Connection> closed;
+  if (connection_ != nullptr && connection == &connection_->session()) {
+    closed = std::move(connection_);
+    if (!connection->handshake_done()) {
+      // Closed before the server's HTTP/2 handshake (a failed TLS
+      // handshake, a peer that is not an HTTP/2 server, the attempt's
+      // deadline): a failed attempt.
+      EnterTransientFailure(why);
+    } else {
+      loop_->Cancel(&health_retry_timer_);
+      SetState(ConnectivityState::kIdle);
+    }
+  } else {
+    auto it = std::find_if(
+        draining_.begin(), draining_.end(),
+        [connection](const auto& c) { return &c->session() == connection; });
+    if (it == draining_.end()) return;
+    closed = std::move(*it);
+    draining_.erase(it);
+  }
+  // Not from inside the connection's own callback: destroy it next turn.
+  loop_->Post([dead = closed.release()] { delete dead; });
+  MaybeDone();
+}
+
+}  // namespace h2rpc::internal
