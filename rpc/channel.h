@@ -68,7 +68,16 @@ struct ChannelOptions {
   // serving), e.g.
   //   {"loadBalancingConfig": [{"round_robin": {}}],
   //    "healthCheckConfig": {"serviceName": "echo.Echo"}}
-  // "methodConfig" and "retryThrottling" are checked but not applied yet.
+  // "methodConfig" entries apply to the calls of the methods they name (the
+  // entry naming the method, else its service, else the default one):
+  // "timeout" (the earlier of it and the call's own deadline; 0: none),
+  // "waitForReady" (unless the call's ClientContext sets it), and
+  // "maxRequestMessageBytes" / "maxResponseMessageBytes" (lowering
+  // connection.max_send_message_size / max_receive_message_size), e.g.
+  //   {"methodConfig": [{"name": [{"service": "echo.Echo"}],
+  //                      "timeout": "1.5s", "waitForReady": true}]}
+  // "retryPolicy", "hedgingPolicy" and "retryThrottling" are checked but
+  // not applied yet.
   std::string service_config;
 
   // Connecting and reconnecting, as gRPC's connection-backoff.md says: an

@@ -75,8 +75,11 @@ class ClientContext {
   // passes (DEADLINE_EXCEEDED) or it is cancelled (CANCELLED). Either way a
   // call that reached a connection is not retried when that connection
   // fails (only a stream the server refused before processing it is).
+  // Unless set here, a service config's waitForReady for the method applies
+  // (ChannelOptions::service_config).
   void set_wait_for_ready(bool wait_for_ready) {
     wait_for_ready_ = wait_for_ready;
+    wait_for_ready_set_ = true;
   }
   bool wait_for_ready() const { return wait_for_ready_; }
 
@@ -106,6 +109,7 @@ class ClientContext {
   absl::optional<CompressionAlgorithm> compression_;
   bool last_message_compressed_ = false;  // written on the loop thread
   bool wait_for_ready_ = false;
+  bool wait_for_ready_set_ = false;  // by set_wait_for_ready
   Metadata send_metadata_;
   std::string authority_;
   Metadata initial_metadata_;

@@ -164,6 +164,19 @@ class HealthCheckService::Watcher final
   HealthCheckResponse response_ ABSL_GUARDED_BY(service_->mu_);
 };
 
+// A watcher registers only with the service it was made for, so its
+// service_->mu_ is this mu_, which the caller holds; the analysis cannot
+// see that the two are the same.
+void HealthCheckService::SendTo(Watcher* watcher,
+                                Serving status) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  watcher->Send(status);
+}
+
+void HealthCheckService::CloseWatch(Watcher* watcher)
+    ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  watcher->Close();
+}
+
 HealthCheckService::HealthCheckService(HealthCheckServiceOptions options)
     : options_(options) {
   transport::io::MutexLock lock(&mu_);
@@ -231,7 +244,7 @@ h2rpc::Status HealthCheckService::Check(absl::string_view service,
 void HealthCheckService::Update(ServiceState& state, Serving status) {
   if (state.status == status) return;
   state.status = status;
-  for (Watcher* watcher : state.watchers) watcher->Send(status);
+  for (Watcher* watcher : state.watchers) SendTo(watcher, status);
 }
 
 void HealthCheckService::SetServingStatus(absl::string_view service,
@@ -275,7 +288,7 @@ void HealthCheckService::OnServerShutdown() {
   ShutdownLocked();
   server_shut_down_ = true;
   for (auto& [name, state] : services_) {
-    for (Watcher* watcher : state.watchers) watcher->Close();
+    for (Watcher* watcher : state.watchers) CloseWatch(watcher);
   }
 }
 

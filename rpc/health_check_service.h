@@ -25,7 +25,7 @@ struct HealthCheckServiceOptions {
   // ConnectionOptions::max_concurrent_streams (1024 by default), and the
   // connections by ServerOptions::max_connections (unlimited by default),
   // so this is the bound on the whole. An open watch holds a server stream
-  // (never a worker thread) and about 100 bytes here. Watches.
+  // (never a worker thread) and about 150 bytes here. Watches.
   size_t max_watches = 10000;
 };
 
@@ -103,8 +103,8 @@ class HealthCheckService {
   // semantics); the server's shutdown ends them (see above). Idempotent.
   void Shutdown();
 
-  // Watch calls open now (started and not yet done). Any thread; for tests
-  // and monitoring.
+  // Watch calls open now: from their first status until they end (refused
+  // ones never count). Any thread; for tests and monitoring.
   size_t open_watches() const;
 
  private:
@@ -130,6 +130,11 @@ class HealthCheckService {
   void Update(ServiceState& state, Serving status)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ShutdownLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Watcher::Send and Watcher::Close on a watcher of this service, whose
+  // state mu_ guards.
+  void SendTo(Watcher* watcher, Serving status)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CloseWatch(Watcher* watcher) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The shutdown callback: Shutdown(), then ends every watch.
   void OnServerShutdown();
   // Check's handler body: the status of `service` or an error.

@@ -1,5 +1,7 @@
 #include "rpc/internal/channel_call.h"
 
+#include <algorithm>
+
 #include "rpc/internal/channel_core.h"
 #include "rpc/internal/context_access.h"
 #include "transport/io/monotonic_time.h"
@@ -9,11 +11,37 @@ namespace h2rpc::internal {
 transport::io::EventLoop* ChannelCall::loop() const { return &core_->loop(); }
 
 Status ChannelCall::Describe(ClientContext* context, absl::string_view method) {
-  const transport::io::MonotonicTime deadline =
+  transport::io::MonotonicTime deadline =
       ClientContextAccess::Deadline(*context);
-  if (deadline <= transport::io::MonotonicTime::Now()) {
+  const transport::io::MonotonicTime now = transport::io::MonotonicTime::Now();
+  if (deadline <= now) {
     return Status(StatusCode::kDeadlineExceeded,
                   "deadline exceeded before the call started");
+  }
+  // The service config's settings for the method, if it has any.
+  const ServiceConfig& service_config = core_->service_config();
+  const MethodConfig* config = service_config.method_configs().empty()
+                                   ? nullptr
+                                   : service_config.FindMethodConfig(method);
+  wait_for_ready_ = context->wait_for_ready();
+  max_send_size_ = core_->settings().max_send_message_size;
+  stream_.max_receive_message_size = 0;  // the connection's
+  if (config != nullptr) {
+    // As gRPC: the earlier of the two deadlines; a zero timeout sets none.
+    if (config->timeout.has_value() && *config->timeout > absl::ZeroDuration()) {
+      deadline = std::min(deadline, now + *config->timeout);
+    }
+    if (config->wait_for_ready.has_value() &&
+        !ClientContextAccess::WaitForReadySet(*context)) {
+      wait_for_ready_ = *config->wait_for_ready;
+    }
+    if (config->max_request_message_bytes.has_value()) {
+      max_send_size_ = std::min<size_t>(
+          max_send_size_, *config->max_request_message_bytes);
+    }
+    if (config->max_response_message_bytes.has_value()) {
+      stream_.max_receive_message_size = *config->max_response_message_bytes;
+    }
   }
   transport::CallDescription& call = stream_.description;
   call.method_path = method_path_.Set(method);
@@ -27,7 +55,6 @@ Status ChannelCall::Describe(ClientContext* context, absl::string_view method) {
   call.send_encoding =
       transport::compression::CompressionAlgorithmName(send_compression_);
   call.metadata = &context->send_metadata();
-  wait_for_ready_ = context->wait_for_ready();
   return Status();
 }
 

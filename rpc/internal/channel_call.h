@@ -58,7 +58,11 @@ class ChannelCall {
   // Fills the stream's description (method, authority, user agent,
   // deadline, encoding, metadata from `context`) and takes the context's
   // wait_for_ready; the description's method path is the call's own copy
-  // of `method`. Returns DEADLINE_EXCEEDED for a deadline already past.
+  // of `method`. The service config's methodConfig for `method` shortens
+  // the deadline (timeout), sets wait_for_ready unless the context did, and
+  // lowers the message size limits (max_send_size_, the stream's
+  // max_receive_message_size). Returns DEADLINE_EXCEEDED for a deadline
+  // already past.
   Status Describe(ClientContext* context, absl::string_view method);
   // Links the call to `context` for TryCancel; CANCELLED if the context was
   // cancelled already. Takes the call's own reference.
@@ -89,8 +93,10 @@ class ChannelCall {
   // loop reads it on every (re)start, long after the caller's string may
   // have gone. Kept across reuse with its capacity.
   MethodPathCopy method_path_;
-  // Set by Describe(): how the call's messages are compressed.
+  // Set by Describe(): how the call's messages are compressed, and the
+  // largest it may send (serialized, uncompressed). Bytes.
   CompressionAlgorithm send_compression_ = CompressionAlgorithm::kIdentity;
+  size_t max_send_size_ = 0;
   ClientContext* context_ = nullptr;
   bool finished_ = false;  // loop thread: the result is known
   // Loop thread. Set before the call reaches the loop, or by a cancel that

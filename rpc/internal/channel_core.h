@@ -109,6 +109,8 @@ class ChannelCore final : private LbPolicy::Helper,
   // Why the loop could not start, if it could not (OK otherwise).
   const Status& loop_status() const { return loop_status_; }
   const CallSettings& settings() const { return settings_; }
+  // ChannelOptions::service_config, parsed (empty without one).
+  const ServiceConfig& service_config() const { return service_config_; }
 
   // The Channel's calls (see there for their contracts).
   Status UnaryCall(ClientContext* context, absl::string_view method,

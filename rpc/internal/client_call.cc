@@ -14,7 +14,7 @@ Status ClientCall::Prepare(ClientContext* context, absl::string_view method,
                            absl::string_view request_bytes) {
   Status status = Describe(context, method);
   if (!status.ok()) return status;
-  const size_t max_size = core_->settings().max_send_message_size;
+  const size_t max_size = max_send_size_;
   std::string* frame = &stream_.outgoing().buffer();
   status = request != nullptr
                ? SerializeFramed(*request, send_compression_, max_size, frame)

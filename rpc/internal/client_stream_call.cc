@@ -21,10 +21,11 @@ void ClientStreamCall::Prepare(ClientContext* context, absl::string_view method,
                                google::protobuf::MessageLite* response) {
   start_error_ = core_->loop_status();
   if (start_error_.ok()) start_error_ = Describe(context, method);
+  set_max_send_message_size(max_send_size_);
   single_response_ = response;
   if (request != nullptr && start_error_.ok()) {
     start_error_ = SerializeFramed(*request, send_compression_,
-                                   core_->settings().max_send_message_size,
+                                   max_send_size_,
                                    &stream_.outgoing().buffer());
     stream_.outgoing().set_end_of_data();
   }

@@ -26,6 +26,10 @@ class ChannelCall;
 class ClientContextAccess {
  public:
   // The call's deadline on the monotonic clock.
+  // Whether set_wait_for_ready was called.
+  static bool WaitForReadySet(const ClientContext& context) {
+    return context.wait_for_ready_set_;
+  }
   static transport::io::MonotonicTime Deadline(const ClientContext& context) {
     return transport::io::MonotonicTime::FromSinceEpoch(
         context.monotonic_deadline_);

@@ -10,6 +10,7 @@ using grpc::health::v1::HealthCheckRequest;
 using grpc::health::v1::HealthCheckResponse;
 
 void HealthWatch::Start(transport::http2::ClientSession* connection) {
+  if (stream_.active()) return;
   cancelled_ = false;
   stream_.Reset();
   stream_.observer = this;
@@ -24,7 +25,7 @@ void HealthWatch::Start(transport::http2::ClientSession* connection) {
       SerializeFramed(request, CompressionAlgorithm::kIdentity,
                       kMaxSerializedMessageSize, &stream_.outgoing().buffer());
   if (!status.ok()) {
-    listener_->OnHealthWatchEnded(status);
+    listener_->OnHealthWatchEnded(status, false);
     return;
   }
   stream_.outgoing().set_end_of_data();
@@ -32,11 +33,13 @@ void HealthWatch::Start(transport::http2::ClientSession* connection) {
 }
 
 void HealthWatch::Cancel() {
+  if (!stream_.active()) return;
   cancelled_ = true;
   stream_.Cancel(Status(StatusCode::kCancelled, "health check stopped"));
 }
 
 Status HealthWatch::OnMessage(absl::string_view message, bool compressed) {
+  if (cancelled_) return Status();
   HealthCheckResponse response;
   if (!response.ParseFromArray(message.data(),
                                static_cast<int>(message.size()))) {
@@ -58,7 +61,7 @@ Status HealthWatch::OnMessage(absl::string_view message, bool compressed) {
 }
 
 void HealthWatch::OnClose(const Status& status, transport::Metadata& trailing) {
-  if (!cancelled_) listener_->OnHealthWatchEnded(status);
+  listener_->OnHealthWatchEnded(status, cancelled_);
 }
 
 }  // namespace h2rpc::internal

@@ -31,8 +31,9 @@ class HealthWatch final : private transport::http2::ClientStream::Observer {
     // A response: SERVING (`serving`), or not, `why` (UNAVAILABLE) naming
     // the status the backend sent.
     virtual void OnHealthChanged(bool serving, const Status& why) = 0;
-    // The call ended with `status` (never after Cancel()).
-    virtual void OnHealthWatchEnded(const Status& status) = 0;
+    // The call ended with `status`; `cancelled`: by Cancel(). The watch
+    // may be started again once this has returned, not from inside.
+    virtual void OnHealthWatchEnded(const Status& status, bool cancelled) = 0;
 
    protected:
     ~Listener() = default;
@@ -44,13 +45,15 @@ class HealthWatch final : private transport::http2::ClientStream::Observer {
   HealthWatch(const HealthWatch&) = delete;
   HealthWatch& operator=(const HealthWatch&) = delete;
 
-  // Starts the call on `connection` (established; no call of this watch in
-  // progress). The outcome, even an immediate failure, is reported later
-  // or from inside this call.
+  // Starts the call on `connection` (established) unless one is still in
+  // progress (active()). The outcome, even an immediate failure, is
+  // reported later or from inside this call.
   void Start(transport::http2::ClientSession* connection);
-  // Ends the call in progress, if any, reporting nothing more.
+  // Ends the call in progress, if any: no more OnHealthChanged, and
+  // OnHealthWatchEnded with `cancelled` (which may come later: a stream
+  // cancelled ends when its connection says so).
   void Cancel();
-  // A call is in progress.
+  // A call is in progress (until OnHealthWatchEnded).
   bool active() const { return stream_.active(); }
 
  private:

@@ -86,7 +86,7 @@ TEST(JsonDocumentTest, SyntaxErrorsSayWhere) {
         << error;
   }
   EXPECT_EQ(ErrorOf("{\n  \"a\": x}"),
-            "invalid JSON: parse error at line 2, column 9: syntax error "
+            "invalid JSON: parse error at line 2, column 8: syntax error "
             "while parsing value - invalid literal; last read: '\"a\": x'");
 }
 

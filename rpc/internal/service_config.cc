@@ -344,7 +344,13 @@ class ConfigReader {
       } else if (name == "round_robin") {
         lb.policy = ServiceConfig::LoadBalancingConfig::Policy::kRoundRobin;
       } else {
-        skipped.push_back(QuoteForMessage(name));
+        // The message names the first few.
+        constexpr size_t kMaxNamed = 8;
+        if (skipped.size() < kMaxNamed) {
+          skipped.push_back(QuoteForMessage(name));
+        } else if (skipped.size() == kMaxNamed) {
+          skipped.push_back("...");
+        }
         continue;
       }
       config->load_balancing = lb;

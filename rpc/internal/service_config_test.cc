@@ -441,6 +441,10 @@ TEST(ServiceConfigTest, InvalidLoadBalancing) {
       {R"({"loadBalancingConfig": [{"grpclb": {}}, {"xds": {}}]})",
        "loadBalancingConfig: names no policy h2rpc supports (pick_first, "
        R"(round_robin); got ["grpclb", "xds"])"},
+      {R"({"loadBalancingConfig": [{"a": {}}, {"b": {}}, {"c": {}}, {"d": {}},
+            {"e": {}}, {"f": {}}, {"g": {}}, {"h": {}}, {"i": {}}, {"j": {}}]})",
+       "loadBalancingConfig: names no policy h2rpc supports (pick_first, "
+       R"(round_robin); got ["a", "b", "c", "d", "e", "f", "g", "h", ...])"},
       {R"({"loadBalancingConfig": ["round_robin"]})",
        "loadBalancingConfig[0]: must be an object with exactly one key, the "
        R"(policy name, got "round_robin")"},

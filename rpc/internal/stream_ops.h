@@ -49,6 +49,11 @@ class StreamOps : private transport::http2::OutgoingData::DrainListener {
             size_t max_send_message_size);
   virtual ~StreamOps() = default;
 
+  // Before the call starts: the largest message StartWrite sends.
+  void set_max_send_message_size(size_t bytes) {
+    max_send_message_size_ = bytes;
+  }
+
   // The transport stream, loop thread.
   virtual transport::http2::OutgoingData& outgoing() = 0;
   virtual void ResumeSend() = 0;
@@ -132,7 +137,7 @@ class StreamOps : private transport::http2::OutgoingData::DrainListener {
   void CompleteWrite(bool ok);
 
   const size_t write_buffer_size_;
-  const size_t max_send_message_size_;
+  size_t max_send_message_size_;
   std::atomic<int> ops_{0};
   // A read / write is outstanding: set by StartRead / StartWrite (any
   // thread), cleared on the loop thread just before its completion runs.

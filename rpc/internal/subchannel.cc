@@ -166,9 +166,16 @@ void Subchannel::OnHealthChanged(bool serving, const Status& why) {
                    : ConnectivityState::kTransientFailure);
 }
 
-void Subchannel::OnHealthWatchEnded(const Status& status) {
-  if (connection_ == nullptr || !connection_->session().accepting_calls()) {
-    return;  // the connection is going; its end is reported
+void Subchannel::OnHealthWatchEnded(const Status& status, bool cancelled) {
+  if (connection_ == nullptr || !connection_->session().accepting_calls() ||
+      !connection_->session().handshake_done()) {
+    return;  // the connection is going (its end is reported) or not there
+  }
+  if (cancelled) {
+    // An earlier connection's watch, which kept the current connection's
+    // from starting: start it now (not from inside the stream's close).
+    loop_->Schedule(&health_retry_timer_, loop_->Now());
+    return;
   }
   if (status.code() == StatusCode::kUnimplemented) {
     // As gRPC: a backend without the health service counts as serving.

@@ -120,7 +120,7 @@ class Subchannel final : public LbSubchannel,
   // Starts the health watch on the established connection, if it still is.
   void StartHealthWatch();
   void OnHealthChanged(bool serving, const Status& why) override;
-  void OnHealthWatchEnded(const Status& status) override;
+  void OnHealthWatchEnded(const Status& status, bool cancelled) override;
   // Orphaned and without connections: tells the host, once.
   void MaybeDone();
   void OnConnectionReady(transport::http2::ClientSession* connection) override;

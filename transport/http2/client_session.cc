@@ -1,5 +1,7 @@
 #include "transport/http2/client_session.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "transport/core/received_headers.h"
 #include "transport/core/status_synthesis.h"
@@ -12,6 +14,7 @@ namespace h2rpc::transport::http2 {
 void ClientStream::Reset() {
   description = CallDescription();
   observer = nullptr;
+  max_receive_message_size = 0;
   connection_ = nullptr;
   stream_id_ = -1;
   prev_ = next_ = nullptr;
@@ -106,7 +109,8 @@ void ClientSession::StartCall(ClientStream* stream) {
     Deliver(stream);
     return;
   }
-  stream->deframer_.Reset(DeframerOptions());
+  stream->deframer_.Reset(StreamDeframerOptions(
+      *stream, compression::CompressionAlgorithm::kIdentity));
   const Nghttp2DataProvider provider = DataProvider(&stream->outgoing_);
   const int32_t id = SubmitRequest(session(), stream->headers_.fields().data(),
                                    stream->headers_.size(), &provider, stream);
@@ -163,6 +167,20 @@ void ClientSession::FailStream(ClientStream* stream, Status status) {
     Unlink(stream);
     Deliver(stream);
   }
+}
+
+size_t ClientSession::ReceiveLimit(const ClientStream& stream) const {
+  const size_t connection_limit = options().max_receive_message_size;
+  return stream.max_receive_message_size == 0
+             ? connection_limit
+             : std::min(connection_limit, stream.max_receive_message_size);
+}
+
+MessageDeframer::Options ClientSession::StreamDeframerOptions(
+    const ClientStream& stream, compression::CompressionAlgorithm encoding) {
+  MessageDeframer::Options options = DeframerOptions(encoding);
+  options.max_message_size = ReceiveLimit(stream);
+  return options;
 }
 
 ClientStream* ClientSession::StreamFor(int32_t stream_id) {
@@ -266,7 +284,8 @@ void ClientSession::OnResponseHeaderBlock(ClientStream* stream,
   if (!end_stream) {
     // Nothing was fed yet: the deframer now takes compressed messages if an
     // encoding was given (and refuses them otherwise).
-    stream->deframer_.Reset(DeframerOptions(stream->receive_encoding_));
+    stream->deframer_.Reset(
+        StreamDeframerOptions(*stream, stream->receive_encoding_));
     stream->observer->OnInitialMetadata(stream->initial_metadata_);
     return;
   }
@@ -298,7 +317,7 @@ int ClientSession::OnDataChunk(int32_t stream_id, const uint8_t* data,
   } else {
     DeliverToObserver<ClientStream::Observer> listener(
         stream->observer, stream->receive_encoding_,
-        options().max_receive_message_size, &stream->delivering_wire_size_);
+        ReceiveLimit(*stream), &stream->delivering_wire_size_);
     Status status = stream->deframer_.Feed(
         absl::string_view(reinterpret_cast<const char*>(data), size), listener);
     if (!status.ok()) FailStream(stream, std::move(status));

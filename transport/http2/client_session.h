@@ -74,6 +74,10 @@ class ClientStream : private io::Timer {
   // `accept_encodings` from the connection's options.
   CallDescription description;
   Observer* observer = nullptr;
+  // Set before StartCall: the largest response message the call accepts
+  // (serialized, decompressed), below the connection's
+  // max_receive_message_size; 0: the connection's. Bytes.
+  size_t max_receive_message_size = 0;
   // Framed request messages; set_end_of_data() half-closes after them.
   OutgoingData& outgoing() { return outgoing_; }
 
@@ -184,6 +188,13 @@ class ClientSession : public Session {
   void OnClosed(const Status& why) override;
 
   ClientStream* StreamFor(int32_t stream_id);
+  // The largest response message `stream` accepts: its own limit, at most
+  // the connection's. Bytes.
+  size_t ReceiveLimit(const ClientStream& stream) const;
+  // The deframer options of `stream` for messages compressed with
+  // `encoding`, with the stream's limit.
+  MessageDeframer::Options StreamDeframerOptions(
+      const ClientStream& stream, compression::CompressionAlgorithm encoding);
   void OnResponseHeaderBlock(ClientStream* stream, bool end_stream);
   // Records the outcome and resets the stream (CANCEL) unless it is over.
   void FailStream(ClientStream* stream, Status status);

@@ -1,0 +1,198 @@
+// A service config's methodConfig applied to calls (gRPC's
+// service_config.md): timeout, waitForReady, maxRequestMessageBytes and
+// maxResponseMessageBytes, matched by method, then service, then the
+// default entry.
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "proto/grpc/testing/messages.pb.h"
+#include "rpc/channel.h"
+#include "rpc/server.h"
+#include "test/util/loopback_socket.h"
+
+namespace h2rpc {
+namespace {
+
+using grpc::testing::SimpleRequest;
+using grpc::testing::SimpleResponse;
+using ::testing::HasSubstr;
+
+constexpr char kEcho[] = "/cfg.Echo/Echo";
+constexpr char kOther[] = "/cfg.Echo/Other";
+constexpr char kHang[] = "/cfg.Slow/Hang";
+constexpr char kBidiEcho[] = "/cfg.Echo/BidiEcho";
+// Generous: only catches hangs.
+constexpr absl::Duration kHangTimeout = absl::Seconds(30);
+
+class MethodConfigTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto echo = [](ServerContext*, const SimpleRequest& in,
+                   SimpleResponse* out) {
+      out->mutable_payload()->set_body(in.payload().body());
+      return Status();
+    };
+    Status status;
+    server_ =
+        Server::Builder()
+            .AddListeningPort("127.0.0.1:0", &port_)
+            .RegisterUnary<SimpleRequest, SimpleResponse>(kEcho, echo)
+            .RegisterUnary<SimpleRequest, SimpleResponse>(kOther, echo)
+            .RegisterCallbackUnary<SimpleRequest, SimpleResponse>(
+                kHang,
+                [this](ServerContext* context, const SimpleRequest*,
+                       SimpleResponse*, UnaryDone done) {
+                  // Answered only when the test ends.
+                  std::lock_guard<std::mutex> lock(mu_);
+                  hanging_.push_back(std::move(done));
+                  server_timeouts_.push_back(context->deadline() - absl::Now());
+                })
+            .RegisterBidiStreaming<SimpleRequest, SimpleResponse>(
+                kBidiEcho,
+                [](ServerContext*,
+                   ServerReaderWriter<SimpleResponse, SimpleRequest>* stream) {
+                  SimpleRequest in;
+                  SimpleResponse out;
+                  while (stream->Read(&in)) {
+                    out.mutable_payload()->set_body(in.payload().body());
+                    if (!stream->Write(out)) break;
+                  }
+                  return Status();
+                })
+            .BuildAndStart(&status);
+    ASSERT_TRUE(status.ok()) << status.ToString();
+  }
+  void TearDown() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (UnaryDone& done : hanging_) done(Status());
+  }
+
+  std::shared_ptr<Channel> ChannelWith(const std::string& service_config) {
+    ChannelOptions options;
+    options.service_config = service_config;
+    return CreateChannel(absl::StrCat("127.0.0.1:", port_), options);
+  }
+
+  static Status Call(Channel* channel, const char* method, size_t body_size,
+                     SimpleResponse* response = nullptr) {
+    ClientContext context;
+    context.set_timeout(kHangTimeout);
+    SimpleRequest request;
+    request.mutable_payload()->set_body(std::string(body_size, 'x'));
+    SimpleResponse ignored;
+    return channel->UnaryCall(&context, method, request,
+                              response != nullptr ? response : &ignored);
+  }
+
+  int port_ = 0;
+  std::unique_ptr<Server> server_;
+  std::mutex mu_;
+  std::vector<UnaryDone> hanging_;  // guarded by mu_
+  // The time left until each Hang call's deadline, as its handler saw it.
+  std::vector<absl::Duration> server_timeouts_;  // guarded by mu_
+};
+
+TEST_F(MethodConfigTest, TheEarlierOfTheTimeoutAndTheContextDeadlineApplies) {
+  std::shared_ptr<Channel> channel = ChannelWith(R"({"methodConfig": [
+      {"name": [{"service": "cfg.Slow"}], "timeout": "0.5s"}]})");
+  // The context's deadline (30 s) is later: the config's ends the call.
+  const absl::Time start = absl::Now();
+  Status status = Call(channel.get(), kHang, 1);
+  EXPECT_EQ(status.code(), StatusCode::kDeadlineExceeded) << status.ToString();
+  EXPECT_GE(absl::Now() - start, absl::Milliseconds(500));
+  // The context's deadline is earlier: it applies.
+  ClientContext context;
+  context.set_timeout(absl::Milliseconds(100));
+  SimpleRequest request;
+  SimpleResponse response;
+  status = channel->UnaryCall(&context, kHang, request, &response);
+  EXPECT_EQ(status.code(), StatusCode::kDeadlineExceeded) << status.ToString();
+  // What the server was told (grpc-timeout), rounded up by the transport.
+  std::lock_guard<std::mutex> lock(mu_);
+  ASSERT_EQ(server_timeouts_.size(), 2u);
+  EXPECT_GT(server_timeouts_[0], absl::Milliseconds(100));
+  EXPECT_LE(server_timeouts_[0], absl::Milliseconds(501));
+  EXPECT_LE(server_timeouts_[1], absl::Milliseconds(101));
+}
+
+TEST_F(MethodConfigTest, AZeroTimeoutSetsNoDeadline) {
+  std::shared_ptr<Channel> channel = ChannelWith(R"({"methodConfig": [
+      {"name": [{}], "timeout": "0s"}]})");
+  EXPECT_TRUE(Call(channel.get(), kEcho, 10).ok());
+}
+
+TEST_F(MethodConfigTest, MessageLimitsApplyToTheMatchedMethodOnly) {
+  std::shared_ptr<Channel> channel = ChannelWith(R"({"methodConfig": [
+      {"name": [{"service": "cfg.Echo", "method": "Echo"}],
+       "maxRequestMessageBytes": 64},
+      {"name": [{"service": "cfg.Echo"}],
+       "maxResponseMessageBytes": 64}]})");
+  // Echo: the request limit (the method's own entry, not the service's).
+  Status status = Call(channel.get(), kEcho, 100);
+  EXPECT_EQ(status.code(), StatusCode::kResourceExhausted) << status.ToString();
+  EXPECT_TRUE(Call(channel.get(), kEcho, 50).ok());
+  // Other: the service's entry, the response limit.
+  status = Call(channel.get(), kOther, 100);
+  EXPECT_EQ(status.code(), StatusCode::kResourceExhausted) << status.ToString();
+  SimpleResponse response;
+  EXPECT_TRUE(Call(channel.get(), kOther, 50, &response).ok());
+  EXPECT_EQ(response.payload().body().size(), 50u);
+}
+
+TEST_F(MethodConfigTest, TheRequestLimitAppliesToStreamWrites) {
+  std::shared_ptr<Channel> channel = ChannelWith(R"({"methodConfig": [
+      {"name": [{"service": "cfg.Echo"}], "maxRequestMessageBytes": 64}]})");
+  ClientContext context;
+  context.set_timeout(kHangTimeout);
+  auto stream = channel->BidiStreamingCall<SimpleRequest, SimpleResponse>(
+      &context, kBidiEcho);
+  SimpleRequest small;
+  small.mutable_payload()->set_body(std::string(10, 's'));
+  ASSERT_TRUE(stream->Write(small));
+  SimpleResponse response;
+  ASSERT_TRUE(stream->Read(&response));
+  SimpleRequest big;
+  big.mutable_payload()->set_body(std::string(100, 'b'));
+  EXPECT_FALSE(stream->Write(big));
+  const Status status = stream->Finish();
+  EXPECT_EQ(status.code(), StatusCode::kResourceExhausted) << status.ToString();
+}
+
+TEST_F(MethodConfigTest, WaitForReadyAppliesUnlessTheContextSetsIt) {
+  ChannelOptions options;
+  options.service_config = R"({"methodConfig": [
+      {"name": [{}], "waitForReady": true}]})";
+  options.initial_backoff = absl::Milliseconds(10);
+  options.max_backoff = absl::Milliseconds(10);
+  std::shared_ptr<Channel> channel = CreateChannel(
+      absl::StrCat("127.0.0.1:", testing::ClosedLoopbackPort()), options);
+  SimpleRequest request;
+  SimpleResponse response;
+  {
+    // Waits for a connection that never comes: its deadline ends it.
+    ClientContext context;
+    context.set_timeout(absl::Milliseconds(200));
+    const Status status = channel->UnaryCall(&context, kEcho, request, &response);
+    EXPECT_EQ(status.code(), StatusCode::kDeadlineExceeded)
+        << status.ToString();
+    EXPECT_THAT(std::string(status.message()),
+                HasSubstr("waiting for a connection"));
+  }
+  {
+    // The context says no: fails fast with the connect error.
+    ClientContext context;
+    context.set_timeout(kHangTimeout);
+    context.set_wait_for_ready(false);
+    const Status status = channel->UnaryCall(&context, kEcho, request, &response);
+    EXPECT_EQ(status.code(), StatusCode::kUnavailable) << status.ToString();
+  }
+}
+
+}  // namespace
+}  // namespace h2rpc
