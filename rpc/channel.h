@@ -76,9 +76,31 @@ struct ChannelOptions {
   // connection.max_send_message_size / max_receive_message_size), e.g.
   //   {"methodConfig": [{"name": [{"service": "echo.Echo"}],
   //                      "timeout": "1.5s", "waitForReady": true}]}
-  // "retryPolicy", "hedgingPolicy" and "retryThrottling" are checked but
-  // not applied yet.
+  // "retryPolicy" retries a call that failed with one of its
+  // retryableStatusCodes before the server sent response headers (gRPC's
+  // A6): up to maxAttempts (at most 5) attempts in all, each after a random
+  // backoff below min(initialBackoff * backoffMultiplier^n, maxBackoff), or
+  // after the delay the server asks for in "grpc-retry-pushback-ms" (a
+  // negative or malformed one: no retry); each retry carries
+  // "grpc-previous-rpc-attempts". "retryThrottling" stops retries while
+  // more than half its tokens are spent (a retryable failure spends one, a
+  // success earns tokenRatio back). e.g.
+  //   {"methodConfig": [{"name": [{"service": "echo.Echo"}],
+  //      "retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.1s",
+  //                      "maxBackoff": "1s", "backoffMultiplier": 2,
+  //                      "retryableStatusCodes": ["UNAVAILABLE"]}}],
+  //    "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}}
+  // A "hedgingPolicy" is refused (INVALID_ARGUMENT): not supported.
   std::string service_config;
+  // Whether retryPolicy applies. GRPC_ARG_ENABLE_RETRIES (true).
+  bool enable_retries = true;
+  // A call keeps the request bytes it sent, so that it can send them again,
+  // until response headers arrive; past this many it is no longer retried.
+  // Bytes. GRPC_ARG_PER_RPC_RETRY_BUFFER_SIZE (256 KiB).
+  size_t per_rpc_retry_buffer_size = 256 << 10;
+  // The same for all the channel's calls together. Bytes.
+  // "grpc.retry_buffer_size" (16 MiB).
+  size_t retry_buffer_size = 16 << 20;
 
   // Connecting and reconnecting, as gRPC's connection-backoff.md says: an
   // attempt (resolving the target's host name, the TCP connect, the TLS

@@ -749,6 +749,12 @@ TEST(ChannelOptionsTest, AnInvalidValueFailsEveryCallNamingIt) {
        "service config: loadBalancingConfig"},
       {[](ChannelOptions* o) { o->service_config = "{"; },
        "service config"},
+      {[](ChannelOptions* o) {
+         o->service_config = R"({"methodConfig": [{"name": [{}],
+             "hedgingPolicy": {"maxAttempts": 2}}]})";
+       },
+       "service config: methodConfig[0].hedgingPolicy: hedging is not "
+       "supported"},
   };
   Listener listener;  // would accept a connection, if one were made
   for (const Case& c : cases) {

@@ -45,6 +45,10 @@ class ServerContext {
   // server's monotonic deadline when called); InfiniteFuture when it sent
   // none.
   absl::Time deadline() const;
+  // How many attempts of this call the client made before this one (its
+  // grpc-previous-rpc-attempts: a call retried by its retryPolicy); 0 for
+  // a first attempt.
+  int previous_rpc_attempts() const { return previous_rpc_attempts_; }
   // "/package.Service/Method".
   absl::string_view method() const { return method_; }
   absl::string_view authority() const { return authority_; }
@@ -95,6 +99,10 @@ class ServerContext {
 
   // Metadata sent with the response headers and trailers. Keys follow the
   // same rules as on the client; an invalid one is dropped from the reply.
+  // The one "grpc-" key allowed is the trailer "grpc-retry-pushback-ms"
+  // (gRPC's A6): a client retrying the call by its retryPolicy waits that
+  // many milliseconds before the next attempt, or does not retry for a
+  // negative value.
   void AddInitialMetadata(absl::string_view key, absl::string_view value) {
     initial_metadata_.Add(key, value);
   }
@@ -114,6 +122,7 @@ class ServerContext {
   absl::string_view method_;
   absl::string_view authority_;
   // On the monotonic clock (time since its epoch); InfiniteDuration: none.
+  int previous_rpc_attempts_ = 0;
   absl::Duration monotonic_deadline_ = absl::InfiniteDuration();
   CompressionAlgorithmSet client_accepted_;
 

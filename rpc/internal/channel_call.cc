@@ -26,7 +26,16 @@ Status ChannelCall::Describe(ClientContext* context, absl::string_view method) {
   wait_for_ready_ = context->wait_for_ready();
   max_send_size_ = core_->settings().max_send_message_size;
   stream_.max_receive_message_size = 0;  // the connection's
+  stream_.description.previous_attempts = 0;
+  retry_policy_ = nullptr;
+  retryable_codes_ = StatusCodeSet();
+  retry_state_ = RetryState();
+  committed_ = false;
   if (config != nullptr) {
+    if (config->retry_policy.has_value()) {
+      retryable_codes_ = config->retry_policy->retryable_status_codes;
+      if (core_->retries_enabled()) retry_policy_ = &*config->retry_policy;
+    }
     // As gRPC: the earlier of the two deadlines; a zero timeout sets none.
     if (config->timeout.has_value() && *config->timeout > absl::ZeroDuration()) {
       deadline = std::min(deadline, now + *config->timeout);
@@ -65,6 +74,7 @@ Status ChannelCall::BindContext(ClientContext* context) {
 }
 
 void ChannelCall::UnbindContext() {
+  CommitRetries();
   finished_ = true;
   ClientContextAccess::Unbind(context_);
   if (counted_) {
@@ -88,9 +98,65 @@ void ChannelCall::CancelOnLoop(const Status& status) {
   } else if (pending_list_ != nullptr) {
     LeavePending();
     FailBeforeStream(status);
+  } else if (retry_timer_.scheduled()) {
+    loop()->Cancel(&retry_timer_);
+    FailBeforeStream(status);
   } else {
     start_error_ = status;
   }
+}
+
+bool ChannelCall::RetryOrCommit(const Status& status,
+                                const transport::Metadata& trailing) {
+  RetryThrottle* const throttle = core_->retry_throttle();
+  if (retry_policy_ == nullptr || committed_ || finished_) {
+    CountOutcome(status, retryable_codes_, throttle);
+    CommitRetries();
+    return false;
+  }
+  const absl::optional<absl::Duration> delay =
+      NextRetryDelay(*retry_policy_, status, trailing, throttle,
+                     core_->RetryJitter(), &retry_state_);
+  if (!delay.has_value() || !stream_.PrepareRetry()) {
+    CommitRetries();
+    return false;
+  }
+  stream_.description.previous_attempts = retry_state_.attempts - 1;
+  // A deadline that comes first ends the call then (RetryTimer).
+  loop()->Schedule(&retry_timer_, std::min(loop()->Now() + *delay,
+                                           stream_.description.deadline));
+  return true;
+}
+
+void ChannelCall::RetryTimer::OnTimer() {
+  ChannelCall* const call = call_;
+  if (call->finished_) return;
+  if (call->loop()->Now() >= call->stream_.description.deadline) {
+    call->CommitRetries();
+    call->FailBeforeStream(Status(StatusCode::kDeadlineExceeded,
+                                  "deadline exceeded while waiting to retry"));
+    return;
+  }
+  call->core_->StartOnLoop(call);
+}
+
+void ChannelCall::ChargeRetryBuffer() {
+  if (retry_policy_ == nullptr || committed_) return;
+  const size_t bytes = stream_.outgoing().size();
+  if (bytes > core_->settings().per_rpc_retry_buffer_size ||
+      !core_->ChargeRetryBuffer(bytes - retry_buffer_charged_)) {
+    CommitRetries();
+    return;
+  }
+  retry_buffer_charged_ = bytes;
+}
+
+void ChannelCall::CommitRetries() {
+  if (committed_) return;
+  committed_ = true;
+  stream_.outgoing().set_retain_written(false);
+  core_->ReleaseRetryBuffer(retry_buffer_charged_);
+  retry_buffer_charged_ = 0;
 }
 
 bool ChannelCall::RetryTransparently() {
@@ -167,6 +233,11 @@ void ChannelCall::ResetChannelCall() {
   start_error_ = Status();
   transparent_retries_ = 0;
   wait_for_ready_ = false;
+  retry_policy_ = nullptr;
+  retryable_codes_ = StatusCodeSet();
+  retry_state_ = RetryState();
+  committed_ = false;
+  retry_buffer_charged_ = 0;
   counted_ = false;
   pending_list_ = nullptr;
   next_pending_ = prev_pending_ = nullptr;

@@ -6,6 +6,7 @@
 #include "absl/strings/string_view.h"
 #include "rpc/client_context.h"
 #include "rpc/internal/method_path_copy.h"
+#include "rpc/internal/retry.h"
 #include "rpc/status.h"
 #include "transport/http2/client_session.h"
 #include "transport/io/event_loop.h"
@@ -78,6 +79,25 @@ class ChannelCall {
   // again, a bounded number of times; false when out of retries.
   bool RetryTransparently();
 
+  // Retries (gRPC's A6), for a call whose method has a retryPolicy. The call
+  // keeps the request bytes it sends, counted against the channel's retry
+  // buffers, until it is committed: response headers arrived, the bytes
+  // outgrew ChannelOptions::per_rpc_retry_buffer_size or the channel's
+  // retry_buffer_size, or the call ended.
+  //
+  // Loop thread, from OnClose: starts the next attempt after its backoff
+  // (true; the call goes on as if the attempt had not happened) or commits
+  // the call (false: `status` is its result). Counts the outcome in the
+  // channel's retry throttle either way.
+  bool RetryOrCommit(const Status& status, const transport::Metadata& trailing);
+  // Any thread before the call starts, then the loop thread: counts the
+  // request bytes kept for a retry, committing the call when over a limit.
+  void ChargeRetryBuffer();
+  // No retry from here on; the kept request bytes are released.
+  void CommitRetries();
+  // The call may still be retried.
+  bool retryable() const { return retry_policy_ != nullptr && !committed_; }
+
   void Ref() { refs_.fetch_add(1, std::memory_order_relaxed); }
   void Unref();
   virtual void OnLastUnref() = 0;
@@ -128,6 +148,15 @@ class ChannelCall {
    private:
     ChannelCall* call_;
   };
+  // The backoff before a retry (or the call's deadline, if sooner).
+  class RetryTimer : public transport::io::Timer {
+   public:
+    explicit RetryTimer(ChannelCall* call) : call_(call) {}
+    void OnTimer() override;
+
+   private:
+    ChannelCall* call_;
+  };
 
   // The pending-list links.
   void Link(ChannelCall** list_head);
@@ -142,6 +171,16 @@ class ChannelCall {
   StartTask start_task_{this};
   CancelTask cancel_task_{this};
   PendingDeadline pending_deadline_{this};
+  // Set by Describe() when the method has a retryPolicy (and retries are
+  // on); points into the channel's service config.
+  const RetryPolicy* retry_policy_ = nullptr;
+  // The retryPolicy's retryableStatusCodes (empty without one), for the
+  // throttle.
+  StatusCodeSet retryable_codes_;
+  RetryState retry_state_;
+  bool committed_ = false;
+  size_t retry_buffer_charged_ = 0;  // bytes counted in the channel's total
+  RetryTimer retry_timer_{this};
   std::atomic<bool> cancel_posted_{false};
   std::atomic<int> refs_{0};
 };

@@ -37,6 +37,19 @@ absl::string_view HostOf(absl::string_view target) {
   return colon == absl::string_view::npos ? target : target.substr(0, colon);
 }
 
+// What h2rpc cannot do yet, refused rather than ignored.
+Status CheckSupported(const ServiceConfig& config) {
+  for (size_t i = 0; i < config.method_configs().size(); ++i) {
+    if (config.method_configs()[i].hedging_policy.has_value()) {
+      return Status(StatusCode::kInvalidArgument,
+                    absl::StrCat("service config: methodConfig[", i,
+                                 "].hedgingPolicy: hedging is not supported "
+                                 "(retryPolicy is)"));
+    }
+  }
+  return Status();
+}
+
 // The name a server's certificate must match: the DNS host, the first IP
 // address, or "localhost" for a unix-domain socket.
 std::string TlsServerName(const ParsedTarget& target) {
@@ -76,7 +89,8 @@ ChannelCore::ChannelCore(absl::string_view target,
       channel_error_(CheckChannelOptions(options)),
       settings_{options.user_agent, options.default_compression,
                 options.connection.max_send_message_size,
-                options.stream_write_buffer},
+                options.stream_write_buffer,
+                options.per_rpc_retry_buffer_size},
       resolver_(options.resolver != nullptr
                     ? options.resolver->impl().resolver
                     : std::make_shared<transport::io::Resolver>()),
@@ -85,6 +99,7 @@ ChannelCore::ChannelCore(absl::string_view target,
       backoff_options_(BackoffOptionsFor(options)),
       state_(ConnectivityState::kIdle),
       resolution_backoff_(backoff_options_, &loop_),
+      retry_random_(std::random_device()()),
       keepalive_time_(options.keepalive_time) {
   if (channel_error_.ok()) {
     channel_error_ = ParseTarget(target_, &parsed_target_);
@@ -92,6 +107,11 @@ ChannelCore::ChannelCore(absl::string_view target,
   if (channel_error_.ok() && !options.service_config.empty()) {
     channel_error_ = ParseServiceConfig(options.service_config,
                                         &service_config_);
+  }
+  if (channel_error_.ok()) channel_error_ = CheckSupported(service_config_);
+  if (service_config_.retry_throttling.has_value()) {
+    retry_throttle_ =
+        std::make_unique<RetryThrottle>(*service_config_.retry_throttling);
   }
   default_authority_ = options.ssl_target_name_override.empty()
                            ? parsed_target_.authority
@@ -130,6 +150,22 @@ ChannelCore::ChannelCore(absl::string_view target,
     state_ = ConnectivityState::kTransientFailure;
     watch_.Set(state_);
   }
+}
+
+double ChannelCore::RetryJitter() {
+  return std::uniform_real_distribution<double>(0.0, 1.0)(retry_random_);
+}
+
+bool ChannelCore::ChargeRetryBuffer(size_t bytes) {
+  const size_t total =
+      retry_buffered_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  if (total <= options_.retry_buffer_size) return true;
+  retry_buffered_.fetch_sub(bytes, std::memory_order_relaxed);
+  return false;
+}
+
+void ChannelCore::ReleaseRetryBuffer(size_t bytes) {
+  if (bytes > 0) retry_buffered_.fetch_sub(bytes, std::memory_order_relaxed);
 }
 
 ChannelCore::~ChannelCore() {

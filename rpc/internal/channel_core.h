@@ -1,9 +1,11 @@
 #ifndef H2RPC_RPC_INTERNAL_CHANNEL_CORE_H_
 #define H2RPC_RPC_INTERNAL_CHANNEL_CORE_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,7 @@
 #include "rpc/internal/lb_policy.h"
 #include "rpc/internal/health_watch.h"
 #include "rpc/internal/member_task.h"
+#include "rpc/internal/retry.h"
 #include "rpc/internal/service_config.h"
 #include "rpc/internal/subchannel.h"
 #include "rpc/internal/target.h"
@@ -80,6 +83,8 @@ class ChannelCore final : private LbPolicy::Helper,
     size_t max_send_message_size = 0;
     // ChannelOptions::stream_write_buffer. Bytes.
     size_t stream_write_buffer = 0;
+    // ChannelOptions::per_rpc_retry_buffer_size. Bytes.
+    size_t per_rpc_retry_buffer_size = 0;
   };
 
   // `credentials` (null: every call fails) is read during construction.
@@ -111,6 +116,19 @@ class ChannelCore final : private LbPolicy::Helper,
   const CallSettings& settings() const { return settings_; }
   // ChannelOptions::service_config, parsed (empty without one).
   const ServiceConfig& service_config() const { return service_config_; }
+
+  // Retries (see ChannelCall::RetryOrCommit). ChannelOptions::enable_retries.
+  bool retries_enabled() const { return options_.enable_retries; }
+  // Loop thread: the service config's retryThrottling bucket; null: none.
+  RetryThrottle* retry_throttle() { return retry_throttle_.get(); }
+  // Loop thread: a uniformly distributed number in [0, 1) for a retry's
+  // backoff.
+  double RetryJitter();
+  // Any thread: counts `bytes` more request bytes kept for retries; false
+  // (nothing counted) if that would exceed ChannelOptions::
+  // retry_buffer_size.
+  bool ChargeRetryBuffer(size_t bytes);
+  void ReleaseRetryBuffer(size_t bytes);
 
   // The Channel's calls (see there for their contracts).
   Status UnaryCall(ClientContext* context, absl::string_view method,
@@ -245,6 +263,11 @@ class ChannelCore final : private LbPolicy::Helper,
   bool shuffle_addresses_ = false;  // pick_first's shuffleAddressList
   // Set when health checking is on (round_robin and healthCheckConfig).
   std::unique_ptr<HealthCheckSettings> health_check_;
+  // Loop thread. Set when the service config has retryThrottling.
+  std::unique_ptr<RetryThrottle> retry_throttle_;
+  std::mt19937 retry_random_;
+  // Request bytes kept by uncommitted calls for their retries.
+  std::atomic<size_t> retry_buffered_{0};
   // TLS context of the channel's connections; null: plaintext.
   std::shared_ptr<const transport::tls::TlsContext> tls_;
   // Unusable target, credentials or options: why every call fails.

@@ -22,6 +22,7 @@ Status ClientCall::Prepare(ClientContext* context, absl::string_view method,
                      request_bytes, send_compression_, max_size, frame);
   if (!status.ok()) return status;
   stream_.outgoing().set_end_of_data();
+  ChargeRetryBuffer();
   stream_.observer = this;
   return BindContext(context);
 }
@@ -33,6 +34,7 @@ Status ClientCall::Wait() {
 }
 
 void ClientCall::OnInitialMetadata(Metadata& metadata) {
+  CommitRetries();
   using std::swap;
   swap(ClientContextAccess::InitialMetadata(context_), metadata);
 }
@@ -59,6 +61,7 @@ Status ClientCall::OnMessage(absl::string_view message, bool compressed) {
 bool ClientCall::OnRefused() { return RetryTransparently(); }
 
 void ClientCall::OnClose(const Status& status, Metadata& trailing) {
+  if (RetryOrCommit(status, trailing)) return;
   using std::swap;
   swap(ClientContextAccess::TrailingMetadata(context_), trailing);
   if (status.ok() && !got_message_) {

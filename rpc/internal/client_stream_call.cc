@@ -22,12 +22,15 @@ void ClientStreamCall::Prepare(ClientContext* context, absl::string_view method,
   start_error_ = core_->loop_status();
   if (start_error_.ok()) start_error_ = Describe(context, method);
   set_max_send_message_size(max_send_size_);
+  // A retryable call keeps what it writes until it is committed.
+  stream_.outgoing().set_retain_written(retryable());
   single_response_ = response;
   if (request != nullptr && start_error_.ok()) {
     start_error_ = SerializeFramed(*request, send_compression_,
                                    max_send_size_,
                                    &stream_.outgoing().buffer());
     stream_.outgoing().set_end_of_data();
+    ChargeRetryBuffer();
   }
   // Last: once bound, TryCancel (any thread) may reach the call, and its
   // task writes start_error_ on the loop.
@@ -80,6 +83,7 @@ void ClientStreamCall::RunDiscard() {
 }
 
 void ClientStreamCall::OnInitialMetadata(Metadata& metadata) {
+  CommitRetries();
   using std::swap;
   swap(ClientContextAccess::InitialMetadata(context_), metadata);
   initial_metadata_reported_ = true;
@@ -106,6 +110,7 @@ Status ClientStreamCall::OnMessage(absl::string_view message, bool compressed) {
 }
 
 void ClientStreamCall::OnClose(const Status& status, Metadata& trailing) {
+  if (RetryOrCommit(status, trailing)) return;
   using std::swap;
   swap(ClientContextAccess::TrailingMetadata(context_), trailing);
   if (status.ok() && single_response_ != nullptr && !got_single_response_) {

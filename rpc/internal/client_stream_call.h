@@ -65,6 +65,7 @@ class ClientStreamCall final : public ChannelCall,
     stream_.ReleaseMessage(held_bytes);
   }
   void FailCall(const Status& status) override { CancelOnLoop(status); }
+  void OnWriteAppended() override { ChargeRetryBuffer(); }
   absl::string_view MethodName() const override {
     return stream_.description.method_path;
   }

@@ -31,6 +31,7 @@ void ServerContextAccess::Bind(ServerContext* context,
   context->method_ = stream.method();
   context->authority_ = stream.authority();
   context->monotonic_deadline_ = stream.deadline().since_epoch();
+  context->previous_rpc_attempts_ = stream.previous_rpc_attempts();
   context->client_accepted_ = stream.client_accepted_encodings();
   context->call_ = call;
   context->peer_ = stream.peer();
@@ -43,6 +44,7 @@ void ServerContextAccess::Reset(ServerContext* context) {
   context->method_ = absl::string_view();
   context->authority_ = absl::string_view();
   context->monotonic_deadline_ = absl::InfiniteDuration();
+  context->previous_rpc_attempts_ = 0;
   context->client_accepted_ = CompressionAlgorithmSet();
   context->peer_.clear();
   context->peer_identity_.reset();

@@ -149,6 +149,7 @@ void StreamOps::RunWrite() {
     FailCall(status);
     return;
   }
+  OnWriteAppended();
   ResumeSend();
   if (out.pending() <= write_buffer_size_) {
     CompleteWrite(true);

@@ -58,6 +58,8 @@ class StreamOps : private transport::http2::OutgoingData::DrainListener {
   virtual transport::http2::OutgoingData& outgoing() = 0;
   virtual void ResumeSend() = 0;
   virtual size_t HoldMessage() = 0;
+  // Loop thread: a write's message was appended to outgoing().
+  virtual void OnWriteAppended() {}
   // The algorithm messages are compressed with (fixed once the first
   // message or the headers went out).
   virtual CompressionAlgorithm SendCompression() = 0;

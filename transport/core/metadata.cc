@@ -125,7 +125,7 @@ bool IsValidMetadataKey(absl::string_view key) {
 bool IsReservedMetadataKey(absl::string_view key) {
   if (key.empty()) return false;
   if (key[0] == ':') return true;
-  if (absl::StartsWith(key, "grpc-")) return true;
+  if (absl::StartsWith(key, "grpc-")) return key != "grpc-retry-pushback-ms";
   switch (key.size()) {
     case 2:
       return key == "te";

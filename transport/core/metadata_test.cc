@@ -298,6 +298,7 @@ TEST(MetadataValidationTest, ReservedKeys) {
     EXPECT_TRUE(IsReservedMetadataKey(key)) << key;
   }
   const absl::string_view kFree[] = {
+      "grpc-retry-pushback-ms",
       "",          "grpc",        "grpcfoo",       "x-grpc-status",
       "tea",       "t",           "content-types", "content-length",
       "hostname",  "x-host",      "user-agents",   "my-user-agent",

@@ -54,6 +54,9 @@ Classification ClassifyGrpcHeader(absl::string_view suffix,
   if (suffix == "previous-rpc-attempts") {
     return Captured(&r->grpc_previous_rpc_attempts);
   }
+  // A server's word on retrying the call (gRPC's A6): the channel's retry
+  // logic reads it from the trailing metadata.
+  if (suffix == "retry-pushback-ms") return kUser;
   return kDropped;
 }
 

@@ -155,6 +155,8 @@ TEST(ReceivedHeadersTest, FiltersTransportAndConnectionHeaders) {
       {"proxy-connection", "keep-alive"},
       {"transfer-encoding", "chunked"},
       {"upgrade", "h2c"},
+      // The retry pushback is the application's to read.
+      {"grpc-retry-pushback-ms", "100"},
       // Near misses are user metadata.
       {"grpc", "a"},
       {"x-grpc-status", "b"},
@@ -166,13 +168,14 @@ TEST(ReceivedHeadersTest, FiltersTransportAndConnectionHeaders) {
   ReservedHeaderValues reserved;
   Metadata md;
   ASSERT_TRUE(ParseReceivedHeaders(block.fields(), &reserved, &md).ok());
-  EXPECT_EQ(ToPairs(md), (Pairs{{"grpc", "a"},
+  EXPECT_EQ(ToPairs(md), (Pairs{{"grpc-retry-pushback-ms", "100"},
+                                {"grpc", "a"},
                                 {"x-grpc-status", "b"},
                                 {"tea", "c"},
                                 {"hostname", "d"},
                                 {"content-types", "e"},
                                 {"upgrade-insecure-requests", "f"}}));
-  EXPECT_EQ(md.entry_capacity(), 6u);
+  EXPECT_EQ(md.entry_capacity(), 7u);
 }
 
 TEST(ReceivedHeadersTest, ResetsReservedAndAppendsToMetadata) {

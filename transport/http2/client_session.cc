@@ -30,6 +30,23 @@ void ClientStream::Reset() {
   status_ = Status();
 }
 
+bool ClientStream::PrepareRetry() {
+  if (!outgoing_.Rewind()) return false;
+  connection_ = nullptr;
+  stream_id_ = -1;
+  prev_ = next_ = nullptr;
+  block_.Release();
+  window_.Reset();
+  header_blocks_ = 0;
+  header_bytes_ = 0;
+  receive_encoding_ = compression::CompressionAlgorithm::kIdentity;
+  initial_metadata_.Clear();
+  trailing_metadata_.Clear();
+  status_known_ = false;
+  status_ = Status();
+  return true;
+}
+
 void ClientStream::ReleaseMessage(size_t held_bytes) {
   window_.Release(held_bytes);
   if (connection_ != nullptr && stream_id_ >= 0) {

@@ -99,6 +99,11 @@ class ClientStream : private io::Timer {
 
   // Clears per-call state, keeping buffer capacity, for the next call.
   void Reset();
+  // After OnClose: makes the stream ready to start again (a retried call)
+  // with the same description and the request bytes sent so far, to be
+  // sent again from the start (OutgoingData::Rewind); the received side is
+  // cleared. False, changing nothing, if those bytes are gone.
+  bool PrepareRetry();
 
  private:
   friend class ClientSession;

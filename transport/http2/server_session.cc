@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "transport/core/received_headers.h"
 #include "transport/core/response_setup.h"
@@ -392,6 +393,12 @@ void ServerSession::OnRequestHeaders(ServerStream* stream, bool end_stream) {
         StatusCode::kUnimplemented,
         absl::StrCat("grpc-encoding '", *reserved.grpc_encoding,
                      "' is not supported; supported: ", accept_encoding()));
+  }
+  if (!reserved.grpc_previous_rpc_attempts.has_value() ||
+      !absl::SimpleAtoi(*reserved.grpc_previous_rpc_attempts,
+                        &stream->previous_rpc_attempts_) ||
+      stream->previous_rpc_attempts_ < 0) {
+    stream->previous_rpc_attempts_ = 0;
   }
   if (reserved.grpc_accept_encoding.has_value()) {
     stream->client_accepted_encodings_ =

@@ -76,6 +76,9 @@ class ServerStream final : private io::Timer {
   // On the loop's monotonic clock; InfiniteFuture when the client sent no
   // grpc-timeout.
   io::MonotonicTime deadline() const { return deadline_; }
+  // The client's grpc-previous-rpc-attempts: how many attempts of this call
+  // came before (a retried call); 0 when absent or malformed.
+  int previous_rpc_attempts() const { return previous_rpc_attempts_; }
   // The encodings the client's grpc-accept-encoding lists (identity
   // always): the only ones the response may use.
   compression::CompressionAlgorithmSet client_accepted_encodings() const {
@@ -174,6 +177,7 @@ class ServerStream final : private io::Timer {
   std::string authority_;
   Metadata client_metadata_;
   io::MonotonicTime deadline_ = io::MonotonicTime::InfiniteFuture();
+  int previous_rpc_attempts_ = 0;
   compression::CompressionAlgorithmSet client_accepted_encodings_;
   compression::CompressionAlgorithm receive_encoding_ =
       compression::CompressionAlgorithm::kIdentity;

@@ -53,12 +53,12 @@ void OutgoingData::ShrinkIfEmpty() {
 void OutgoingData::CopyReserved(size_t n, std::string* out) {
   out->append(buffer_.data() + written_, n);
   written_ += n;
-  if (!end_of_data_) {
+  if (!end_of_data_ && !retain_written_) {
     // A stream still writing: drop what was written, keeping capacity up to
-    // kRetainedCapacity, so a long stream reuses one buffer. A finished body
-    // stays until Clear(), so a refused stream can resend it. Moving the
-    // unwritten tail costs at most as much as the bytes written since the
-    // last move.
+    // kRetainedCapacity, so a long stream reuses one buffer. A finished (or
+    // retained) body stays until Clear(), so it can be sent again. Moving
+    // the unwritten tail costs at most as much as the bytes written since
+    // the last move.
     if (written_ == buffer_.size()) {
       buffer_.clear();
       ShrinkIfEmpty();
@@ -80,7 +80,7 @@ void OutgoingData::CopyReserved(size_t n, std::string* out) {
 }
 
 bool OutgoingData::Rewind() {
-  if (!end_of_data_ || dropped_sent_bytes_) return false;
+  if (dropped_sent_bytes_) return false;
   reserved_ = written_ = 0;
   deferred = false;
   return true;
@@ -95,6 +95,7 @@ void OutgoingData::Clear() {
   drain_threshold_ = 0;
   reserved_ = written_ = 0;
   end_of_data_ = false;
+  retain_written_ = false;
   dropped_sent_bytes_ = false;
   deferred = false;
 }

@@ -88,9 +88,18 @@ class OutgoingData {
   // Set while nghttp2 holds the stream's data deferred (nothing to send).
   bool deferred = false;
 
-  // Makes every byte unsent again, for a transparent retry of a stream the
-  // server refused. Possible only for a body that was complete
-  // (end_of_data) before any byte was dropped; returns false otherwise.
+  // While set, bytes written stay in the buffer (a stream still writing
+  // otherwise drops them), so that Rewind() can send them again: a call
+  // that may be retried keeps what it sent until it is committed. Clearing
+  // it lets the written bytes go at the next write.
+  void set_retain_written(bool retain) { retain_written_ = retain; }
+  // Every byte appended and not yet dropped. Bytes.
+  size_t size() const { return buffer_.size(); }
+
+  // Makes every byte unsent again, to send the body again on a new stream
+  // (a transparent retry of a stream the server refused, or a retried
+  // call). Possible only if no written byte was dropped (a complete body,
+  // or one written while retained); returns false otherwise.
   bool Rewind();
 
   // Empties the queue for reuse, keeping up to kRetainedCapacity of
@@ -110,6 +119,7 @@ class OutgoingData {
   size_t reserved_ = 0;
   size_t written_ = 0;
   bool end_of_data_ = false;
+  bool retain_written_ = false;
   bool dropped_sent_bytes_ = false;
 };
 
