@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/functional/any_invocable.h"
 #include "absl/strings/string_view.h"
@@ -15,6 +16,7 @@
 #include "rpc/connection_options.h"
 #include "rpc/connectivity_state.h"
 #include "rpc/credentials.h"
+#include "rpc/interceptor.h"
 #include "rpc/name_resolver.h"
 #include "rpc/status.h"
 
@@ -158,6 +160,8 @@ struct ChannelOptions {
   // and as the default :authority of calls, instead of the target's host
   // (gRPC's GRPC_SSL_TARGET_NAME_OVERRIDE_ARG; for tests). Empty: none.
   std::string ssl_target_name_override;
+  // Interceptors of every call, outermost first (rpc/interceptor.h).
+  std::vector<std::shared_ptr<ClientInterceptor>> interceptors;
   // CPU to pin the channel's event loop thread to; -1: not pinned.
   int loop_cpu = -1;
   // A streaming call's write completes once at most this many bytes wait

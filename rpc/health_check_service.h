@@ -64,8 +64,8 @@ struct HealthCheckServiceOptions {
 // ends every watch, once its last status is written, with UNAVAILABLE
 // ("the server is shutting down"); a Watch arriving later (on a connection
 // still draining) gets UNAVAILABLE at once. So open watches never keep
-// Server::Shutdown waiting for its deadline. (gRPC C++ keeps them open
-// until the server's deadline cancels them.)
+// Server::Shutdown waiting for its deadline (a watch whose client does not
+// read still waits for flow control, up to the deadline).
 //
 // Threads. Every method may be called from any thread, concurrently. Check
 // and Watch run on the server's loop threads as callback handlers: they
@@ -77,8 +77,9 @@ struct HealthCheckServiceOptions {
 // (reported; a debug build aborts).
 //
 // Allocations: SetServingStatus allocates a map node for a service name it
-// has not seen; a Watch allocates its reactor (one object) and a map node
-// for an unknown service; Check allocates nothing beyond the call's own.
+// has not seen; a Watch allocates its reactor (one object), its entry in
+// the service's set of watchers, and a map node for an unknown service;
+// Check allocates nothing beyond the call's own.
 class HealthCheckService {
  public:
   explicit HealthCheckService(

@@ -3,11 +3,13 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "rpc/internal/server_core.h"
 
@@ -61,11 +63,34 @@ Server::Builder& Server::Builder::AddShutdownCallback(
   return *this;
 }
 
+Server::Builder& Server::Builder::AddInterceptor(
+    std::shared_ptr<ServerInterceptor> interceptor) {
+  interceptors_.push_back(std::move(interceptor));
+  return *this;
+}
+
+Server::Builder& Server::Builder::AddServiceListCallback(
+    std::function<void(const std::vector<std::string>&)> callback) {
+  service_list_callbacks_.push_back(std::move(callback));
+  return *this;
+}
+
 std::unique_ptr<Server> Server::Builder::BuildAndStart(Status* status) {
   if (!error_.ok()) {
     *status = error_;
     return nullptr;
   }
+  if (!service_list_callbacks_.empty()) {
+    // Register() accepted only "/package.Service/Method" paths.
+    std::set<std::string, std::less<>> names;
+    for (const auto& [path, method] : methods_) {
+      names.emplace(absl::string_view(path).substr(1, path.rfind('/') - 1));
+    }
+    const std::vector<std::string> services(names.begin(), names.end());
+    for (const auto& callback : service_list_callbacks_) callback(services);
+  }
+  options_.interceptors.insert(options_.interceptors.end(),
+                               interceptors_.begin(), interceptors_.end());
   std::unique_ptr<internal::ServerCore> core = internal::ServerCore::Start(
       std::move(options_), ports_, std::move(methods_), status);
   if (core == nullptr) return nullptr;

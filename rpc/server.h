@@ -17,6 +17,7 @@
 #include "rpc/compression.h"
 #include "rpc/connection_options.h"
 #include "rpc/credentials.h"
+#include "rpc/interceptor.h"
 #include "rpc/server_context.h"
 #include "rpc/server_stream.h"
 #include "rpc/status.h"
@@ -253,6 +254,9 @@ struct ServerOptions {
   int num_loops = 0;
   // CPUs to pin the loop threads to, in order; empty: not pinned.
   std::vector<int> loop_cpus;
+  // Interceptors of every call, outermost first (rpc/interceptor.h);
+  // Builder::AddInterceptor appends to them.
+  std::vector<std::shared_ptr<ServerInterceptor>> interceptors;
   // Threads running synchronous handlers; a synchronous streaming handler
   // holds its thread for the whole call. A call whose handler finds no idle
   // thread gets a new one, up to max_sync_threads; beyond that it fails at
@@ -521,6 +525,21 @@ class Server {
     // Whatever they reach must outlive the server.
     Builder& AddShutdownCallback(std::function<void()> callback);
 
+    // Adds an interceptor of every call (rpc/interceptor.h), inside those
+    // added before and those of ServerOptions::interceptors. Not null.
+    Builder& AddInterceptor(std::shared_ptr<ServerInterceptor> interceptor);
+
+    // Runs `callback` once, on the thread calling BuildAndStart, before any
+    // port is bound or call served, with the full names ("package.Service")
+    // of the services that have a registered method, sorted, each once: for
+    // a service that describes the server (ReflectionService's
+    // list_services). Not run if a registration failed; run even if
+    // BuildAndStart fails later (options out of range, a port that cannot
+    // be bound). It must not block nor use the builder; whatever it reaches
+    // must outlive the server. Allocates the names (one vector) once.
+    Builder& AddServiceListCallback(
+        std::function<void(const std::vector<std::string>& services)> callback);
+
     // Binds the ports and starts serving. Returns null and sets `*status`
     // (UNAVAILABLE naming the address) if a port cannot be bound, or
     // INVALID_ARGUMENT for a malformed address (a unix path that is empty or
@@ -558,6 +577,9 @@ class Server {
         methods_;
     Status error_;
     std::vector<std::function<void()>> shutdown_callbacks_;
+    std::vector<std::shared_ptr<ServerInterceptor>> interceptors_;
+    std::vector<std::function<void(const std::vector<std::string>&)>>
+        service_list_callbacks_;
   };
 
   ~Server();  // Shutdown(now) and Wait().

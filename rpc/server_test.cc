@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/match.h"
@@ -188,6 +189,46 @@ TEST(ServerOptionsTest, RefusesAGracePeriodThatIsNotPositive) {
                 HasSubstr("ServerOptions::shutdown_grace_period is "));
     EXPECT_THAT(status.message(), HasSubstr("it must be more than zero"));
   }
+}
+
+// A unary handler for the service-list tests; never called.
+Status NoOp(ServerContext*, const SimpleRequest&, SimpleResponse*) {
+  return Status();
+}
+
+TEST(ServerBuilderTest, ServiceListCallbackGetsEachServiceOnceSorted) {
+  std::vector<std::vector<std::string>> lists;
+  Status status;
+  std::unique_ptr<Server> server =
+      Server::Builder()
+          .AddListeningPort("127.0.0.1:0")
+          .AddServiceListCallback([&](const std::vector<std::string>& names) {
+            lists.push_back(names);
+          })
+          .RegisterUnary<SimpleRequest, SimpleResponse>("/b.Svc/One", NoOp)
+          .RegisterUnary<SimpleRequest, SimpleResponse>("/a.B-c/M", NoOp)
+          .RegisterUnary<SimpleRequest, SimpleResponse>("/a.B/Z", NoOp)
+          .RegisterUnary<SimpleRequest, SimpleResponse>("/b.Svc/Two", NoOp)
+          .BuildAndStart(&status);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  // Run once, by BuildAndStart, after every registration.
+  ASSERT_EQ(lists.size(), 1u);
+  EXPECT_THAT(lists[0], ::testing::ElementsAre("a.B", "a.B-c", "b.Svc"));
+}
+
+TEST(ServerBuilderTest, ServiceListCallbackNotRunWhenARegistrationFailed) {
+  bool ran = false;
+  Status status;
+  std::unique_ptr<Server> server =
+      Server::Builder()
+          .AddListeningPort("127.0.0.1:0")
+          .AddServiceListCallback(
+              [&](const std::vector<std::string>&) { ran = true; })
+          .RegisterUnary<SimpleRequest, SimpleResponse>("no-slash", NoOp)
+          .BuildAndStart(&status);
+  EXPECT_EQ(server, nullptr);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_FALSE(ran);
 }
 
 }  // namespace

@@ -11,6 +11,13 @@ namespace h2rpc::internal {
 transport::io::EventLoop* ChannelCall::loop() const { return &core_->loop(); }
 
 Status ChannelCall::Describe(ClientContext* context, absl::string_view method) {
+  transport::CallDescription& call = stream_.description;
+  call.method_path = method_path_.Set(method);
+  context_ = context;
+  if (!core_->interceptors().empty()) {
+    Status status = StartInterceptors(context);
+    if (!status.ok()) return status;
+  }
   transport::io::MonotonicTime deadline =
       ClientContextAccess::Deadline(*context);
   const transport::io::MonotonicTime now = transport::io::MonotonicTime::Now();
@@ -52,8 +59,6 @@ Status ChannelCall::Describe(ClientContext* context, absl::string_view method) {
       stream_.max_receive_message_size = *config->max_response_message_bytes;
     }
   }
-  transport::CallDescription& call = stream_.description;
-  call.method_path = method_path_.Set(method);
   call.authority = context->authority().empty() ? core_->default_authority()
                                                 : context->authority();
   call.scheme = core_->scheme();
@@ -138,6 +143,47 @@ void ChannelCall::RetryTimer::OnTimer() {
     return;
   }
   call->core_->StartOnLoop(call);
+}
+
+Status ChannelCall::StartInterceptors(ClientContext* context) {
+  intercept_start_ = transport::io::MonotonicTime::Now();
+  const ClientCallInfo info{stream_.description.method_path, context};
+  for (ClientInterceptor* interceptor : core_->interceptors()) {
+    ++started_interceptors_;
+    Status status = interceptor->OnStart(info);
+    if (!status.ok()) return status;
+  }
+  return Status();
+}
+
+void ChannelCall::InterceptSend(size_t bytes) {
+  for (ClientInterceptor* interceptor : core_->interceptors()) {
+    interceptor->OnSendMessage(CallInfo(), bytes);
+  }
+}
+
+void ChannelCall::InterceptInitialMetadata(const Metadata& metadata) {
+  for (ClientInterceptor* interceptor : core_->interceptors()) {
+    interceptor->OnReceiveInitialMetadata(CallInfo(), metadata);
+  }
+}
+
+void ChannelCall::InterceptReceive(size_t bytes) {
+  for (ClientInterceptor* interceptor : core_->interceptors()) {
+    interceptor->OnReceiveMessage(CallInfo(), bytes);
+  }
+}
+
+void ChannelCall::FinishInterceptors(const Status& status,
+                                     const Metadata& trailing) {
+  if (started_interceptors_ == 0) return;
+  const absl::Duration elapsed =
+      transport::io::MonotonicTime::Now() - intercept_start_;
+  const std::vector<ClientInterceptor*>& all = core_->interceptors();
+  for (int i = started_interceptors_; i-- > 0;) {
+    all[i]->OnFinish(CallInfo(), status, trailing, elapsed);
+  }
+  started_interceptors_ = 0;
 }
 
 void ChannelCall::ChargeRetryBuffer() {
@@ -232,6 +278,7 @@ void ChannelCall::ResetChannelCall() {
   finished_ = false;
   start_error_ = Status();
   transparent_retries_ = 0;
+  started_interceptors_ = 0;
   wait_for_ready_ = false;
   retry_policy_ = nullptr;
   retryable_codes_ = StatusCodeSet();

@@ -5,6 +5,7 @@
 
 #include "absl/strings/string_view.h"
 #include "rpc/client_context.h"
+#include "rpc/interceptor.h"
 #include "rpc/internal/method_path_copy.h"
 #include "rpc/internal/retry.h"
 #include "rpc/status.h"
@@ -48,6 +49,10 @@ class ChannelCall {
 
   // Any thread (ClientContext::TryCancel, under the context's mutex).
   void RequestCancel();
+
+  // The call's result, once: OnFinish of every interceptor whose OnStart
+  // ran, innermost first. The thread that has the result.
+  void FinishInterceptors(const Status& status, const Metadata& trailing);
 
   // Any thread: hands the call to the loop (again, for a transparent retry).
   void Start() { loop()->Post(&start_task_); }
@@ -97,6 +102,12 @@ class ChannelCall {
   void CommitRetries();
   // The call may still be retried.
   bool retryable() const { return retry_policy_ != nullptr && !committed_; }
+
+  // The channel's interceptors at each hook (rpc/interceptor.h); each is a
+  // branch and nothing more without any. Describe() runs their OnStart.
+  void InterceptSend(size_t bytes);
+  void InterceptInitialMetadata(const Metadata& metadata);
+  void InterceptReceive(size_t bytes);
 
   void Ref() { refs_.fetch_add(1, std::memory_order_relaxed); }
   void Unref();
@@ -162,7 +173,15 @@ class ChannelCall {
   void Link(ChannelCall** list_head);
   void Unlink();
 
+  // Runs the interceptors' OnStart; the first failure is the call's.
+  Status StartInterceptors(ClientContext* context);
+  ClientCallInfo CallInfo() {
+    return ClientCallInfo{stream_.description.method_path, context_};
+  }
+
   int transparent_retries_ = 0;
+  int started_interceptors_ = 0;  // whose OnStart ran
+  transport::io::MonotonicTime intercept_start_;
   bool wait_for_ready_ = false;
   bool counted_ = false;  // loop thread: see CountInProgress()
   ChannelCall** pending_list_ = nullptr;

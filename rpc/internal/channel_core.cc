@@ -101,6 +101,16 @@ ChannelCore::ChannelCore(absl::string_view target,
       resolution_backoff_(backoff_options_, &loop_),
       retry_random_(std::random_device()()),
       keepalive_time_(options.keepalive_time) {
+  for (const auto& interceptor : options_.interceptors) {
+    if (interceptor == nullptr) {
+      if (channel_error_.ok()) {
+        channel_error_ = Status(StatusCode::kInvalidArgument,
+                                "ChannelOptions::interceptors holds a null");
+      }
+      continue;
+    }
+    interceptors_.push_back(interceptor.get());
+  }
   if (channel_error_.ok()) {
     channel_error_ = ParseTarget(target_, &parsed_target_);
   }
@@ -220,6 +230,7 @@ ClientCall* ChannelCore::PrepareCall(
   ClientCall* call = TakeCall();
   *status = call->Prepare(context, method, request, request_bytes);
   if (!status->ok()) {
+    call->FinishInterceptors(*status, Metadata());
     ReturnCall(call);
     return nullptr;
   }

@@ -114,6 +114,10 @@ class ChannelCore final : private LbPolicy::Helper,
   // Why the loop could not start, if it could not (OK otherwise).
   const Status& loop_status() const { return loop_status_; }
   const CallSettings& settings() const { return settings_; }
+  // ChannelOptions::interceptors, outermost first.
+  const std::vector<ClientInterceptor*>& interceptors() const {
+    return interceptors_;
+  }
   // ChannelOptions::service_config, parsed (empty without one).
   const ServiceConfig& service_config() const { return service_config_; }
 
@@ -277,6 +281,7 @@ class ChannelCore final : private LbPolicy::Helper,
   std::string default_authority_;
   absl::string_view scheme_ = "http";
   const CallSettings settings_;
+  std::vector<ClientInterceptor*> interceptors_;  // held by options_
   const std::shared_ptr<transport::io::Resolver> resolver_;
   transport::io::EventLoop loop_;
   Status loop_status_;  // why the loop could not start, if it could not

@@ -22,6 +22,8 @@ Status ClientCall::Prepare(ClientContext* context, absl::string_view method,
                      request_bytes, send_compression_, max_size, frame);
   if (!status.ok()) return status;
   stream_.outgoing().set_end_of_data();
+  InterceptSend(request != nullptr ? request->GetCachedSize()
+                                   : request_bytes.size());
   ChargeRetryBuffer();
   stream_.observer = this;
   return BindContext(context);
@@ -35,6 +37,7 @@ Status ClientCall::Wait() {
 
 void ClientCall::OnInitialMetadata(Metadata& metadata) {
   CommitRetries();
+  InterceptInitialMetadata(metadata);
   using std::swap;
   swap(ClientContextAccess::InitialMetadata(context_), metadata);
 }
@@ -45,6 +48,7 @@ Status ClientCall::OnMessage(absl::string_view message, bool compressed) {
                   "received a second response message for a unary call");
   }
   got_message_ = true;
+  InterceptReceive(message.size());
   ClientContextAccess::SetLastMessageCompressed(context_, compressed);
   if (response != nullptr) {
     if (!response->ParseFromArray(message.data(),
@@ -73,6 +77,7 @@ void ClientCall::OnClose(const Status& status, Metadata& trailing) {
 }
 
 void ClientCall::Complete(const Status& status) {
+  FinishInterceptors(status, ClientContextAccess::TrailingMetadata(context_));
   UnbindContext();
   if (done) {
     // Move the callback out: it may start another call from this pool.

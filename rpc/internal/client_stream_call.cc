@@ -84,6 +84,7 @@ void ClientStreamCall::RunDiscard() {
 
 void ClientStreamCall::OnInitialMetadata(Metadata& metadata) {
   CommitRetries();
+  InterceptInitialMetadata(metadata);
   using std::swap;
   swap(ClientContextAccess::InitialMetadata(context_), metadata);
   initial_metadata_reported_ = true;
@@ -125,6 +126,7 @@ void ClientStreamCall::OnClose(const Status& status, Metadata& trailing) {
 void ClientStreamCall::Close(const Status& status) {
   status_ = status;
   closed_ = true;
+  FinishInterceptors(status, ClientContextAccess::TrailingMetadata(context_));
   UnbindContext();
   if (!initial_metadata_reported_) {
     initial_metadata_reported_ = true;

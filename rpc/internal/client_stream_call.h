@@ -65,7 +65,11 @@ class ClientStreamCall final : public ChannelCall,
     stream_.ReleaseMessage(held_bytes);
   }
   void FailCall(const Status& status) override { CancelOnLoop(status); }
-  void OnWriteAppended() override { ChargeRetryBuffer(); }
+  void OnWriteAppended(size_t bytes) override {
+    InterceptSend(bytes);
+    ChargeRetryBuffer();
+  }
+  void OnMessageRead(size_t bytes) override { InterceptReceive(bytes); }
   absl::string_view MethodName() const override {
     return stream_.description.method_path;
   }

@@ -70,6 +70,7 @@ Status ServerCall::OnMessage(absl::string_view message, bool compressed) {
                   "received a second request message for a unary method");
   }
   got_request_ = true;
+  request_bytes_ = message.size();
   ServerContextAccess::SetLastMessageCompressed(&context_, compressed);
   if (!request_->ParseFromArray(message.data(),
                                 static_cast<int>(message.size()))) {
@@ -87,6 +88,16 @@ void ServerCall::OnHalfClose() {
     End();
     return;
   }
+  const Status intercepted = interception_.Start(
+      server_->settings().interceptors, method_name_, &context_);
+  if (!intercepted.ok()) {
+    stream_->Finish(intercepted,
+                    &ServerContextAccess::TrailingMetadata(&context_));
+    interception_.Finish(intercepted);
+    End();
+    return;
+  }
+  interception_.Receive(request_bytes_);
   RunHandler();
 }
 
@@ -138,12 +149,17 @@ void ServerCall::RunCancel() {
 void ServerCall::OnCancel() {
   ServerContextAccess::MarkCancelled(&context_);
   // While the handler runs, its completion cleans up.
-  if (!handler_running_) End();
+  if (handler_running_) return;
+  interception_.Finish(
+      Status(StatusCode::kCancelled, "the call was cancelled"));
+  End();
 }
 
 void ServerCall::Run() {
   handler_running_ = false;
   if (stream_->cancelled()) {
+    interception_.Finish(
+        Status(StatusCode::kCancelled, "the call was cancelled"));
     End();
     return;
   }
@@ -158,6 +174,7 @@ void ServerCall::Run() {
     // A response the memory quota cannot hold fails the call instead.
     if (status.ok()) status = stream_->outgoing().ChargeAppended();
     if (status.ok()) {
+      interception_.Send(response_->GetCachedSize());
       stream_->SendInitialMetadata(&initial_metadata);
       stream_->ResumeSend();
     }
@@ -166,6 +183,7 @@ void ServerCall::Run() {
     stream_->SendInitialMetadata(&initial_metadata);
   }
   stream_->Finish(status, &ServerContextAccess::TrailingMetadata(&context_));
+  interception_.Finish(status);
   End();
 }
 

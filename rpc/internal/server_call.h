@@ -10,6 +10,7 @@
 #include "rpc/internal/cancel_gate.h"
 #include "rpc/internal/context_access.h"
 #include "rpc/internal/member_task.h"
+#include "rpc/internal/server_interception.h"
 #include "rpc/internal/worker_pool.h"
 #include "rpc/server.h"
 #include "rpc/server_context.h"
@@ -117,6 +118,8 @@ class ServerCall final : public transport::http2::ServerStream::Observer,
   google::protobuf::MessageLite* response_ = nullptr;  // on arena_
   bool got_request_ = false;
   bool handler_running_ = false;
+  size_t request_bytes_ = 0;  // the request message's, serialized
+  ServerInterception interception_;
   Status handler_status_;
   HandlerTask handler_task_{this};
   CancelGate cancel_gate_;

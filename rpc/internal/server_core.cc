@@ -66,6 +66,13 @@ Status CheckConnectionManagement(const ServerOptions& options) {
 }
 
 Status CheckOptions(const ServerOptions& options) {
+  for (const auto& interceptor : options.interceptors) {
+    if (interceptor == nullptr) {
+      return Status(StatusCode::kInvalidArgument,
+                    "a server interceptor is null (ServerOptions::interceptors "
+                    "or Server::Builder::AddInterceptor)");
+    }
+  }
   if (options.max_sync_threads < 1) {
     return Status(
         StatusCode::kInvalidArgument,
@@ -119,6 +126,18 @@ Status CheckOptions(const ServerOptions& options) {
                      ") and its 5-byte prefix"));
   }
   return Status();
+}
+
+}  // namespace
+
+namespace {
+
+std::vector<ServerInterceptor*> InterceptorsOf(const ServerOptions& options) {
+  std::vector<ServerInterceptor*> out;
+  for (const auto& interceptor : options.interceptors) {
+    out.push_back(interceptor.get());
+  }
+  return out;
 }
 
 }  // namespace
@@ -192,7 +211,7 @@ ServerCore::ServerCore(ServerOptions options, MethodMap methods)
       transport_options_(ToServerTransportOptions(options_)),
       settings_{options_.default_compression,
                 options_.connection.max_send_message_size,
-                options_.stream_write_buffer},
+                options_.stream_write_buffer, InterceptorsOf(options_)},
       methods_(std::move(methods)) {
   for (const auto& [method, handler] : methods_) {
     services_.insert(method.substr(1, method.rfind('/') - 1));

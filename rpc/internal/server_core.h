@@ -51,6 +51,8 @@ class ServerCore {
     size_t max_send_message_size = 0;
     // ServerOptions::stream_write_buffer. Bytes.
     size_t stream_write_buffer = 0;
+    // ServerOptions::interceptors (which keeps them alive), outermost first.
+    std::vector<ServerInterceptor*> interceptors;
   };
 
   // Checks `options`, binds `ports` (as Server::Builder::AddListeningPort

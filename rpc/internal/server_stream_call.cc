@@ -42,6 +42,18 @@ void ServerStreamCall::Start() {
 }
 
 void ServerStreamCall::StartHandler() {
+  const Status intercepted = interception_.Start(
+      server_->settings().interceptors, method_name_, &context_);
+  if (!intercepted.ok()) {
+    rejected_ = true;
+    final_status_ = intercepted;
+    stream_->Finish(intercepted,
+                    &ServerContextAccess::TrailingMetadata(&context_));
+    finished_ = true;
+    MaybeDone();
+    return;
+  }
+  if (request_ != nullptr) interception_.Receive(request_bytes_);
   handler_started_ = true;
   if (method_->sync()) {
     reactor_ = &blocking_;
@@ -77,7 +89,7 @@ void ServerStreamCall::HandlerTask::Done() {
 
 Status ServerStreamCall::OnMessage(absl::string_view message, bool compressed) {
   if (request_ == nullptr) return OnMessageReceived(message, compressed);
-  if (handler_started_) {
+  if (handler_started_ || rejected_) {
     return Status(
         StatusCode::kInternal,
         "received a second request message for a server-streaming method");
@@ -87,16 +99,18 @@ Status ServerStreamCall::OnMessage(absl::string_view message, bool compressed) {
     return Status(StatusCode::kInternal, "failed to parse the request message");
   }
   ServerContextAccess::SetLastMessageCompressed(&context_, compressed);
+  request_bytes_ = message.size();
   StartHandler();
   return Status();
 }
 
 void ServerStreamCall::OnHalfClose() {
+  if (rejected_) return;
   if (request_ != nullptr && !handler_started_) {
-    stream_->Finish(Status(StatusCode::kInternal,
+    final_status_ = Status(StatusCode::kInternal,
                            "the client sent no request message for a "
-                           "server-streaming method"),
-                    nullptr);
+                           "server-streaming method");
+    stream_->Finish(final_status_, nullptr);
     finished_ = true;
     MaybeDone();
     return;
@@ -170,7 +184,10 @@ void ServerStreamCall::RunFinish() {
                                server_->settings().max_send_message_size,
                                &stream_->outgoing().buffer());
       if (status.ok()) status = stream_->outgoing().ChargeAppended();
-      if (status.ok()) ResumeSend();
+      if (status.ok()) {
+        interception_.Send(response_->GetCachedSize());
+        ResumeSend();
+      }
     }
     Metadata& initial_metadata =
         ServerContextAccess::InitialMetadata(&context_);
@@ -178,6 +195,7 @@ void ServerStreamCall::RunFinish() {
       stream_->SendInitialMetadata(&initial_metadata);
     }
     stream_->Finish(status, &ServerContextAccess::TrailingMetadata(&context_));
+    final_status_ = status;
   }
   finished_ = true;
   EndOp([] {});
@@ -210,6 +228,10 @@ void ServerStreamCall::RunDone() {
     return;
   }
   if (handler_started_) reactor_->OnDone();
+  interception_.Finish(stream_->cancelled()
+                           ? Status(StatusCode::kCancelled,
+                                    "the call was cancelled")
+                           : final_status_);
   transport::http2::ServerStream* stream = stream_;
   stream_ = nullptr;
   ServerContextAccess::Reset(&context_);

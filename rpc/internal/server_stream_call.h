@@ -8,6 +8,7 @@
 #include "google/protobuf/message_lite.h"
 #include "rpc/internal/cancel_gate.h"
 #include "rpc/internal/context_access.h"
+#include "rpc/internal/server_interception.h"
 #include "rpc/internal/stream_ops.h"
 #include "rpc/internal/worker_pool.h"
 #include "rpc/server.h"
@@ -85,6 +86,8 @@ class ServerStreamCall final : public StreamOps,
   }
   void WriteDone(bool ok) override { reactor_->OnWriteDone(ok); }
   void OpCompleted() override { MaybeDone(); }
+  void OnWriteAppended(size_t bytes) override { interception_.Send(bytes); }
+  void OnMessageRead(size_t bytes) override { interception_.Receive(bytes); }
 
   // ServerStream::Observer.
   Status OnMessage(absl::string_view message, bool compressed) override;
@@ -135,7 +138,12 @@ class ServerStreamCall final : public StreamOps,
   ServerStreamReactor* reactor_ = nullptr;
   // Loop thread.
   bool handler_started_ = false;
+  // An interceptor's OnStart ended the call: the handler never runs.
+  bool rejected_ = false;
   bool finished_ = false;
+  size_t request_bytes_ = 0;  // server streaming: the request's, serialized
+  Status final_status_;       // what the client was sent
+  ServerInterception interception_;
   bool done_posted_ = false;
   Status finish_status_;  // set by Finish before its task runs
   // Set by the first Finish / StartSendInitialMetadata (any thread); the

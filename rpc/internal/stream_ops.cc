@@ -98,6 +98,7 @@ Status StreamOps::OnCompressedMessageReceived(
 }
 
 bool StreamOps::ParseIntoReadTarget(absl::string_view message) {
+  OnMessageRead(message.size());
   return read_target_->ParseFromArray(message.data(),
                                       static_cast<int>(message.size()));
 }
@@ -149,7 +150,7 @@ void StreamOps::RunWrite() {
     FailCall(status);
     return;
   }
-  OnWriteAppended();
+  OnWriteAppended(write_message_->GetCachedSize());
   ResumeSend();
   if (out.pending() <= write_buffer_size_) {
     CompleteWrite(true);

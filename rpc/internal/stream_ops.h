@@ -58,8 +58,12 @@ class StreamOps : private transport::http2::OutgoingData::DrainListener {
   virtual transport::http2::OutgoingData& outgoing() = 0;
   virtual void ResumeSend() = 0;
   virtual size_t HoldMessage() = 0;
-  // Loop thread: a write's message was appended to outgoing().
-  virtual void OnWriteAppended() {}
+  // Loop thread: a write's message of `bytes` bytes (serialized, before
+  // compression) was appended to outgoing().
+  virtual void OnWriteAppended(size_t bytes) {}
+  // Loop thread: a received message of `bytes` bytes (serialized,
+  // decompressed) goes to the application's read.
+  virtual void OnMessageRead(size_t bytes) {}
   // The algorithm messages are compressed with (fixed once the first
   // message or the headers went out).
   virtual CompressionAlgorithm SendCompression() = 0;
