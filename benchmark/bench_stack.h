@@ -1,7 +1,9 @@
 #ifndef H2RPC_BENCHMARK_BENCH_STACK_H_
 #define H2RPC_BENCHMARK_BENCH_STACK_H_
 
+#include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -46,7 +48,14 @@ class Outstanding {
 };
 
 struct ClientConfig {
-  std::string target;  // "host:port"
+  // Any target in gRPC's naming syntax: "host:port", "dns:///host:port",
+  // "ipv4:addr:port,addr:port", "ipv6:[addr]:port,...", "unix:path",
+  // "unix-abstract:name". Every connection resolves it.
+  std::string target;
+  // How each connection (channel) spreads its calls over the target's
+  // addresses: "pick_first" or "round_robin" (h2rpc's
+  // ChannelOptions::lb_policy, gRPC C++'s GRPC_ARG_LB_POLICY_NAME).
+  std::string lb_policy = "pick_first";
   Workload workload = Workload::kUnary;
   // Calls (unary) or streams in flight, spread over `connections`;
   // handshake: connections in flight, each with its one call (`connections`
@@ -67,7 +76,8 @@ struct ClientConfig {
 };
 
 struct ServerConfig {
-  // Where to listen; port 0 picks a free one (BenchServer::port()).
+  // Where to listen: "host:port" (port 0 picks a free one, see
+  // BenchServer::port()), "unix:path" or "unix-abstract:name".
   std::string address = "127.0.0.1:0";
   CompressionAlgorithm compression = CompressionAlgorithm::kIdentity;
   std::vector<int> cpus;
@@ -88,11 +98,26 @@ class BenchClient {
   virtual void Stop() = 0;
 };
 
+// Counts the request messages a server has received (a unary call's
+// request, each message of a stream), from any thread: one relaxed atomic
+// increment per request.
+class RequestCounter {
+ public:
+  void Count() { count_.fetch_add(1, std::memory_order_relaxed); }
+  int64_t Get() const { return count_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<int64_t> count_{0};
+};
+
 // A running server.
 class BenchServer {
  public:
   virtual ~BenchServer() = default;
+  // The port it listens on; 0 for a unix-domain socket.
   virtual int port() const = 0;
+  // Request messages received so far (see RequestCounter). Any thread.
+  virtual int64_t requests() const = 0;
 };
 
 std::unique_ptr<BenchClient> NewH2rpcClient(const ClientConfig& config,

@@ -12,8 +12,20 @@
 // --client_cpus), and allocations and CPU time are attributed by thread. Two
 // gRPC C++ sides would share gRPC's internal threads, so that pairing runs
 // the server in a child process (this binary with --server_only); so does
-// --process=two for any pairing. --target drives a remote server;
-// --server_only --port=P serves for any gRPC client.
+// --process=two for any pairing. --target drives a remote server (any gRPC
+// target: host:port, dns:///host:port, ipv4:a:p,b:p, ipv6:[a]:p,
+// unix:path, unix-abstract:name); --server_only --port=P (or
+// --server_address=unix:path) serves for any gRPC client.
+//
+// --servers=N starts N server child processes on loopback ports of their
+// own, and every client connection balances its calls over them all
+// (target "ipv4:127.0.0.1:P1,127.0.0.1:P2,...", policy --lb_policy); the
+// requests each one served are printed after the run and recorded in the
+// result file, and the server figures are the children's together. A
+// policy places each call when it starts: a streaming or unconstrained
+// run's streams all start at once, when often only one backend is
+// connected, so round_robin may put them all there (gRPC C++ does the
+// same); unary and handshake runs spread over all.
 //
 // --secure runs everything over TLS with gRPC's interop test credentials
 // (test/interop/testdata: servers serve server1.key/server1.pem, clients
@@ -41,6 +53,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "benchmark/backends.h"
 #include "benchmark/bench_stack.h"
 #include "benchmark/malloc_counter.h"
 #include "benchmark/run_result.h"
@@ -72,14 +85,29 @@ ABSL_FLAG(std::string, server_cpus, "default",
           "CPUs for the server's threads (default: 0 on a machine with 2 or "
           "more CPUs).");
 ABSL_FLAG(std::string, process, "auto",
-          "one, two, or auto (two only for grpcpp->grpcpp).");
+          "one, two, or auto (two for grpcpp->grpcpp and with --servers "
+          "above 1, else one).");
 ABSL_FLAG(std::string, target, "",
-          "host:port of a running server to drive instead of starting one.");
+          "A running server (or servers) to drive instead of starting one, "
+          "in gRPC's naming syntax: host:port, dns:///host:port, "
+          "ipv4:addr:port,addr:port, ipv6:[addr]:port,..., unix:path, "
+          "unix-abstract:name.");
+ABSL_FLAG(int, servers, 1,
+          "Server processes to start (1 to 64): more than 1 starts each in a "
+          "child process on a loopback port of its own (all with the same "
+          "--server_cpus) and makes the client's target name them all, "
+          "balanced with --lb_policy. Not with --target.");
+ABSL_FLAG(std::string, lb_policy, "pick_first",
+          "pick_first or round_robin: how each client connection spreads its "
+          "calls over the target's addresses.");
 ABSL_FLAG(bool, server_only, false,
           "Serve BenchmarkService (one --server_stack) on --port; prints "
           "'listening on port N' and answers 'usage' lines on stdin until "
           "stdin closes.");
 ABSL_FLAG(int, port, 0, "Port for --server_only (0: any).");
+ABSL_FLAG(std::string, server_address, "",
+          "For --server_only: where to listen instead of 0.0.0.0:--port, e.g. "
+          "unix:/tmp/bench.sock or unix-abstract:bench (either stack).");
 ABSL_FLAG(std::string, result_file, "", "Writes the results as JSON.");
 ABSL_FLAG(bool, secure, false,
           "TLS (ALPN h2) on every connection, with gRPC's interop test "
@@ -94,6 +122,9 @@ ABSL_FLAG(std::string, tls_credentials_dir, "",
 
 namespace h2rpc::benchmark {
 namespace {
+
+// The most --servers: each is a process with its own threads.
+constexpr int kMaxServers = 64;
 
 std::vector<std::string> ListFlag(const std::string& value) {
   return absl::StrSplit(value, ',', absl::SkipEmpty());
@@ -149,13 +180,6 @@ bool ParseWorkload(const std::string& name, Workload* out) {
   return true;
 }
 
-std::unique_ptr<BenchServer> StartServer(const std::string& stack,
-                                         const ServerConfig& config,
-                                         std::string* error) {
-  return stack == "grpcpp" ? StartGrpcppServer(config, error)
-                           : StartH2rpcServer(config, error);
-}
-
 // Prints the run's progress on stderr every second until stopped.
 class ProgressReporter {
  public:
@@ -199,6 +223,8 @@ struct Plan {
   std::vector<int> server_cpus;
   std::string process;
   std::string target;
+  int servers = 1;
+  std::string lb_policy;
   absl::Duration warmup;
   TlsCredentialFiles tls;  // --secure only
 };
@@ -240,41 +266,51 @@ void WaitForFirstOp(OpStats* stats) {
   }
 }
 
-// Runs one combination; false if the server could not be started.
-bool RunOne(const RunFeatures& features, Workload workload,
-            CompressionAlgorithm compression, const Plan& plan,
-            RunResult* result) {
-  result->features = features;
-  ServerConfig server_config;
-  server_config.compression = compression;
-  server_config.cpus = plan.server_cpus;
-  if (features.secure) SetServerTls(plan.tls, &server_config);
+SideUsage Minus(const SideUsage& a, const SideUsage& b) {
+  return {a.allocations - b.allocations, a.bytes - b.bytes,
+          a.cpu_nanos - b.cpu_nanos};
+}
 
-  std::unique_ptr<BenchServer> server;
-  std::unique_ptr<ServerProcess> server_process;
-  std::string target = plan.target;
-  std::string error;
-  if (target.empty() && features.two_processes) {
-    server_process = ServerProcess::Start(
+// The run's servers (without --target): features.servers children, or one
+// in this process.
+std::unique_ptr<Backends> StartBackends(const RunFeatures& features,
+                                        CompressionAlgorithm compression,
+                                        const Plan& plan, std::string* error) {
+  if (features.two_processes) {
+    return Backends::StartProcesses(
+        features.servers,
         {"--server_only", "--server_stack=" + features.server_stack, "--port=0",
          "--compression=" + features.compression,
          "--server_cpus=" + absl::StrJoin(plan.server_cpus, ","),
          absl::StrCat("--secure=", features.secure ? "true" : "false"),
          "--tls_credentials_dir=" + plan.tls.dir},
-        &error);
-    if (server_process == nullptr) {
-      std::fprintf(stderr, "%s\n", error.c_str());
-      return false;
-    }
-    target = absl::StrCat("127.0.0.1:", server_process->port());
-  } else if (target.empty()) {
-    server = StartServer(features.server_stack, server_config, &error);
-    if (server == nullptr) {
+        error);
+  }
+  ServerConfig config;
+  config.compression = compression;
+  config.cpus = plan.server_cpus;
+  if (features.secure) SetServerTls(plan.tls, &config);
+  return Backends::StartInProcess(features.server_stack, config, error);
+}
+
+// Runs one combination; false if the servers could not be started.
+bool RunOne(const RunFeatures& features, Workload workload,
+            CompressionAlgorithm compression, const Plan& plan,
+            RunResult* result) {
+  result->features = features;
+  std::unique_ptr<Backends> backends;
+  std::string target = plan.target;
+  if (target.empty()) {
+    std::string error;
+    backends = StartBackends(features, compression, plan, &error);
+    if (backends == nullptr) {
       std::fprintf(stderr, "server: %s\n", error.c_str());
       return false;
     }
-    target = absl::StrCat("127.0.0.1:", server->port());
+    target = backends->target();
   }
+  BenchServer* const server =
+      backends != nullptr ? backends->in_process() : nullptr;
 
   // Threads without an h2rpc name belong to the gRPC C++ side of the
   // process (both sides are never gRPC C++ in one process).
@@ -288,6 +324,7 @@ bool RunOne(const RunFeatures& features, Workload workload,
 
   ClientConfig config;
   config.target = target;
+  config.lb_policy = features.lb_policy;
   config.workload = workload;
   config.concurrency = features.max_concurrent_calls;
   config.connections = features.connections;
@@ -315,9 +352,8 @@ bool RunOne(const RunFeatures& features, Workload workload,
     const int64_t process_cpu0 = ProcessCpuNanos();
     const AllocationCount client0 = AllocationsOf(Role::kClient);
     const AllocationCount server0 = AllocationsOf(Role::kServer);
-    SideUsage child0;
-    const bool child_ok0 =
-        server_process != nullptr && server_process->Usage(&child0);
+    Backends::Snapshot backends0;
+    const bool backends_ok0 = backends != nullptr && backends->Take(&backends0);
 
     absl::SleepFor(features.benchtime);
 
@@ -327,11 +363,16 @@ bool RunOne(const RunFeatures& features, Workload workload,
     const int64_t process_cpu1 = ProcessCpuNanos();
     const AllocationCount client1 = AllocationsOf(Role::kClient);
     const AllocationCount server1 = AllocationsOf(Role::kServer);
-    SideUsage child1;
-    if (child_ok0 && server_process->Usage(&child1)) {
-      result->server = SideUsage{child1.allocations - child0.allocations,
-                                 child1.bytes - child0.bytes,
-                                 child1.cpu_nanos - child0.cpu_nanos};
+    Backends::Snapshot backends1;
+    if (backends_ok0 && backends->Take(&backends1)) {
+      for (size_t i = 0; i < backends1.requests.size(); ++i) {
+        result->backends.push_back(
+            {backends->addresses()[i],
+             backends1.requests[i] - backends0.requests[i]});
+      }
+      if (backends0.usage.has_value() && backends1.usage.has_value()) {
+        result->server = Minus(*backends1.usage, *backends0.usage);
+      }
     }
     result->client = UsageOf(Role::kClient, cpu0, cpu1, client0, client1);
     if (server != nullptr) {
@@ -373,7 +414,9 @@ int ServeOnly() {
   if (!Cpus("server_cpus", absl::GetFlag(FLAGS_server_cpus), 0, &config.cpus)) {
     return 2;
   }
-  if (absl::GetFlag(FLAGS_port) != 0) {
+  if (!absl::GetFlag(FLAGS_server_address).empty()) {
+    config.address = absl::GetFlag(FLAGS_server_address);
+  } else if (absl::GetFlag(FLAGS_port) != 0) {
     config.address = absl::StrCat("0.0.0.0:", absl::GetFlag(FLAGS_port));
   }
   if (absl::GetFlag(FLAGS_secure)) {
@@ -382,14 +425,18 @@ int ServeOnly() {
     SetServerTls(tls, &config);
   }
   std::string error;
-  std::unique_ptr<BenchServer> server = StartServer(stacks[0], config, &error);
-  if (server == nullptr) {
-    std::fprintf(stderr, "server: %s\n", error.c_str());
+  std::unique_ptr<Backends> backends =
+      Backends::StartInProcess(stacks[0], config, &error);
+  if (backends == nullptr) {
+    std::fprintf(stderr, "server on %s: %s\n", config.address.c_str(),
+                 error.c_str());
     return 1;
   }
-  ServeUsageRequests(server->port(), [] {
+  BenchServer* const server = backends->in_process();
+  ServeUsageRequests(server->port(), [server] {
     const AllocationCount a = AllocationsOf(Role::kServer);
-    return SideUsage{a.allocations, a.bytes, ProcessCpuNanos()};
+    return ServerReport{SideUsage{a.allocations, a.bytes, ProcessCpuNanos()},
+                        server->requests()};
   });
   return 0;
 }
@@ -415,6 +462,32 @@ int Main(int argc, char** argv) {
   if (plan.process != "auto" && plan.process != "one" &&
       plan.process != "two") {
     std::fprintf(stderr, "bad --process\n");
+    return 2;
+  }
+  plan.servers = absl::GetFlag(FLAGS_servers);
+  plan.lb_policy = absl::GetFlag(FLAGS_lb_policy);
+  if (plan.servers < 1 || plan.servers > kMaxServers) {
+    std::fprintf(stderr, "bad --servers=%d: from 1 to %d server processes\n",
+                 plan.servers, kMaxServers);
+    return 2;
+  }
+  if (plan.servers > 1 && !plan.target.empty()) {
+    std::fprintf(stderr,
+                 "--servers=%d starts servers, --target=%s drives running "
+                 "ones: give one or the other\n",
+                 plan.servers, plan.target.c_str());
+    return 2;
+  }
+  if (plan.servers > 1 && plan.process == "one") {
+    std::fprintf(stderr,
+                 "--servers=%d runs each server in a process of its own: "
+                 "not with --process=one\n",
+                 plan.servers);
+    return 2;
+  }
+  if (plan.lb_policy != "pick_first" && plan.lb_policy != "round_robin") {
+    std::fprintf(stderr, "bad --lb_policy=%s: pick_first or round_robin\n",
+                 plan.lb_policy.c_str());
     return 2;
   }
   std::vector<int> concurrencies, req_sizes, resp_sizes, connections;
@@ -490,9 +563,11 @@ int Main(int argc, char** argv) {
                       workload == Workload::kHandshake ? 1 : std::max(1, conns);
                   f.secure = secure;
                   f.benchtime = absl::GetFlag(FLAGS_benchtime);
+                  f.servers = plan.servers;
+                  f.lb_policy = plan.lb_policy;
                   f.two_processes =
                       plan.target.empty() &&
-                      (plan.process == "two" ||
+                      (plan.process == "two" || plan.servers > 1 ||
                        (plan.process == "auto" && client_stack == "grpcpp" &&
                         server_stack == "grpcpp"));
                   RunResult result;
@@ -500,6 +575,10 @@ int Main(int argc, char** argv) {
                     return 1;
                   }
                   std::printf("%s\n", TableRow(result).c_str());
+                  const std::string backends_line = BackendsLine(result);
+                  if (!backends_line.empty()) {
+                    std::printf("%s\n", backends_line.c_str());
+                  }
                   std::fflush(stdout);
                   if (result.stats.errors > 0) {
                     std::fprintf(stderr, "%s: %lld errors, first: %s\n",

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs every workload in all four pairings (and with gzip, and unary,
 # streaming and handshake over TLS) for a moment, then reads the result files
-# back with benchresult. Fails if a run had errors or no ops (benchmain's exit
-# status), or a result file does not round-trip.
+# back with benchresult; then unary over two server processes (round_robin
+# and pick_first) and against servers on unix-domain sockets. Fails if a run
+# had errors or no ops (benchmain's exit status), a result file does not
+# round-trip, or the backends did not serve as the policy says.
 set -euo pipefail
 benchmain=$1
 benchresult=$2
@@ -110,3 +112,64 @@ if "$benchmain" --client_cpus=one > "$TEST_TMPDIR/bad.txt" 2>&1; then
 fi
 grep -q "bad --client_cpus entry 'one'" "$TEST_TMPDIR/bad.txt" ||
   { cat "$TEST_TMPDIR/bad.txt"; exit 1; }
+
+# --servers: two server processes behind one target, every client connection
+# (two per client here) balancing over both. round_robin: both backends
+# serve requests, in the table and through benchresult; pick_first: the
+# first address gets them all.
+lb=(--servers=2 --workloads=unary --connections=2 --benchtime=200ms
+    --warmup=50ms --client_cpus= --server_cpus= --max_concurrent_calls=4)
+lb_result="${TEST_TMPDIR:-/tmp}/benchmain_lb.json"
+"$benchmain" --lb_policy=round_robin --client_stack=$both \
+  --server_stack=$both "${lb[@]}" --result_file="$lb_result" |
+  tee "$TEST_TMPDIR/rr.txt"
+"$benchmain" --lb_policy=pick_first --client_stack=$both \
+  --server_stack=h2rpc "${lb[@]}" | tee "$TEST_TMPDIR/pf.txt"
+# "  backends (requests): 127.0.0.1:P1 N1 (x%), 127.0.0.1:P2 N2 (y%)" ->
+# "N1 N2", one line per run.
+served() {
+  grep '^  backends (requests): ' "$1" |
+    sed -E 's/ \([0-9.]+%\)//g; s/[^ ]*127\.0\.0\.1:[0-9]+ //g;
+            s/^ *backends \(requests\): //; s/,//g'
+}
+[[ $(served "$TEST_TMPDIR/rr.txt" | grep -cE '^[1-9][0-9]* [1-9][0-9]*$') \
+    -eq 4 ]] ||
+  { echo "round_robin: expected 4 runs with both backends serving"; exit 1; }
+[[ $(served "$TEST_TMPDIR/pf.txt" | grep -cE '^[1-9][0-9]* 0$') -eq 2 ]] ||
+  { echo "pick_first: expected 2 runs served by the first backend only"
+    exit 1; }
+[[ $(grep -c '"servers": 2, "lb_policy": "round_robin"' "$lb_result") \
+    -eq 4 ]] || { echo "$lb_result lacks the servers/lb_policy features"
+                  exit 1; }
+"$benchresult" "$lb_result" | tee "$TEST_TMPDIR/lb_table.txt"
+[[ $(grep -cE 'servers=2 round_robin .* [1-9][0-9]* / [1-9][0-9]*$' \
+      "$TEST_TMPDIR/lb_table.txt") -eq 4 ]] ||
+  { echo "benchresult lost the requests per backend"; exit 1; }
+
+# --target takes gRPC's naming syntax: a --server_only server of each stack
+# on an abstract unix-domain socket, driven by both clients.
+for stack in h2rpc grpcpp; do
+  name="h2rpc-benchmain-smoke-$$-$stack"
+  coproc server { exec "$benchmain" --server_only --server_stack=$stack \
+                    --server_address="unix-abstract:$name" --server_cpus=; }
+  read -r -t 60 line <&"${server[0]}" ||
+    { echo "no answer from the $stack server on unix-abstract:$name"; exit 1; }
+  [[ $line == "listening on port 0" ]] || { echo "$stack: '$line'"; exit 1; }
+  "$benchmain" --target="unix-abstract:$name" --client_stack=$both \
+    "${brief[@]}" | tee -a "$TEST_TMPDIR/targets.txt"
+  exec {server[1]}>&-
+  wait "$server_PID"
+done
+[[ $(grep -cE '^unary (h2rpc|grpcpp)->remote ' "$TEST_TMPDIR/targets.txt") \
+    -eq 4 ]] || { echo "expected 4 runs on unix-abstract targets"; exit 1; }
+
+# Bad load-balancing flags are refused, naming the flag.
+for flags in "--servers=0" "--lb_policy=random" \
+             "--servers=2 --target=127.0.0.1:1" "--servers=2 --process=one"; do
+  # shellcheck disable=SC2086  # word splitting intended
+  if "$benchmain" $flags > "$TEST_TMPDIR/bad_lb.txt" 2>&1; then
+    echo "expected $flags to be refused"; exit 1
+  fi
+  grep -q -- "${flags%% *}" "$TEST_TMPDIR/bad_lb.txt" ||
+    { cat "$TEST_TMPDIR/bad_lb.txt"; exit 1; }
+done

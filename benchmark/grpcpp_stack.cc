@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
@@ -225,15 +226,19 @@ class ServerRpc {
 };
 
 // A server completion queue with its polling thread's state: the call
-// objects of all methods and the idle ones, ready to request a call.
+// objects of all methods and the idle ones, ready to request a call. Its
+// calls count every request they receive in `requests` (shared by the
+// server's queues).
 class ServerQueue {
  public:
   ServerQueue(BenchmarkService::AsyncService* service,
-              std::unique_ptr<grpc::ServerCompletionQueue> cq)
-      : service_(service), cq_(std::move(cq)) {}
+              std::unique_ptr<grpc::ServerCompletionQueue> cq,
+              RequestCounter* requests)
+      : service_(service), cq_(std::move(cq)), requests_(requests) {}
 
   BenchmarkService::AsyncService* service() const { return service_; }
   grpc::ServerCompletionQueue* cq() const { return cq_.get(); }
+  RequestCounter* requests() const { return requests_; }
 
   // Requests a call of `method` with an idle object (a new one if none).
   void RequestCall(Method method);
@@ -277,6 +282,7 @@ class ServerQueue {
  private:
   BenchmarkService::AsyncService* const service_;
   const std::unique_ptr<grpc::ServerCompletionQueue> cq_;
+  RequestCounter* const requests_;
   std::mutex mu_;         // held while an event is processed
   bool stopped_ = false;  // guarded by mu_
   // Polling thread only (or before it starts, after it ends).
@@ -303,6 +309,7 @@ class UnaryRpc final : public ServerRpc {
       case kRequest:
         if (!ok) return;  // the server is shutting down
         queue_->RequestCall(kUnaryMethod);
+        queue_->requests()->Count();
         FillResponse(request_, &response_);
         responder_->Finish(response_, grpc::Status::OK, &finish_tag_);
         return;
@@ -345,6 +352,7 @@ class PingPongRpc final : public ServerRpc {
           stream_->Finish(grpc::Status::OK, &finish_tag_);
           return;
         }
+        queue_->requests()->Count();
         FillResponse(request_, &response_);
         stream_->Write(response_, &write_tag_);
         return;
@@ -400,6 +408,7 @@ class BothWaysRpc final : public ServerRpc {
           if (!writing_) stream_->Finish(grpc::Status::OK, &finish_tag_);
           return;
         }
+        queue_->requests()->Count();
         if (!writing_) {
           FillResponse(request_, &response_);
           writing_ = true;
@@ -470,6 +479,7 @@ class GrpcppServer final : public BenchServer {
     server_.reset();
   }
   int port() const override { return port_; }
+  int64_t requests() const override { return requests_.Get(); }
 
   // Empty on success.
   std::string Start(const ServerConfig& config) {
@@ -492,14 +502,17 @@ class GrpcppServer final : public BenchServer {
       builder.SetDefaultCompressionAlgorithm(ToGrpc(config.compression));
       for (int i = 0; i < num_queues; ++i) {
         queues_.push_back(std::make_unique<ServerQueue>(
-            &service_, builder.AddCompletionQueue()));
+            &service_, builder.AddCompletionQueue(), &requests_));
       }
       server_ = builder.BuildAndStart();
     }
-    if (server_ == nullptr || port_ == 0) {
+    const bool unix_socket = absl::StartsWith(config.address, "unix:") ||
+                             absl::StartsWith(config.address, "unix-abstract:");
+    if (server_ == nullptr || (port_ == 0 && !unix_socket)) {
       return absl::StrCat("cannot start the gRPC C++ server on ",
                           config.address, config.secure ? " (TLS)" : "");
     }
+    if (unix_socket) port_ = 0;  // gRPC C++ reports 1
     for (auto& queue : queues_) {
       for (int method = 0; method < kNumMethods; ++method) {
         for (int i = 0; i < kRequestedCallsPerMethod; ++i) {
@@ -519,10 +532,11 @@ class GrpcppServer final : public BenchServer {
 
  private:
   BenchmarkService::AsyncService service_;
+  RequestCounter requests_;  // outlives the queues
   std::unique_ptr<grpc::Server> server_;
   std::vector<std::unique_ptr<ServerQueue>> queues_;
   std::vector<std::thread> threads_;
-  int port_ = 0;
+  int port_ = 0;  // 0 on a unix-domain socket
 };
 
 // ---------------------------------------------------------------------------
@@ -533,6 +547,7 @@ struct ClientShared {
   grpc_compression_algorithm compression = GRPC_COMPRESS_NONE;
   SimpleRequest request;
   std::string target;
+  std::string lb_policy;
   std::shared_ptr<grpc::ChannelCredentials> credentials;
   std::string ssl_target_name_override;  // secure only; empty: none
   std::atomic<int64_t> next_channel{0};
@@ -540,12 +555,14 @@ struct ClientShared {
   Outstanding outstanding;
 };
 
-// A channel of its own, hence a connection of its own: no subchannel shared
-// with another channel, and a distinct argument so that no two channels are
+// A channel of its own, hence connections of its own (to the target's
+// addresses, as the lb_policy connects them): no subchannel shared with
+// another channel, and a distinct argument so that no two channels are
 // equal. Any thread.
 std::shared_ptr<grpc::Channel> NewChannel(ClientShared* shared) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  args.SetLoadBalancingPolicyName(shared->lb_policy);
   args.SetString("h2rpc.benchmark.channel",
                  absl::StrCat(shared->next_channel.fetch_add(1)));
   if (!shared->ssl_target_name_override.empty()) {
@@ -850,6 +867,7 @@ class GrpcppClient final : public BenchClient {
         std::string(static_cast<size_t>(config.req_size), 'q'));
     shared_.request.set_response_size(config.resp_size);
     shared_.target = config.target;
+    shared_.lb_policy = config.lb_policy;
     if (config.secure) {
       grpc::SslCredentialsOptions ssl;
       ssl.pem_root_certs = config.pem_root_certs;

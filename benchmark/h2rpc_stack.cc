@@ -39,12 +39,15 @@ void FillResponse(const SimpleRequest& request, SimpleResponse* response) {
 class PingPongServer final
     : public ServerBidiReactor<SimpleRequest, SimpleResponse> {
  public:
-  PingPongServer() { StartRead(&request_); }
+  explicit PingPongServer(RequestCounter* requests) : requests_(requests) {
+    StartRead(&request_);
+  }
   void OnReadDone(bool ok) override {
     if (!ok) {
       Finish(Status());
       return;
     }
+    requests_->Count();
     FillResponse(request_, &response_);
     StartWrite(&response_);
   }
@@ -58,6 +61,7 @@ class PingPongServer final
   void OnDone() override { delete this; }
 
  private:
+  RequestCounter* const requests_;
   SimpleRequest request_;
   SimpleResponse response_;
 };
@@ -68,13 +72,16 @@ class PingPongServer final
 class BothWaysServer final
     : public ServerBidiReactor<SimpleRequest, SimpleResponse> {
  public:
-  BothWaysServer() { StartRead(&request_); }
+  explicit BothWaysServer(RequestCounter* requests) : requests_(requests) {
+    StartRead(&request_);
+  }
   void OnReadDone(bool ok) override {
     if (!ok) {
       reads_done_ = true;
       if (!writing_) Finish(Status());
       return;
     }
+    requests_->Count();
     if (!writing_) {
       FillResponse(request_, &response_);
       writing_ = true;
@@ -93,6 +100,7 @@ class BothWaysServer final
   void OnDone() override { delete this; }
 
  private:
+  RequestCounter* const requests_;
   SimpleRequest request_;
   SimpleResponse response_;
   bool writing_ = false;
@@ -100,21 +108,27 @@ class BothWaysServer final
 };
 
 // The three methods the workloads use; the other two answer UNIMPLEMENTED.
+// Every request received is counted in `requests`.
 class BenchmarkHandlers final : public BenchmarkService::CallbackService {
  public:
+  explicit BenchmarkHandlers(RequestCounter* requests) : requests_(requests) {}
   void UnaryCall(ServerContext*, const SimpleRequest* request,
                  SimpleResponse* response, UnaryDone done) override {
+    requests_->Count();
     FillResponse(*request, response);
     done(Status());
   }
   ServerBidiReactor<SimpleRequest, SimpleResponse>* StreamingCall(
       ServerContext*) override {
-    return new PingPongServer();
+    return new PingPongServer(requests_);
   }
   ServerBidiReactor<SimpleRequest, SimpleResponse>* StreamingBothWays(
       ServerContext*) override {
-    return new BothWaysServer();
+    return new BothWaysServer(requests_);
   }
+
+ private:
+  RequestCounter* const requests_;
 };
 
 class H2rpcServer final : public BenchServer {
@@ -144,9 +158,11 @@ class H2rpcServer final : public BenchServer {
     return server_ == nullptr ? status.ToString() : std::string();
   }
   int port() const override { return port_; }
+  int64_t requests() const override { return requests_.Get(); }
 
  private:
-  BenchmarkHandlers handlers_;  // outlives server_
+  RequestCounter requests_;
+  BenchmarkHandlers handlers_{&requests_};  // outlives server_
   std::unique_ptr<Server> server_;
   int port_ = 0;
 };
@@ -170,6 +186,7 @@ ChannelOptions ChannelOptionsFor(const ClientConfig& config, int index) {
     options.loop_cpu = config.cpus[index % config.cpus.size()];
   }
   options.ssl_target_name_override = config.ssl_target_name_override;
+  options.lb_policy = config.lb_policy;
   return options;
 }
 

@@ -45,6 +45,16 @@ std::string SideJson(const std::optional<SideUsage>& usage, int64_t ops) {
 
 int64_t Nanos(absl::Duration d) { return absl::ToInt64Nanoseconds(d); }
 
+std::string BackendsJson(const std::vector<BackendRequests>& backends) {
+  if (backends.empty()) return "null";
+  std::vector<std::string> items;
+  for (const BackendRequests& b : backends) {
+    items.push_back(absl::StrFormat("{\"address\": %s, \"requests\": %d}",
+                                    JsonString(b.address), b.requests));
+  }
+  return absl::StrCat("[", absl::StrJoin(items, ", "), "]");
+}
+
 std::string RunJson(const RunResult& r) {
   const RunFeatures& f = r.features;
   const LatencyHistogram& h = r.stats.histogram;
@@ -64,13 +74,14 @@ std::string RunJson(const RunResult& r) {
           "\"workload\": %s, \"client_stack\": %s, \"server_stack\": %s, "
           "\"max_concurrent_calls\": %d, \"req_size_bytes\": %d, "
           "\"resp_size_bytes\": %d, \"compression\": %s, \"connections\": %d, "
-          "\"benchtime_s\": %.3f, \"process\": %s, \"secure\": %s},\n",
+          "\"benchtime_s\": %.3f, \"process\": %s, \"secure\": %s, "
+          "\"servers\": %d, \"lb_policy\": %s},\n",
           JsonString(f.workload), JsonString(f.client_stack),
           JsonString(f.server_stack), f.max_concurrent_calls, f.req_size_bytes,
           f.resp_size_bytes, JsonString(f.compression), f.connections,
           absl::ToDoubleSeconds(f.benchtime),
           JsonString(f.two_processes ? "two" : "one"),
-          f.secure ? "true" : "false"),
+          f.secure ? "true" : "false", f.servers, JsonString(f.lb_policy)),
       absl::StrFormat(
           "      \"duration_s\": %.3f, \"total_ops\": %d, \"send_ops\": %d, "
           "\"recv_ops\": %d, \"errors\": %d, \"qps\": %.1f,\n",
@@ -92,7 +103,8 @@ std::string RunJson(const RunResult& r) {
                       Nanos(LatencyHistogram::BucketUpperBound(0)),
                       absl::StrJoin(buckets, ", ")),
       "      \"client\": ", SideJson(r.client, r.total_ops()),
-      ",\n      \"server\": ", SideJson(r.server, r.total_ops()), "\n    }");
+      ",\n      \"server\": ", SideJson(r.server, r.total_ops()),
+      ",\n      \"backends\": ", BackendsJson(r.backends), "\n    }");
 }
 
 std::string Micros(absl::Duration d) {
@@ -110,10 +122,12 @@ std::string SideCells(const std::optional<SideUsage>& usage, int64_t ops) {
 
 std::string RunFeatures::Title() const {
   return absl::StrFormat(
-      "%s %s->%s c=%d %d/%dB %s%s%s", workload, client_stack, server_stack,
+      "%s %s->%s c=%d %d/%dB %s%s%s%s%s", workload, client_stack, server_stack,
       max_concurrent_calls, req_size_bytes, resp_size_bytes, compression,
       connections > 1 ? absl::StrCat(" conns=", connections) : "",
-      secure ? " tls" : "");
+      secure ? " tls" : "",
+      servers > 1 ? absl::StrCat(" servers=", servers) : "",
+      lb_policy != "pick_first" ? absl::StrCat(" ", lb_policy) : "");
 }
 
 int64_t RunResult::send_ops() const {
@@ -146,6 +160,19 @@ std::string TableRow(const RunResult& r) {
                          Micros(h.Percentile(0.9)), Micros(h.Percentile(0.99)),
                          SideCells(r.client, r.total_ops()),
                          SideCells(r.server, r.total_ops()), r.stats.errors);
+}
+
+std::string BackendsLine(const RunResult& r) {
+  if (r.backends.size() < 2) return std::string();
+  int64_t total = 0;
+  for (const BackendRequests& b : r.backends) total += b.requests;
+  std::vector<std::string> cells;
+  for (const BackendRequests& b : r.backends) {
+    cells.push_back(absl::StrFormat(
+        "%s %d (%.1f%%)", b.address, b.requests,
+        total > 0 ? 100.0 * static_cast<double>(b.requests) / total : 0.0));
+  }
+  return absl::StrCat("  backends (requests): ", absl::StrJoin(cells, ", "));
 }
 
 std::string ResultFileJson(const std::string& command,

@@ -24,10 +24,18 @@ struct RunFeatures {
   absl::Duration benchtime;
   bool two_processes = false;
   bool secure = false;  // TLS
+  int servers = 1;      // server processes (--servers)
+  std::string lb_policy = "pick_first";
 
-  // "unary h2rpc->grpcpp c=120 1024/1024B off", then " conns=N" and " tls"
-  // when not the defaults.
+  // "unary h2rpc->grpcpp c=120 1024/1024B off", then " conns=N", " tls",
+  // " servers=N" and " round_robin" when not the defaults.
   std::string Title() const;
+};
+
+// What one backend served during a run's measured time.
+struct BackendRequests {
+  std::string address;   // "127.0.0.1:P"
+  int64_t requests = 0;  // request messages received (unary: calls)
 };
 
 struct RunResult {
@@ -37,7 +45,10 @@ struct RunResult {
   // Unset for a side that was not measured (a remote server, or no
   // allocation counting under a sanitizer).
   std::optional<SideUsage> client;
-  std::optional<SideUsage> server;
+  std::optional<SideUsage> server;  // all the backends together
+  // Each backend, in the target's order; empty when not measured (a remote
+  // server, or a child that did not answer).
+  std::vector<BackendRequests> backends;
 
   // unary, streaming: round trips; unconstrained: messages each way (the
   // smaller count).
@@ -50,6 +61,10 @@ struct RunResult {
 // The header and one line of the table benchmain prints.
 std::string TableHeader();
 std::string TableRow(const RunResult& result);
+// "  backends (requests): 127.0.0.1:P1 10204 (50.1%), ...": each backend's
+// share of the requests, for a run with more than one backend; empty
+// otherwise.
+std::string BackendsLine(const RunResult& result);
 
 // The whole result file (docs/benchmark_results.md).
 std::string ResultFileJson(const std::string& command,

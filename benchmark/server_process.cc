@@ -82,27 +82,30 @@ bool ServerProcess::ReadLine(std::string* line) {
   }
 }
 
-bool ServerProcess::Usage(SideUsage* usage) {
+bool ServerProcess::Report(ServerReport* report) {
   if (write(to_child_, "usage\n", 6) != 6) return false;
   std::string line;
   if (!ReadLine(&line)) return false;
   const std::vector<absl::string_view> fields = absl::StrSplit(line, ' ');
-  return fields.size() == 4 && fields[0] == "usage" &&
-         absl::SimpleAtoi(fields[1], &usage->allocations) &&
-         absl::SimpleAtoi(fields[2], &usage->bytes) &&
-         absl::SimpleAtoi(fields[3], &usage->cpu_nanos);
+  return fields.size() == 5 && fields[0] == "usage" &&
+         absl::SimpleAtoi(fields[1], &report->usage.allocations) &&
+         absl::SimpleAtoi(fields[2], &report->usage.bytes) &&
+         absl::SimpleAtoi(fields[3], &report->usage.cpu_nanos) &&
+         absl::SimpleAtoi(fields[4], &report->requests);
 }
 
-void ServeUsageRequests(int port, SideUsage (*usage)()) {
+void ServeUsageRequests(int port, const std::function<ServerReport()>& report) {
   std::printf("listening on port %d\n", port);
   std::fflush(stdout);
   std::string line;
   while (std::getline(std::cin, line)) {
     if (line != "usage") continue;
-    const SideUsage u = usage();
-    std::printf("usage %lld %lld %lld\n", static_cast<long long>(u.allocations),
-                static_cast<long long>(u.bytes),
-                static_cast<long long>(u.cpu_nanos));
+    const ServerReport r = report();
+    std::printf("usage %lld %lld %lld %lld\n",
+                static_cast<long long>(r.usage.allocations),
+                static_cast<long long>(r.usage.bytes),
+                static_cast<long long>(r.usage.cpu_nanos),
+                static_cast<long long>(r.requests));
     std::fflush(stdout);
   }
 }

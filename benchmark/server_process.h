@@ -4,6 +4,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,10 +18,18 @@ struct SideUsage {
   int64_t cpu_nanos = 0;
 };
 
+// What a server child reports: its whole process's usage so far, and the
+// request messages its server has received (BenchServer::requests()).
+struct ServerReport {
+  SideUsage usage;
+  int64_t requests = 0;
+};
+
 // A benchmark server in a child process: this binary run again with
-// --server_only. The child prints "listening on port N", then answers each
-// "usage" line on its stdin with "usage <allocations> <bytes> <cpu_nanos>"
-// (its whole process so far), and shuts down when its stdin closes.
+// --server_only. The child prints "listening on port N" (0 on a unix-domain
+// socket), then answers each "usage" line on its stdin with
+// "usage <allocations> <bytes> <cpu_nanos> <requests>" (a ServerReport), and
+// shuts down when its stdin closes.
 class ServerProcess {
  public:
   // Starts /proc/self/exe with `args`; null (and `*error`) if it does not
@@ -31,8 +40,9 @@ class ServerProcess {
   ~ServerProcess();
 
   int port() const { return port_; }
-  // The child's usage so far; false if it did not answer.
-  bool Usage(SideUsage* usage);
+  // The child's report so far; false if it did not answer (within 30 s) or
+  // answered something else.
+  bool Report(ServerReport* report);
 
  private:
   ServerProcess(pid_t pid, int to_child, int from_child)
@@ -48,9 +58,9 @@ class ServerProcess {
   std::string buffered_;
 };
 
-// The child's side of the protocol: prints the port, then serves "usage"
-// requests from stdin with `usage` until stdin closes.
-void ServeUsageRequests(int port, SideUsage (*usage)());
+// The child's side of the protocol: prints the port, then answers "usage"
+// lines from stdin with `report()` until stdin closes. The calling thread.
+void ServeUsageRequests(int port, const std::function<ServerReport()>& report);
 
 }  // namespace h2rpc::benchmark
 

@@ -99,8 +99,8 @@ ChannelCore::ChannelCore(absl::string_view target,
       backoff_options_(BackoffOptionsFor(options)),
       state_(ConnectivityState::kIdle),
       resolution_backoff_(backoff_options_, &loop_),
-      retry_random_(std::random_device()()),
       keepalive_time_(options.keepalive_time) {
+  retry_random_.seed(std::random_device()());
   for (const auto& interceptor : options_.interceptors) {
     if (interceptor == nullptr) {
       if (channel_error_.ok()) {

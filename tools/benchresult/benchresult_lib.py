@@ -108,6 +108,18 @@ class Run:
             node = node.get(key)
         return node
 
+    def backend_requests(self):
+        """Returns the requests each backend served, in target order.
+
+        A list of numbers from the run's "backends", or None when the run
+        has none (a remote server, or a file from before benchmain's
+        --servers).
+        """
+        backends = self.data.get("backends")
+        if not backends:
+            return None
+        return [backend["requests"] for backend in backends]
+
     def key(self):
         """Returns the features that identify this run, as a hashable key.
 
@@ -305,9 +317,12 @@ def _run(index, run, path):
     for name in _OBJECT_FIELDS:
         if run.get(name) is not None and not isinstance(run[name], dict):
             raise InputError(f'{where}: "{name}" is not an object or null')
-    # Files from before benchmain's --secure ran plaintext only: they pair
-    # with "secure": false runs.
+    # Files from before benchmain's --secure ran plaintext only, and those
+    # from before --servers and --lb_policy ran one server with pick_first:
+    # they pair with runs that say so.
     features.setdefault("secure", False)
+    features.setdefault("servers", 1)
+    features.setdefault("lb_policy", "pick_first")
     result = Run(index=index, features=features, data=run)
     for number_path in _NUMBER_PATHS:
         value = result.value(number_path)
@@ -315,6 +330,7 @@ def _run(index, run, path):
             raise InputError(f'{where}: "{".".join(number_path)}" is '
                              f"{json.dumps(value)}, expected a number or null")
     _check_histogram(run.get("latency_histogram"), where)
+    _check_backends(run.get("backends"), where)
     return result
 
 
@@ -344,6 +360,21 @@ def _check_histogram(histogram, where):
             for pair in counts):
         raise InputError(f'{where}: "latency_histogram.counts" must be a list '
                          "of [bucket index, count] pairs of whole numbers")
+
+
+def _check_backends(backends, where):
+    """Raises InputError unless `backends` is null or a valid backend list."""
+    if backends is None:
+        return
+    if not isinstance(backends, list) or not all(
+            isinstance(backend, dict)
+            and isinstance(backend.get("address"), str)
+            and isinstance(backend.get("requests"), int)
+            and not isinstance(backend.get("requests"), bool)
+            and backend["requests"] >= 0
+            for backend in backends):
+        raise InputError(f'{where}: "backends" must be null or a list of '
+                         '{"address": string, "requests": whole number}')
 
 
 def match(old, new):

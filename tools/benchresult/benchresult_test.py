@@ -20,6 +20,7 @@ before c=1 and grpcpp→h2rpc before h2rpc→grpcpp.
 
 import contextlib
 import io
+import json
 import os
 import subprocess
 import sys
@@ -128,6 +129,14 @@ class FormatTest(unittest.TestCase):
         self.assertEqual(text_report.describe_features(features),
                          "unary h2rpc→grpcpp c=120 req=1KiB resp=100B "
                          "comp=gzip proc=two extra=7")
+        features.update(servers=3, lb_policy="round_robin")
+        self.assertEqual(text_report.describe_features(features),
+                         "unary h2rpc→grpcpp c=120 req=1KiB resp=100B "
+                         "comp=gzip proc=two servers=3 round_robin extra=7")
+        features.update(servers=1, lb_policy="pick_first")
+        self.assertNotIn("servers", text_report.describe_features(features))
+        self.assertNotIn("pick_first",
+                         text_report.describe_features(features))
 
 
 class ComparisonTest(unittest.TestCase):
@@ -375,6 +384,51 @@ class PairingsTest(unittest.TestCase):
         self.assertEqual(text_report.pairings_table([]), "(no runs)\n")
 
 
+def backends_file(runs):
+    """A result file's text with these runs: (features, backends) pairs."""
+    return json.dumps({"format": lib.FORMAT, "runs": [
+        {"features": dict(workload="unary", client_stack="h2rpc",
+                          server_stack="h2rpc", max_concurrent_calls=64,
+                          **features),
+         "qps": 1000.0, "backends": backends}
+        for features, backends in runs]})
+
+
+class BackendsTest(unittest.TestCase):
+    """Runs over several servers (benchmain --servers, --lb_policy)."""
+
+    def test_old_files_match_one_pick_first_server(self):
+        old = lib.parse(backends_file([({}, None)]))
+        new = lib.parse(backends_file([
+            ({"servers": 3, "lb_policy": "round_robin"}, None),
+            ({"servers": 1, "lb_policy": "pick_first"}, None)]))
+        comparison = lib.match(old, new)
+        self.assertEqual([(b.index, a.index)
+                          for b, a in comparison.matched], [(0, 1)])
+        self.assertEqual([r.index for r in comparison.only_new], [0])
+
+    def test_requests_per_backend_column(self):
+        result = lib.parse(backends_file([
+            ({"servers": 2, "lb_policy": "round_robin"},
+             [{"address": "127.0.0.1:1", "requests": 7443},
+              {"address": "127.0.0.1:2", "requests": 7444}]),
+            ({}, [{"address": "127.0.0.1:3", "requests": 9000}]),
+            ({}, None)]))
+        self.assertEqual(result.runs[0].backend_requests(), [7443, 7444])
+        self.assertIsNone(result.runs[2].backend_requests())
+        lines = text_report.single_table(result).splitlines()
+        self.assertRegex(lines[2], r"  requests per backend$")
+        self.assertRegex(lines[3], r"^unary h2rpc→h2rpc c=64 servers=2 "
+                                   r"round_robin .*  7443 / 7444$")
+        self.assertRegex(lines[4], r"  9000$")
+        self.assertRegex(lines[5], r"  -$")
+
+    def test_no_column_with_one_backend(self):
+        result = lib.parse(backends_file([
+            ({}, [{"address": "127.0.0.1:3", "requests": 9000}])]))
+        self.assertNotIn("per backend", text_report.single_table(result))
+
+
 class BadInputTest(unittest.TestCase):
     """Bad input: a message on stderr, exit status 2, no traceback."""
 
@@ -423,7 +477,13 @@ class BadInputTest(unittest.TestCase):
                 ('{"format": "h2rpc-benchmain/1", "runs": [{"features": {}, '
                  '"qps": NaN}]}', "NaN is not a JSON number"),
                 ('{"format": "h2rpc-benchmain/1", "runs": [{"features": {}, '
-                 '"client": 3}]}', '"client" is not an object or null')):
+                 '"client": 3}]}', '"client" is not an object or null'),
+                ('{"format": "h2rpc-benchmain/1", "runs": [{"features": {}, '
+                 '"backends": [{"address": "a", "requests": -1}]}]}',
+                 '"backends" must be null or a list'),
+                ('{"format": "h2rpc-benchmain/1", "runs": [{"features": {}, '
+                 '"backends": {"requests": 1}}]}',
+                 '"backends" must be null or a list')):
             with self.subTest(body=body):
                 self.assert_rejected([self.write("x.json", body)], message)
 

@@ -25,7 +25,7 @@ _COMPACT_UNITS = ((1.0, ""), (1e3, "k"), (1e6, "M"), (1e9, "G"))
 _DESCRIBED_FEATURES = frozenset({
     "workload", "client_stack", "server_stack", "max_concurrent_calls",
     "req_size_bytes", "resp_size_bytes", "compression", "connections",
-    "process", "benchtime_s", "secure"})
+    "process", "benchtime_s", "secure", "servers", "lb_policy"})
 
 
 def format_percent(percent):
@@ -121,9 +121,10 @@ def describe_features(features):
     """Describes a run's features on one line.
 
     "unary h2rpc→grpcpp c=120 req=1KiB resp=1KiB comp=off", then "tls"
-    when secure, "conns=N" and "proc=two" when not the defaults (1, "one"),
-    then any feature this tool does not know as name=value. benchtime_s is
-    left out: it does not identify a run.
+    when secure, "conns=N", "proc=two", "servers=N" and the lb_policy
+    ("round_robin") when not the defaults (1, "one", 1, "pick_first"), then
+    any feature this tool does not know as name=value. benchtime_s is left
+    out: it does not identify a run.
     """
     parts = []
     if "workload" in features:
@@ -147,6 +148,10 @@ def describe_features(features):
         parts.append(f'conns={features["connections"]}')
     if features.get("process", "one") != "one":
         parts.append(f'proc={features["process"]}')
+    if features.get("servers", 1) != 1:
+        parts.append(f'servers={features["servers"]}')
+    if features.get("lb_policy", "pick_first") != "pick_first":
+        parts.append(str(features["lb_policy"]))
     parts.extend(f"{name}={value}" for name, value in sorted(features.items())
                  if name not in _DESCRIBED_FEATURES)
     return " ".join(parts)
@@ -200,14 +205,33 @@ def _single_cell(run, path, formatter):
     return MISSING if value is None else formatter(value)
 
 
+def _backends_cell(run):
+    """"7443 / 7444": the requests each backend served ("-" if unknown)."""
+    requests = run.backend_requests()
+    if requests is None:
+        return MISSING
+    return " / ".join(str(n) for n in requests)
+
+
 def single_table(result):
-    """Returns the text table of one result file: one row per run."""
+    """Returns the text table of one result file: one row per run.
+
+    When a run had more than one backend (benchmain --servers), a last
+    column gives the requests each backend served.
+    """
+    per_backend = any(len(run.backend_requests() or []) > 1
+                      for run in result.runs)
     header = ["run"] + [title for title, _, _ in _SINGLE_COLUMNS]
+    if per_backend:
+        header.append("requests per backend")
     rows = [header]
     for run in result.runs:
-        rows.append([describe_features(run.features)] +
-                    [_single_cell(run, path, formatter)
-                     for _, path, formatter in _SINGLE_COLUMNS])
+        row = [describe_features(run.features)] + [
+            _single_cell(run, path, formatter)
+            for _, path, formatter in _SINGLE_COLUMNS]
+        if per_backend:
+            row.append(_backends_cell(run))
+        rows.append(row)
     lines = [describe_file(result), ""] + align(rows)
     if not result.runs:
         lines.append("(no runs)")
