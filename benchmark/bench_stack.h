@@ -73,8 +73,11 @@ struct ClientConfig {
   bool secure = false;
   std::string pem_root_certs;
   std::string ssl_target_name_override;
+  int interceptors = 0;  // h2rpc only: no-op interceptors per channel
 };
 
+// No-op interceptors installed on each h2rpc side (--interceptors): what
+// the interceptor chain itself costs. gRPC C++ sides ignore it.
 struct ServerConfig {
   // Where to listen: "host:port" (port 0 picks a free one, see
   // BenchServer::port()), "unix:path" or "unix-abstract:name".
@@ -86,6 +89,7 @@ struct ServerConfig {
   bool secure = false;
   std::string pem_private_key;
   std::string pem_cert_chain;
+  int interceptors = 0;  // h2rpc only
 };
 
 // A client running closed loops until Stop(): every completed round trip

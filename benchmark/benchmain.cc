@@ -100,6 +100,9 @@ ABSL_FLAG(int, servers, 1,
 ABSL_FLAG(std::string, lb_policy, "pick_first",
           "pick_first or round_robin: how each client connection spreads its "
           "calls over the target's addresses.");
+ABSL_FLAG(int, interceptors, 0,
+          "No-op interceptors on each h2rpc channel and server (what the "
+          "interceptor chain costs); gRPC C++ sides ignore it.");
 ABSL_FLAG(bool, server_only, false,
           "Serve BenchmarkService (one --server_stack) on --port; prints "
           "'listening on port N' and answers 'usage' lines on stdin until "
@@ -283,12 +286,14 @@ std::unique_ptr<Backends> StartBackends(const RunFeatures& features,
          "--compression=" + features.compression,
          "--server_cpus=" + absl::StrJoin(plan.server_cpus, ","),
          absl::StrCat("--secure=", features.secure ? "true" : "false"),
+         absl::StrCat("--interceptors=", features.interceptors),
          "--tls_credentials_dir=" + plan.tls.dir},
         error);
   }
   ServerConfig config;
   config.compression = compression;
   config.cpus = plan.server_cpus;
+  config.interceptors = features.interceptors;
   if (features.secure) SetServerTls(plan.tls, &config);
   return Backends::StartInProcess(features.server_stack, config, error);
 }
@@ -325,6 +330,7 @@ bool RunOne(const RunFeatures& features, Workload workload,
   ClientConfig config;
   config.target = target;
   config.lb_policy = features.lb_policy;
+  config.interceptors = features.interceptors;
   config.workload = workload;
   config.concurrency = features.max_concurrent_calls;
   config.connections = features.connections;
@@ -411,6 +417,7 @@ int ServeOnly() {
   }
   ServerConfig config;
   config.compression = compression;
+  config.interceptors = absl::GetFlag(FLAGS_interceptors);
   if (!Cpus("server_cpus", absl::GetFlag(FLAGS_server_cpus), 0, &config.cpus)) {
     return 2;
   }
@@ -565,6 +572,7 @@ int Main(int argc, char** argv) {
                   f.benchtime = absl::GetFlag(FLAGS_benchtime);
                   f.servers = plan.servers;
                   f.lb_policy = plan.lb_policy;
+                  f.interceptors = absl::GetFlag(FLAGS_interceptors);
                   f.two_processes =
                       plan.target.empty() &&
                       (plan.process == "two" || plan.servers > 1 ||

@@ -17,6 +17,7 @@
 #include "proto/grpc/testing/benchmark_service.h2rpc.pb.h"
 #include "rpc/channel.h"
 #include "rpc/credentials.h"
+#include "rpc/reflection_service.h"
 #include "rpc/server.h"
 #include "transport/io/mutex.h"
 
@@ -131,6 +132,10 @@ class BenchmarkHandlers final : public BenchmarkService::CallbackService {
   RequestCounter* const requests_;
 };
 
+// Interceptors that do nothing: each hook is a virtual call and no more.
+class NoopClientInterceptor final : public ClientInterceptor {};
+class NoopServerInterceptor final : public ServerInterceptor {};
+
 class H2rpcServer final : public BenchServer {
  public:
   ~H2rpcServer() override {
@@ -142,6 +147,9 @@ class H2rpcServer final : public BenchServer {
         config.cpus.empty() ? 1 : static_cast<int>(config.cpus.size());
     options.loop_cpus = config.cpus;
     options.default_compression = config.compression;
+    for (int i = 0; i < config.interceptors; ++i) {
+      options.interceptors.push_back(std::make_shared<NoopServerInterceptor>());
+    }
     std::shared_ptr<ServerCredentials> credentials =
         InsecureServerCredentials();
     if (config.secure) {
@@ -153,6 +161,9 @@ class H2rpcServer final : public BenchServer {
     Server::Builder builder;
     builder.SetOptions(options).AddListeningPort(config.address, credentials,
                                                  &port_);
+    // Reflection, so that grpcurl or grpc_cli can explore a --server_only
+    // server; it costs the benchmark's calls nothing.
+    reflection_.AddTo(builder);
     Status status;
     server_ = handlers_.AddTo(builder).BuildAndStart(&status);
     return server_ == nullptr ? status.ToString() : std::string();
@@ -163,6 +174,7 @@ class H2rpcServer final : public BenchServer {
  private:
   RequestCounter requests_;
   BenchmarkHandlers handlers_{&requests_};  // outlives server_
+  ReflectionService reflection_;            // outlives server_
   std::unique_ptr<Server> server_;
   int port_ = 0;
 };
@@ -182,6 +194,9 @@ struct ClientShared {
 // The options of the client's `index`th channel.
 ChannelOptions ChannelOptionsFor(const ClientConfig& config, int index) {
   ChannelOptions options;
+  for (int i = 0; i < config.interceptors; ++i) {
+    options.interceptors.push_back(std::make_shared<NoopClientInterceptor>());
+  }
   if (!config.cpus.empty()) {
     options.loop_cpu = config.cpus[index % config.cpus.size()];
   }

@@ -26,9 +26,11 @@ struct RunFeatures {
   bool secure = false;  // TLS
   int servers = 1;      // server processes (--servers)
   std::string lb_policy = "pick_first";
+  int interceptors = 0;  // no-op interceptors per h2rpc side (--interceptors)
 
   // "unary h2rpc->grpcpp c=120 1024/1024B off", then " conns=N", " tls",
-  // " servers=N" and " round_robin" when not the defaults.
+  // " servers=N", " round_robin" and " interceptors=N" when not the
+  // defaults.
   std::string Title() const;
 };
 

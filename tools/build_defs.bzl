@@ -133,5 +133,10 @@ def h2rpc_proto_library(
         srcs = [o for o in outs if o.endswith(".cc")],
         hdrs = [o for o in outs if o.endswith(".h")],
         deps = cc_deps,
+        # A .pb.cc registers its file in protobuf's generated pool from a
+        # static initializer; a statically linked binary would drop the
+        # object of a file no code references (one declaring only services,
+        # as test.proto), and server reflection could not describe it.
+        alwayslink = not messages,
         visibility = visibility,
     )

@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -130,12 +131,18 @@ TEST(GrpcppHealthTest, WatchGetsTheStatusThenEachChange) {
   EXPECT_EQ(response.status(), HealthCheckResponse::NOT_SERVING);
 
   // The server's shutdown ends the watch (the status is NOT_SERVING
-  // already, so nothing more is sent).
-  server.server().Shutdown(absl::Now() + kHangTimeout);
+  // already, so nothing more is sent), long before the shutdown returns:
+  // that waits for gRPC C++ to close the connection, which its synchronous
+  // client may leave to its backup poller (every 5 s).
+  std::thread shutdown(
+      [&] { server.server().Shutdown(absl::Now() + kHangTimeout); });
   EXPECT_FALSE(reader->Read(&response));
   const grpc::Status status = reader->Finish();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE)
       << status.error_message();
+  EXPECT_NE(status.error_message().find("shutting down"), std::string::npos)
+      << status.error_message();
+  shutdown.join();
 }
 
 TEST(GrpcppHealthTest, WatchOfAnUnknownServiceGetsItOnceSet) {

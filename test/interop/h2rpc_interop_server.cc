@@ -26,7 +26,10 @@
 //
 // It also serves gRPC's health checking service, grpc.health.v1.Health
 // (h2rpc's HealthCheckService), with the server as a whole ("") and
-// grpc.testing.TestService SERVING, so any gRPC health client can probe it.
+// grpc.testing.TestService SERVING, so any gRPC health client can probe it,
+// and gRPC's server reflection service, grpc.reflection.v1alpha.
+// ServerReflection (h2rpc's ReflectionService), so grpc_cli and grpcurl can
+// list and describe its services.
 //
 // The service derives from the generated grpc::testing::TestService::Service
 // (test.h2rpc.pb.h), the synchronous flavour: the streaming methods use
@@ -91,6 +94,7 @@
 #include "rpc/credentials.h"
 #include "rpc/health_check_service.h"
 #include "rpc/peer_identity.h"
+#include "rpc/reflection_service.h"
 #include "rpc/server.h"
 #include "rpc/server_context.h"
 #include "rpc/server_stream.h"
@@ -488,8 +492,9 @@ int Run() {
   ServerOptions options;
   int selected_port = 0;
   Status status;
-  TestServiceImpl service;    // outlives the server
-  HealthCheckService health;  // outlives the server
+  TestServiceImpl service;       // outlives the server
+  HealthCheckService health;     // outlives the server
+  ReflectionService reflection;  // outlives the server
   health.SetServingStatus("", true);
   health.SetServingStatus(TestService::kServiceName, true);
   Server::Builder builder;
@@ -497,6 +502,7 @@ int Run() {
       .SetOptions(options);
   service.AddTo(builder);
   health.AddTo(builder);
+  reflection.AddTo(builder);
   std::unique_ptr<Server> server = builder.BuildAndStart(&status);
   if (server == nullptr || selected_port == 0) {
     std::fprintf(stderr, "could not listen on %s: %s\n", address.c_str(),

@@ -318,11 +318,13 @@ def _run(index, run, path):
         if run.get(name) is not None and not isinstance(run[name], dict):
             raise InputError(f'{where}: "{name}" is not an object or null')
     # Files from before benchmain's --secure ran plaintext only, and those
-    # from before --servers and --lb_policy ran one server with pick_first:
+    # from before --servers and --lb_policy ran one server with pick_first,
+    # and those from before --interceptors none:
     # they pair with runs that say so.
     features.setdefault("secure", False)
     features.setdefault("servers", 1)
     features.setdefault("lb_policy", "pick_first")
+    features.setdefault("interceptors", 0)
     result = Run(index=index, features=features, data=run)
     for number_path in _NUMBER_PATHS:
         value = result.value(number_path)

@@ -25,7 +25,8 @@ _COMPACT_UNITS = ((1.0, ""), (1e3, "k"), (1e6, "M"), (1e9, "G"))
 _DESCRIBED_FEATURES = frozenset({
     "workload", "client_stack", "server_stack", "max_concurrent_calls",
     "req_size_bytes", "resp_size_bytes", "compression", "connections",
-    "process", "benchtime_s", "secure", "servers", "lb_policy"})
+    "process", "benchtime_s", "secure", "servers", "lb_policy",
+    "interceptors"})
 
 
 def format_percent(percent):
@@ -121,8 +122,9 @@ def describe_features(features):
     """Describes a run's features on one line.
 
     "unary h2rpc→grpcpp c=120 req=1KiB resp=1KiB comp=off", then "tls"
-    when secure, "conns=N", "proc=two", "servers=N" and the lb_policy
-    ("round_robin") when not the defaults (1, "one", 1, "pick_first"), then
+    when secure, "conns=N", "proc=two", "servers=N", the lb_policy
+    ("round_robin") and "interceptors=N" when not the defaults (1, "one", 1,
+    "pick_first", 0), then
     any feature this tool does not know as name=value. benchtime_s is left
     out: it does not identify a run.
     """
@@ -152,6 +154,8 @@ def describe_features(features):
         parts.append(f'servers={features["servers"]}')
     if features.get("lb_policy", "pick_first") != "pick_first":
         parts.append(str(features["lb_policy"]))
+    if features.get("interceptors", 0) != 0:
+        parts.append(f'interceptors={features["interceptors"]}')
     parts.extend(f"{name}={value}" for name, value in sorted(features.items())
                  if name not in _DESCRIBED_FEATURES)
     return " ".join(parts)

@@ -1,0 +1,41 @@
+#ifndef H2RPC_TEST_INTEROP_INTEROP_SERVER_PROCESS_H_
+#define H2RPC_TEST_INTEROP_INTEROP_SERVER_PROCESS_H_
+
+#include <sys/types.h>
+
+#include <string>
+
+#include "absl/time/time.h"
+
+namespace h2rpc::testing {
+
+// An interop server binary (h2rpc_interop_server or grpcpp_interop_server)
+// run as a child process with --port=0: stdin /dev/null, stdout piped (for
+// its "listening on port N" line), stderr inherited. The destructor stops
+// it with SIGTERM and reaps it. One thread; not copyable.
+class InteropServerProcess {
+ public:
+  InteropServerProcess() = default;
+  ~InteropServerProcess();
+  InteropServerProcess(const InteropServerProcess&) = delete;
+  InteropServerProcess& operator=(const InteropServerProcess&) = delete;
+
+  // Starts the binary at `path`; false (with `*error`) if it could not
+  // start or did not announce its port within `timeout`.
+  bool Start(const std::string& path, absl::Duration timeout,
+             std::string* error);
+
+  // The port it announced (0 before a successful Start).
+  int port() const { return port_; }
+
+ private:
+  bool ReadPort(absl::Duration timeout, std::string* error);
+
+  pid_t pid_ = -1;
+  int stdout_fd_ = -1;
+  int port_ = 0;
+};
+
+}  // namespace h2rpc::testing
+
+#endif  // H2RPC_TEST_INTEROP_INTEROP_SERVER_PROCESS_H_
