@@ -101,10 +101,8 @@ void ChannelCall::CancelOnLoop(const Status& status) {
   if (stream_.active()) {
     stream_.Cancel(status);
   } else if (pending_list_ != nullptr) {
-    LeavePending();
-    FailBeforeStream(status);
-  } else if (retry_timer_.scheduled()) {
-    loop()->Cancel(&retry_timer_);
+    // Waiting for a connection, or for its next attempt.
+    StopRetryWait();
     FailBeforeStream(status);
   } else {
     start_error_ = status;
@@ -127,14 +125,22 @@ bool ChannelCall::RetryOrCommit(const Status& status,
     return false;
   }
   stream_.description.previous_attempts = retry_state_.attempts - 1;
-  // A deadline that comes first ends the call then (RetryTimer).
+  // A deadline that comes first ends the call then (RetryTimer). On the
+  // channel's list meanwhile, so that its destruction ends the call too.
   loop()->Schedule(&retry_timer_, std::min(loop()->Now() + *delay,
                                            stream_.description.deadline));
+  Link(core_->retrying_list());
   return true;
+}
+
+void ChannelCall::StopRetryWait() {
+  loop()->Cancel(&retry_timer_);
+  LeavePending();
 }
 
 void ChannelCall::RetryTimer::OnTimer() {
   ChannelCall* const call = call_;
+  call->LeavePending();
   if (call->finished_) return;
   if (call->loop()->Now() >= call->stream_.description.deadline) {
     call->CommitRetries();

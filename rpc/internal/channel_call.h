@@ -34,6 +34,9 @@ class ChannelCall {
   // Loop thread: moves a waiting call to the list at `*list_head`, its
   // deadline still running.
   void MovePending(ChannelCall** list_head);
+  // Loop thread: takes a call waiting to retry (ChannelCore's retrying
+  // list) out of its wait, for the channel to fail it.
+  void StopRetryWait();
   ChannelCall* next_pending() const { return next_pending_; }
   // ClientContext::wait_for_ready() of the call.
   bool wait_for_ready() const { return wait_for_ready_; }

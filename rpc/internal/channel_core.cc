@@ -201,6 +201,11 @@ void ChannelCore::Shutdown() {
   loop_.Cancel(&idle_timer_);
   const Status why(StatusCode::kCancelled, "the channel was destroyed");
   FailPending(why, /*keep_wait_for_ready=*/false);
+  while (retrying_ != nullptr) {
+    ChannelCall* const call = retrying_;
+    call->StopRetryWait();
+    call->FailBeforeStream(why);
+  }
   policy_.reset();
   for (auto& subchannel : subchannels_) subchannel->Close(why);
 }

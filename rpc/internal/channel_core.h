@@ -174,6 +174,9 @@ class ChannelCore final : private LbPolicy::Helper,
   void StartOnLoop(ChannelCall* call);
   // Loop thread: a call counted by StartOnLoop has its result.
   void OnCallEnded();
+  // Loop thread: the list of calls waiting to retry (ChannelCall's
+  // RetryOrCommit), failed if the channel goes.
+  ChannelCall** retrying_list() { return &retrying_; }
   // Loop thread: the status of a call whose deadline passed while it
   // waited for a connection.
   Status PendingDeadlineStatus() const;
@@ -305,6 +308,7 @@ class ChannelCore final : private LbPolicy::Helper,
   // Every subchannel not yet freed, orphaned ones included.
   std::vector<std::unique_ptr<Subchannel>> subchannels_;
   ChannelCall* pending_ = nullptr;  // waiting for a connection
+  ChannelCall* retrying_ = nullptr;  // waiting for their next attempt
   Status last_error_;  // UNAVAILABLE: why the channel is in TRANSIENT_FAILURE
   int active_calls_ = 0;  // counted by StartOnLoop, not yet ended
   transport::io::MonotonicTime idle_since_;  // active_calls_ last became 0

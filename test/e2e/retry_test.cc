@@ -18,6 +18,8 @@
 #include "proto/grpc/testing/messages.pb.h"
 #include "rpc/channel.h"
 #include "rpc/server.h"
+#include "test/util/notification.h"
+#include "test/util/wait_for.h"
 
 namespace h2rpc {
 namespace {
@@ -201,6 +203,39 @@ TEST_F(RetryTest, ThrottlingStopsRetriesWhenHalfTheTokensAreSpent) {
   // 1 -> 0 tokens: no retry.
   EXPECT_EQ(Call(channel.get(), "h 100 14").code(), StatusCode::kUnavailable);
   EXPECT_EQ(Attempts("h").size(), 1u);
+}
+
+// A call waiting out its backoff ends when the channel goes, and when it
+// is cancelled.
+TEST_F(RetryTest, ACallWaitingToRetryEndsWithTheChannelOrACancel) {
+  std::shared_ptr<Channel> channel = ChannelWith(kPolicy);
+  for (const bool cancel : {false, true}) {
+    SCOPED_TRACE(cancel ? "cancelled" : "channel destroyed");
+    const std::string id = cancel ? "k" : "j";
+    ClientContext context;
+    context.set_timeout(kHangTimeout);
+    SimpleRequest request;
+    // The server asks for a 60 s pause before the next attempt.
+    request.mutable_payload()->set_body(id + " 100 14 60000");
+    SimpleResponse response;
+    testing::Notification done;
+    Status status;
+    channel->AsyncUnaryCall(&context, kFlaky, request, &response,
+                            [&](const Status& s) {
+                              status = s;
+                              done.Notify();
+                            });
+    ASSERT_TRUE(testing::WaitFor([&] { return !Attempts(id).empty(); }));
+    if (cancel) {
+      context.TryCancel();
+    } else {
+      channel.reset();
+    }
+    ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+    EXPECT_EQ(status.code(), StatusCode::kCancelled) << status.ToString();
+    EXPECT_EQ(Attempts(id).size(), 1u);
+    if (!cancel) channel = ChannelWith(kPolicy);
+  }
 }
 
 TEST_F(RetryTest, ResponseHeadersCommitTheCall) {
