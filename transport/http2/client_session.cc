@@ -15,23 +15,17 @@ void ClientStream::Reset() {
   description = CallDescription();
   observer = nullptr;
   max_receive_message_size = 0;
-  connection_ = nullptr;
-  stream_id_ = -1;
-  prev_ = next_ = nullptr;
   outgoing_.Clear();
-  block_.Release();
-  window_.Reset();
-  header_blocks_ = 0;
-  header_bytes_ = 0;
-  receive_encoding_ = compression::CompressionAlgorithm::kIdentity;
-  initial_metadata_.Clear();
-  trailing_metadata_.Clear();
-  status_known_ = false;
-  status_ = Status();
+  ClearAttempt();
 }
 
 bool ClientStream::PrepareRetry() {
   if (!outgoing_.Rewind()) return false;
+  ClearAttempt();
+  return true;
+}
+
+void ClientStream::ClearAttempt() {
   connection_ = nullptr;
   stream_id_ = -1;
   prev_ = next_ = nullptr;
@@ -44,7 +38,6 @@ bool ClientStream::PrepareRetry() {
   trailing_metadata_.Clear();
   status_known_ = false;
   status_ = Status();
-  return true;
 }
 
 void ClientStream::ReleaseMessage(size_t held_bytes) {

@@ -108,6 +108,9 @@ class ClientStream : private io::Timer {
  private:
   friend class ClientSession;
   void OnTimer() override;
+  // Clears what one attempt on a connection left: the connection's links
+  // and everything received.
+  void ClearAttempt();
 
   ClientSession* connection_ = nullptr;
   int32_t stream_id_ = -1;
