@@ -124,9 +124,8 @@ std::string SideCells(const std::optional<SideUsage>& usage, int64_t ops) {
 std::string RunFeatures::Title() const {
   return absl::StrFormat(
       "%s %s->%s c=%d %d/%dB %s%s%s%s%s%s", workload, client_stack,
-      server_stack,
-      max_concurrent_calls, req_size_bytes, resp_size_bytes, compression,
-      connections > 1 ? absl::StrCat(" conns=", connections) : "",
+      server_stack, max_concurrent_calls, req_size_bytes, resp_size_bytes,
+      compression, connections > 1 ? absl::StrCat(" conns=", connections) : "",
       secure ? " tls" : "",
       servers > 1 ? absl::StrCat(" servers=", servers) : "",
       lb_policy != "pick_first" ? absl::StrCat(" ", lb_policy) : "",

@@ -60,9 +60,9 @@ struct ChannelOptions {
   std::string lb_policy = "pick_first";
   // A service config in gRPC's JSON form (gRPC's service_config.md), as a
   // service owner writes it; empty: none. A config that does not parse
-  // makes every call fail with INVALID_ARGUMENT naming the field. Applied
-  // so far: "loadBalancingConfig" (or the older "loadBalancingPolicy"),
-  // which overrides lb_policy, e.g.
+  // makes every call fail with INVALID_ARGUMENT naming the field (see
+  // docs/configuring-calls.md). "loadBalancingConfig" (or the older
+  // "loadBalancingPolicy") overrides lb_policy, e.g.
   //   {"loadBalancingConfig": [{"round_robin": {}}]}
   // and "healthCheckConfig" (gRPC's A17), with which round_robin sends
   // calls only to backends whose grpc.health.v1.Health service reports

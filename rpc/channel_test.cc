@@ -23,9 +23,9 @@
 #include "rpc/connectivity_state.h"
 #include "rpc/internal/name_resolver_impl.h"
 #include "rpc/name_resolver.h"
-#include "test/util/wait_for.h"
 #include "rpc/server.h"
 #include "test/util/notification.h"
+#include "test/util/wait_for.h"
 #include "transport/io/event_loop.h"
 #include "transport/io/resolver.h"
 #include "transport/io/socket.h"
@@ -36,8 +36,8 @@ namespace {
 using grpc::testing::SimpleRequest;
 using grpc::testing::SimpleResponse;
 using ::h2rpc::testing::Notification;
-using ::testing::HasSubstr;
 using ::h2rpc::testing::WaitFor;
+using ::testing::HasSubstr;
 using transport::io::FileDescriptor;
 using transport::io::Resolver;
 using transport::io::SocketAddress;
@@ -231,8 +231,8 @@ class ScriptedLookup {
  private:
   struct State {
     std::mutex mu;
-    std::vector<int> ports;      // guarded by mu
-    Status error;                // guarded by mu
+    std::vector<int> ports;         // guarded by mu
+    Status error;                   // guarded by mu
     std::vector<absl::Time> times;  // guarded by mu
   };
   std::shared_ptr<State> state_ = std::make_shared<State>();
@@ -736,9 +736,7 @@ TEST(ChannelOptionsTest, AnInvalidValueFailsEveryCallNamingIt) {
          o->dns_min_time_between_resolutions = absl::ZeroDuration();
        },
        "ChannelOptions::dns_min_time_between_resolutions is 0"},
-      {[](ChannelOptions* o) {
-         o->dns_refresh_interval = -absl::Seconds(1);
-       },
+      {[](ChannelOptions* o) { o->dns_refresh_interval = -absl::Seconds(1); },
        "ChannelOptions::dns_refresh_interval is -1s"},
       {[](ChannelOptions* o) { o->lb_policy = "grpclb"; },
        "ChannelOptions::lb_policy is \"grpclb\"; it must be \"pick_first\" "
@@ -747,8 +745,7 @@ TEST(ChannelOptionsTest, AnInvalidValueFailsEveryCallNamingIt) {
          o->service_config = R"({"loadBalancingConfig": [{"ring_hash": {}}]})";
        },
        "service config: loadBalancingConfig"},
-      {[](ChannelOptions* o) { o->service_config = "{"; },
-       "service config"},
+      {[](ChannelOptions* o) { o->service_config = "{"; }, "service config"},
       {[](ChannelOptions* o) {
          o->service_config = R"({"methodConfig": [{"name": [{}],
              "hedgingPolicy": {"maxAttempts": 2}}]})";

@@ -44,7 +44,8 @@ Status ChannelCall::Describe(ClientContext* context, absl::string_view method) {
       if (core_->retries_enabled()) retry_policy_ = &*config->retry_policy;
     }
     // As gRPC: the earlier of the two deadlines; a zero timeout sets none.
-    if (config->timeout.has_value() && *config->timeout > absl::ZeroDuration()) {
+    if (config->timeout.has_value() &&
+        *config->timeout > absl::ZeroDuration()) {
       deadline = std::min(deadline, now + *config->timeout);
     }
     if (config->wait_for_ready.has_value() &&
@@ -52,8 +53,8 @@ Status ChannelCall::Describe(ClientContext* context, absl::string_view method) {
       wait_for_ready_ = *config->wait_for_ready;
     }
     if (config->max_request_message_bytes.has_value()) {
-      max_send_size_ = std::min<size_t>(
-          max_send_size_, *config->max_request_message_bytes);
+      max_send_size_ =
+          std::min<size_t>(max_send_size_, *config->max_request_message_bytes);
     }
     if (config->max_response_message_bytes.has_value()) {
       stream_.max_receive_message_size = *config->max_response_message_bytes;

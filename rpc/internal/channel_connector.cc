@@ -52,12 +52,11 @@ void ChannelConnector::OnFdReady(uint32_t events) {
 
 void ChannelConnector::OnTimer() {
   Abort();
-  listener_->OnConnectFailed(
-      Status(StatusCode::kUnavailable,
-             absl::StrCat("connect to ", address_.ToString(),
-                          " timed out after ",
-                          absl::FormatDuration(attempt_timeout_),
-                          " (ChannelOptions::min_connect_timeout)")));
+  listener_->OnConnectFailed(Status(
+      StatusCode::kUnavailable,
+      absl::StrCat("connect to ", address_.ToString(), " timed out after ",
+                   absl::FormatDuration(attempt_timeout_),
+                   " (ChannelOptions::min_connect_timeout)")));
 }
 
 }  // namespace h2rpc::internal

@@ -89,8 +89,7 @@ ChannelCore::ChannelCore(absl::string_view target,
       channel_error_(CheckChannelOptions(options)),
       settings_{options.user_agent, options.default_compression,
                 options.connection.max_send_message_size,
-                options.stream_write_buffer,
-                options.per_rpc_retry_buffer_size},
+                options.stream_write_buffer, options.per_rpc_retry_buffer_size},
       resolver_(options.resolver != nullptr
                     ? options.resolver->impl().resolver
                     : std::make_shared<transport::io::Resolver>()),
@@ -115,8 +114,8 @@ ChannelCore::ChannelCore(absl::string_view target,
     channel_error_ = ParseTarget(target_, &parsed_target_);
   }
   if (channel_error_.ok() && !options.service_config.empty()) {
-    channel_error_ = ParseServiceConfig(options.service_config,
-                                        &service_config_);
+    channel_error_ =
+        ParseServiceConfig(options.service_config, &service_config_);
   }
   if (channel_error_.ok()) channel_error_ = CheckSupported(service_config_);
   if (service_config_.retry_throttling.has_value()) {
@@ -150,9 +149,9 @@ ChannelCore::ChannelCore(absl::string_view target,
                            : options.ssl_target_name_override;
   }
   if (round_robin_ && service_config_.health_check_service_name.has_value()) {
-    health_check_ = std::make_unique<HealthCheckSettings>(HealthCheckSettings{
-        *service_config_.health_check_service_name, default_authority_,
-        scheme_, options.user_agent});
+    health_check_ = std::make_unique<HealthCheckSettings>(
+        HealthCheckSettings{*service_config_.health_check_service_name,
+                            default_authority_, scheme_, options.user_agent});
   }
   loop_status_ = loop_.Start("h2rpc-channel", options_.loop_cpu);
   if (!channel_error_.ok() || !loop_status_.ok()) {
@@ -456,11 +455,11 @@ void ChannelCore::Resolve() {
   loop_.Schedule(&resolution_timer_, deadline);
   // Safe to capture `this`: Shutdown() and EnterIdle() cancel the
   // resolution, and a cancelled one never calls back.
-  resolution_ = resolver_->Resolve(
-      parsed_target_.dns_host_port, &loop_,
-      [this](transport::io::Resolver::Result result) {
-        OnResolved(std::move(result));
-      });
+  resolution_ =
+      resolver_->Resolve(parsed_target_.dns_host_port, &loop_,
+                         [this](transport::io::Resolver::Result result) {
+                           OnResolved(std::move(result));
+                         });
 }
 
 void ChannelCore::OnResolved(transport::io::Resolver::Result result) {
@@ -478,12 +477,12 @@ void ChannelCore::OnResolved(transport::io::Resolver::Result result) {
 
 void ChannelCore::OnResolutionDeadline() {
   resolution_.Cancel();
-  OnResolutionFailed(Status(
-      StatusCode::kUnavailable,
-      absl::StrCat("resolving '", parsed_target_.dns_host_port,
-                   "' timed out after ",
-                   absl::FormatDuration(resolution_timeout_),
-                   " (ChannelOptions::min_connect_timeout)")));
+  OnResolutionFailed(
+      Status(StatusCode::kUnavailable,
+             absl::StrCat("resolving '", parsed_target_.dns_host_port,
+                          "' timed out after ",
+                          absl::FormatDuration(resolution_timeout_),
+                          " (ChannelOptions::min_connect_timeout)")));
 }
 
 void ChannelCore::OnResolutionFailed(const Status& why) {
@@ -494,7 +493,8 @@ void ChannelCore::OnResolutionFailed(const Status& why) {
 }
 
 void ChannelCore::OnReresolutionTimer() {
-  if (shut_down_ || (state_ == ConnectivityState::kIdle && policy_ == nullptr)) {
+  if (shut_down_ ||
+      (state_ == ConnectivityState::kIdle && policy_ == nullptr)) {
     return;
   }
   Resolve();
@@ -593,8 +593,8 @@ void ChannelCore::EnterIdle() {
 SubchannelPtr ChannelCore::CreateSubchannel(
     const transport::io::SocketAddress& address) {
   subchannels_.push_back(std::make_unique<Subchannel>(
-      &loop_, static_cast<Subchannel::Host*>(this), address,
-      backoff_options_, health_check_.get()));
+      &loop_, static_cast<Subchannel::Host*>(this), address, backoff_options_,
+      health_check_.get()));
   return SubchannelPtr(subchannels_.back().get());
 }
 
@@ -626,9 +626,9 @@ void ChannelCore::RequestReresolution() {
       resolution_.active()) {
     return;
   }
-  ScheduleResolution(
-      std::max(loop_.Now(), last_resolution_start_ +
-                                options_.dns_min_time_between_resolutions));
+  ScheduleResolution(std::max(
+      loop_.Now(),
+      last_resolution_start_ + options_.dns_min_time_between_resolutions));
 }
 
 std::unique_ptr<transport::io::ByteFilter> ChannelCore::NewConnectionFilter() {

@@ -21,8 +21,8 @@
 #include "rpc/connectivity_state.h"
 #include "rpc/internal/connection_backoff.h"
 #include "rpc/internal/connectivity_watch.h"
-#include "rpc/internal/lb_policy.h"
 #include "rpc/internal/health_watch.h"
+#include "rpc/internal/lb_policy.h"
 #include "rpc/internal/member_task.h"
 #include "rpc/internal/retry.h"
 #include "rpc/internal/service_config.h"
@@ -34,8 +34,8 @@
 #include "transport/io/event_loop.h"
 #include "transport/io/monotonic_time.h"
 #include "transport/io/mutex.h"
-#include "transport/io/socket.h"
 #include "transport/io/resolver.h"
+#include "transport/io/socket.h"
 #include "transport/tls/tls_context.h"
 
 namespace h2rpc::internal {
@@ -69,8 +69,7 @@ class ClientCall;
 // Threads: the call-starting methods, ReturnCall, GetState, the waits and
 // the accessors from any thread; StartOnLoop, OnCallEnded and the
 // policy's, subchannels' and resolver's callbacks on the loop thread.
-class ChannelCore final : private LbPolicy::Helper,
-                          private Subchannel::Host {
+class ChannelCore final : private LbPolicy::Helper, private Subchannel::Host {
  public:
   // What every call on a channel needs from it to set itself up (fixed when
   // the channel is made).
@@ -266,7 +265,7 @@ class ChannelCore final : private LbPolicy::Helper,
   ParsedTarget parsed_target_;
   // ChannelOptions::service_config, parsed.
   ServiceConfig service_config_;
-  bool round_robin_ = false;  // else pick_first
+  bool round_robin_ = false;        // else pick_first
   bool shuffle_addresses_ = false;  // pick_first's shuffleAddressList
   // Set when health checking is on (round_robin and healthCheckConfig).
   std::unique_ptr<HealthCheckSettings> health_check_;
@@ -307,7 +306,7 @@ class ChannelCore final : private LbPolicy::Helper,
   std::unique_ptr<LbPolicy> policy_;
   // Every subchannel not yet freed, orphaned ones included.
   std::vector<std::unique_ptr<Subchannel>> subchannels_;
-  ChannelCall* pending_ = nullptr;  // waiting for a connection
+  ChannelCall* pending_ = nullptr;   // waiting for a connection
   ChannelCall* retrying_ = nullptr;  // waiting for their next attempt
   Status last_error_;  // UNAVAILABLE: why the channel is in TRANSIENT_FAILURE
   int active_calls_ = 0;  // counted by StartOnLoop, not yet ended

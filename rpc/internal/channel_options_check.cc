@@ -68,8 +68,8 @@ Status CheckChannelOptions(const ChannelOptions& options) {
                            options.dns_min_time_between_resolutions, false);
   }
   if (status.ok()) {
-    status = CheckDuration("dns_refresh_interval",
-                           options.dns_refresh_interval, true);
+    status = CheckDuration("dns_refresh_interval", options.dns_refresh_interval,
+                           true);
   }
   if (!status.ok()) return status;
   if (options.lb_policy != "pick_first" && options.lb_policy != "round_robin") {

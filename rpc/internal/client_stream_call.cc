@@ -26,8 +26,7 @@ void ClientStreamCall::Prepare(ClientContext* context, absl::string_view method,
   stream_.outgoing().set_retain_written(retryable());
   single_response_ = response;
   if (request != nullptr && start_error_.ok()) {
-    start_error_ = SerializeFramed(*request, send_compression_,
-                                   max_send_size_,
+    start_error_ = SerializeFramed(*request, send_compression_, max_send_size_,
                                    &stream_.outgoing().buffer());
     stream_.outgoing().set_end_of_data();
     ChargeRetryBuffer();

@@ -74,8 +74,7 @@ void PickFirst::OnSubchannelStateChange(LbSubchannel* subchannel) {
     }
     case ConnectivityState::kTransientFailure:
       last_error_ = subchannel->last_error();
-      if (!first_pass_done_ &&
-          subchannel == subchannels_[attempting_].get()) {
+      if (!first_pass_done_ && subchannel == subchannels_[attempting_].get()) {
         if (++attempting_ < subchannels_.size()) {
           subchannels_[attempting_]->RequestConnection();
         } else {

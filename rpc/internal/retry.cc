@@ -21,8 +21,7 @@ absl::optional<absl::Duration> NextRetryDelay(
   const bool pushback_valid = pushback.has_value() &&
                               absl::SimpleAtoi(*pushback, &pushback_ms) &&
                               pushback_ms >= 0;
-  const bool retryable =
-      policy.retryable_status_codes.Contains(status.code());
+  const bool retryable = policy.retryable_status_codes.Contains(status.code());
   const bool server_says_no = pushback.has_value() && !pushback_valid;
   if (!retryable && !server_says_no) return absl::nullopt;
   // A retryable failure, or the server's "do not retry": counted.

@@ -77,20 +77,21 @@ TEST(RetryTest, TheThrottleStopsRetriesBelowHalfItsTokens) {
   transport::Metadata none;
   // A failure takes its token first: 4 -> 3 tokens, still above 2.
   RetryState a;
-  EXPECT_TRUE(
-      NextRetryDelay(policy, kUnavailable, none, &throttle, 1.0, &a).has_value());
+  EXPECT_TRUE(NextRetryDelay(policy, kUnavailable, none, &throttle, 1.0, &a)
+                  .has_value());
   // 3 -> 2: not above half any more.
   RetryState b;
-  EXPECT_FALSE(
-      NextRetryDelay(policy, kUnavailable, none, &throttle, 1.0, &b).has_value());
+  EXPECT_FALSE(NextRetryDelay(policy, kUnavailable, none, &throttle, 1.0, &b)
+                   .has_value());
   EXPECT_EQ(throttle.tokens_milli(), 2000);
   // Successes give back half a token each; the failure's own token is
   // taken before the check, as in gRPC: 3.5 -> 2.5 allows a retry.
-  for (int i = 0; i < 3; ++i) CountOutcome(Status(), StatusCodeSet(), &throttle);
+  for (int i = 0; i < 3; ++i)
+    CountOutcome(Status(), StatusCodeSet(), &throttle);
   EXPECT_EQ(throttle.tokens_milli(), 3500);
   RetryState c;
-  EXPECT_TRUE(
-      NextRetryDelay(policy, kUnavailable, none, &throttle, 1.0, &c).has_value());
+  EXPECT_TRUE(NextRetryDelay(policy, kUnavailable, none, &throttle, 1.0, &c)
+                  .has_value());
   // Never below zero, never above the maximum.
   for (int i = 0; i < 10; ++i) throttle.OnFailure();
   EXPECT_EQ(throttle.tokens_milli(), 0);

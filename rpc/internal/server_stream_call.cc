@@ -228,10 +228,9 @@ void ServerStreamCall::RunDone() {
     return;
   }
   if (handler_started_) reactor_->OnDone();
-  interception_.Finish(stream_->cancelled()
-                           ? Status(StatusCode::kCancelled,
-                                    "the call was cancelled")
-                           : final_status_);
+  interception_.Finish(stream_->cancelled() ? Status(StatusCode::kCancelled,
+                                                     "the call was cancelled")
+                                            : final_status_);
   transport::http2::ServerStream* stream = stream_;
   stream_ = nullptr;
   ServerContextAccess::Reset(&context_);

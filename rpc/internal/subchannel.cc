@@ -21,11 +21,11 @@ Subchannel::Subchannel(transport::io::EventLoop* loop, Host* host,
       address_(address),
       connector_(loop, static_cast<ChannelConnector::Listener*>(this)),
       backoff_(backoff, loop),
-      health_watch_(health == nullptr
-                        ? nullptr
-                        : std::make_unique<HealthWatch>(
-                              health, static_cast<HealthWatch::Listener*>(
-                                          this))) {}
+      health_watch_(
+          health == nullptr
+              ? nullptr
+              : std::make_unique<HealthWatch>(
+                    health, static_cast<HealthWatch::Listener*>(this))) {}
 
 Subchannel::~Subchannel() {
   loop_->Cancel(&connect_timer_);

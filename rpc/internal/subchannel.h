@@ -57,7 +57,8 @@ class Subchannel final : public LbSubchannel,
     virtual const transport::http2::ConnectionOptions& transport_options()
         const = 0;
     // The TLS filter of a new connection; null: plaintext.
-    virtual std::unique_ptr<transport::io::ByteFilter> NewConnectionFilter() = 0;
+    virtual std::unique_ptr<transport::io::ByteFilter>
+    NewConnectionFilter() = 0;
     // The subchannel's state changed (not reported once orphaned).
     virtual void OnSubchannelStateChange(Subchannel* subchannel) = 0;
     // A connection's server sent GOAWAY ENHANCE_YOUR_CALM "too_many_pings"

@@ -178,7 +178,8 @@ TEST_F(MethodConfigTest, WaitForReadyAppliesUnlessTheContextSetsIt) {
     // Waits for a connection that never comes: its deadline ends it.
     ClientContext context;
     context.set_timeout(absl::Milliseconds(200));
-    const Status status = channel->UnaryCall(&context, kEcho, request, &response);
+    const Status status =
+        channel->UnaryCall(&context, kEcho, request, &response);
     EXPECT_EQ(status.code(), StatusCode::kDeadlineExceeded)
         << status.ToString();
     EXPECT_THAT(std::string(status.message()),
@@ -189,7 +190,8 @@ TEST_F(MethodConfigTest, WaitForReadyAppliesUnlessTheContextSetsIt) {
     ClientContext context;
     context.set_timeout(kHangTimeout);
     context.set_wait_for_ready(false);
-    const Status status = channel->UnaryCall(&context, kEcho, request, &response);
+    const Status status =
+        channel->UnaryCall(&context, kEcho, request, &response);
     EXPECT_EQ(status.code(), StatusCode::kUnavailable) << status.ToString();
   }
 }

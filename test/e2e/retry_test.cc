@@ -56,9 +56,11 @@ class RetryTest : public ::testing::Test {
                 })
             .RegisterBidiStreaming<SimpleRequest, SimpleResponse>(
                 kCountMessages,
-                [this](ServerContext*,
-                       ServerReaderWriter<SimpleResponse, SimpleRequest>*
-                           stream) { return CountMessages(stream); })
+                [this](
+                    ServerContext*,
+                    ServerReaderWriter<SimpleResponse, SimpleRequest>* stream) {
+                  return CountMessages(stream);
+                })
             .BuildAndStart(&status);
     ASSERT_TRUE(status.ok()) << status.ToString();
   }

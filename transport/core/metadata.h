@@ -131,11 +131,11 @@ bool IsValidMetadataKey(absl::string_view key);
 
 // True for a key the transport owns and users may not send: pseudo-headers
 // (":..."), every "grpc-" name but grpc-retry-pushback-ms (a server's
-// trailer that steers the client's retries, gRPC's A6), te, content-type, user-agent (set on the
-// channel), host, and the HTTP/1 connection-specific headers HTTP/2 forbids
-// (connection, keep-alive, proxy-connection, transfer-encoding, upgrade).
-// Case-sensitive: HTTP/2 names are lowercase, and IsValidMetadataKey()
-// rejects any other.
+// trailer that steers the client's retries, gRPC's A6), te, content-type,
+// user-agent (set on the channel), host, and the HTTP/1 connection-specific
+// headers HTTP/2 forbids (connection, keep-alive, proxy-connection,
+// transfer-encoding, upgrade). Case-sensitive: HTTP/2 names are lowercase, and
+// IsValidMetadataKey() rejects any other.
 bool IsReservedMetadataKey(absl::string_view key);
 
 // True when every byte of a non-binary value is printable ASCII (0x20-0x7E).

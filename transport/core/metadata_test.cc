@@ -299,11 +299,25 @@ TEST(MetadataValidationTest, ReservedKeys) {
   }
   const absl::string_view kFree[] = {
       "grpc-retry-pushback-ms",
-      "",          "grpc",        "grpcfoo",       "x-grpc-status",
-      "tea",       "t",           "content-types", "content-length",
-      "hostname",  "x-host",      "user-agents",   "my-user-agent",
-      "upgrade-x", "connections", "authorization", "cookie",
-      "accept",    "x-user-id",   "trace-bin",
+      "",
+      "grpc",
+      "grpcfoo",
+      "x-grpc-status",
+      "tea",
+      "t",
+      "content-types",
+      "content-length",
+      "hostname",
+      "x-host",
+      "user-agents",
+      "my-user-agent",
+      "upgrade-x",
+      "connections",
+      "authorization",
+      "cookie",
+      "accept",
+      "x-user-id",
+      "trace-bin",
   };
   for (absl::string_view key : kFree) {
     EXPECT_FALSE(IsReservedMetadataKey(key)) << key;

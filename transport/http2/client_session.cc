@@ -326,8 +326,8 @@ int ClientSession::OnDataChunk(int32_t stream_id, const uint8_t* data,
                               "DATA received before response headers"));
   } else {
     DeliverToObserver<ClientStream::Observer> listener(
-        stream->observer, stream->receive_encoding_,
-        ReceiveLimit(*stream), &stream->delivering_wire_size_);
+        stream->observer, stream->receive_encoding_, ReceiveLimit(*stream),
+        &stream->delivering_wire_size_);
     Status status = stream->deframer_.Feed(
         absl::string_view(reinterpret_cast<const char*>(data), size), listener);
     if (!status.ok()) FailStream(stream, std::move(status));
