@@ -4,11 +4,15 @@
   benchresult old.json new.json        per matched run, Before/After/Percentage
   benchresult [old.json] new.json --html report.html
                                        also writes a self-contained HTML report
-  benchresult --pairings r1.json [r2.json ...]
+  benchresult --pairings r1.json [r2.json ...] [--html report.html]
                                        files repeating one command: a Markdown
                                        table of each client→server pairing
                                        (medians over the files, h2rpc/grpcpp
-                                       ratios) for docs/performance.md
+                                       ratios) for docs/performance.md; with
+                                       --html also a report with one section
+                                       per configuration: the pairings'
+                                       latency CDFs on one chart, their
+                                       medians side by side, the QPS ratio
 
 Under `bazel run`, relative paths are taken from the directory bazel was run
 in. The file format is docs/benchmark_results.md. Exit status: 0 on
@@ -42,11 +46,10 @@ def parse_args(argv):
     parser.add_argument("--pairings", action="store_true",
                         help="the files are repetitions of one command: "
                              "print a Markdown table of each client→server "
-                             "pairing, medians over the files")
+                             "pairing, medians over the files (with "
+                             "--html, also one HTML section per "
+                             "configuration with all its pairings)")
     args = parser.parse_args(argv)
-    if args.pairings and args.html:
-        parser.error("--pairings prints a Markdown table only; it cannot be "
-                     "combined with --html")
     if not args.pairings and len(args.files) > 2:
         parser.error(f"expected one or two result files, got "
                      f"{len(args.files)} (use --pairings for repetitions)")
@@ -98,8 +101,9 @@ def main(argv=None):
         print(f"benchresult: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     if args.pairings:
-        text = text_report.pairings_table(lib.group_pairings(results))
-        document = None  # --html was refused with --pairings
+        groups = lib.group_pairings(results)
+        text = text_report.pairings_table(groups)
+        document = html_report.pairings_report(results, groups)
     else:
         text, document = render(results)
     sys.stdout.write(text)

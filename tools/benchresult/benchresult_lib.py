@@ -4,7 +4,8 @@ A result file is the JSON document `benchmark:benchmain --result_file=FILE`
 writes, format "h2rpc-benchmain/1" (docs/benchmark_results.md). This module
 reads and validates it, matches the runs of two files by their features and
 computes before/after changes, and groups the runs of repeated files by
-client→server pairing (group_pairings). It does no formatting and no output.
+client→server pairing (group_pairings, pooled_latency_cdf). It does no
+formatting and no output.
 """
 
 import collections
@@ -453,6 +454,31 @@ def latency_cdf(run):
         seen += count
         points.append((first_upper * growth ** index, seen / total))
     return points
+
+
+def pooled_latency_cdf(runs):
+    """Returns the latency CDF of several runs' samples pooled together.
+
+    As latency_cdf(), over the sum of the runs' latency_histogram counts
+    bucket by bucket. Runs without a histogram, and runs whose histogram has
+    another growth or first_upper_ns than the first one found, are left out.
+    """
+    histograms = [run.data.get("latency_histogram") for run in runs]
+    histograms = [h for h in histograms if h]
+    if not histograms:
+        return []
+    first = histograms[0]
+    counts = collections.Counter()
+    for histogram in histograms:
+        if (histogram["growth"], histogram["first_upper_ns"]) != (
+                first["growth"], first["first_upper_ns"]):
+            continue
+        for index, count in histogram["counts"]:
+            counts[index] += count
+    pooled = {"growth": first["growth"],
+              "first_upper_ns": first["first_upper_ns"],
+              "counts": [[index, count] for index, count in counts.items()]}
+    return latency_cdf(Run(-1, {}, {"latency_histogram": pooled}))
 
 
 def ratio(numerator, denominator):

@@ -15,7 +15,9 @@ with all four pairings (h2rpc→grpcpp missing from the third file,
 grpcpp→grpcpp in two processes with its server side null in the second
 file), unary c=1 without grpcpp→grpcpp, and streaming c=8 whose
 grpcpp→grpcpp has 0 QPS and null latency and sides. The files list c=120
-before c=1 and grpcpp→h2rpc before h2rpc→grpcpp.
+before c=1 and grpcpp→h2rpc before h2rpc→grpcpp. They carry no latency
+histograms; the --pairings --html tests add some to copies
+(with_histograms).
 """
 
 import contextlib
@@ -384,6 +386,146 @@ class PairingsTest(unittest.TestCase):
         self.assertEqual(text_report.pairings_table([]), "(no runs)\n")
 
 
+def with_histograms(path, directory):
+    """Copies the result file at `path` into `directory`, adding to every
+    run with a p50 a latency_histogram whose samples lie around it."""
+    with open(path, encoding="utf-8") as f:
+        document = json.load(f)
+    for run in document["runs"]:
+        p50 = (run.get("latency_ns") or {}).get("p50")
+        if p50:
+            # growth 2 from 1 µs: bucket i holds latencies up to 2**i µs.
+            middle = max(1, round(p50 / 1000).bit_length())
+            run["latency_histogram"] = {
+                "growth": 2.0, "first_upper_ns": 1000,
+                "counts": [[middle - 1, 10], [middle, 80], [middle + 1, 10]]}
+    copy = os.path.join(directory, os.path.basename(path))
+    with open(copy, "w", encoding="utf-8") as f:
+        json.dump(document, f)
+    return copy
+
+
+class PairingsHtmlTest(unittest.TestCase):
+    """--pairings --html: one section per configuration, all pairings."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+
+    def report(self, files):
+        """Runs --pairings --html on `files`; returns (stdout, document)."""
+        path = os.path.join(self.tmp.name, "pairings.html")
+        status, out, err = run_main(["--pairings"] + files +
+                                    ["--html", path])
+        self.assertEqual(status, 0, err)
+        self.assertIn("wrote", err)
+        with open(path, encoding="utf-8") as f:
+            return out, f.read()
+
+    def test_one_section_per_configuration(self):
+        files = [with_histograms(p, self.tmp.name) for p in PAIRINGS]
+        out, document = self.report(files)
+        # The text table is printed as without --html.
+        _, text, _ = run_main(["--pairings"] + PAIRINGS)
+        self.assertEqual(out, text)
+        self.assertTrue(document.startswith("<!DOCTYPE html>"))
+        self.assertTrue(document.rstrip().endswith("</html>"))
+        self.assertEqual(document.count("<body>"), 1)
+        self.assertEqual(document.count("</body>"), 1)
+        for forbidden in ("http://", "https://", "<script", "src=", "href=",
+                          "@import", "url("):
+            self.assertNotIn(forbidden, document.lower())
+        sections = document.split('<section class="config">')[1:]
+        self.assertEqual(len(sections), 3)  # unary c=1, c=120; streaming c=8
+        self.assertEqual(document.count("</section>"), 3)
+        self.assertNotIn('<section class="run">', document)
+        c1, c120, streaming = sections
+        self.assertIn("unary", c120)
+        self.assertIn("c=120", c120)
+        self.assertIn("c=1 ", c1)
+        self.assertIn("streaming", streaming)
+        # One CDF per pairing on one chart; each pairing a table row.
+        self.assertEqual(c120.count("<svg"), 1)
+        self.assertEqual(c120.count("<polyline"), 4)
+        self.assertEqual(c120.count("<tr>"), 1 + 4)
+        for label in ("h2rpc→h2rpc", "grpcpp→grpcpp proc=two",
+                      "h2rpc→grpcpp", "grpcpp→h2rpc"):
+            self.assertIn(f"{label}</td>", c120)
+        self.assertEqual(c1.count("<polyline"), 2)
+        self.assertEqual(c1.count("<tr>"), 1 + 2)
+        # streaming grpcpp→grpcpp has no latency: one curve, two rows.
+        self.assertEqual(streaming.count("<polyline"), 1)
+        self.assertEqual(streaming.count("<tr>"), 1 + 2)
+        # The distinct colours of the four pairings.
+        colours = {line.split('stroke="')[1].split('"')[0]
+                   for line in c120.splitlines() if "<polyline" in line}
+        self.assertEqual(len(colours), 4)
+        # The ratio, as the text table computes it, prominently.
+        self.assertIn('<p class="ratio">h2rpc/gRPC C++ QPS: 3.41x', c120)
+        self.assertIn("3.41x", text)
+        self.assertIn('<p class="ratio">h2rpc/gRPC C++ QPS: n/a', c1)
+        self.assertIn('<p class="ratio">h2rpc/gRPC C++ QPS: n/a', streaming)
+        # Medians over the files, as in the text table.
+        self.assertIn("<td>102,311</td>", c120)
+        self.assertIn("<td>812µs</td>", c120)
+
+    def test_pooled_cdf(self):
+        files = [with_histograms(p, self.tmp.name) for p in PAIRINGS]
+        results = [lib.load(p) for p in files]
+        pairing = self.pooled_pairing(results)
+        runs = [run for runs in pairing.runs_per_file for run in runs]
+        self.assertEqual(len(runs), 3)
+        points = lib.pooled_latency_cdf(runs)
+        self.assertEqual(points[-1][1], 1.0)
+        # Three runs of 100 samples each: 30 of 300 in the first bucket.
+        self.assertAlmostEqual(points[1][1], 0.1)
+        self.assertEqual(lib.pooled_latency_cdf(runs[:1]),
+                         lib.latency_cdf(runs[0]))
+        self.assertEqual(lib.pooled_latency_cdf([]), [])
+        # A histogram with other buckets than the first one is left out.
+        odd = lib.Run(0, {}, {"latency_histogram": dict(
+            runs[2].data["latency_histogram"], growth=3.0)})
+        self.assertEqual(lib.pooled_latency_cdf(runs[:2] + [odd]),
+                         lib.pooled_latency_cdf(runs[:2]))
+
+    @staticmethod
+    def pooled_pairing(results):
+        group = next(g for g in lib.group_pairings(results)
+                     if g.features["max_concurrent_calls"] == 120)
+        return group.find("h2rpc", "h2rpc")
+
+    def test_no_histograms(self):
+        _, document = self.report(PAIRINGS)
+        self.assertEqual(document.count('<section class="config">'), 3)
+        self.assertNotIn("<polyline", document)
+        self.assertEqual(document.count("no latency histogram"), 3)
+
+    def test_names_escaped(self):
+        with open(PAIRINGS[0], encoding="utf-8") as f:
+            document = json.load(f)
+        for run in document["runs"]:
+            if run["features"]["client_stack"] == "grpcpp":
+                run["features"]["client_stack"] = "<b>x&y</b>"
+            run["features"]["workload"] += '<i class="w">'
+        path = os.path.join(self.tmp.name, "evil.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(document, f)
+        _, report = self.report([path])
+        self.assertNotIn("<b>", report)
+        self.assertNotIn("<i ", report)
+        self.assertIn("&lt;b&gt;x&amp;y&lt;/b&gt;→grpcpp", report)
+        self.assertIn("&lt;i class=&quot;w&quot;&gt;", report)
+
+    def test_no_runs(self):
+        path = os.path.join(self.tmp.name, "empty.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump({"format": lib.FORMAT, "runs": []}, f)
+        out, document = self.report([path])
+        self.assertEqual(out, "(no runs)\n")
+        self.assertIn("<p>No runs.</p>", document)
+        self.assertTrue(document.rstrip().endswith("</html>"))
+
+
 def backends_file(runs):
     """A result file's text with these runs: (features, backends) pairs."""
     return json.dumps({"format": lib.FORMAT, "runs": [
@@ -491,9 +633,9 @@ class BadInputTest(unittest.TestCase):
         status, _, err = run_main([OLD, NEW, OLD])
         self.assertEqual(status, 2)
         self.assertIn("expected one or two result files", err)
-        status, out, err = run_main(["--pairings", OLD, "--html", "x.html"])
+        status, out, err = run_main([OLD, NEW, "--pairings", "--bogus"])
         self.assertEqual((status, out), (2, ""))
-        self.assertIn("cannot be combined with --html", err)
+        self.assertIn("unrecognized arguments: --bogus", err)
 
     def test_pairings(self):
         missing = os.path.join(self.tmp.name, "missing.json")

@@ -1,9 +1,13 @@
 """A self-contained HTML report of one result file or of a comparison.
 
-Per run: the latency CDF from latency_histogram (before and after overlaid
-in two colours when comparing), bars for QPS, and bars for allocations per
-op on the client and on the server. Everything is inline (CSS, SVG); the
-page has no scripts and loads nothing from the network.
+single_report() and comparison_report(), per run: the latency CDF from
+latency_histogram (before and after overlaid in two colours when
+comparing), bars for QPS, and bars for allocations per op on the client and
+on the server. pairings_report(), per configuration of repeated files
+(--pairings): the latency CDFs of all its client→server pairings overlaid
+in one colour each, a table of their medians (QPS, p50/p99, allocations and
+CPU per op per side) and the h2rpc/gRPC C++ QPS ratio. Everything is inline
+(CSS, SVG); the page has no scripts and loads nothing from the network.
 """
 
 import dataclasses
@@ -15,6 +19,9 @@ import text_report
 
 BEFORE_COLOUR = "#4c72b0"  # blue: the old file, or the only file
 AFTER_COLOUR = "#dd8452"   # orange: the new file
+# One colour per pairing of a configuration, in PAIRING_ORDER, then cycled.
+PAIRING_COLOURS = (BEFORE_COLOUR, AFTER_COLOUR, "#55a868", "#c44e52",
+                   "#8172b3", "#937860", "#da8bc3", "#8c8c8c")
 
 _CSS = """
 body { font-family: sans-serif; margin: 1.5em; color: #222; }
@@ -22,11 +29,19 @@ h1 { font-size: 1.3em; }
 h2 { font-size: 1.05em; margin-bottom: 0.3em; }
 section.run { border-top: 1px solid #ccc; padding: 0.8em 0; }
 .charts { display: flex; flex-wrap: wrap; gap: 1em; align-items: flex-end; }
-.legend span.swatch { display: inline-block; width: 0.8em; height: 0.8em;
+span.swatch { display: inline-block; width: 0.8em; height: 0.8em;
   margin: 0 0.3em 0 1em; vertical-align: middle; }
 .files { font-size: 0.9em; color: #555; }
 pre { font-size: 0.85em; background: #f6f6f6; padding: 0.5em;
   display: inline-block; }
+section.config { border-top: 1px solid #ccc; padding: 0.8em 0; }
+.ratio { font-size: 1.25em; font-weight: bold; margin: 0.2em 0 0.5em; }
+.ratio .note { font-size: 0.7em; font-weight: normal; color: #555; }
+table.pairings { border-collapse: collapse; font-size: 0.85em; }
+table.pairings th, table.pairings td { padding: 0.2em 0.5em;
+  border-bottom: 1px solid #e3e3e3; text-align: right; }
+table.pairings th:first-child, table.pairings td:first-child {
+  text-align: left; }
 svg text { font-family: sans-serif; font-size: 11px; fill: #222; }
 svg .grid { stroke: #e3e3e3; }
 svg .axis { stroke: #444; }
@@ -84,6 +99,77 @@ def comparison_report(old, new, comparison):
                                      [Series(result.path, colour, run)]))
     return _page(f"benchresult: {old.path} vs {new.path}", [old, new],
                  sections)
+
+
+def pairings_report(results, groups):
+    """Returns the HTML report of lib.group_pairings() PairingGroups.
+
+    One section per configuration: the pairings' latency CDFs overlaid (the
+    samples of every file pooled, lib.pooled_latency_cdf), a table of their
+    medians over the files, and the h2rpc/gRPC C++ QPS ratio.
+    """
+    sections = [_pairings_section(group) for group in groups]
+    return _page(f"benchresult: pairings of {len(results)} files", results,
+                 sections)
+
+
+# Columns of the pairings table: (header, path in the run, formatter).
+_PAIRINGS_COLUMNS = (
+    ("median QPS", ("qps",), "{:,.0f}".format),
+    ("p50", ("latency_ns", "p50"), text_report.format_duration_ns),
+    ("p99", ("latency_ns", "p99"), text_report.format_duration_ns),
+    ("client allocs/op", ("client", "allocs_per_op"), "{:.2f}".format),
+    ("server allocs/op", ("server", "allocs_per_op"), "{:.2f}".format),
+    ("client CPU µs/op", ("client", "cpu_ns_per_op"),
+     lambda ns: f"{ns / 1000:.2f}"),
+    ("server CPU µs/op", ("server", "cpu_ns_per_op"),
+     lambda ns: f"{ns / 1000:.2f}"),
+)
+
+
+def _swatch(colour):
+    """A small square of `colour` for legends and table rows."""
+    return f'<span class="swatch" style="background:{colour}"></span>'
+
+
+def _pairings_section(group):
+    """One configuration: ratio, overlaid CDFs and the medians table."""
+    colours = [PAIRING_COLOURS[i % len(PAIRING_COLOURS)]
+               for i in range(len(group.pairings))]
+    labels = [text_report.pairing_label(p) for p in group.pairings]
+    legend = "".join(f"{_swatch(colour)}{_text(label)}"
+                     for colour, label in zip(colours, labels))
+    chart = curves_svg([
+        (colour, lib.pooled_latency_cdf(
+            [run for runs in pairing.runs_per_file for run in runs]))
+        for colour, pairing in zip(colours, group.pairings)])
+    header = "".join(f"<th>{_text(title)}</th>"
+                     for title in ("pairing",) + tuple(
+                         c[0] for c in _PAIRINGS_COLUMNS))
+    rows = []
+    for colour, label, pairing in zip(colours, labels, group.pairings):
+        cells = []
+        for _, path, formatter in _PAIRINGS_COLUMNS:
+            value = pairing.median(path)
+            cells.append(text_report.NOT_APPLICABLE if value is None
+                         else formatter(value))
+        rows.append(f"<tr><td>{_swatch(colour)}{_text(label)}</td>" +
+                    "".join(f"<td>{_text(cell)}</td>" for cell in cells) +
+                    "</tr>\n")
+    ratio = (f'<p class="ratio">h2rpc/gRPC C++ QPS: '
+             f"{_text(text_report.format_ratio(group.qps_ratio()))}"
+             "<span class=\"note\"> (median QPS of h2rpc→h2rpc over "
+             "grpcpp→grpcpp; p50 grpcpp/h2rpc: "
+             f"{_text(text_report.format_ratio(group.p50_ratio()))})"
+             "</span></p>\n")
+    table = (f'<table class="pairings">\n<tr>{header}</tr>\n'
+             f'{"".join(rows)}</table>\n')
+    return (f'<section class="config">\n'
+            f"<h2>{_text(text_report.describe_features(group.features))}"
+            f"</h2>\n{ratio}"
+            f'<div class="legend">{legend}</div>\n'
+            f'<div class="charts">\n{chart}<div>{table}</div>\n</div>\n'
+            "</section>\n")
 
 
 def _page(title, results, sections):
@@ -179,9 +265,18 @@ def log_ticks(low, high):
 
 def cdf_svg(series, width=480, height=300):
     """The latency CDFs of the series, overlaid, on a log latency axis."""
+    return curves_svg([(s.colour, lib.latency_cdf(s.run)) for s in series],
+                      width, height)
+
+
+def curves_svg(curves, width=480, height=300):
+    """Latency CDFs overlaid on a log latency axis.
+
+    `curves` is [(colour, [(upper_ns, fraction), ...]), ...] as
+    lib.latency_cdf() returns them; one <polyline> per non-empty curve.
+    """
     title = "Latency CDF"
-    curves = [(s, lib.latency_cdf(s.run)) for s in series]
-    curves = [(s, points) for s, points in curves if points]
+    curves = [(colour, points) for colour, points in curves if points]
     frame = _Frame(_LEFT, _TOP, width - _LEFT - _RIGHT,
                    height - _TOP - _BOTTOM)
     out = [_svg_open(width, height, title)]
@@ -213,9 +308,9 @@ def cdf_svg(series, width=480, height=300):
         out.append(_line(x, frame.top, x, frame.bottom, "grid"))
         out.append(_label(x, frame.bottom + 16,
                           text_report.format_duration_ns(tick)))
-    for s, points in curves:
+    for colour, points in curves:
         coords = " ".join(f"{x_of(ns):.1f},{y_of(f):.1f}" for ns, f in points)
-        out.append(f'<polyline fill="none" stroke="{s.colour}" '
+        out.append(f'<polyline fill="none" stroke="{colour}" '
                    f'stroke-width="2" points="{coords}"/>\n')
     out.append(_axis_titles(frame, "latency per op (log scale)",
                             "ops at or below"))

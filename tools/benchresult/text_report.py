@@ -329,7 +329,7 @@ def _qps_per_file(pairing):
     return " / ".join(cells)
 
 
-def _pairing_label(pairing):
+def pairing_label(pairing):
     """"h2rpc→grpcpp", plus " proc=two" for a two-process run."""
     label = f"{pairing.client}→{pairing.server}"
     if pairing.process not in (None, "one"):
@@ -361,7 +361,7 @@ def pairings_table(groups):
                 str(group.features.get("max_concurrent_calls", "?"))]
         for pairing in group.pairings:
             lines.append(_markdown_row(lead + [
-                _pairing_label(pairing),
+                pairing_label(pairing),
                 _median_cell(pairing, ("qps",), _qps),
                 _qps_per_file(pairing),
                 _median_cell(pairing, ("latency_ns", "p50"),
