@@ -1,9 +1,7 @@
 #include "test/lb/backend_process.h"
 
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,105 +17,25 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
-
-extern char** environ;
+#include "test/util/child_process.h"
 
 namespace h2rpc::testing {
-namespace {
-
-// The binary in the test's runfiles (the test runs in the workspace's
-// runfiles directory).
-std::string BackendPath() {
-  const std::string relative = "test/lb/lb_backend";
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  if (srcdir == nullptr) return relative;
-  return absl::StrCat(srcdir, "/h2rpc/", relative);
-}
-
-int MillisUntil(absl::Time deadline) {
-  const absl::Duration left = deadline - absl::Now();
-  if (left <= absl::ZeroDuration()) return 0;
-  return static_cast<int>(absl::ToInt64Milliseconds(
-      absl::Ceil(std::min(left, absl::Hours(1)), absl::Milliseconds(1))));
-}
-
-std::string DescribeWaitStatus(int status) {
-  if (WIFEXITED(status)) return absl::StrCat("exit code ", WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) {
-    return absl::StrCat("killed by signal ", WTERMSIG(status), " (",
-                        strsignal(WTERMSIG(status)), ")");
-  }
-  return absl::StrCat("wait status ", status);
-}
-
-// Reaps `pid` if it has exited; true (with `*status`) when it has.
-bool TryReap(pid_t pid, int* status) {
-  for (;;) {
-    const pid_t r = waitpid(pid, status, WNOHANG);
-    if (r == pid) return true;
-    if (r == 0) return false;
-    if (errno != EINTR) {
-      *status = 0;
-      return true;  // not our child any more
-    }
-  }
-}
-
-}  // namespace
 
 std::unique_ptr<BackendProcess> BackendProcess::Start(
     const std::string& address, const std::string& name, absl::Duration timeout,
     std::string* error) {
-  std::vector<std::string> argv = {BackendPath(), address, name};
+  std::vector<std::string> argv = {RunfilesPath("test/lb/lb_backend"), address,
+                                   name};
   const std::string command = absl::StrCat(argv[0], " ", address, " ", name);
 
-  int in[2], out[2], err[2];
-  if (pipe2(in, O_CLOEXEC) != 0) {
-    *error = absl::StrCat("pipe2: ", std::strerror(errno));
-    return nullptr;
-  }
-  if (pipe2(out, O_CLOEXEC) != 0) {
-    *error = absl::StrCat("pipe2: ", std::strerror(errno));
-    close(in[0]);
-    close(in[1]);
-    return nullptr;
-  }
-  if (pipe2(err, O_CLOEXEC) != 0) {
-    *error = absl::StrCat("pipe2: ", std::strerror(errno));
-    for (int fd : {in[0], in[1], out[0], out[1]}) close(fd);
-    return nullptr;
-  }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, in[0], 0);
-  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, err[1], 2);
-  // None of the test's descriptors (its sockets, other children's pipes)
-  // may leak into the child.
-  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
-  std::vector<char*> c_argv;
-  for (std::string& arg : argv) c_argv.push_back(arg.data());
-  c_argv.push_back(nullptr);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, argv[0].c_str(), &actions, nullptr,
-                             c_argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  close(in[0]);
-  close(out[1]);
-  close(err[1]);
-  if (rc != 0) {
-    close(in[1]);
-    close(out[0]);
-    close(err[0]);
-    *error = absl::StrCat("cannot start ", command, ": ", std::strerror(rc));
-    return nullptr;
-  }
+  SpawnedChild child;
+  if (!SpawnWithPipes(argv, &child, error)) return nullptr;
   std::unique_ptr<BackendProcess> process(new BackendProcess);
   process->name_ = name;
-  process->pid_ = pid;
-  process->stdin_fd_ = in[1];
-  process->stdout_fd_ = out[0];
-  process->stderr_fd_ = err[0];
+  process->pid_ = child.pid;
+  process->stdin_fd_ = child.stdin_fd;
+  process->stdout_fd_ = child.stdout_fd;
+  process->stderr_fd_ = child.stderr_fd;
   process->drain_thread_ =
       std::thread([p = process.get()] { p->DrainStderr(); });
 
@@ -227,17 +145,7 @@ bool BackendProcess::End(bool signal, absl::Duration timeout,
   }
   if (pid_ > 0) {
     int status = 0;
-    const absl::Time deadline = absl::Now() + timeout;
-    bool exited = TryReap(pid_, &status);
-    // Polls the exit with a deadline (waitpid has no timeout).
-    while (!exited && absl::Now() < deadline) {
-      absl::SleepFor(absl::Milliseconds(5));
-      exited = TryReap(pid_, &status);
-    }
-    if (!exited) {
-      kill(pid_, SIGKILL);
-      while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-      }
+    if (!ReapWithin(pid_, timeout, &status)) {
       end_how_ = absl::StrCat(
           "did not exit within ", absl::FormatDuration(timeout), " of ",
           signal ? "SIGTERM" : "its stdin closing", "; killed");
