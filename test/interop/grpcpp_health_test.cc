@@ -9,13 +9,7 @@
 //     H2RPC_INTEROP_SERVER environment variable the BUILD rule sets):
 //     Check of the overall status and of grpc.testing.TestService, SERVING.
 
-#include <fcntl.h>
 #include <grpcpp/grpcpp.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -23,9 +17,7 @@
 #include <string>
 #include <thread>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
@@ -34,9 +26,8 @@
 #include "rpc/health_check_service.h"
 #include "rpc/server.h"
 #include "rpc/status.h"
+#include "test/interop/interop_server_process.h"
 #include "test/util/wait_for.h"
-
-extern char** environ;
 
 namespace h2rpc {
 namespace {
@@ -44,6 +35,7 @@ namespace {
 using grpc::health::v1::Health;
 using grpc::health::v1::HealthCheckRequest;
 using grpc::health::v1::HealthCheckResponse;
+using ::h2rpc::testing::InteropServerProcess;
 using ::h2rpc::testing::kHangTimeout;
 
 std::chrono::system_clock::time_point HangDeadline() {
@@ -172,91 +164,12 @@ TEST(GrpcppHealthTest, WatchOfAnUnknownServiceGetsItOnceSet) {
       ::h2rpc::testing::WaitFor([&] { return health.open_watches() == 0; }));
 }
 
-// h2rpc_interop_server as a child process: stdout piped (for its "listening
-// on port N" line), stderr inherited; SIGTERM stops it.
-class InteropServerProcess {
- public:
-  // Starts `path`; false (with `*error`) if it could not start or did not
-  // announce its port within kHangTimeout.
-  bool Start(const std::string& path, std::string* error) {
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0) {
-      *error = "pipe2 failed";
-      return false;
-    }
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
-    std::string port_flag = "--port=0";
-    char* argv[] = {const_cast<char*>(path.c_str()), port_flag.data(), nullptr};
-    const int rc =
-        posix_spawn(&pid_, path.c_str(), &actions, nullptr, argv, environ);
-    posix_spawn_file_actions_destroy(&actions);
-    close(fds[1]);
-    stdout_fd_ = fds[0];
-    if (rc != 0) {
-      pid_ = -1;
-      *error = absl::StrCat("posix_spawn ", path, ": error ", rc);
-      return false;
-    }
-    return ReadPort(error);
-  }
-
-  ~InteropServerProcess() {
-    if (pid_ > 0) {
-      kill(pid_, SIGTERM);
-      int status = 0;
-      waitpid(pid_, &status, 0);
-    }
-    if (stdout_fd_ >= 0) close(stdout_fd_);
-  }
-
-  int port() const { return port_; }
-
- private:
-  // Reads the first line ("listening on port N") with a deadline.
-  bool ReadPort(std::string* error) {
-    const absl::Time give_up = absl::Now() + kHangTimeout;
-    std::string line;
-    while (line.find('\n') == std::string::npos) {
-      const absl::Duration left = give_up - absl::Now();
-      if (left <= absl::ZeroDuration()) {
-        *error = "no \"listening on port N\" line in time";
-        return false;
-      }
-      pollfd poll_fd = {stdout_fd_, POLLIN, 0};
-      if (poll(&poll_fd, 1, absl::ToInt64Milliseconds(left) + 1) <= 0) {
-        continue;
-      }
-      char buffer[128];
-      const ssize_t n = read(stdout_fd_, buffer, sizeof(buffer));
-      if (n <= 0) {
-        *error = "the server closed its stdout before announcing its port";
-        return false;
-      }
-      line.append(buffer, static_cast<size_t>(n));
-    }
-    absl::string_view first(line.data(), line.find('\n'));
-    if (!absl::ConsumePrefix(&first, "listening on port ") ||
-        !absl::SimpleAtoi(first, &port_) || port_ <= 0) {
-      *error = absl::StrCat("unexpected first line: ", line);
-      return false;
-    }
-    return true;
-  }
-
-  pid_t pid_ = -1;
-  int stdout_fd_ = -1;
-  int port_ = 0;
-};
-
 TEST(GrpcppHealthTest, InteropServerServesHealth) {
   const char* path = std::getenv("H2RPC_INTEROP_SERVER");
   ASSERT_NE(path, nullptr) << "H2RPC_INTEROP_SERVER is not set";
   InteropServerProcess process;
   std::string error;
-  ASSERT_TRUE(process.Start(path, &error)) << error;
+  ASSERT_TRUE(process.Start(path, kHangTimeout, &error)) << error;
   std::unique_ptr<Health::Stub> stub = GrpcppStub(process.port());
 
   HealthCheckResponse::ServingStatus serving = HealthCheckResponse::UNKNOWN;
