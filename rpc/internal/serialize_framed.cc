@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "transport/compression/thread_codecs.h"
+#include "transport/core/large_buffer_cache.h"
 #include "transport/core/message_framer.h"
 
 namespace h2rpc::internal {
@@ -32,7 +33,12 @@ Status SerializeFramed(const google::protobuf::MessageLite& message,
         serialized, compression, max_send_message_size, out);
   }
   const size_t start = out->size();
-  out->resize(start + transport::kMessagePrefixSize + size);
+  const size_t framed_size = transport::kMessagePrefixSize + size;
+  if (start == 0 && out->capacity() < framed_size &&
+      framed_size >= transport::LargeBufferCache::kMinCapacity) {
+    transport::LargeBufferCache::Global().Take(framed_size, out);
+  }
+  out->resize(start + framed_size);
   transport::EncodeMessagePrefix(
       /*compressed=*/false, static_cast<uint32_t>(size), out->data() + start);
   message.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(

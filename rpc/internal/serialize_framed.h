@@ -16,11 +16,13 @@ inline constexpr size_t kMaxSerializedMessageSize = INT_MAX;
 
 // Appends `message` to `*out` as one gRPC length-prefixed message.
 // Uncompressed (identity), it is serialized in place: no intermediate copy,
-// and no allocation once `*out` has the capacity. Otherwise it is serialized
-// into the thread's scratch buffer and compressed into `*out` (see
-// AppendCompressedFramedMessage: sent as is when that is smaller).
-// RESOURCE_EXHAUSTED naming the size and the limit, with `*out` untouched and
-// nothing serialized, if message.ByteSizeLong() is larger than
+// and no allocation once `*out` has the capacity; an empty `*out` too small
+// for a large message takes its storage from
+// transport::LargeBufferCache::Global() (where OutgoingData gives it back).
+// Otherwise it is serialized into the thread's scratch buffer and compressed
+// into `*out` (see AppendCompressedFramedMessage: sent as is when that is
+// smaller). RESOURCE_EXHAUSTED naming the size and the limit, with `*out`
+// untouched and nothing serialized, if message.ByteSizeLong() is larger than
 // `max_send_message_size` or than kMaxSerializedMessageSize bytes. Any
 // thread; allocates only to grow `*out`, the scratch buffer, or an error.
 Status SerializeFramed(const google::protobuf::MessageLite& message,

@@ -10,6 +10,7 @@
 #include "absl/strings/string_view.h"
 #include "benchmark/benchmark.h"
 #include "test/util/allocation_counter.h"
+#include "transport/core/large_buffer_cache.h"
 #include "transport/core/message_deframer.h"
 #include "transport/core/message_framer.h"
 #include "transport/core/status.h"
@@ -63,14 +64,18 @@ void ReportAllocations(benchmark::State& state,
 
 // One message of range(0) bytes framed into a reused buffer, then deframed
 // by a long-lived deframer (one stream), fed whole (range(1) == 0) or in
-// range(1)-byte chunks. The steady state of a busy stream.
+// range(1)-byte chunks, without (range(2) == 0) or with (1) a
+// LargeBufferCache for gather buffers. The steady state of a busy stream.
 void BM_FrameAndDeframe(benchmark::State& state) {
   const size_t size = static_cast<size_t>(state.range(0));
   const size_t chunk_size = static_cast<size_t>(state.range(1));
   const std::string message(size, 'm');
   std::string wire;
   wire.reserve(kMessagePrefixSize + size);
-  MessageDeframer deframer(LargeLimit());
+  LargeBufferCache cache;
+  MessageDeframer::Options options = LargeLimit();
+  if (state.range(2) != 0) options.buffer_cache = &cache;
+  MessageDeframer deframer(options);
   SinkListener listener;
   AllocationCounter counter;
   for (auto _ : state) {
@@ -86,20 +91,26 @@ void BM_FrameAndDeframe(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(size));
 }
 BENCHMARK(BM_FrameAndDeframe)
-    ->ArgNames({"size", "chunk"})
-    ->Args({1, 0})
-    ->Args({1, 16 * 1024})
-    ->Args({1024, 0})
-    ->Args({1024, 16 * 1024})
-    ->Args({1024 * 1024, 0})
-    ->Args({1024 * 1024, 16 * 1024});
+    ->ArgNames({"size", "chunk", "cache"})
+    ->Args({1, 0, 0})
+    ->Args({1, 16 * 1024, 0})
+    ->Args({1024, 0, 0})
+    ->Args({1024, 16 * 1024, 0})
+    ->Args({1024 * 1024, 0, 0})
+    ->Args({1024 * 1024, 16 * 1024, 0})
+    ->Args({1024 * 1024, 16 * 1024, 1});
 
 // As above, but every message arrives on a new stream with a new deframer:
 // shows what gathering costs when no capacity is kept (the geometric growth
-// of the gather buffer for messages above eager_reserve_limit).
+// of the gather buffer for messages above eager_reserve_limit), without
+// (range(2) == 0) and with (1) a LargeBufferCache to take gather buffers
+// from, as the HTTP/2 sessions have.
 void BM_DeframeOnNewStream(benchmark::State& state) {
   const size_t size = static_cast<size_t>(state.range(0));
   const size_t chunk_size = static_cast<size_t>(state.range(1));
+  LargeBufferCache cache;
+  MessageDeframer::Options options = LargeLimit();
+  if (state.range(2) != 0) options.buffer_cache = &cache;
   std::string wire;
   if (!AppendFramedMessage(std::string(size, 'm'), false, kLimit, &wire).ok()) {
     state.SkipWithError("framing failed");
@@ -108,7 +119,7 @@ void BM_DeframeOnNewStream(benchmark::State& state) {
   SinkListener listener;
   AllocationCounter counter;
   for (auto _ : state) {
-    MessageDeframer deframer(LargeLimit());
+    MessageDeframer deframer(options);
     FeedInChunks(wire, chunk_size, deframer, listener, state);
   }
   ReportAllocations(state, counter);
@@ -116,9 +127,10 @@ void BM_DeframeOnNewStream(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(size));
 }
 BENCHMARK(BM_DeframeOnNewStream)
-    ->ArgNames({"size", "chunk"})
-    ->Args({1024, 16 * 1024})
-    ->Args({1024 * 1024, 16 * 1024});
+    ->ArgNames({"size", "chunk", "cache"})
+    ->Args({1024, 16 * 1024, 0})
+    ->Args({1024 * 1024, 16 * 1024, 0})
+    ->Args({1024 * 1024, 16 * 1024, 1});
 
 // range(0) messages of 100 bytes in one 16 KiB-ish chunk: the per-message
 // cost of the zero-copy path.

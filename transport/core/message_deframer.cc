@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <new>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -38,12 +39,22 @@ void MessageDeframer::ReturnGrant() {
 
 void MessageDeframer::ShrinkGatherBuffer() {
   if (capacity_ <= std::max<size_t>(options_.eager_reserve_limit, 1)) return;
-  buffer_.reset();
+  FreeGatherBuffer();
+}
+
+void MessageDeframer::FreeGatherBuffer() {
+  if (options_.buffer_cache != nullptr) {
+    options_.buffer_cache->Give(&buffer_);
+  } else {
+    std::string().swap(buffer_);
+  }
   capacity_ = 0;
 }
 
 void MessageDeframer::Reset(const Options& options) {
   ReturnGrant();
+  buffer_.clear();
+  if (options.buffer_cache != options_.buffer_cache) FreeGatherBuffer();
   options_ = options;
   ShrinkGatherBuffer();
   state_ = State::kPrefix;
@@ -56,8 +67,7 @@ void MessageDeframer::Reset(const Options& options) {
 }
 
 void MessageDeframer::ReleaseGatherBuffer() {
-  buffer_.reset();
-  capacity_ = 0;
+  FreeGatherBuffer();
   gathered_ = 0;
 }
 
@@ -141,7 +151,8 @@ Status MessageDeframer::BeginMessage(const MessagePrefix& prefix) {
 }
 
 Status MessageDeframer::EnsureGatherCapacity(size_t needed) {
-  if (needed <= capacity_) return Status();
+  // A message small enough for the string's inline storage needs nothing.
+  if (needed <= capacity_ || length_ <= buffer_.capacity()) return Status();
   const size_t eager_limit = std::max<size_t>(options_.eager_reserve_limit, 1);
   size_t new_capacity;
   if (granted_ > 0 || (options_.quota == nullptr && length_ <= eager_limit)) {
@@ -154,16 +165,28 @@ Status MessageDeframer::EnsureGatherCapacity(size_t needed) {
     }
     new_capacity = std::min(new_capacity, length_);
   }
-  std::unique_ptr<char[]> buffer(new (std::nothrow) char[new_capacity]);
-  if (buffer == nullptr) {
+  std::string buffer;
+  if (gathered_ == 0 && options_.buffer_cache != nullptr &&
+      options_.buffer_cache->TakeCached(length_, &buffer)) {
+    // Memory the process holds already: the whole message at once.
+    FreeGatherBuffer();
+    buffer_.swap(buffer);
+    capacity_ = buffer_.capacity();
+    return Status();
+  }
+  try {
+    buffer.reserve(new_capacity);
+  } catch (const std::bad_alloc&) {
     return Status(
         StatusCode::kResourceExhausted,
         absl::StrCat("could not allocate ", new_capacity,
                      " bytes to receive a message of ", length_, " bytes"));
   }
-  if (gathered_ > 0) std::memcpy(buffer.get(), buffer_.get(), gathered_);
-  buffer_ = std::move(buffer);
-  capacity_ = new_capacity;
+  buffer.append(buffer_);
+  // A step of the growth goes back to the allocator, not to the cache,
+  // which keeps the sizes that whole messages need.
+  buffer_.swap(buffer);
+  capacity_ = buffer_.capacity();
   return Status();
 }
 
@@ -234,14 +257,15 @@ Status MessageDeframer::Feed(absl::string_view chunk, Listener& listener) {
       }
     }
     const size_t take = std::min(size, length_ - gathered_);
+    if (gathered_ == 0) buffer_.clear();  // the previous message's bytes
     Status status = EnsureGatherCapacity(gathered_ + take);
     if (!status.ok()) return Fail(std::move(status));
-    std::memcpy(buffer_.get() + gathered_, data, take);
+    buffer_.append(data, take);
     gathered_ += take;
     data += take;
     size -= take;
     if (gathered_ == length_) {
-      status = Deliver(absl::string_view(buffer_.get(), length_), listener);
+      status = Deliver(buffer_, listener);
       if (!status.ok()) return status;
     }
   }

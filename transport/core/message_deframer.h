@@ -3,9 +3,10 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
+#include <string>
 
 #include "absl/strings/string_view.h"
+#include "transport/core/large_buffer_cache.h"
 #include "transport/core/memory_quota.h"
 #include "transport/core/message_framer.h"
 #include "transport/core/status.h"
@@ -46,6 +47,12 @@ namespace h2rpc::transport {
 //  * A gather buffer of at most eager_reserve_limit keeps its capacity for
 //    the next messages (and across Reset()); a larger one is freed once its
 //    message is delivered or abandoned. ReleaseGatherBuffer() frees any.
+//    With Options::buffer_cache, a message that spans chunks first looks in
+//    that cache for a buffer of its whole length (memory the process holds
+//    already; within the cache's 1/8 capacity margin), and a large buffer
+//    freed after its message goes back to the cache: a stream of large
+//    messages of similar sizes then gathers each into one reused buffer,
+//    with no allocation and no regrowth.
 //
 // Errors are sticky: once Feed() fails, every later Feed() and Finish()
 // returns the same status and no further message is delivered.
@@ -73,6 +80,9 @@ class MessageDeframer {
     // null: no quota, no byte is ever ungranted. Used on the deframer's
     // thread; must outlive the deframer (or its next Reset()).
     MemoryQuotaShare* quota = nullptr;
+    // Where large gather buffers come from and go back to; null: the
+    // allocator. Must outlive the deframer (or its next Reset()).
+    LargeBufferCache* buffer_cache = nullptr;
   };
 
   // Receives complete messages.
@@ -169,6 +179,8 @@ class MessageDeframer {
   void ReturnGrant();
   // Frees the gather buffer if it is larger than eager_reserve_limit.
   void ShrinkGatherBuffer();
+  // Frees the gather buffer (to the cache, if there is one).
+  void FreeGatherBuffer();
 
   Options options_;
   State state_ = State::kPrefix;
@@ -179,8 +191,10 @@ class MessageDeframer {
   size_t gathered_ = 0;   // bytes of the current message in buffer_
   size_t granted_ = 0;    // taken from options_.quota for it
   bool waiting_ = false;  // for a grant options_.quota refused
-  std::unique_ptr<char[]> buffer_;
-  size_t capacity_ = 0;
+  // Holds the gathered bytes of the current message (size() == gathered_
+  // while gathering; the last message's bytes until the next one starts).
+  std::string buffer_;
+  size_t capacity_ = 0;  // of buffer_'s heap storage; 0 without any
   uint64_t messages_delivered_ = 0;
   Status error_;
 };

@@ -387,6 +387,48 @@ TEST(MessageDeframerTest, LargeMessageGrantedByTheQuotaIsGatheredOnceExactly) {
   EXPECT_EQ(deframer.gather_capacity(), 0u);  // and the buffer freed
 }
 
+TEST(MessageDeframerTest, LargeGatherBuffersComeFromAndReturnToTheCache) {
+  LargeBufferCache cache;
+  MemoryQuota quota(64 * kMiB);
+  MemoryQuotaShare share(&quota, 32 * kMiB);
+  Options options;
+  options.quota = &share;
+  options.buffer_cache = &cache;
+  const std::string body = Pattern(kMiB, 4);
+  std::string stream = RawPrefix(0, kMiB);
+  stream += body;
+  MessageDeframer deframer(options);
+  CountingListener listener;
+  listener.copy_last = true;
+  listener.last_copy.reserve(body.size());
+  for (int message = 1; message <= 3; ++message) {
+    AllocationCounter counter;
+    for (size_t offset = 0; offset < stream.size(); offset += 16 * kKiB) {
+      ASSERT_TRUE(deframer
+                      .Feed(absl::string_view(stream).substr(offset, 16 * kKiB),
+                            listener)
+                      .ok());
+    }
+    ASSERT_EQ(listener.count, static_cast<size_t>(message));
+    EXPECT_TRUE(listener.last_copy == body);
+    // The first message reserves its buffer; the next ones reuse it.
+    EXPECT_EQ(counter.allocations(), message == 1 ? 1 : 0)
+        << "message " << message;
+    EXPECT_EQ(deframer.gather_capacity(), 0u);
+    EXPECT_EQ(cache.retained_buffers(), 1u);
+    EXPECT_EQ(cache.retained_bytes(), kMiB);
+  }
+  // A deframer leaving the cache gives its buffer back to it.
+  ASSERT_TRUE(deframer
+                  .Feed(absl::string_view(stream).substr(0, 64 * kKiB),
+                        listener)
+                  .ok());
+  EXPECT_EQ(cache.retained_buffers(), 0u);
+  deframer.Reset(Options{});
+  EXPECT_EQ(cache.retained_buffers(), 1u);
+  EXPECT_EQ(share.used(), 0u);
+}
+
 TEST(MessageDeframerTest, SmallMessagesNeedAGrantOnlyWhenTheySpanChunks) {
   MemoryQuota quota(kMiB);
   MemoryQuotaShare share(&quota, kMiB);

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "transport/core/large_buffer_cache.h"
 
 namespace h2rpc::transport::http2 {
 namespace {
@@ -146,6 +147,7 @@ MessageDeframer::Options Session::DeframerOptions(
       encoding != compression::CompressionAlgorithm::kIdentity;
   deframer_options.max_message_size = options_.max_receive_message_size;
   deframer_options.quota = memory_share_;
+  deframer_options.buffer_cache = &LargeBufferCache::Global();
   return deframer_options;
 }
 

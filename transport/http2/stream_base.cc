@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "transport/core/large_buffer_cache.h"
 
 namespace h2rpc::transport::http2 {
 
@@ -46,7 +47,7 @@ void OutgoingData::ReleaseWritten() {
 
 void OutgoingData::ShrinkIfEmpty() {
   if (buffer_.empty() && buffer_.capacity() > kRetainedCapacity) {
-    std::string().swap(buffer_);
+    LargeBufferCache::Global().Give(&buffer_);
   }
 }
 

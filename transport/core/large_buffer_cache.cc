@@ -1,0 +1,103 @@
+#include "transport/core/large_buffer_cache.h"
+
+#include <utility>
+
+namespace h2rpc::transport {
+
+LargeBufferCache& LargeBufferCache::Global() {
+  static LargeBufferCache* const cache = new LargeBufferCache();
+  return *cache;
+}
+
+bool LargeBufferCache::Take(size_t capacity, std::string* buffer) {
+  buffer->clear();
+  if (buffer->capacity() >= capacity) return false;
+  if (TakeCached(capacity, buffer)) return true;
+  std::string().swap(*buffer);
+  buffer->reserve(capacity);
+  return false;
+}
+
+bool LargeBufferCache::TakeCached(size_t capacity, std::string* buffer) {
+  if (capacity < kMinCapacity) return false;
+  const size_t most = capacity + capacity / 8;
+  std::string taken;
+  {
+    io::MutexLock lock(&mutex_);
+    size_t best = buffers_.size();
+    for (size_t i = 0; i < buffers_.size(); ++i) {
+      const size_t c = buffers_[i].capacity();
+      if (c >= capacity && c <= most &&
+          (best == buffers_.size() || c < buffers_[best].capacity())) {
+        best = i;
+      }
+    }
+    if (best == buffers_.size()) {
+      if (!buffers_.empty()) {
+        // A miss: the oldest buffer fits no recent request; it goes, so
+        // that sizes no longer asked for do not stay.
+        retained_bytes_ -= buffers_.front().capacity();
+        buffers_.erase(buffers_.begin());
+      }
+      return false;
+    }
+    retained_bytes_ -= buffers_[best].capacity();
+    taken.swap(buffers_[best]);
+    buffers_[best].swap(buffers_.back());
+    buffers_.pop_back();  // an empty string: nothing to free
+  }
+  buffer->swap(taken);  // what *buffer held is freed with `taken`
+  buffer->clear();
+  return true;
+}
+
+void LargeBufferCache::Give(std::string* buffer) {
+  std::string storage;
+  storage.swap(*buffer);
+  const size_t capacity = storage.capacity();
+  if (capacity < kMinCapacity) return;
+  storage.clear();
+  io::MutexLock lock(&mutex_);
+  if (buffers_.size() >= kMaxBuffers ||
+      retained_bytes_ + capacity > max_retained_bytes_) {
+    return;  // freed when `storage` goes
+  }
+  retained_bytes_ += capacity;
+  buffers_.push_back(std::move(storage));
+}
+
+void LargeBufferCache::Clear() {
+  io::MutexLock lock(&mutex_);
+  buffers_.clear();
+  retained_bytes_ = 0;
+}
+
+size_t LargeBufferCache::retained_bytes() const {
+  io::MutexLock lock(&mutex_);
+  return retained_bytes_;
+}
+
+size_t LargeBufferCache::retained_buffers() const {
+  io::MutexLock lock(&mutex_);
+  return buffers_.size();
+}
+
+size_t LargeBufferCache::max_retained_bytes() const {
+  io::MutexLock lock(&mutex_);
+  return max_retained_bytes_;
+}
+
+void LargeBufferCache::set_max_retained_bytes(size_t bytes) {
+  io::MutexLock lock(&mutex_);
+  max_retained_bytes_ = bytes;
+  EvictToFit();
+}
+
+void LargeBufferCache::EvictToFit() {
+  while (retained_bytes_ > max_retained_bytes_) {
+    retained_bytes_ -= buffers_.back().capacity();
+    buffers_.pop_back();
+  }
+}
+
+}  // namespace h2rpc::transport

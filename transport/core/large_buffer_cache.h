@@ -1,0 +1,87 @@
+#ifndef H2RPC_TRANSPORT_CORE_LARGE_BUFFER_CACHE_H_
+#define H2RPC_TRANSPORT_CORE_LARGE_BUFFER_CACHE_H_
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "transport/io/mutex.h"
+
+namespace h2rpc::transport {
+
+// Keeps the storage of large message buffers (strings of at least
+// kMinCapacity bytes of capacity) between messages, so that a stream of
+// large messages reuses a few blocks of memory that are already mapped
+// instead of asking the allocator for fresh ones each time: glibc serves
+// such sizes with mmap or from a heap it trims, and the first touch of each
+// page of a fresh block costs a page fault, several times the cost of
+// copying the message.
+//
+// Bounded: it keeps at most max_retained_bytes of capacity in at most
+// kMaxBuffers buffers; a buffer given beyond that is freed. Take() hands
+// out only a buffer whose capacity is within 1/8 of the request, so a
+// caller's memory bounds hold within that margin; a Take() of a large size
+// that finds no such buffer frees the oldest cached one, so the cache
+// follows the sizes in use instead of keeping ones no longer asked for.
+//
+// Thread-safe: one mutex, taken once per Take() and Give() of a large
+// buffer (small ones never reach it). Neither allocates except Take(),
+// which reserves a new buffer when none fits.
+class LargeBufferCache {
+ public:
+  static constexpr size_t kMinCapacity = 64 << 10;
+  static constexpr size_t kMaxBuffers = 64;
+  static constexpr size_t kDefaultMaxRetainedBytes = 32 << 20;
+
+  // The process's cache, used by the HTTP/2 sessions' send buffers and
+  // deframers. Never destroyed.
+  static LargeBufferCache& Global();
+
+  explicit LargeBufferCache(
+      size_t max_retained_bytes = kDefaultMaxRetainedBytes)
+      : max_retained_bytes_(max_retained_bytes) {
+    buffers_.reserve(kMaxBuffers);
+  }
+  LargeBufferCache(const LargeBufferCache&) = delete;
+  LargeBufferCache& operator=(const LargeBufferCache&) = delete;
+
+  // Gives `*buffer` (whose contents are discarded) a capacity of at least
+  // `capacity` bytes and makes it empty: the storage of the cached buffer
+  // of the smallest capacity in [capacity, capacity + capacity / 8] if there
+  // is one (true), else a new reservation (false; throws std::bad_alloc as
+  // std::string::reserve does) after freeing the oldest cached buffer. A buffer
+  // already large enough is only cleared.
+  bool Take(size_t capacity, std::string* buffer);
+
+  // As Take(), but only from the cache: on a miss (after freeing the oldest
+  // cached buffer, for a large request) returns false with `*buffer`
+  // untouched. Never allocates.
+  bool TakeCached(size_t capacity, std::string* buffer);
+
+  // Takes the storage of `*buffer` if its capacity is at least kMinCapacity
+  // and the cache has room (else frees it); `*buffer` is left empty with no
+  // heap storage either way.
+  void Give(std::string* buffer);
+
+  // Frees every cached buffer.
+  void Clear();
+
+  size_t retained_bytes() const;
+  size_t retained_buffers() const;
+  size_t max_retained_bytes() const;
+  // Frees cached buffers as needed to stay within the new bound.
+  void set_max_retained_bytes(size_t bytes);
+
+ private:
+  void EvictToFit() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+
+  mutable io::Mutex mutex_;
+  std::vector<std::string> buffers_ ABSL_GUARDED_BY(mutex_);
+  size_t retained_bytes_ ABSL_GUARDED_BY(mutex_) = 0;
+  size_t max_retained_bytes_ ABSL_GUARDED_BY(mutex_);
+};
+
+}  // namespace h2rpc::transport
+
+#endif  // H2RPC_TRANSPORT_CORE_LARGE_BUFFER_CACHE_H_
