@@ -7,6 +7,7 @@
 #include "absl/strings/string_view.h"
 #include "google/protobuf/arena.h"
 #include "google/protobuf/message_lite.h"
+#include "rpc/arena_options.h"
 #include "rpc/internal/cancel_gate.h"
 #include "rpc/internal/context_access.h"
 #include "rpc/internal/member_task.h"
@@ -95,14 +96,8 @@ class ServerCall final : public transport::http2::ServerStream::Observer,
   void Recycle();
 
   // Room for a typical unary request and response with their sub-messages,
-  // after the arena's own header.
-  static constexpr size_t kArenaBlockSize = 2048;
-  static google::protobuf::ArenaOptions ArenaOptions(char* block) {
-    google::protobuf::ArenaOptions options;
-    options.initial_block = block;
-    options.initial_block_size = kArenaBlockSize;
-    return options;
-  }
+  // after the arena's own header and allocation policy.
+  static constexpr size_t kInlineArenaBlockSize = 2048;
 
   ServerLoop* const loop_;
   ServerCore* server_ = nullptr;
@@ -112,8 +107,9 @@ class ServerCall final : public transport::http2::ServerStream::Observer,
   transport::http2::ServerStream* stream_ = nullptr;
   ServerContext context_ = ServerContextAccess::Make();
   // The arena's first block, declared first so that it outlives the arena.
-  alignas(8) char arena_block_[kArenaBlockSize];
-  google::protobuf::Arena arena_{ArenaOptions(arena_block_)};
+  alignas(8) char arena_block_[kInlineArenaBlockSize];
+  google::protobuf::Arena arena_{
+      RecyclingArenaOptions(arena_block_, kInlineArenaBlockSize)};
   google::protobuf::MessageLite* request_ = nullptr;   // on arena_
   google::protobuf::MessageLite* response_ = nullptr;  // on arena_
   bool got_request_ = false;
