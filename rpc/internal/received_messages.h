@@ -9,6 +9,7 @@
 #include "rpc/status.h"
 #include "transport/compression/compression_algorithm.h"
 #include "transport/compression/thread_codecs.h"
+#include "transport/core/large_buffer_cache.h"
 
 namespace h2rpc::internal {
 
@@ -18,7 +19,8 @@ namespace h2rpc::internal {
 // so the queue holds no more bytes than the peer sent within its
 // flow-control windows, however well they compress. A ring of
 // buffers that keep their capacity (up to kRetainedCapacity), so a stream
-// that queues messages of a steady size stops allocating once warm. Its
+// that queues messages of a steady size stops allocating once warm; larger
+// buffers come from and go back to transport::LargeBufferCache::Global(). Its
 // length is bounded by the stream's receive window (held messages stop the
 // sender).
 class ReceivedMessages {
@@ -39,6 +41,9 @@ class ReceivedMessages {
             size_t max_size = 0) {
     if (size_ == slots_.size()) Grow();
     Slot& slot = slots_[(head_ + size_) % slots_.size()];
+    if (message.size() > kRetainedCapacity) {
+      transport::LargeBufferCache::Global().Take(message.size(), &slot.bytes);
+    }
     slot.bytes.assign(message.data(), message.size());
     slot.compressed = compressed;
     slot.held_bytes = held_bytes;
@@ -65,10 +70,12 @@ class ReceivedMessages {
   bool front_compressed() const { return slots_[head_].compressed; }
   size_t front_held_bytes() const { return slots_[head_].held_bytes; }
   // Drops the oldest message. Its slot keeps up to kRetainedCapacity for
-  // later messages; a larger buffer is freed.
+  // later messages; a larger buffer goes back to the cache.
   void Pop() {
     std::string& bytes = slots_[head_].bytes;
-    if (bytes.capacity() > kRetainedCapacity) std::string().swap(bytes);
+    if (bytes.capacity() > kRetainedCapacity) {
+      transport::LargeBufferCache::Global().Give(&bytes);
+    }
     head_ = (head_ + 1) % slots_.size();
     --size_;
   }
