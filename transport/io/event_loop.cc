@@ -146,6 +146,13 @@ void EventLoop::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+EventLoop::BusyPollCounts EventLoop::busy_poll_counts() const {
+  BusyPollCounts counts;
+  counts.found_work = busy_polls_found_work_.load(std::memory_order_relaxed);
+  counts.ended_idle = busy_polls_ended_idle_.load(std::memory_order_relaxed);
+  return counts;
+}
+
 bool EventLoop::InLoopThread() const {
   return loop_thread_id_.load(std::memory_order_relaxed) ==
          std::this_thread::get_id();
@@ -342,6 +349,50 @@ int EventLoop::ComputeTimeoutMs() const {
 
 void EventLoop::RunIteration() {
   int timeout_ms = ComputeTimeoutMs();
+  int count = 0;
+  bool found = false;
+  if (timeout_ms != 0 && busy_poll_ > absl::ZeroDuration()) {
+    found = BusyPoll(&count);
+    // The poll may have reached the earliest timer's deadline.
+    if (!found) timeout_ms = ComputeTimeoutMs();
+  }
+  if (!found) count = Wait(timeout_ms);
+  now_ = MonotonicTime::Now();
+  if (count > 0) DispatchFdEvents(count);
+  RunExpiredTimers();
+  RunPostedTasks();
+  RunEndOfIterationTasks();
+}
+
+bool EventLoop::BusyPoll(int* count) {
+  MonotonicTime until = MonotonicTime::Now() + busy_poll_;
+  // Timers are scheduled on this thread only: none is added while polling.
+  if (!timers_.empty()) until = std::min(until, timers_.earliest());
+  for (;;) {
+    // sleeping_ stays clear, so Post() and Stop() do not write the eventfd:
+    // their stores are seen here. An earlier write still pending makes the
+    // eventfd ready, and DispatchFdEvents() drains it.
+    const int n = epoll_wait(epoll_fd_, events_.data(),
+                             static_cast<int>(events_.size()), 0);
+    if (n > 0 || has_posted_.load(std::memory_order_acquire) ||
+        stop_requested_.load(std::memory_order_acquire)) {
+      *count = std::max(n, 0);
+      busy_polls_found_work_.store(
+          busy_polls_found_work_.load(std::memory_order_relaxed) + 1,
+          std::memory_order_relaxed);
+      return true;
+    }
+    // An error (EINTR) finds nothing: poll on until the budget is spent.
+    if (MonotonicTime::Now() >= until) {
+      busy_polls_ended_idle_.store(
+          busy_polls_ended_idle_.load(std::memory_order_relaxed) + 1,
+          std::memory_order_relaxed);
+      return false;
+    }
+  }
+}
+
+int EventLoop::Wait(int timeout_ms) {
   const bool may_sleep = timeout_ms != 0;
   if (may_sleep) {
     // Dekker-style with Post()/Stop(): announce, then look. Either they see
@@ -355,11 +406,7 @@ void EventLoop::RunIteration() {
                        static_cast<int>(events_.size()), timeout_ms);
   } while (count < 0 && errno == EINTR);
   if (may_sleep) sleeping_.store(false);
-  now_ = MonotonicTime::Now();
-  if (count > 0) DispatchFdEvents(count);
-  RunExpiredTimers();
-  RunPostedTasks();
-  RunEndOfIterationTasks();
+  return count;
 }
 
 void EventLoop::DispatchFdEvents(int count) {

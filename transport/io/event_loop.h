@@ -13,6 +13,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/any_invocable.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "transport/core/status.h"
 #include "transport/io/monotonic_time.h"
 #include "transport/io/mutex.h"
@@ -38,7 +39,8 @@ class FdWatcher {
 // Each iteration of the loop:
 //   1. waits in epoll_wait: not at all if posted or end-of-iteration tasks
 //      are pending or Stop() was called, otherwise until the earliest timer
-//      (rounded up to the next millisecond) or forever if there is none;
+//      (rounded up to the next millisecond) or forever if there is none
+//      (with set_busy_poll(), after polling without blocking first);
 //   2. sets Now() from the monotonic clock;
 //   3. calls OnFdReady() for every ready descriptor;
 //   4. fires the timers whose deadline is at or before Now(), earliest first
@@ -50,8 +52,9 @@ class FdWatcher {
 //      next iteration, which does not wait in epoll);
 //   7. exits if Stop() was called.
 //
-// Thread safety: Post(), Stop() and InLoopThread() may be called from any
-// thread; every other method only from the loop thread (or before Start()).
+// Thread safety: Post(), Stop(), InLoopThread() and busy_poll_counts() may
+// be called from any thread; every other method only from the loop thread
+// (or before Start()).
 //
 // Under ThreadSanitizer: the loop synchronizes with transport::io::Mutex (a
 // std::mutex underneath) and atomics, which TSan sees; Debian's libabsl is
@@ -72,6 +75,28 @@ class EventLoop final : public Scheduler {
   // not be created, INVALID_ARGUMENT if the thread cannot be pinned to `cpu`
   // (then no thread is left running).
   Status Start(absl::string_view name, int cpu = -1);
+  // Owner thread, before Start() only. Bounded busy-polling, for latency
+  // at the price of CPU: whenever step 1 would block, the loop first polls
+  // without blocking (epoll_wait with timeout 0, and the posted-task queue,
+  // and Stop()) for up to `duration` on the monotonic clock, and never past
+  // the earliest timer's deadline. Work found ends the poll and the
+  // iteration goes on at step 2 without blocking; otherwise the loop then
+  // blocks as step 1 says. While it polls, the loop counts as awake: Post()
+  // and Stop() make no eventfd write. The loop's thread keeps its core busy
+  // for up to `duration` after each moment it runs out of work. Zero or
+  // negative (the default): never polls.
+  void set_busy_poll(absl::Duration duration) { busy_poll_ = duration; }
+
+  // What the busy-polling of set_busy_poll() has done so far: polls that
+  // found work (a ready descriptor, a posted task or Stop()), and polls that
+  // ended without (the budget spent or the earliest timer due; the loop then
+  // went on to block). Any thread; each count only grows.
+  struct BusyPollCounts {
+    uint64_t found_work = 0;
+    uint64_t ended_idle = 0;
+  };
+  BusyPollCounts busy_poll_counts() const;
+
   // Asks the loop to exit after the current iteration and joins it (unless
   // called from the loop thread itself, which only asks). Tasks still queued
   // (and tasks they post or request at end of iteration) are run before the
@@ -140,6 +165,12 @@ class EventLoop final : public Scheduler {
   // Steps 1-6 of an iteration.
   void RunIteration();
   int ComputeTimeoutMs() const;
+  // Step 1 with busy-polling: polls without blocking until work turns up
+  // (true, with the number of ready events in events_ in `*count`) or until
+  // the budget or the earliest timer's deadline is reached (false).
+  bool BusyPoll(int* count);
+  // Step 1's blocking wait of up to `timeout_ms`; epoll_wait's result.
+  int Wait(int timeout_ms);
   void DispatchFdEvents(int count);
   void RunExpiredTimers();
   void RunPostedTasks();
@@ -161,6 +192,8 @@ class EventLoop final : public Scheduler {
   // Ready events of the current epoll_wait, for RemoveFd() to scrub.
   int ready_count_ = 0;
   TimerHeap timers_;
+  // set_busy_poll(); written before the loop thread starts.
+  absl::Duration busy_poll_ = absl::ZeroDuration();
   // End-of-iteration tasks: requests go to end_lists_[end_add_]; while one
   // list runs, new requests go to the other one (the next iteration).
   TaskList end_lists_[2];
@@ -176,10 +209,15 @@ class EventLoop final : public Scheduler {
   // returns. Together with has_posted_ (Dekker-style, sequentially
   // consistent) it lets Post() skip the eventfd write while the loop is
   // awake: either Post() sees the loop asleep, or the loop sees the task.
+  // Clear while the loop busy-polls, which reads has_posted_ and
+  // stop_requested_ itself before it may set it.
   std::atomic<bool> sleeping_{false};
   // An eventfd write has been made (or is about to be) and not yet drained.
   std::atomic<bool> wake_pending_{false};
   std::atomic<bool> stop_requested_{false};
+  // busy_poll_counts(); written by the loop thread only.
+  std::atomic<uint64_t> busy_polls_found_work_{0};
+  std::atomic<uint64_t> busy_polls_ended_idle_{0};
 
   std::atomic<std::thread::id> loop_thread_id_{std::thread::id()};
   Mutex thread_mu_;

@@ -836,5 +836,180 @@ TEST(EventLoopTest, StartFailsForACpuItCannotPinTo) {
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
 }
 
+// Longer than any test: a poll with this budget ends only on work or on a
+// timer's deadline.
+constexpr absl::Duration kEndlessBusyPoll = absl::Hours(1);
+
+TEST(EventLoopBusyPollTest, OffByDefault) {
+  EventLoop loop;
+  ASSERT_TRUE(loop.Start("no-busy-poll").ok());
+  Latch fired;
+  FunctionTimer timer([&] { fired.Notify(); });
+  RunOnLoop(loop,
+            [&] { loop.Schedule(&timer, loop.Now() + absl::Milliseconds(1)); });
+  ASSERT_TRUE(fired.Wait());
+  RunOnLoop(loop, [] {});
+  loop.Stop();
+  const EventLoop::BusyPollCounts counts = loop.busy_poll_counts();
+  EXPECT_EQ(counts.found_work, 0u);
+  EXPECT_EQ(counts.ended_idle, 0u);
+}
+
+// With a budget no test outlives, the loop never blocks (no poll ends
+// idle): every task posted from another thread is found by polling, with no
+// eventfd write to wake it.
+TEST(EventLoopBusyPollTest, PostedTasksAreFoundWhilePolling) {
+  EventLoop loop;
+  loop.set_busy_poll(kEndlessBusyPoll);
+  ASSERT_TRUE(loop.Start("busy-post").ok());
+  std::atomic<int> runs{0};
+  FunctionTask task([&runs] { runs.fetch_add(1); });
+  // A post may land before the loop has started its poll (then no poll is
+  // needed to find it); keep going until one has been found by polling.
+  const absl::Time deadline = absl::Now() + kHangTimeout;
+  int posted = 0;
+  while (loop.busy_poll_counts().found_work == 0 && absl::Now() < deadline) {
+    const int before = runs.load();
+    loop.Post(&task);
+    ++posted;
+    while (runs.load() == before && absl::Now() < deadline) {
+      std::this_thread::yield();
+    }
+  }
+  EXPECT_EQ(runs.load(), posted);
+  EXPECT_GE(loop.busy_poll_counts().found_work, 1u);
+  EXPECT_EQ(loop.busy_poll_counts().ended_idle, 0u);
+  loop.Stop();  // Found by the poll too: it does not wait out the budget.
+  EXPECT_EQ(loop.busy_poll_counts().ended_idle, 0u);
+}
+
+TEST(EventLoopBusyPollTest, FdReadinessIsFoundWhilePolling) {
+  EventLoop loop;
+  loop.set_busy_poll(kEndlessBusyPoll);
+  ASSERT_TRUE(loop.Start("busy-fd").ok());
+  SocketPair pair;
+  Latch ready;
+  std::string received;
+  uint64_t found_at_callback = 0;
+  FunctionWatcher watcher([&](uint32_t events) {
+    if (events & EPOLLIN) received += ReadAll(pair.fds[0]);
+    found_at_callback = loop.busy_poll_counts().found_work;
+    ready.Notify();
+  });
+  RunOnLoop(loop, [&] {
+    EXPECT_TRUE(loop.AddFd(pair.fds[0], EPOLLIN, &watcher).ok());
+  });
+  // Nothing else is queued: the loop's next step 1 polls, and the poll that
+  // finds the data counts after this read.
+  const uint64_t found_before = loop.busy_poll_counts().found_work;
+  ASSERT_EQ(write(pair.fds[1], "spin", 4), 4);
+  ASSERT_TRUE(ready.Wait());
+  RunOnLoop(loop, [&] { loop.RemoveFd(pair.fds[0]); });
+  loop.Stop();
+  EXPECT_EQ(received, "spin");
+  EXPECT_GT(found_at_callback, found_before);
+  EXPECT_EQ(loop.busy_poll_counts().ended_idle, 0u);
+}
+
+// The poll stops at the earliest timer's deadline, however long its budget:
+// the timer fires on time, after a poll that ended idle.
+TEST(EventLoopBusyPollTest, ATimerEndsThePollAtItsDeadline) {
+  EventLoop loop;
+  loop.set_busy_poll(kEndlessBusyPoll);
+  ASSERT_TRUE(loop.Start("busy-timer").ok());
+  Latch fired;
+  MonotonicTime deadline;
+  MonotonicTime fired_at;
+  FunctionTimer timer([&] {
+    fired_at = MonotonicTime::Now();
+    fired.Notify();
+  });
+  RunOnLoop(loop, [&] {
+    deadline = loop.Now() + absl::Milliseconds(20);
+    loop.Schedule(&timer, deadline);
+  });
+  ASSERT_TRUE(fired.Wait());
+  loop.Stop();
+  EXPECT_GE(fired_at, deadline);
+  EXPECT_GE(loop.busy_poll_counts().ended_idle, 1u);
+}
+
+// A short budget: the loop alternates between polling and blocking, and a
+// post arriving in either state (or between them) runs. A lost wake-up
+// would hang here.
+TEST(EventLoopBusyPollTest, PingPongAcrossPollingAndSleepingNeverLosesAWakeUp) {
+  EventLoop loop;
+  loop.set_busy_poll(absl::Microseconds(50));
+  ASSERT_TRUE(loop.Start("busy-ping-pong").ok());
+  std::mutex mu;
+  std::condition_variable cv;
+  int completed = 0;
+  FunctionTask task([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    ++completed;
+    cv.notify_all();
+  });
+  std::mt19937 random(7);
+  std::uniform_int_distribution<int> pause_us(0, 120);
+  for (int i = 1; i <= 2000; ++i) {
+    // Posted before, during or after the loop's 50 us poll.
+    const absl::Time until = absl::Now() + absl::Microseconds(pause_us(random));
+    while (absl::Now() < until) std::this_thread::yield();
+    loop.Post(&task);
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, absl::ToChronoSeconds(kHangTimeout),
+                            [&] { return completed == i; }))
+        << "task " << i << " never ran";
+  }
+  loop.Stop();
+  const EventLoop::BusyPollCounts counts = loop.busy_poll_counts();
+  EXPECT_GE(counts.found_work + counts.ended_idle, 1u);
+}
+
+// Once a poll has ended idle the loop blocks in epoll_wait; a post from
+// another thread wakes it through the eventfd.
+TEST(EventLoopBusyPollTest, AfterAnIdlePollAPostWakesTheSleepingLoop) {
+  EventLoop loop;
+  loop.set_busy_poll(absl::Microseconds(100));
+  ASSERT_TRUE(loop.Start("busy-sleep").ok());
+  const absl::Time deadline = absl::Now() + kHangTimeout;
+  while (loop.busy_poll_counts().ended_idle == 0 && absl::Now() < deadline) {
+    std::this_thread::yield();
+  }
+  ASSERT_EQ(loop.busy_poll_counts().ended_idle, 1u)
+      << "with nothing to do the loop polls once, then blocks";
+  RunOnLoop(loop, [] {});
+  // Woken by the eventfd in the blocking wait, not found by a poll.
+  EXPECT_EQ(loop.busy_poll_counts().found_work, 0u);
+  loop.Stop();
+}
+
+TEST(EventLoopBusyPollTest, EveryTaskFromManyThreadsRunsOnce) {
+  constexpr int kThreads = 4;
+  constexpr int kTasksPerThread = 5000;
+  struct CountingTask : Task {
+    void Run() override { ++runs; }
+    int runs = 0;
+  };
+  EventLoop loop;
+  loop.set_busy_poll(absl::Microseconds(20));
+  std::vector<CountingTask> tasks(kThreads * kTasksPerThread);
+  ASSERT_TRUE(loop.Start("busy-posters").ok());
+  std::vector<std::thread> posters;
+  for (int t = 0; t < kThreads; ++t) {
+    posters.emplace_back([&loop, &tasks, t] {
+      for (int i = 0; i < kTasksPerThread; ++i) {
+        loop.Post(&tasks[t * kTasksPerThread + i]);
+        if (i % 64 == 0) std::this_thread::yield();
+      }
+    });
+  }
+  for (std::thread& poster : posters) poster.join();
+  loop.Stop();
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    ASSERT_EQ(tasks[i].runs, 1) << "task " << i;
+  }
+}
+
 }  // namespace
 }  // namespace h2rpc::transport::io
