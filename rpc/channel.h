@@ -164,6 +164,13 @@ struct ChannelOptions {
   std::vector<std::shared_ptr<ClientInterceptor>> interceptors;
   // CPU to pin the channel's event loop thread to; -1: not pinned.
   int loop_cpu = -1;
+  // Busy-polling of the channel's event loop (EventLoop::set_busy_poll in
+  // transport/io/event_loop.h): whenever the loop runs out of work it polls
+  // without blocking for up to this long before it sleeps, so a response
+  // arriving meanwhile is handled without a wake-up from the kernel. The
+  // loop's thread keeps its core busy that long after each idle moment.
+  // 0: never. From 0 to 1,000,000 (one second). Microseconds.
+  int busy_poll_us = 0;
   // A streaming call's write completes once at most this many bytes wait
   // in its send buffer (see ClientStreamReactor). Bytes.
   size_t stream_write_buffer = 64 << 10;

@@ -666,6 +666,65 @@ TEST_F(EchoServerTest, StreamingCallsCopyTheMethodPath) {
   EXPECT_EQ(reactor.response_.payload().body(), "bidi");
 }
 
+// Busy-polling loops on both sides (ChannelOptions and ServerOptions
+// busy_poll_us) serve unary calls, whose synchronous handler runs on a
+// worker thread and posts its response back to a polling server loop, and a
+// streaming call.
+TEST(BusyPollTest, PollingChannelAndServerServeCalls) {
+  ServerOptions server_options;
+  server_options.num_loops = 1;
+  server_options.busy_poll_us = 200;
+  int port = 0;
+  Status status;
+  std::unique_ptr<Server> server =
+      Server::Builder()
+          .SetOptions(server_options)
+          .AddListeningPort("127.0.0.1:0", &port)
+          .RegisterUnary<SimpleRequest, SimpleResponse>(
+              kEcho,
+              [](ServerContext*, const SimpleRequest& in, SimpleResponse* out) {
+                out->mutable_payload()->set_body(in.payload().body());
+                return Status();
+              })
+          .RegisterBidiStreaming<SimpleRequest, SimpleResponse>(
+              kBidiEcho,
+              [](ServerContext*,
+                 ServerReaderWriter<SimpleResponse, SimpleRequest>* stream) {
+                SimpleRequest in;
+                SimpleResponse out;
+                while (stream->Read(&in)) {
+                  out.mutable_payload()->set_body(in.payload().body());
+                  if (!stream->Write(out)) break;
+                }
+                return Status();
+              })
+          .BuildAndStart(&status);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+
+  ChannelOptions options;
+  options.busy_poll_us = 200;
+  std::shared_ptr<Channel> channel =
+      CreateChannel(absl::StrCat("127.0.0.1:", port), options);
+  for (int i = 0; i < 20; ++i) {
+    ClientContext context;
+    context.set_timeout(kHangTimeout);
+    SimpleRequest request;
+    request.mutable_payload()->set_body(absl::StrCat("poll ", i));
+    SimpleResponse response;
+    const Status call = channel->UnaryCall(&context, kEcho, request, &response);
+    ASSERT_TRUE(call.ok()) << call.ToString();
+    EXPECT_EQ(response.payload().body(), absl::StrCat("poll ", i));
+  }
+  EchoOnce reactor("bidi poll");
+  ClientContext context;
+  context.set_timeout(kHangTimeout);
+  channel->AsyncBidiStreamingCall(&context, kBidiEcho, &reactor);
+  reactor.Begin();
+  ASSERT_TRUE(reactor.done_.WaitForNotificationWithTimeout(kHangTimeout));
+  EXPECT_TRUE(reactor.status_.ok()) << reactor.status_.ToString();
+  EXPECT_EQ(reactor.response_.payload().body(), "bidi poll");
+}
+
 // A target gRPC's naming syntax does not allow makes a channel whose every
 // call fails with INVALID_ARGUMENT saying why.
 TEST(ChannelTargetTest, AnUnusableTargetFailsEveryCallSayingWhy) {
@@ -702,6 +761,7 @@ TEST(ChannelOptionsTest, ConnectionManagementDefaultsAreGrpcs) {
   EXPECT_FALSE(options.keepalive_permit_without_calls);
   EXPECT_EQ(options.dns_min_time_between_resolutions, absl::Seconds(30));
   EXPECT_EQ(options.lb_policy, "pick_first");
+  EXPECT_EQ(options.busy_poll_us, 0);
 }
 
 // A bad value makes a channel that never connects: every call fails with
@@ -752,6 +812,11 @@ TEST(ChannelOptionsTest, AnInvalidValueFailsEveryCallNamingIt) {
        },
        "service config: methodConfig[0].hedgingPolicy: hedging is not "
        "supported"},
+      {[](ChannelOptions* o) { o->busy_poll_us = -1; },
+       "ChannelOptions::busy_poll_us is -1; it must be from 0 to 1000000 "
+       "(microseconds)"},
+      {[](ChannelOptions* o) { o->busy_poll_us = 1000001; },
+       "ChannelOptions::busy_poll_us is 1000001"},
   };
   Listener listener;  // would accept a connection, if one were made
   for (const Case& c : cases) {

@@ -254,6 +254,14 @@ struct ServerOptions {
   int num_loops = 0;
   // CPUs to pin the loop threads to, in order; empty: not pinned.
   std::vector<int> loop_cpus;
+  // Busy-polling of every loop (EventLoop::set_busy_poll in
+  // transport/io/event_loop.h): whenever a loop runs out of work it polls
+  // without blocking for up to this long before it sleeps, so a request
+  // arriving meanwhile is handled without a wake-up from the kernel. Each
+  // loop thread keeps its core busy that long after each idle moment.
+  // 0: never. From 0 to 1,000,000 (one second); BuildAndStart refuses other
+  // values with INVALID_ARGUMENT. Microseconds.
+  int busy_poll_us = 0;
   // Interceptors of every call, outermost first (rpc/interceptor.h);
   // Builder::AddInterceptor appends to them.
   std::vector<std::shared_ptr<ServerInterceptor>> interceptors;

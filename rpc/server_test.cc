@@ -17,6 +17,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
@@ -189,6 +190,33 @@ TEST(ServerOptionsTest, RefusesAGracePeriodThatIsNotPositive) {
                 HasSubstr("ServerOptions::shutdown_grace_period is "));
     EXPECT_THAT(status.message(), HasSubstr("it must be more than zero"));
   }
+}
+
+TEST(ServerOptionsTest, RefusesABusyPollOutOfRange) {
+  for (int bad : {-1, 1000001}) {
+    ServerOptions options;
+    options.busy_poll_us = bad;
+    Status status;
+    std::unique_ptr<Server> server = Server::Builder()
+                                         .SetOptions(options)
+                                         .AddListeningPort("127.0.0.1:0")
+                                         .BuildAndStart(&status);
+    EXPECT_EQ(server, nullptr);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(status.message(),
+                HasSubstr(absl::StrCat("ServerOptions::busy_poll_us is ", bad,
+                                       "; it must be from 0 to 1000000")));
+  }
+  ServerOptions options;
+  options.busy_poll_us = 1000000;  // the bound itself is allowed
+  options.num_loops = 1;
+  Status status;
+  std::unique_ptr<Server> server = Server::Builder()
+                                       .SetOptions(options)
+                                       .AddListeningPort("127.0.0.1:0")
+                                       .BuildAndStart(&status);
+  EXPECT_TRUE(status.ok()) << status.ToString();
+  EXPECT_NE(server, nullptr);
 }
 
 // A unary handler for the service-list tests; never called.

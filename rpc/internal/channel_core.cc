@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "rpc/internal/channel_call.h"
 #include "rpc/internal/channel_options_check.h"
 #include "rpc/internal/client_call.h"
@@ -152,6 +153,10 @@ ChannelCore::ChannelCore(absl::string_view target,
     health_check_ = std::make_unique<HealthCheckSettings>(
         HealthCheckSettings{*service_config_.health_check_service_name,
                             default_authority_, scheme_, options.user_agent});
+  }
+  // A channel that can never connect has nothing to poll for.
+  if (channel_error_.ok()) {
+    loop_.set_busy_poll(absl::Microseconds(options_.busy_poll_us));
   }
   loop_status_ = loop_.Start("h2rpc-channel", options_.loop_cpu);
   if (!channel_error_.ok() || !loop_status_.ok()) {

@@ -8,6 +8,9 @@
 namespace h2rpc::internal {
 namespace {
 
+// ChannelOptions::busy_poll_us: at most one second.
+constexpr int kMaxBusyPollUs = 1000000;
+
 Status Invalid(absl::string_view field, const std::string& value,
                absl::string_view rule) {
   return Status(StatusCode::kInvalidArgument,
@@ -75,6 +78,11 @@ Status CheckChannelOptions(const ChannelOptions& options) {
   if (options.lb_policy != "pick_first" && options.lb_policy != "round_robin") {
     return Invalid("lb_policy", absl::StrCat("\"", options.lb_policy, "\""),
                    "\"pick_first\" or \"round_robin\"");
+  }
+  if (options.busy_poll_us < 0 || options.busy_poll_us > kMaxBusyPollUs) {
+    return Invalid(
+        "busy_poll_us", absl::StrCat(options.busy_poll_us),
+        absl::StrCat("from 0 to ", kMaxBusyPollUs, " (microseconds)"));
   }
   return Status();
 }

@@ -7,8 +7,9 @@
 namespace h2rpc::internal {
 
 // OK if the connection-management fields of `options` (connecting, backoff,
-// idle timeout, keepalive) hold valid values; otherwise INVALID_ARGUMENT
-// naming the first bad field, its value and the rule it breaks. Any thread.
+// idle timeout, keepalive, load balancing) and busy_poll_us hold valid values;
+// otherwise INVALID_ARGUMENT naming the first bad field, its value and the rule
+// it breaks. Any thread.
 Status CheckChannelOptions(const ChannelOptions& options);
 
 }  // namespace h2rpc::internal

@@ -108,7 +108,7 @@ void ServerCall::RunHandler() {
                          UnaryDone(*this, method_name_));
     return;
   }
-  const Status status = server_->workers().TrySubmit(&handler_task_);
+  const Status status = loop_->SubmitToWorkers(&handler_task_);
   // No thread for the handler: the call ends here, on the loop thread.
   if (!status.ok()) HandlerDone(status);
 }

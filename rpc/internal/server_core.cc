@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "rpc/internal/connection_options_conversion.h"
 #include "rpc/internal/credentials_access.h"
 #include "rpc/internal/server_call.h"
@@ -23,6 +24,9 @@
 
 namespace h2rpc::internal {
 namespace {
+
+// ServerOptions::busy_poll_us: at most one second.
+constexpr int kMaxBusyPollUs = 1000000;
 
 // INVALID_ARGUMENT naming ServerOptions::`name`, `value` and the rule it
 // breaks.
@@ -93,6 +97,12 @@ Status CheckOptions(const ServerOptions& options) {
         absl::StrCat("ServerOptions::shutdown_grace_period is ",
                      absl::FormatDuration(options.shutdown_grace_period),
                      "; it must be more than zero"));
+  }
+  if (options.busy_poll_us < 0 || options.busy_poll_us > kMaxBusyPollUs) {
+    return Status(StatusCode::kInvalidArgument,
+                  absl::StrCat("ServerOptions::busy_poll_us is ",
+                               options.busy_poll_us, "; it must be from 0 to ",
+                               kMaxBusyPollUs, " (microseconds)"));
   }
   if (options.sync_thread_idle_time < absl::ZeroDuration()) {
     return Status(
@@ -223,7 +233,8 @@ ServerCore::ServerCore(ServerOptions options, MethodMap methods)
     const int cpu = i < static_cast<int>(options_.loop_cpus.size())
                         ? options_.loop_cpus[i]
                         : -1;
-    loops_.push_back(std::make_unique<ServerLoop>(this, cpu));
+    loops_.push_back(std::make_unique<ServerLoop>(
+        this, cpu, absl::Microseconds(options_.busy_poll_us)));
   }
   const int min_sync_threads =
       options_.min_sync_threads > 0
@@ -390,6 +401,7 @@ void ServerCore::Shutdown(absl::Time deadline) {
   // Every handler has returned and every call object is released; loops
   // run their last tasks and join; only then may the listeners (watched by
   // the first loop) go.
+  for (auto& loop : loops_) loop->ForgetWorkers();
   workers_.reset();
   loops_.clear();
   std::vector<std::unique_ptr<ServerListener>> listeners;

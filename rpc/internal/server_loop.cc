@@ -1,6 +1,7 @@
 #include "rpc/internal/server_loop.h"
 
 #include <algorithm>
+#include <climits>
 #include <memory>
 #include <string>
 #include <utility>
@@ -15,9 +16,11 @@ namespace h2rpc::internal {
 using transport::http2::ServerSession;
 using transport::http2::ServerStream;
 
-ServerLoop::ServerLoop(ServerCore* server, int cpu) : server_(server) {
+ServerLoop::ServerLoop(ServerCore* server, int cpu, absl::Duration busy_poll)
+    : server_(server) {
   // Before any connection exists, so before the quota is shared.
   server->memory_quota().AddListener(this);
+  loop_.set_busy_poll(busy_poll);
   start_status_ = loop_.Start("h2rpc-server", cpu);
 }
 
@@ -83,6 +86,28 @@ Status ServerLoop::Dispatch(ServerStream* stream) {
                                "refused while less than 1/16 is free"));
   }
   return server_->Dispatch(this, stream);
+}
+
+Status ServerLoop::SubmitToWorkers(WorkerTask* task) {
+  Status status = server_->workers().TrySubmitDeferred(task);
+  if (status.ok()) loop_.RunAtEndOfIteration(&wake_workers_task_);
+  return status;
+}
+
+void ServerLoop::ForgetWorkers() {
+  MutexLock lock(&workers_mu_);
+  workers_gone_ = true;
+}
+
+void ServerLoop::WakeWorkers() {
+  MutexLock lock(&workers_mu_);
+  // The second pass may come after the last call ended and the server
+  // began destroying the pool.
+  if (workers_gone_) return;
+  const int more =
+      server_->workers().WakeForHandedOut(wake_all_workers_ ? INT_MAX : 1);
+  wake_all_workers_ = more > 0;
+  if (wake_all_workers_) loop_.RunAtEndOfIteration(&wake_workers_task_);
 }
 
 void ServerLoop::RetryMemoryWaiters() {

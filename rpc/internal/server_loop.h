@@ -4,7 +4,9 @@
 #include <memory>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "rpc/internal/member_task.h"
+#include "rpc/internal/worker_pool.h"
 #include "rpc/status.h"
 #include "transport/core/memory_quota.h"
 #include "transport/http2/server_session.h"
@@ -24,8 +26,9 @@ class ServerLoop final : public transport::http2::ServerDispatcher,
                          public transport::http2::ServerSession::Listener,
                          private transport::MemoryQuota::Listener {
  public:
-  // `server` must outlive the loop.
-  ServerLoop(ServerCore* server, int cpu);
+  // `server` must outlive the loop. Starts the loop thread, pinned to `cpu`
+  // unless it is -1, busy-polling for `busy_poll` (EventLoop::set_busy_poll).
+  ServerLoop(ServerCore* server, int cpu, absl::Duration busy_poll);
   ~ServerLoop();
 
   transport::io::EventLoop& loop() { return loop_; }
@@ -43,6 +46,19 @@ class ServerLoop final : public transport::http2::ServerDispatcher,
   ServerCall* TakeCall();
   void ReturnCall(ServerCall* call);
 
+  // Loop thread. Hands a synchronous handler's task to the server's worker
+  // pool (WorkerPool::TrySubmit's results). Sleeping threads are woken at
+  // the end of the loop iteration, together: first one, and if the tasks
+  // need more, the rest at the end of the next iteration, which follows at
+  // once (the loop does not sleep meanwhile). A thread woken for a batch of
+  // quick handlers thus often runs them all (one wake-up, not one per call)
+  // before the loop runs again; a task stays untaken past that only if the
+  // loop cannot get the CPU back.
+  Status SubmitToWorkers(WorkerTask* task);
+  // Any thread, before the server's worker pool is destroyed: wake-ups of
+  // worker threads still due on this loop do nothing from now on.
+  void ForgetWorkers();
+
  private:
   Status Dispatch(transport::http2::ServerStream* stream) override;
   void OnConnectionClosed(transport::http2::ServerSession* connection) override;
@@ -50,6 +66,7 @@ class ServerLoop final : public transport::http2::ServerDispatcher,
   // waits for it; the loop's connections retry on a posted task.
   void OnMemoryQuotaReleased() override { loop_.Post(&memory_task_); }
   void RetryMemoryWaiters();
+  void WakeWorkers();
 
   ServerCore* const server_;
   transport::io::EventLoop loop_;
@@ -60,6 +77,12 @@ class ServerLoop final : public transport::http2::ServerDispatcher,
   bool draining_ = false;
   Status start_status_;
   MemberTask<ServerLoop, &ServerLoop::RetryMemoryWaiters> memory_task_{this};
+  MemberTask<ServerLoop, &ServerLoop::WakeWorkers> wake_workers_task_{this};
+  // The next WakeWorkers() wakes every thread the handed-out tasks need.
+  bool wake_all_workers_ = false;
+  // Held while WakeWorkers() uses the pool; the pool is gone once set.
+  Mutex workers_mu_;
+  bool workers_gone_ ABSL_GUARDED_BY(workers_mu_) = false;
 };
 
 }  // namespace h2rpc::internal

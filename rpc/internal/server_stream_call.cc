@@ -57,7 +57,7 @@ void ServerStreamCall::StartHandler() {
   handler_started_ = true;
   if (method_->sync()) {
     reactor_ = &blocking_;
-    const Status status = server_->workers().TrySubmit(&handler_task_);
+    const Status status = loop_->SubmitToWorkers(&handler_task_);
     // No thread for the handler: finish the call on its behalf.
     if (!status.ok()) Finish(status);
     return;

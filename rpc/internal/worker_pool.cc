@@ -1,71 +1,129 @@
 #include "rpc/internal/worker_pool.h"
 
+#include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cstdint>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 
 namespace h2rpc::internal {
+namespace {
 
-struct WorkerPool::Worker {
-  explicit Worker(WorkerPool* pool, WorkerTask* first_task)
-      : pool(pool), task(first_task) {}
+// Sleeps while `*word` holds `expected`, at most `timeout` (InfiniteDuration:
+// no limit). Returns early on a wake-up, a changed value, a signal or
+// spuriously: callers re-check their condition.
+void FutexWait(std::atomic<uint32_t>* word, uint32_t expected,
+               absl::Duration timeout) {
+  timespec ts;
+  timespec* limit = nullptr;
+  if (timeout < absl::Hours(24 * 365 * 100)) {
+    ts = absl::ToTimespec(std::max(timeout, absl::ZeroDuration()));
+    limit = &ts;
+  }
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT_PRIVATE,
+          expected, limit, nullptr, 0);
+}
 
-  WorkerPool* const pool;
-  pthread_t thread;  // written by pthread_create before the thread starts
-  // The three below are guarded by pool->mu_. (Not annotated: the pool's
-  // code reaches them as worker->task under its own mu_, which the analysis
-  // cannot match with worker->pool->mu_.)
-  // The task handed to this thread and not yet taken up.
-  WorkerTask* task;
-  // Links in the pool's idle list.
-  Worker* idle_prev = nullptr;
-  Worker* idle_next = nullptr;
-  // Signalled when `task` is set or the pool stops.
-  CondVar wake;
+void FutexWake(std::atomic<uint32_t>* word, int count) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE,
+          count, nullptr, nullptr, 0);
+}
+
+// Whether this thread (and the threads it starts) may run on more than one
+// CPU: only then can a thread waiting for work gain anything by polling.
+bool MayRunOnSeveralCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (pthread_getaffinity_np(pthread_self(), sizeof(set), &set) != 0) {
+    return false;
+  }
+  return CPU_COUNT(&set) > 1;
+}
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// How long an idle thread polls for a task before sleeping (when it may run
+// on several CPUs): about a handler's round trip through an event loop, so
+// a steady stream of calls is handed over without a wake-up.
+constexpr absl::Duration kPollTime = absl::Microseconds(20);
+
+// What a new thread starts with.
+struct ThreadStart {
+  WorkerPool* pool;
+  WorkerTask* first_task;  // run before taking handed-out tasks; may be null
 };
+
+}  // namespace
 
 WorkerPool::WorkerPool(int min_threads, int max_threads,
                        absl::Duration idle_time)
     : min_threads_(min_threads),
       max_threads_(max_threads),
-      idle_time_(idle_time) {
+      idle_time_(idle_time),
+      poll_(MayRunOnSeveralCpus()) {
   for (int i = 0; i < min_threads_; ++i) {
-    auto* worker = new Worker(this, nullptr);
     {
       MutexLock lock(&mu_);
       ++threads_;
-      PushIdle(worker);
+      ++idle_;
     }
     int error;
-    if (!StartThread(worker, &error)) break;  // TrySubmit() tries again
+    if (!StartThread(nullptr, &error)) break;  // TrySubmit() tries again
   }
 }
 
 WorkerPool::~WorkerPool() {
-  Worker* last;
+  bool join_last;
+  pthread_t last;
   {
     MutexLock lock(&mu_);
     stopping_ = true;
-    for (Worker* w = idle_head_; w != nullptr; w = w->idle_next) {
-      w->wake.Signal();
-    }
+    wake_sequence_.fetch_add(1);
+    FutexWake(&wake_sequence_, INT_MAX);
     while (threads_ > 0) all_exited_.Wait(&mu_);
-    last = exited_;
-    exited_ = nullptr;
+    join_last = has_exited_thread_;
+    last = exited_thread_;
+    has_exited_thread_ = false;
   }
   // Each exited thread joined the one before it before ending.
-  if (last != nullptr) Join(last);
+  if (join_last) pthread_join(last, nullptr);
 }
 
 Status WorkerPool::TrySubmit(WorkerTask* task) {
+  Status status = TrySubmitDeferred(task);
+  WakeForHandedOut();
+  return status;
+}
+
+Status WorkerPool::TrySubmitDeferred(WorkerTask* task) {
   {
     MutexLock lock(&mu_);
-    if (Worker* worker = idle_head_; worker != nullptr && !stopping_) {
-      RemoveIdle(worker);
-      worker->task = task;
-      worker->wake.Signal();
+    if (idle_ > handed_out_count_ && !stopping_) {
+      task->next_handed_out_ = nullptr;
+      if (handed_out_tail_ != nullptr) {
+        handed_out_tail_->next_handed_out_ = task;
+      } else {
+        handed_out_head_ = task;
+      }
+      handed_out_tail_ = task;
+      ++handed_out_count_;
+      handed_out_hint_.store(handed_out_count_, std::memory_order_relaxed);
       return Status();
     }
     if (threads_ >= max_threads_ || stopping_) {
@@ -77,12 +135,37 @@ Status WorkerPool::TrySubmit(WorkerTask* task) {
     ++threads_;
   }
   int error;
-  if (!StartThread(new Worker(this, task), &error)) {
+  if (!StartThread(task, &error)) {
     return Status(StatusCode::kResourceExhausted,
                   absl::StrCat("cannot start a synchronous handler thread: ",
                                std::strerror(error)));
   }
   return Status();
+}
+
+int WorkerPool::WakeForHandedOut(int max_wakes) {
+  // The caller's own hand-over is visible to it; a task taken meanwhile
+  // needs no wake-up.
+  if (handed_out_hint_.load(std::memory_order_relaxed) == 0) return 0;
+  int count;
+  int more;
+  {
+    MutexLock lock(&mu_);
+    // Idle threads awake (or being woken) take handed-out tasks before they
+    // sleep; only the tasks beyond them need a sleeper woken.
+    const int awake = idle_ - sleepers_ + wakes_in_flight_;
+    const int needed =
+        std::min(handed_out_count_ - awake, sleepers_ - wakes_in_flight_);
+    if (needed <= 0) return 0;
+    count = std::min(needed, max_wakes);
+    more = needed - count;
+    if (count <= 0) return more;
+    wakes_in_flight_ += count;
+    wake_sequence_.fetch_add(1);
+  }
+  // After releasing mu_: a woken thread may run at once, and wants mu_.
+  FutexWake(&wake_sequence_, count);
+  return more;
 }
 
 int WorkerPool::threads() {
@@ -92,89 +175,98 @@ int WorkerPool::threads() {
 
 int WorkerPool::idle_threads() {
   MutexLock lock(&mu_);
-  return idle_count_;
+  return idle_;
 }
 
-bool WorkerPool::StartThread(Worker* worker, int* error) {
-  *error =
-      pthread_create(&worker->thread, nullptr, &WorkerPool::ThreadMain, worker);
+bool WorkerPool::StartThread(WorkerTask* task, int* error) {
+  auto* start = new ThreadStart{this, task};
+  pthread_t thread;
+  *error = pthread_create(&thread, nullptr, &WorkerPool::ThreadMain, start);
   if (*error == 0) return true;
-  {
-    MutexLock lock(&mu_);
-    if (worker->task == nullptr) RemoveIdle(worker);
-    --threads_;
-    if (threads_ == 0) all_exited_.SignalAll();
-  }
-  delete worker;
+  delete start;
+  MutexLock lock(&mu_);
+  --threads_;
+  if (task == nullptr) --idle_;
+  if (threads_ == 0) all_exited_.SignalAll();
   return false;
 }
 
-void* WorkerPool::ThreadMain(void* worker) {
+void* WorkerPool::ThreadMain(void* start) {
   // First, so that allocation counters see the thread's role from the start.
   pthread_setname_np(pthread_self(), "h2rpc-worker");
-  auto* self = static_cast<Worker*>(worker);
-  self->pool->Work(self);
+  const ThreadStart how = *static_cast<ThreadStart*>(start);
+  delete static_cast<ThreadStart*>(start);
+  how.pool->Work(how.first_task);
   return nullptr;
 }
 
-void WorkerPool::Work(Worker* self) {
+WorkerTask* WorkerPool::TakeHandedOut() {
+  WorkerTask* task = handed_out_head_;
+  if (task == nullptr) return nullptr;
+  handed_out_head_ = task->next_handed_out_;
+  if (handed_out_head_ == nullptr) handed_out_tail_ = nullptr;
+  task->next_handed_out_ = nullptr;
+  --handed_out_count_;
+  handed_out_hint_.store(handed_out_count_, std::memory_order_relaxed);
+  --idle_;
+  return task;
+}
+
+void WorkerPool::Work(WorkerTask* task) {
   mu_.Lock();
+  absl::Time idle_end = absl::Now() + idle_time_;
   for (;;) {
-    if (WorkerTask* task = self->task; task != nullptr) {
-      self->task = nullptr;
+    if (task == nullptr) task = TakeHandedOut();
+    if (task != nullptr) {
       mu_.Unlock();
       task->Run();
       mu_.Lock();
-      PushIdle(self);
+      ++idle_;
       mu_.Unlock();
       task->Done();
+      task = nullptr;
+      if (poll_) {
+        const absl::Time poll_end = absl::Now() + kPollTime;
+        do {
+          for (int i = 0;
+               i < 64 && handed_out_hint_.load(std::memory_order_relaxed) == 0;
+               ++i) {
+            CpuRelax();
+          }
+        } while (handed_out_hint_.load(std::memory_order_relaxed) == 0 &&
+                 absl::Now() < poll_end);
+      }
+      idle_end = absl::Now() + idle_time_;
       mu_.Lock();
       continue;
     }
     if (stopping_) break;
-    const bool timed_out = self->wake.WaitWithTimeout(&mu_, idle_time_);
-    if (timed_out && self->task == nullptr && !stopping_ &&
-        threads_ > min_threads_) {
-      break;
+    const absl::Time now = absl::Now();
+    if (now >= idle_end) {
+      if (threads_ > min_threads_) break;
+      idle_end = now + idle_time_;
     }
+    const uint32_t sequence = wake_sequence_.load();
+    ++sleepers_;
+    mu_.Unlock();
+    FutexWait(&wake_sequence_, sequence, idle_end - now);
+    mu_.Lock();
+    --sleepers_;
+    if (wakes_in_flight_ > 0) --wakes_in_flight_;
   }
-  // Idle (no task), leaving.
-  RemoveIdle(self);
+  // Idle with nothing handed out (so every handed-out task keeps an idle
+  // thread), leaving.
+  --idle_;
   --threads_;
-  Worker* previous = exited_;
-  exited_ = self;
+  const bool join_previous = has_exited_thread_;
+  const pthread_t previous = exited_thread_;
+  exited_thread_ = pthread_self();
+  has_exited_thread_ = true;
   if (threads_ == 0) all_exited_.SignalAll();
   mu_.Unlock();
-  // `self` now belongs to whoever joins it: the next thread to exit, or the
-  // destructor.
-  if (previous != nullptr) Join(previous);
-}
-
-void WorkerPool::Join(Worker* worker) {
-  pthread_join(worker->thread, nullptr);
-  delete worker;
-}
-
-void WorkerPool::PushIdle(Worker* worker) {
-  worker->idle_prev = nullptr;
-  worker->idle_next = idle_head_;
-  if (idle_head_ != nullptr) idle_head_->idle_prev = worker;
-  idle_head_ = worker;
-  ++idle_count_;
-}
-
-void WorkerPool::RemoveIdle(Worker* worker) {
-  if (worker->idle_prev != nullptr) {
-    worker->idle_prev->idle_next = worker->idle_next;
-  } else {
-    idle_head_ = worker->idle_next;
-  }
-  if (worker->idle_next != nullptr) {
-    worker->idle_next->idle_prev = worker->idle_prev;
-  }
-  worker->idle_prev = nullptr;
-  worker->idle_next = nullptr;
-  --idle_count_;
+  // This thread now belongs to whoever joins it: the next thread to exit, or
+  // the destructor.
+  if (join_previous) pthread_join(previous, nullptr);
 }
 
 }  // namespace h2rpc::internal

@@ -1,6 +1,12 @@
 #ifndef H2RPC_RPC_INTERNAL_WORKER_POOL_H_
 #define H2RPC_RPC_INTERNAL_WORKER_POOL_H_
 
+#include <pthread.h>
+
+#include <atomic>
+#include <climits>
+#include <cstdint>
+
 #include "absl/base/thread_annotations.h"
 #include "absl/time/time.h"
 #include "rpc/status.h"
@@ -27,68 +33,116 @@ class WorkerTask {
 
  protected:
   ~WorkerTask() = default;
+
+ private:
+  friend class WorkerPool;
+  // Link in the pool's list of handed-out tasks not yet taken up.
+  WorkerTask* next_handed_out_ = nullptr;
 };
 
 // Threads that run synchronous handlers, so a blocking handler never stalls
-// an event loop. A task goes straight to an idle thread, or to a new thread
-// while there are fewer than `max_threads`, or is refused: it never waits in
-// a queue. Threads beyond `min_threads` exit after `idle_time` without work;
-// the pool joins every thread that exits (one exiting thread joins the one
-// before it, the destructor joins the last), so none outlives the pool.
+// an event loop. A task is accepted only while an idle thread is free for
+// it (each accepted task not yet taken up has an idle thread of its own), or
+// with a new thread while there are fewer than `max_threads`; otherwise it
+// is refused. So a task never waits for another task to finish, only for an
+// idle thread to take it up, once the threads it needs are woken (at once by
+// TrySubmit(); when the caller chooses, after TrySubmitDeferred(): until
+// then, an awake thread may take it after finishing its own task, which is
+// the point of deferring). Threads beyond `min_threads` exit after
+// `idle_time` without work; the pool joins every thread that exits (one
+// exiting thread joins the one before it, the destructor joins the last), so
+// none outlives the pool.
 //
-// Allocation: starting a thread allocates (its stack and bookkeeping);
-// handing a task to an idle thread does not.
+// Hand-off: accepted tasks go on a list that idle threads take from, first
+// in first out. A thread that finishes a task takes the next one from the
+// list before sleeping; sleeping threads wait on one futex word, and are
+// woken (one system call for as many as the list needs) only for tasks that
+// no awake idle thread will take. A thread that may run on more than one CPU
+// polls the list for a few microseconds before sleeping; one confined to a
+// single CPU sleeps at once (polling could only delay the threads it waits
+// for). Which sleeping thread wakes is the kernel's choice (the one asleep
+// longest, usually).
+//
+// Allocation: starting a thread allocates (its stack); handing a task over
+// does not.
 class WorkerPool {
  public:
   // Starts `min_threads` threads (as many as the system allows). Requires
   // 0 <= min_threads <= max_threads and max_threads >= 1.
   WorkerPool(int min_threads, int max_threads, absl::Duration idle_time);
   // Waits for the tasks handed out to finish (Run and Done), then joins every
-  // thread. No TrySubmit() may run concurrently or afterwards.
+  // thread. No TrySubmit() or TrySubmitDeferred() may run concurrently or
+  // afterwards.
   ~WorkerPool();
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
 
-  // Any thread. Hands non-null `task` to a thread, which runs it at once
-  // (once the previous task's Done() returns, if it is still in it): OK. When
-  // all max_threads threads are busy, RESOURCE_EXHAUSTED ("all 256
-  // synchronous handler threads are busy
+  // Any thread. Hands non-null `task` to a thread, which runs it once an
+  // idle thread takes it up (at once if one is awake, else after a wake-up):
+  // OK. When all max_threads threads are busy or spoken for,
+  // RESOURCE_EXHAUSTED ("all 256 synchronous handler threads are busy
   // (ServerOptions::max_sync_threads)"); when no thread can be started,
   // RESOURCE_EXHAUSTED naming the system error. `task` is not run then.
   // `task` must stay valid until its Done() returns.
   Status TrySubmit(WorkerTask* task);
+  // TrySubmit() without waking a sleeping thread: the caller must then call
+  // WakeForHandedOut() (e.g. once per event loop iteration), so that one
+  // system call wakes the threads for several tasks and the submitting
+  // thread is not preempted by a woken thread between tasks. Until then, the
+  // task waits only if no idle thread is awake.
+  Status TrySubmitDeferred(WorkerTask* task);
+  // Any thread (after its own TrySubmitDeferred() calls). Wakes up to
+  // `max_wakes` of the sleeping threads the handed-out tasks need (beyond
+  // the idle threads awake or being woken); returns how many more they need.
+  // Cheap when none are needed.
+  int WakeForHandedOut(int max_wakes = INT_MAX);
 
   // Threads running or idle (those that exited no longer count). Any thread.
   int threads();
-  // Of those, the ones waiting for a task. Any thread.
+  // Of those, the ones not running a task. Any thread.
   int idle_threads();
 
  private:
-  struct Worker;
-
-  static void* ThreadMain(void* worker);
-  void Work(Worker* self);
-  // Starts a thread running `worker`; false (and `worker` deleted) if the
-  // system refuses.
-  bool StartThread(Worker* worker, int* error);
-  // Waits for an exited thread to end and frees it.
-  static void Join(Worker* worker);
-  void PushIdle(Worker* worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void RemoveIdle(Worker* worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  static void* ThreadMain(void* start);
+  // A thread's life: runs `first_task` (if not null), then takes handed-out
+  // tasks until idle too long or stopping.
+  void Work(WorkerTask* first_task);
+  // Starts a thread already counted in threads_ (and, without `task`, in
+  // idle_) that runs `task` first; false (counts taken back, `error` set) if
+  // the system refuses.
+  bool StartThread(WorkerTask* task, int* error);
+  WorkerTask* TakeHandedOut() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const int min_threads_;
   const int max_threads_;
   const absl::Duration idle_time_;
+  // Whether threads poll for a task before sleeping.
+  const bool poll_;
 
   Mutex mu_;
   // Threads started and not yet exited (including any being started).
   int threads_ ABSL_GUARDED_BY(mu_) = 0;
-  int idle_count_ ABSL_GUARDED_BY(mu_) = 0;
-  // Idle threads, most recently idle first (they are reused first, so the
-  // others reach the idle time and exit).
-  Worker* idle_head_ ABSL_GUARDED_BY(mu_) = nullptr;
-  // The last thread that exited, not yet joined.
-  Worker* exited_ ABSL_GUARDED_BY(mu_) = nullptr;
+  // Of those, the ones not running a task (awake, asleep or being woken).
+  int idle_ ABSL_GUARDED_BY(mu_) = 0;
+  // Of the idle, the ones that counted themselves asleep and have not yet
+  // counted themselves awake again.
+  int sleepers_ ABSL_GUARDED_BY(mu_) = 0;
+  // Wake-ups issued and not yet consumed by a sleeper counting itself awake.
+  int wakes_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  // Tasks accepted and not yet taken up, first in first out. Never more than
+  // idle_.
+  WorkerTask* handed_out_head_ ABSL_GUARDED_BY(mu_) = nullptr;
+  WorkerTask* handed_out_tail_ ABSL_GUARDED_BY(mu_) = nullptr;
+  int handed_out_count_ ABSL_GUARDED_BY(mu_) = 0;
+  // handed_out_count_, also readable without mu_ (by polling threads).
+  std::atomic<int> handed_out_hint_{0};
+  // Futex word that sleeping threads wait on; bumped (under mu_) before each
+  // wake-up.
+  std::atomic<uint32_t> wake_sequence_{0};
+  // The last thread that exited, not yet joined (if has_exited_thread_).
+  pthread_t exited_thread_ ABSL_GUARDED_BY(mu_);
+  bool has_exited_thread_ ABSL_GUARDED_BY(mu_) = false;
+  // Set once, under mu_, by the destructor.
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   CondVar all_exited_;  // threads_ reached 0 while stopping_
 };

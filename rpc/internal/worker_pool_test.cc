@@ -125,6 +125,57 @@ TEST(WorkerPoolTest, GrowsOnDemandThenRefusesAtTheMaximum) {
   ASSERT_TRUE(refused.WaitDone());
 }
 
+TEST(WorkerPoolTest, DeferredTasksEachGetAnIdleThreadOnceWoken) {
+  WorkerPool pool(/*min_threads=*/3, /*max_threads=*/3, absl::Seconds(60));
+  TestTask tasks[3];
+  for (TestTask& task : tasks) {
+    ASSERT_TRUE(pool.TrySubmitDeferred(&task).ok());
+  }
+  // Each handed-out task holds an idle thread, taken up or not yet.
+  TestTask refused(/*released=*/true);
+  const Status status = pool.TrySubmitDeferred(&refused);
+  EXPECT_EQ(status.code(), StatusCode::kResourceExhausted);
+  pool.WakeForHandedOut();
+  // All three block at once: none waits for another to finish.
+  for (TestTask& task : tasks) ASSERT_TRUE(task.WaitStarted());
+  EXPECT_EQ(pool.threads(), 3);
+  EXPECT_EQ(pool.idle_threads(), 0);
+  for (TestTask& task : tasks) task.Release();
+  for (TestTask& task : tasks) ASSERT_TRUE(task.WaitDone());
+  ASSERT_TRUE(WaitFor([&] { return pool.idle_threads() == 3; }));
+  EXPECT_FALSE(refused.done());
+}
+
+TEST(WorkerPoolTest, WakesSleepingThreadsForABatchOfDeferredTasks) {
+  WorkerPool pool(/*min_threads=*/0, /*max_threads=*/4, absl::Seconds(60));
+  TestTask first[4];
+  // Four threads, then all idle (asleep, in time).
+  for (TestTask& task : first) ASSERT_TRUE(pool.TrySubmit(&task).ok());
+  for (TestTask& task : first) ASSERT_TRUE(task.WaitStarted());
+  for (TestTask& task : first) task.Release();
+  for (TestTask& task : first) ASSERT_TRUE(task.WaitDone());
+  ASSERT_TRUE(WaitFor([&] { return pool.idle_threads() == 4; }));
+  for (int round = 0; round < 20; ++round) {
+    TestTask batch[4];
+    for (TestTask& task : batch) {
+      ASSERT_TRUE(pool.TrySubmitDeferred(&task).ok());
+    }
+    // One thread first: at most the three others are still needed (fewer
+    // if some were awake).
+    const int more = pool.WakeForHandedOut(/*max_wakes=*/1);
+    EXPECT_GE(more, 0);
+    EXPECT_LE(more, 3);
+    // Then all the batch needs; after that, none.
+    pool.WakeForHandedOut();
+    EXPECT_EQ(pool.WakeForHandedOut(), 0);
+    for (TestTask& task : batch) ASSERT_TRUE(task.WaitStarted());
+    EXPECT_EQ(pool.threads(), 4);
+    for (TestTask& task : batch) task.Release();
+    for (TestTask& task : batch) ASSERT_TRUE(task.WaitDone());
+    ASSERT_TRUE(WaitFor([&] { return pool.idle_threads() == 4; }));
+  }
+}
+
 TEST(WorkerPoolTest, ThreadIsIdleWhenItsTaskPublishesItsOutcome) {
   // A single thread: what Done() lets happen (here, the next submission, as
   // a client's next call would) must find it available.
