@@ -74,6 +74,8 @@ struct ClientConfig {
   std::string pem_root_certs;
   std::string ssl_target_name_override;
   int interceptors = 0;  // h2rpc only: no-op interceptors per channel
+  // h2rpc only: ChannelOptions::busy_poll_us of every channel.
+  int busy_poll_us = 0;
 };
 
 // No-op interceptors installed on each h2rpc side (--interceptors): what
@@ -90,6 +92,7 @@ struct ServerConfig {
   std::string pem_private_key;
   std::string pem_cert_chain;
   int interceptors = 0;  // h2rpc only
+  int busy_poll_us = 0;  // h2rpc only: ServerOptions::busy_poll_us
 };
 
 // A client running closed loops until Stop(): every completed round trip

@@ -103,6 +103,11 @@ ABSL_FLAG(std::string, lb_policy, "pick_first",
 ABSL_FLAG(int, interceptors, 0,
           "No-op interceptors on each h2rpc channel and server (what the "
           "interceptor chain costs); gRPC C++ sides ignore it.");
+ABSL_FLAG(int, busy_poll_us, 0,
+          "Busy-polling of each h2rpc event loop, client and server "
+          "(ChannelOptions and ServerOptions busy_poll_us): microseconds a "
+          "loop polls before it sleeps, 0 to 1000000; 0: never. gRPC C++ "
+          "sides ignore it.");
 ABSL_FLAG(bool, server_only, false,
           "Serve BenchmarkService (one --server_stack) on --port; prints "
           "'listening on port N' and answers 'usage' lines on stdin until "
@@ -144,6 +149,15 @@ bool IntList(const std::string& name, const std::string& value,
     out->push_back(n);
   }
   return true;
+}
+
+// --busy_poll_us within what h2rpc's options accept, or false after
+// printing why.
+bool BusyPollInRange(int busy_poll_us) {
+  if (busy_poll_us >= 0 && busy_poll_us <= 1000000) return true;
+  std::fprintf(stderr, "bad --busy_poll_us=%d: from 0 to 1000000\n",
+               busy_poll_us);
+  return false;
 }
 
 // "default": `default_cpu` on a machine with two or more CPUs, else none.
@@ -287,6 +301,7 @@ std::unique_ptr<Backends> StartBackends(const RunFeatures& features,
          "--server_cpus=" + absl::StrJoin(plan.server_cpus, ","),
          absl::StrCat("--secure=", features.secure ? "true" : "false"),
          absl::StrCat("--interceptors=", features.interceptors),
+         absl::StrCat("--busy_poll_us=", features.busy_poll_us),
          "--tls_credentials_dir=" + plan.tls.dir},
         error);
   }
@@ -294,6 +309,7 @@ std::unique_ptr<Backends> StartBackends(const RunFeatures& features,
   config.compression = compression;
   config.cpus = plan.server_cpus;
   config.interceptors = features.interceptors;
+  config.busy_poll_us = features.busy_poll_us;
   if (features.secure) SetServerTls(plan.tls, &config);
   return Backends::StartInProcess(features.server_stack, config, error);
 }
@@ -331,6 +347,7 @@ bool RunOne(const RunFeatures& features, Workload workload,
   config.target = target;
   config.lb_policy = features.lb_policy;
   config.interceptors = features.interceptors;
+  config.busy_poll_us = features.busy_poll_us;
   config.workload = workload;
   config.concurrency = features.max_concurrent_calls;
   config.connections = features.connections;
@@ -418,6 +435,8 @@ int ServeOnly() {
   ServerConfig config;
   config.compression = compression;
   config.interceptors = absl::GetFlag(FLAGS_interceptors);
+  config.busy_poll_us = absl::GetFlag(FLAGS_busy_poll_us);
+  if (!BusyPollInRange(config.busy_poll_us)) return 2;
   if (!Cpus("server_cpus", absl::GetFlag(FLAGS_server_cpus), 0, &config.cpus)) {
     return 2;
   }
@@ -492,6 +511,7 @@ int Main(int argc, char** argv) {
                  plan.servers);
     return 2;
   }
+  if (!BusyPollInRange(absl::GetFlag(FLAGS_busy_poll_us))) return 2;
   if (plan.lb_policy != "pick_first" && plan.lb_policy != "round_robin") {
     std::fprintf(stderr, "bad --lb_policy=%s: pick_first or round_robin\n",
                  plan.lb_policy.c_str());
@@ -573,6 +593,7 @@ int Main(int argc, char** argv) {
                   f.servers = plan.servers;
                   f.lb_policy = plan.lb_policy;
                   f.interceptors = absl::GetFlag(FLAGS_interceptors);
+                  f.busy_poll_us = absl::GetFlag(FLAGS_busy_poll_us);
                   f.two_processes =
                       plan.target.empty() &&
                       (plan.process == "two" || plan.servers > 1 ||

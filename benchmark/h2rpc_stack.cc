@@ -147,6 +147,7 @@ class H2rpcServer final : public BenchServer {
         config.cpus.empty() ? 1 : static_cast<int>(config.cpus.size());
     options.loop_cpus = config.cpus;
     options.default_compression = config.compression;
+    options.busy_poll_us = config.busy_poll_us;
     for (int i = 0; i < config.interceptors; ++i) {
       options.interceptors.push_back(std::make_shared<NoopServerInterceptor>());
     }
@@ -202,6 +203,7 @@ ChannelOptions ChannelOptionsFor(const ClientConfig& config, int index) {
   }
   options.ssl_target_name_override = config.ssl_target_name_override;
   options.lb_policy = config.lb_policy;
+  options.busy_poll_us = config.busy_poll_us;
   return options;
 }
 

@@ -13,6 +13,23 @@
                                        per configuration: the pairings'
                                        latency CDFs on one chart, their
                                        medians side by side, the QPS ratio
+  benchresult --before b1.json [b2.json ...] --after a1.json [a2.json ...]
+              [--html report.html]
+                                       each side's files repeat one command
+                                       (the two commands may differ): a
+                                       Markdown table of each configuration
+                                       and client→server pairing found in
+                                       both, medians before and after (QPS
+                                       and its change in percent, p50, p99,
+                                       allocations and CPU per op of each
+                                       side), with the pairings found on one
+                                       side only (a gRPC C++ reference run
+                                       after) shown with their medians and
+                                       listed; with --html also one section
+                                       per configuration: the before and
+                                       after latency CDFs (samples pooled
+                                       over the files) on one chart, QPS and
+                                       allocation bars, the same table
 
 Under `bazel run`, relative paths are taken from the directory bazel was run
 in. The file format is docs/benchmark_results.md. Exit status: 0 on
@@ -37,8 +54,9 @@ def parse_args(argv):
         prog="benchresult",
         description="Print one benchmain result file as a table, or compare "
                     "two (old, then new) run by run, or print the "
-                    "pairings of repeated files side by side.")
-    parser.add_argument("files", nargs="+", metavar="result.json",
+                    "pairings of repeated files side by side, or compare "
+                    "repeated files before and after a change.")
+    parser.add_argument("files", nargs="*", metavar="result.json",
                         help="one result file, or two: old then new; with "
                              "--pairings, any number")
     parser.add_argument("--html", metavar="report.html",
@@ -49,8 +67,34 @@ def parse_args(argv):
                              "pairing, medians over the files (with "
                              "--html, also one HTML section per "
                              "configuration with all its pairings)")
+    parser.add_argument("--before", nargs="+", metavar="before.json",
+                        help="repetitions of one command before a change; "
+                             "needs --after: print each configuration and "
+                             "pairing's medians before and after (with "
+                             "--html, also one HTML section per "
+                             "configuration)")
+    parser.add_argument("--after", nargs="+", metavar="after.json",
+                        help="repetitions of one command after the change "
+                             "(see --before)")
     args = parser.parse_args(argv)
-    if not args.pairings and len(args.files) > 2:
+    if args.before is not None or args.after is not None:
+        if args.pairings:
+            parser.error("--before/--after cannot be combined with "
+                         "--pairings")
+        if args.after is None:
+            parser.error("--before needs --after (the files after the "
+                         "change)")
+        if args.before is None:
+            parser.error("--after needs --before (the files before the "
+                         "change)")
+        if args.files:
+            parser.error(f"with --before and --after, every result file "
+                         f"follows one of them; also given: "
+                         f"{' '.join(args.files)}")
+    elif not args.files:
+        parser.error("expected one or two result files (or --pairings, or "
+                     "--before and --after)")
+    elif not args.pairings and len(args.files) > 2:
         parser.error(f"expected one or two result files, got "
                      f"{len(args.files)} (use --pairings for repetitions)")
     return args
@@ -97,10 +141,16 @@ def main(argv=None):
     args = parse_args(argv)
     try:
         results = [load(path) for path in args.files]
+        before = [load(path) for path in args.before or []]
+        after = [load(path) for path in args.after or []]
     except lib.InputError as e:
         print(f"benchresult: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    if args.pairings:
+    if args.before:
+        groups = lib.match_repetitions(before, after)
+        text = text_report.before_after_table(groups)
+        document = html_report.before_after_report(before, after, groups)
+    elif args.pairings:
         groups = lib.group_pairings(results)
         text = text_report.pairings_table(groups)
         document = html_report.pairings_report(results, groups)

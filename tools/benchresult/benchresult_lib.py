@@ -3,9 +3,10 @@
 A result file is the JSON document `benchmark:benchmain --result_file=FILE`
 writes, format "h2rpc-benchmain/1" (docs/benchmark_results.md). This module
 reads and validates it, matches the runs of two files by their features and
-computes before/after changes, and groups the runs of repeated files by
-client→server pairing (group_pairings, pooled_latency_cdf). It does no
-formatting and no output.
+computes before/after changes, groups the runs of repeated files by
+client→server pairing (group_pairings, pooled_latency_cdf), and matches the
+pairings of two sets of repeated files, before and after a change
+(match_repetitions). It does no formatting and no output.
 """
 
 import collections
@@ -188,6 +189,27 @@ class Pairing:
         values = self.values(path)
         return statistics.median(values) if values else None
 
+    def runs(self):
+        """Returns every run of this pairing, in file order."""
+        return [run for runs in self.runs_per_file for run in runs]
+
+    def median_run(self):
+        """Returns a Run standing for this pairing's runs as a whole.
+
+        Its features are those of the first run; every number a run may
+        carry is the median over the runs (null when no run has it); its
+        latency_histogram pools the runs' histograms (pooled_histogram).
+        """
+        runs = self.runs()
+        data = {"latency_histogram": pooled_histogram(runs)}
+        for path in _NUMBER_PATHS:
+            node = data
+            for key in path[:-1]:
+                node = node.setdefault(key, {})
+            node[path[-1]] = self.median(path)
+        features = dict(runs[0].features) if runs else {}
+        return Run(index=-1, features=features, data=data)
+
 
 @dataclasses.dataclass
 class PairingGroup:
@@ -223,6 +245,53 @@ class PairingGroup:
         """
         return self._ratio(("latency_ns", "p50"), ("grpcpp", "grpcpp"),
                            ("h2rpc", "h2rpc"))
+
+
+@dataclasses.dataclass
+class BeforeAfter:
+    """One client→server pairing of a configuration, before and after.
+
+    `before` is the Pairing over the files before the change, `after` the
+    one over the files after it; either is None when no file of that side
+    has a run of this pairing.
+    """
+    before: object
+    after: object
+
+    def pairing(self):
+        """Returns the side that is not None, `after` when both are."""
+        return self.after or self.before
+
+    def qps_change(self):
+        """percent_change() from the median QPS before to that after."""
+        if self.before is None or self.after is None:
+            return None
+        return percent_change(self.before.median(("qps",)),
+                              self.after.median(("qps",)))
+
+
+@dataclasses.dataclass
+class BeforeAfterGroup:
+    """The pairings of one run configuration, before and after a change.
+
+    `features` are as PairingGroup's; `pairings` are BeforeAfters in
+    PAIRING_ORDER.
+    """
+    features: dict
+    pairings: list
+
+    def matched(self):
+        """The BeforeAfters with runs on both sides."""
+        return [p for p in self.pairings
+                if p.before is not None and p.after is not None]
+
+    def only_before(self):
+        """The BeforeAfters with runs in the before files only."""
+        return [p for p in self.pairings if p.after is None]
+
+    def only_after(self):
+        """The BeforeAfters with runs in the after files only."""
+        return [p for p in self.pairings if p.before is None]
 
 
 def load(path):
@@ -320,12 +389,14 @@ def _run(index, run, path):
             raise InputError(f'{where}: "{name}" is not an object or null')
     # Files from before benchmain's --secure ran plaintext only, and those
     # from before --servers and --lb_policy ran one server with pick_first,
-    # and those from before --interceptors none:
+    # and those from before --interceptors none, and those from before
+    # --busy_poll_us never polled:
     # they pair with runs that say so.
     features.setdefault("secure", False)
     features.setdefault("servers", 1)
     features.setdefault("lb_policy", "pick_first")
     features.setdefault("interceptors", 0)
+    features.setdefault("busy_poll_us", 0)
     result = Run(index=index, features=features, data=run)
     for number_path in _NUMBER_PATHS:
         value = result.value(number_path)
@@ -459,14 +530,25 @@ def latency_cdf(run):
 def pooled_latency_cdf(runs):
     """Returns the latency CDF of several runs' samples pooled together.
 
-    As latency_cdf(), over the sum of the runs' latency_histogram counts
-    bucket by bucket. Runs without a histogram, and runs whose histogram has
-    another growth or first_upper_ns than the first one found, are left out.
+    As latency_cdf(), over pooled_histogram(runs).
+    """
+    pooled = pooled_histogram(runs)
+    if pooled is None:
+        return []
+    return latency_cdf(Run(-1, {}, {"latency_histogram": pooled}))
+
+
+def pooled_histogram(runs):
+    """Returns the sum of the runs' latency_histograms, or None.
+
+    The counts are added bucket by bucket. Runs without a histogram, and
+    runs whose histogram has another growth or first_upper_ns than the
+    first one found, are left out; None when no run has a histogram.
     """
     histograms = [run.data.get("latency_histogram") for run in runs]
     histograms = [h for h in histograms if h]
     if not histograms:
-        return []
+        return None
     first = histograms[0]
     counts = collections.Counter()
     for histogram in histograms:
@@ -475,10 +557,9 @@ def pooled_latency_cdf(runs):
             continue
         for index, count in histogram["counts"]:
             counts[index] += count
-    pooled = {"growth": first["growth"],
-              "first_upper_ns": first["first_upper_ns"],
-              "counts": [[index, count] for index, count in counts.items()]}
-    return latency_cdf(Run(-1, {}, {"latency_histogram": pooled}))
+    return {"growth": first["growth"],
+            "first_upper_ns": first["first_upper_ns"],
+            "counts": [[index, count] for index, count in counts.items()]}
 
 
 def ratio(numerator, denominator):
@@ -524,6 +605,34 @@ def group_pairings(results):
     return sorted(groups, key=lambda group: (
         workloads[group.features.get("workload")],
         _number_first(group.features.get("max_concurrent_calls"))))
+
+
+def match_repetitions(before, after):
+    """Matches the pairings of two sets of repeated ResultFiles.
+
+    `before` and `after` each repeat one command (the two commands may
+    differ). Runs match as match() pairs them: by every feature except
+    IGNORED_FEATURES, i.e. by configuration and client→server pairing.
+    Returns BeforeAfterGroups in group_pairings() order (configurations of
+    the before files first); a configuration or pairing found on one side
+    only is kept, with None for the other side.
+    """
+    split = len(before)
+    groups = []
+    for group in group_pairings(list(before) + list(after)):
+        groups.append(BeforeAfterGroup(group.features, [
+            BeforeAfter(_side(pairing, pairing.runs_per_file[:split]),
+                        _side(pairing, pairing.runs_per_file[split:]))
+            for pairing in group.pairings]))
+    return groups
+
+
+def _side(pairing, runs_per_file):
+    """The Pairing of `pairing` over some of its files, None if no run."""
+    if not any(runs_per_file):
+        return None
+    return Pairing(pairing.client, pairing.server, pairing.process,
+                   runs_per_file)
 
 
 def _pairing_rank(pairing):

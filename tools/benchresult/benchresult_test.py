@@ -18,6 +18,12 @@ grpcpp→grpcpp has 0 QPS and null latency and sides. The files list c=120
 before c=1 and grpcpp→h2rpc before h2rpc→grpcpp. They carry no latency
 histograms; the --pairings --html tests add some to copies
 (with_histograms).
+
+The --before/--after tests write their files (repetitions_file): three
+before and three after files of unary c=120 (h2rpc→h2rpc on both sides,
+grpcpp→grpcpp in two processes after only, h2rpc→grpcpp before only),
+unary c=1 (h2rpc→h2rpc on both sides, in two of the after files) and
+streaming c=8 (before only).
 """
 
 import contextlib
@@ -31,6 +37,7 @@ import unittest
 
 import benchresult
 import benchresult_lib as lib
+import html_report
 import text_report
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -139,6 +146,13 @@ class FormatTest(unittest.TestCase):
         self.assertNotIn("servers", text_report.describe_features(features))
         self.assertNotIn("pick_first",
                          text_report.describe_features(features))
+        features.update(interceptors=3, busy_poll_us=50)
+        self.assertEqual(text_report.describe_features(features),
+                         "unary h2rpc→grpcpp c=120 req=1KiB resp=100B "
+                         "comp=gzip proc=two interceptors=3 busy_poll=50µs "
+                         "extra=7")
+        features.update(interceptors=0, busy_poll_us=0)
+        self.assertNotIn("busy_poll", text_report.describe_features(features))
 
 
 class ComparisonTest(unittest.TestCase):
@@ -571,6 +585,307 @@ class BackendsTest(unittest.TestCase):
         self.assertNotIn("per backend", text_report.single_table(result))
 
 
+class BusyPollTest(unittest.TestCase):
+    """Runs with busy-polling h2rpc loops (benchmain --busy_poll_us)."""
+
+    def test_old_files_match_runs_without_busy_polling(self):
+        old = lib.parse(backends_file([({}, None)]))
+        new = lib.parse(backends_file([({"busy_poll_us": 50}, None),
+                                       ({"busy_poll_us": 0}, None)]))
+        comparison = lib.match(old, new)
+        self.assertEqual([(b.index, a.index)
+                          for b, a in comparison.matched], [(0, 1)])
+        self.assertEqual([r.index for r in comparison.only_new], [0])
+
+
+def repetitions_file(directory, name, runs, benchtime_s):
+    """Writes a result file of `runs` into `directory`; returns its path.
+
+    Each run is (workload, calls, client, server, process, figures) where
+    figures are (qps, p50_us, p99_us, client allocs/op, server allocs/op,
+    client CPU µs/op, server CPU µs/op, histogram counts). The histogram
+    has growth 2 from 1 µs.
+    """
+    document = {"format": lib.FORMAT, "runs": []}
+    for workload, calls, client, server, process, figures in runs:
+        qps, p50, p99, c_allocs, s_allocs, c_cpu, s_cpu, counts = figures
+        document["runs"].append({
+            "features": {
+                "workload": workload, "client_stack": client,
+                "server_stack": server, "max_concurrent_calls": calls,
+                "req_size_bytes": 1024, "resp_size_bytes": 1024,
+                "compression": "off", "connections": 1,
+                "benchtime_s": benchtime_s, "process": process},
+            "qps": qps,
+            "latency_ns": {"p50": p50 * 1000, "p99": p99 * 1000},
+            "latency_histogram": {"growth": 2.0, "first_upper_ns": 1000,
+                                  "counts": counts},
+            "client": {"allocs_per_op": c_allocs, "cpu_ns_per_op": c_cpu
+                       * 1000},
+            "server": {"allocs_per_op": s_allocs, "cpu_ns_per_op": s_cpu
+                       * 1000}})
+    path = os.path.join(directory, name)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(document, f)
+    return path
+
+
+def h2rpc(calls, *figures):
+    return ("unary", calls, "h2rpc", "h2rpc", "one", figures)
+
+
+# Per file: unary c=120 h2rpc→h2rpc (QPS medians 100,000 before and
+# 120,000 after: +20.00%), h2rpc→grpcpp before only, grpcpp→grpcpp after
+# only; unary c=1 h2rpc→h2rpc (after: two files, an even count); streaming
+# c=8 before only. Files list c=120 first.
+BEFORE_RUNS = (
+    [h2rpc(120, 90000, 900, 2000, 3, 6, 6.0, 5.0, [[9, 10], [10, 10]]),
+     ("unary", 120, "h2rpc", "grpcpp", "one",
+      (60000, 1500, 3000, 3, 20, 6.0, 12.0, [[10, 5]])),
+     h2rpc(1, 20000, 46, 116, 3, 6, 40.0, 38.0, [[5, 4]]),
+     ("streaming", 8, "h2rpc", "h2rpc", "one",
+      (40000, 200, 300, 0, 0, 20.0, 21.0, [[7, 1]]))],
+    [h2rpc(120, 100000, 800, 1500, 3, 6, 6.2, 5.2, [[9, 20], [10, 5]]),
+     ("unary", 120, "h2rpc", "grpcpp", "one",
+      (61000, 1600, 3100, 4, 21, 6.1, 12.1, [[10, 5]])),
+     h2rpc(1, 21000, 45, 110, 3, 6, 41.0, 38.0, [[5, 4]]),
+     ("streaming", 8, "h2rpc", "h2rpc", "one",
+      (41000, 200, 300, 0, 0, 20.0, 21.0, [[7, 1]]))],
+    [h2rpc(120, 110000, 700, 1400, 4, 6, 5.8, 5.4, [[8, 1], [9, 30]]),
+     ("unary", 120, "h2rpc", "grpcpp", "one",
+      (59000, 1400, 2900, 3, 19, 5.9, 11.9, [[10, 5]])),
+     h2rpc(1, 19000, 47, 120, 3, 6, 39.0, 38.0, [[5, 4]]),
+     ("streaming", 8, "h2rpc", "h2rpc", "one",
+      (39000, 200, 300, 0, 0, 20.0, 21.0, [[7, 1]]))],
+)
+AFTER_RUNS = (
+    [h2rpc(120, 125000, 650, 1200, 2, 5, 5.0, 4.0, [[8, 40], [9, 10]]),
+     ("unary", 120, "grpcpp", "grpcpp", "two",
+      (30000, 2400, 4000, 20, 30, 15.0, 14.0, [[11, 10]])),
+     h2rpc(1, 22000, 40, 100, 2, 5, 35.0, 30.0, [[5, 4]])],
+    [h2rpc(120, 120000, 600, 1100, 2, 5, 5.2, 4.2, [[8, 30], [9, 10]]),
+     ("unary", 120, "grpcpp", "grpcpp", "two",
+      (31000, 2300, 3900, 21, 31, 15.0, 14.2, [[11, 10]])),
+     h2rpc(1, 24000, 38, 90, 2, 5, 33.0, 29.0, [[5, 4]])],
+    [h2rpc(120, 115000, 700, 1300, 3, 5, 5.4, 4.4, [[8, 20], [9, 20]]),
+     ("unary", 120, "grpcpp", "grpcpp", "two",
+      (29000, 2500, 4100, 20, 29, 15.1, 13.8, [[11, 10]]))],
+)
+
+
+class BeforeAfterTest(unittest.TestCase):
+    """--before/--after: medians per side, changes, matching, the table."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        # The two sides ran for different times: benchtime_s is ignored.
+        self.before = [repetitions_file(self.tmp.name, f"b{i}.json", runs, 5.0)
+                       for i, runs in enumerate(BEFORE_RUNS, 1)]
+        self.after = [repetitions_file(self.tmp.name, f"a{i}.json", runs, 10.0)
+                      for i, runs in enumerate(AFTER_RUNS, 1)]
+        self.groups = lib.match_repetitions(
+            [lib.load(p) for p in self.before],
+            [lib.load(p) for p in self.after])
+
+    def group(self, workload, calls):
+        groups = [g for g in self.groups
+                  if g.features["workload"] == workload
+                  and g.features["max_concurrent_calls"] == calls]
+        self.assertEqual(len(groups), 1)
+        return groups[0]
+
+    def pair(self, calls, client, server):
+        pairs = [p for p in self.group("unary", calls).pairings
+                 if (p.pairing().client, p.pairing().server)
+                 == (client, server)]
+        self.assertEqual(len(pairs), 1)
+        return pairs[0]
+
+    def test_matching(self):
+        self.assertEqual(
+            [(g.features["workload"], g.features["max_concurrent_calls"],
+              [(text_report.pairing_label(p.pairing()),
+                p.before is not None, p.after is not None)
+               for p in g.pairings])
+             for g in self.groups],
+            [("unary", 1, [("h2rpc→h2rpc", True, True)]),
+             ("unary", 120, [("h2rpc→h2rpc", True, True),
+                             ("grpcpp→grpcpp proc=two", False, True),
+                             ("h2rpc→grpcpp", True, False)]),
+             ("streaming", 8, [("h2rpc→h2rpc", True, False)])])
+        c120 = self.group("unary", 120)
+        self.assertEqual(len(c120.matched()), 1)
+        self.assertEqual([p.pairing().client for p in c120.only_after()],
+                         ["grpcpp"])
+        self.assertEqual([p.pairing().server for p in c120.only_before()],
+                         ["grpcpp"])
+        self.assertEqual(self.group("streaming", 8).matched(), [])
+        # Each side's Pairing holds that side's files only.
+        pair = self.pair(1, "h2rpc", "h2rpc")
+        self.assertEqual([len(runs) for runs in pair.before.runs_per_file],
+                         [1, 1, 1])
+        self.assertEqual([len(runs) for runs in pair.after.runs_per_file],
+                         [1, 1, 0])
+
+    def test_process_takes_part_in_matching(self):
+        moved = [repetitions_file(self.tmp.name, "two.json", [
+            ("unary", 120, "h2rpc", "h2rpc", "two",
+             (1, 1, 1, 1, 1, 1.0, 1.0, []))], 5.0)]
+        groups = lib.match_repetitions([lib.load(self.before[0])],
+                                       [lib.load(p) for p in moved])
+        c120 = next(g for g in groups
+                    if g.features["max_concurrent_calls"] == 120)
+        self.assertEqual(c120.matched(), [])
+        self.assertEqual(len(c120.only_after()), 1)
+
+    def test_medians_and_change(self):
+        pair = self.pair(120, "h2rpc", "h2rpc")
+        self.assertEqual(pair.before.median(("qps",)), 100000)
+        self.assertEqual(pair.after.median(("qps",)), 120000)
+        self.assertEqual(pair.qps_change(), 20.0)
+        self.assertEqual(pair.before.median(("latency_ns", "p50")), 800000)
+        self.assertEqual(pair.after.median(("latency_ns", "p99")), 1200000)
+        self.assertEqual(pair.before.median(("client", "allocs_per_op")), 3)
+        self.assertEqual(pair.after.median(("server", "cpu_ns_per_op")),
+                         4200)
+        small = self.pair(1, "h2rpc", "h2rpc")
+        self.assertEqual(small.after.median(("qps",)), 23000)  # even count
+        self.assertEqual(small.qps_change(), 15.0)
+        self.assertIsNone(self.pair(120, "grpcpp", "grpcpp").qps_change())
+        self.assertIsNone(self.pair(120, "h2rpc", "grpcpp").qps_change())
+
+    def test_median_run(self):
+        pair = self.pair(120, "h2rpc", "h2rpc")
+        run = pair.before.median_run()
+        self.assertEqual(run.value(("qps",)), 100000)
+        self.assertEqual(run.value(("latency_ns", "p50")), 800000)
+        self.assertEqual(run.value(("client", "cpu_ns_per_op")), 6000)
+        self.assertIsNone(run.value(("latency_ns", "p90")))  # in no file
+        self.assertEqual(run.features["client_stack"], "h2rpc")
+        # The histogram pools the three before files' samples.
+        self.assertEqual(sorted(run.value(("latency_histogram", "counts"))),
+                         [[8, 1], [9, 60], [10, 15]])
+        self.assertEqual(lib.latency_cdf(run),
+                         lib.pooled_latency_cdf(pair.before.runs()))
+        self.assertIsNone(lib.pooled_histogram([lib.Run(0, {}, {})]))
+
+    def test_table(self):
+        status, out, err = run_main(["--before"] + self.before +
+                                    ["--after"] + self.after)
+        self.assertEqual((status, err), (0, ""))
+        lines = out.splitlines()
+        self.assertEqual(lines[0], (
+            "| workload | calls in flight | pairing | side | median QPS | "
+            "QPS change | QPS (runs) | median p50 | median p99 | "
+            "client allocs/op | server allocs/op | client CPU us/op | "
+            "server CPU us/op |"))
+        self.assertEqual(lines[1], "| --- " * 13 + "|")
+        lead = "| unary req=1KiB resp=1KiB comp=off | "
+        self.assertEqual(lines[2:10], [
+            lead + "1 | h2rpc→h2rpc | before | 20,000 |  | "
+            "20,000 / 21,000 / 19,000 | 46 us | 116 us | 3.00 | 6.00 | "
+            "40.00 | 38.00 |",
+            lead + "1 | h2rpc→h2rpc | after | 23,000 | +15.00% | "
+            "22,000 / 24,000 / - | 39 us | 95 us | 2.00 | 5.00 | 34.00 | "
+            "29.50 |",
+            lead + "120 | h2rpc→h2rpc | before | 100,000 |  | "
+            "90,000 / 100,000 / 110,000 | 800 us | 1.5 ms | 3.00 | 6.00 | "
+            "6.00 | 5.20 |",
+            lead + "120 | h2rpc→h2rpc | after | 120,000 | +20.00% | "
+            "125,000 / 120,000 / 115,000 | 650 us | 1.2 ms | 2.00 | 5.00 | "
+            "5.20 | 4.20 |",
+            lead + "120 | grpcpp→grpcpp proc=two | after only | 30,000 |  | "
+            "30,000 / 31,000 / 29,000 | 2.4 ms | 4 ms | 20.00 | 30.00 | "
+            "15.00 | 14.00 |",
+            lead + "120 | h2rpc→grpcpp | before only | 60,000 |  | "
+            "60,000 / 61,000 / 59,000 | 1.5 ms | 3 ms | 3.00 | 20.00 | "
+            "6.00 | 12.00 |",
+            "| streaming req=1KiB resp=1KiB comp=off | 8 | h2rpc→h2rpc | "
+            "before only | 40,000 |  | 40,000 / 41,000 / 39,000 | 200 us | "
+            "300 us | 0.00 | 0.00 | 20.00 | 21.00 |",
+            ""])
+        self.assertEqual(lines[10:], [
+            "Only in the before files (medians above):",
+            "- unary h2rpc→grpcpp c=120 req=1KiB resp=1KiB comp=off",
+            "- streaming h2rpc→h2rpc c=8 req=1KiB resp=1KiB comp=off",
+            "",
+            "Only in the after files (medians above):",
+            "- unary grpcpp→grpcpp c=120 req=1KiB resp=1KiB comp=off "
+            "proc=two"])
+        self.assertNotIn("No configuration", out)
+
+    def test_nothing_matched(self):
+        other = repetitions_file(self.tmp.name, "other.json", [
+            ("unconstrained", 64, "h2rpc", "h2rpc", "one",
+             (88000, 700, 900, 1, 2, 9.0, 9.5, []))], 5.0)
+        status, out, _ = run_main(["--before", self.before[0],
+                                   "--after", other])
+        self.assertEqual(status, 0)
+        self.assertIn("\n\nNo configuration and pairing appears in both the "
+                      "before and the after files.\n", out)
+        self.assertNotIn("%", out)
+        self.assertEqual(out.count(" | before only | "), 4)
+        self.assertIn("| unconstrained req=1KiB resp=1KiB comp=off | 64 | "
+                      "h2rpc→h2rpc | after only | 88,000 |  | 88,000 | ",
+                      out)
+        self.assertIn("Only in the after files (medians above):\n"
+                      "- unconstrained h2rpc→h2rpc c=64 req=1KiB "
+                      "resp=1KiB comp=off\n", out)
+        empty = os.path.join(self.tmp.name, "empty.json")
+        with open(empty, "w", encoding="utf-8") as f:
+            json.dump({"format": lib.FORMAT, "runs": []}, f)
+        self.assertEqual(run_main(["--before", empty, "--after", empty]),
+                         (0, "(no runs)\n", ""))
+
+    def test_html(self):
+        report = os.path.join(self.tmp.name, "report.html")
+        status, out, err = run_main(["--before"] + self.before + ["--after"] +
+                                    self.after + ["--html", report])
+        self.assertEqual(status, 0, err)
+        self.assertIn("wrote", err)
+        _, text, _ = run_main(["--before"] + self.before +
+                              ["--after"] + self.after)
+        self.assertEqual(out, text)
+        with open(report, encoding="utf-8") as f:
+            document = f.read()
+        self.assertTrue(document.startswith("<!DOCTYPE html>"))
+        self.assertTrue(document.rstrip().endswith("</html>"))
+        for forbidden in ("http://", "https://", "<script", "src=", "href=",
+                          "@import", "url("):
+            self.assertNotIn(forbidden, document.lower())
+        self.assertIn(f"<div>before: {self.before[0]}", document)
+        self.assertIn(f"<div>after: {self.after[2]}", document)
+        sections = document.split('<section class="run">')[1:]
+        self.assertEqual(len(sections), 3)  # unary c=1, c=120; streaming
+        c1, c120, streaming = sections
+        self.assertIn("<h2>unary c=120 req=1KiB", c120)
+        for section in sections:
+            self.assertEqual(section.count("Latency CDF</title>"), 1)
+        # One curve per pairing and side, in a colour each, on one chart.
+        cdf = c120.split("</svg>")[0]
+        self.assertIn("Latency CDF", cdf)
+        colours = [line.split('stroke="')[1].split('"')[0]
+                   for line in cdf.splitlines() if "<polyline" in line]
+        self.assertEqual(colours, list(html_report.PAIRING_COLOURS[:4]))
+        for colour, label in zip(colours, (
+                "h2rpc→h2rpc before", "h2rpc→h2rpc after",
+                "grpcpp→grpcpp proc=two after only",
+                "h2rpc→grpcpp before only")):
+            self.assertIn(f'background:{colour}"></span>{label}<', c120)
+        self.assertEqual(c1.count("<polyline"), 2)
+        self.assertEqual(streaming.count("<polyline"), 1)
+        # The table below the charts: the text table's cells.
+        table = c120.split("<pre>")[1].split("</pre>")[0]
+        self.assertRegex(table, r"(?m)^h2rpc→h2rpc +after +120,000 +"
+                                r"\+20\.00% +125,000 / 120,000 / 115,000 ")
+        self.assertRegex(table, r"(?m)^grpcpp→grpcpp proc=two +after only +"
+                                r"30,000 +30,000 / ")
+        # QPS bars of the medians.
+        self.assertIn(">100k</text>", c120)
+        self.assertIn(">120k</text>", c120)
+
+
 class BadInputTest(unittest.TestCase):
     """Bad input: a message on stderr, exit status 2, no traceback."""
 
@@ -636,6 +951,26 @@ class BadInputTest(unittest.TestCase):
         status, out, err = run_main([OLD, NEW, "--pairings", "--bogus"])
         self.assertEqual((status, out), (2, ""))
         self.assertIn("unrecognized arguments: --bogus", err)
+
+    def test_before_after_usage(self):
+        for args, message in (
+                (["--before", OLD], "--before needs --after"),
+                (["--before", OLD, NEW], "--before needs --after"),
+                (["--after", NEW], "--after needs --before"),
+                (["--pairings", "--before", OLD, "--after", NEW],
+                 "--before/--after cannot be combined with --pairings"),
+                (["--before", OLD, "--pairings", PAIRINGS[0]],
+                 "--before/--after cannot be combined with --pairings"),
+                ([OLD, "--before", OLD, "--after", NEW],
+                 "every result file follows one of them; also given: "
+                 f"{OLD}"),
+                (["--before", "--after", NEW], "expected at least one"),
+                ([], "expected one or two result files")):
+            with self.subTest(args=args):
+                self.assert_rejected(args, message)
+        missing = os.path.join(self.tmp.name, "missing.json")
+        self.assert_rejected(["--before", OLD, "--after", NEW, missing],
+                             f"{missing}: cannot read")
 
     def test_pairings(self):
         missing = os.path.join(self.tmp.name, "missing.json")

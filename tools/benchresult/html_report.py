@@ -6,8 +6,12 @@ comparing), bars for QPS, and bars for allocations per op on the client and
 on the server. pairings_report(), per configuration of repeated files
 (--pairings): the latency CDFs of all its client→server pairings overlaid
 in one colour each, a table of their medians (QPS, p50/p99, allocations and
-CPU per op per side) and the h2rpc/gRPC C++ QPS ratio. Everything is inline
-(CSS, SVG); the page has no scripts and loads nothing from the network.
+CPU per op per side) and the h2rpc/gRPC C++ QPS ratio. before_after_report(),
+per configuration of two sets of repeated files (--before, --after): the
+latency CDFs of each pairing before and after overlaid, bars of their median
+QPS and allocations per op, and the before/after table of text_report.
+Everything is inline (CSS, SVG); the page has no scripts and loads nothing
+from the network.
 """
 
 import dataclasses
@@ -53,7 +57,10 @@ _LEFT, _RIGHT, _TOP, _BOTTOM = 58, 16, 34, 46
 
 @dataclasses.dataclass(frozen=True)
 class Series:
-    """One file's run in a chart: a legend label, a colour and the Run."""
+    """One series of a chart: a legend label, a colour and the Run drawn.
+
+    The Run is a file's, or a Pairing.median_run() of repeated files.
+    """
     label: str
     colour: str
     run: lib.Run
@@ -111,6 +118,32 @@ def pairings_report(results, groups):
     sections = [_pairings_section(group) for group in groups]
     return _page(f"benchresult: pairings of {len(results)} files", results,
                  sections)
+
+
+def before_after_report(before, after, groups):
+    """Returns the HTML report of lib.match_repetitions() groups.
+
+    `before` and `after` are the ResultFiles of each side. One _section
+    per configuration, with a Series per pairing and side: a Run of the
+    side's medians whose histogram pools its files' (Pairing.median_run),
+    so the CDF chart overlays the pooled before and after curves; below,
+    text_report.before_after_text().
+    """
+    sections = []
+    for group in groups:
+        series = []
+        for pair in group.pairings:
+            label = text_report.pairing_label(pair.pairing())
+            for side, pairing in text_report.sides(pair):
+                colour = PAIRING_COLOURS[len(series) % len(PAIRING_COLOURS)]
+                series.append(Series(f"{label} {side}", colour,
+                                     pairing.median_run()))
+        sections.append(_section(
+            text_report.describe_features(group.features), series,
+            text_report.before_after_text(group)))
+    sides = ["before"] * len(before) + ["after"] * len(after)
+    return _page(f"benchresult: {len(before)} files before, {len(after)} "
+                 "after", list(before) + list(after), sections, sides)
 
 
 # Columns of the pairings table: (header, path in the run, formatter).
@@ -172,10 +205,17 @@ def _pairings_section(group):
             "</section>\n")
 
 
-def _page(title, results, sections):
-    """Wraps the sections in a complete HTML document."""
-    files = "".join(f"<div>{_text(text_report.describe_file(result))}</div>"
-                    for result in results)
+def _page(title, results, sections, sides=None):
+    """Wraps the sections in a complete HTML document.
+
+    `sides`, when given, holds a word per result ("before") that prefixes
+    its line in the list of files.
+    """
+    prefixes = [f"{side}: " for side in sides] if sides else [""] * len(
+        results)
+    files = "".join(
+        f"<div>{_text(prefix + text_report.describe_file(result))}</div>"
+        for prefix, result in zip(prefixes, results))
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n"
             "<meta charset=\"utf-8\">\n"
             f"<title>{_text(title)}</title>\n<style>{_CSS}</style>\n"

@@ -4,7 +4,9 @@ single_table() prints one row per run of one file; comparison_report()
 prints, per run matched between two files, a grpc-go benchresult style
 table (Title / Before / After / Percentage) and then the runs found in one
 file only; pairings_table() prints the runs of repeated files side by side
-per client→server pairing as a Markdown table. The cell formatters are
+per client→server pairing as a Markdown table; before_after_table() prints
+the medians of two sets of repeated files, before and after a change, per
+configuration and pairing as a Markdown table. The cell formatters are
 public so the HTML report and the tests use the same text.
 """
 
@@ -26,7 +28,7 @@ _DESCRIBED_FEATURES = frozenset({
     "workload", "client_stack", "server_stack", "max_concurrent_calls",
     "req_size_bytes", "resp_size_bytes", "compression", "connections",
     "process", "benchtime_s", "secure", "servers", "lb_policy",
-    "interceptors"})
+    "interceptors", "busy_poll_us"})
 
 
 def format_percent(percent):
@@ -123,8 +125,8 @@ def describe_features(features):
 
     "unary h2rpc→grpcpp c=120 req=1KiB resp=1KiB comp=off", then "tls"
     when secure, "conns=N", "proc=two", "servers=N", the lb_policy
-    ("round_robin") and "interceptors=N" when not the defaults (1, "one", 1,
-    "pick_first", 0), then
+    ("round_robin"), "interceptors=N" and "busy_poll=Nµs" when not the
+    defaults (1, "one", 1, "pick_first", 0, 0), then
     any feature this tool does not know as name=value. benchtime_s is left
     out: it does not identify a run.
     """
@@ -156,6 +158,8 @@ def describe_features(features):
         parts.append(str(features["lb_policy"]))
     if features.get("interceptors", 0) != 0:
         parts.append(f'interceptors={features["interceptors"]}')
+    if features.get("busy_poll_us", 0) != 0:
+        parts.append(f'busy_poll={features["busy_poll_us"]}µs')
     parts.extend(f"{name}={value}" for name, value in sorted(features.items())
                  if name not in _DESCRIBED_FEATURES)
     return " ".join(parts)
@@ -343,6 +347,27 @@ def _markdown_row(cells):
     return "| " + " | ".join(escaped) + " |"
 
 
+def _group_lead(features):
+    """The workload and calls-in-flight cells of a configuration."""
+    config = {name: value for name, value in features.items()
+              if name != "max_concurrent_calls"}
+    return [describe_features(config),
+            str(features.get("max_concurrent_calls", "?"))]
+
+
+def _median_cells(pairing):
+    """A Pairing's cells from "median QPS" to "server CPU us/op"."""
+    return [
+        _median_cell(pairing, ("qps",), _qps),
+        _qps_per_file(pairing),
+        _median_cell(pairing, ("latency_ns", "p50"), format_duration_markdown),
+        _median_cell(pairing, ("latency_ns", "p99"), format_duration_markdown),
+        _median_cell(pairing, ("client", "allocs_per_op"), "{:.2f}".format),
+        _median_cell(pairing, ("server", "allocs_per_op"), "{:.2f}".format),
+        _median_cell(pairing, ("client", "cpu_ns_per_op"), _microseconds(2)),
+        _median_cell(pairing, ("server", "cpu_ns_per_op"), _microseconds(2))]
+
+
 def pairings_table(groups):
     """Returns the Markdown table of lib.group_pairings() PairingGroups.
 
@@ -355,28 +380,85 @@ def pairings_table(groups):
     lines = [_markdown_row(_PAIRINGS_HEADER),
              _markdown_row(["---"] * len(_PAIRINGS_HEADER))]
     for group in groups:
-        config = {name: value for name, value in group.features.items()
-                  if name != "max_concurrent_calls"}
-        lead = [describe_features(config),
-                str(group.features.get("max_concurrent_calls", "?"))]
+        lead = _group_lead(group.features)
         for pairing in group.pairings:
-            lines.append(_markdown_row(lead + [
-                pairing_label(pairing),
-                _median_cell(pairing, ("qps",), _qps),
-                _qps_per_file(pairing),
-                _median_cell(pairing, ("latency_ns", "p50"),
-                             format_duration_markdown),
-                _median_cell(pairing, ("latency_ns", "p99"),
-                             format_duration_markdown),
-                _median_cell(pairing, ("client", "allocs_per_op"),
-                             "{:.2f}".format),
-                _median_cell(pairing, ("server", "allocs_per_op"),
-                             "{:.2f}".format),
-                _median_cell(pairing, ("client", "cpu_ns_per_op"),
-                             _microseconds(2)),
-                _median_cell(pairing, ("server", "cpu_ns_per_op"),
-                             _microseconds(2))]))
+            lines.append(_markdown_row(
+                lead + [pairing_label(pairing)] + _median_cells(pairing)))
         lines.append(_markdown_row(lead + [
             "h2rpc/grpcpp", format_ratio(group.qps_ratio()), "",
             format_ratio(group.p50_ratio())] + [""] * 5))
+    return "\n".join(lines) + "\n"
+
+
+# Columns of the before/after table of one configuration.
+BEFORE_AFTER_HEADER = (
+    "pairing", "side", "median QPS", "QPS change", "QPS (runs)",
+    "median p50", "median p99", "client allocs/op", "server allocs/op",
+    "client CPU us/op", "server CPU us/op")
+
+
+def sides(pair):
+    """[(side, Pairing)] of a lib.BeforeAfter: its sides that have runs.
+
+    The side is "before" and "after", or "before only" or "after only"
+    for a pairing found on one side only.
+    """
+    present = [(side, pairing) for side, pairing in (("before", pair.before),
+                                                     ("after", pair.after))
+               if pairing is not None]
+    if len(present) == 1:
+        return [(present[0][0] + " only", present[0][1])]
+    return present
+
+
+def before_after_rows(group):
+    """The rows of one lib.BeforeAfterGroup, cells as BEFORE_AFTER_HEADER.
+
+    Per pairing, a "before" row and an "after" row of medians over that
+    side's files, the after row with the change of the median QPS; a
+    pairing found on one side only has one row, "before only" or "after
+    only", and no change.
+    """
+    rows = []
+    for pair in group.pairings:
+        label = pairing_label(pair.pairing())
+        for side, pairing in sides(pair):
+            change = (format_percent(pair.qps_change()) if side == "after"
+                      else "")
+            cells = _median_cells(pairing)
+            rows.append([label, side, cells[0], change] + cells[1:])
+    return rows
+
+
+def before_after_text(group):
+    """before_after_rows() of one group as an aligned plain-text table."""
+    return "\n".join(align([list(BEFORE_AFTER_HEADER)] +
+                           before_after_rows(group), left_columns=2)) + "\n"
+
+
+def before_after_table(groups):
+    """Returns the Markdown report of lib.match_repetitions() groups.
+
+    One table: per configuration (workload and calls in flight first), the
+    rows of before_after_rows(). Then the configuration+pairings found on
+    one side only, listed.
+    """
+    if not groups:
+        return "(no runs)\n"
+    header = ["workload", "calls in flight"] + list(BEFORE_AFTER_HEADER)
+    lines = [_markdown_row(header), _markdown_row(["---"] * len(header))]
+    for group in groups:
+        lead = _group_lead(group.features)
+        lines.extend(_markdown_row(lead + row)
+                     for row in before_after_rows(group))
+    if not any(group.matched() for group in groups):
+        lines += ["", "No configuration and pairing appears in both the "
+                      "before and the after files."]
+    for side, only in (
+            ("before", [p for g in groups for p in g.only_before()]),
+            ("after", [p for g in groups for p in g.only_after()])):
+        if only:
+            lines += ["", f"Only in the {side} files (medians above):"]
+            lines += [f"- {describe_features(p.pairing().runs()[0].features)}"
+                      for p in only]
     return "\n".join(lines) + "\n"
