@@ -61,6 +61,7 @@
 #include "benchmark/thread_cpu.h"
 #include "benchmark/tls_credentials.h"
 #include "rpc/compression.h"
+#include "rpc/connection_options.h"
 
 ABSL_FLAG(std::string, workloads, "unary",
           "unary, streaming (ping-pong), unconstrained and/or handshake (a new "
@@ -154,9 +155,9 @@ bool IntList(const std::string& name, const std::string& value,
 // --busy_poll_us within what h2rpc's options accept, or false after
 // printing why.
 bool BusyPollInRange(int busy_poll_us) {
-  if (busy_poll_us >= 0 && busy_poll_us <= 1000000) return true;
-  std::fprintf(stderr, "bad --busy_poll_us=%d: from 0 to 1000000\n",
-               busy_poll_us);
+  if (busy_poll_us >= 0 && busy_poll_us <= kMaxBusyPollUs) return true;
+  std::fprintf(stderr, "bad --busy_poll_us=%d: from 0 to %d\n", busy_poll_us,
+               kMaxBusyPollUs);
   return false;
 }
 

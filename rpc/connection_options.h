@@ -10,6 +10,10 @@
 
 namespace h2rpc {
 
+// Most busy-polling ChannelOptions::busy_poll_us and
+// ServerOptions::busy_poll_us accept: one second. Microseconds.
+inline constexpr int kMaxBusyPollUs = 1000000;
+
 // Limits and HTTP/2 settings of one connection, for ChannelOptions::connection
 // and ServerOptions::connection. Every field: default, unit. The transport
 // has a struct of the same shape (transport::http2::ConnectionOptions); the

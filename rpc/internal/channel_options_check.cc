@@ -8,9 +8,6 @@
 namespace h2rpc::internal {
 namespace {
 
-// ChannelOptions::busy_poll_us: at most one second.
-constexpr int kMaxBusyPollUs = 1000000;
-
 Status Invalid(absl::string_view field, const std::string& value,
                absl::string_view rule) {
   return Status(StatusCode::kInvalidArgument,

@@ -25,9 +25,6 @@
 namespace h2rpc::internal {
 namespace {
 
-// ServerOptions::busy_poll_us: at most one second.
-constexpr int kMaxBusyPollUs = 1000000;
-
 // INVALID_ARGUMENT naming ServerOptions::`name`, `value` and the rule it
 // breaks.
 Status DurationOutOfRange(const char* name, absl::Duration value,

@@ -24,27 +24,18 @@ bool LargeBufferCache::TakeCached(size_t capacity, std::string* buffer) {
   std::string taken;
   {
     io::MutexLock lock(&mutex_);
+    ++takes_;
+    EvictIdle();
     size_t best = buffers_.size();
     for (size_t i = 0; i < buffers_.size(); ++i) {
-      const size_t c = buffers_[i].capacity();
+      const size_t c = buffers_[i].buffer.capacity();
       if (c >= capacity && c <= most &&
-          (best == buffers_.size() || c < buffers_[best].capacity())) {
+          (best == buffers_.size() || c < buffers_[best].buffer.capacity())) {
         best = i;
       }
     }
-    if (best == buffers_.size()) {
-      if (!buffers_.empty()) {
-        // A miss: the oldest buffer fits no recent request; it goes, so
-        // that sizes no longer asked for do not stay.
-        retained_bytes_ -= buffers_.front().capacity();
-        buffers_.erase(buffers_.begin());
-      }
-      return false;
-    }
-    retained_bytes_ -= buffers_[best].capacity();
-    taken.swap(buffers_[best]);
-    buffers_[best].swap(buffers_.back());
-    buffers_.pop_back();  // an empty string: nothing to free
+    if (best == buffers_.size()) return false;
+    taken = Remove(best);
   }
   buffer->swap(taken);  // what *buffer held is freed with `taken`
   buffer->clear();
@@ -58,12 +49,27 @@ void LargeBufferCache::Give(std::string* buffer) {
   if (capacity < kMinCapacity) return;
   storage.clear();
   io::MutexLock lock(&mutex_);
+  EvictIdle();
   if (buffers_.size() >= kMaxBuffers ||
       retained_bytes_ + capacity > max_retained_bytes_) {
     return;  // freed when `storage` goes
   }
   retained_bytes_ += capacity;
-  buffers_.push_back(std::move(storage));
+  buffers_.push_back(Cached{std::move(storage), takes_});
+}
+
+std::string LargeBufferCache::Remove(size_t index) {
+  std::string buffer = std::move(buffers_[index].buffer);
+  retained_bytes_ -= buffer.capacity();
+  buffers_.erase(buffers_.begin() + static_cast<ptrdiff_t>(index));
+  return buffer;
+}
+
+void LargeBufferCache::EvictIdle() {
+  while (!buffers_.empty() &&
+         takes_ - buffers_.front().given_at > kMaxIdleTakes) {
+    Remove(0);
+  }
 }
 
 void LargeBufferCache::Clear() {
@@ -94,10 +100,7 @@ void LargeBufferCache::set_max_retained_bytes(size_t bytes) {
 }
 
 void LargeBufferCache::EvictToFit() {
-  while (retained_bytes_ > max_retained_bytes_) {
-    retained_bytes_ -= buffers_.back().capacity();
-    buffers_.pop_back();
-  }
+  while (retained_bytes_ > max_retained_bytes_) Remove(0);
 }
 
 }  // namespace h2rpc::transport

@@ -2,6 +2,7 @@
 #define H2RPC_TRANSPORT_CORE_LARGE_BUFFER_CACHE_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -21,9 +22,10 @@ namespace h2rpc::transport {
 // Bounded: it keeps at most max_retained_bytes of capacity in at most
 // kMaxBuffers buffers; a buffer given beyond that is freed. Take() hands
 // out only a buffer whose capacity is within 1/8 of the request, so a
-// caller's memory bounds hold within that margin; a Take() of a large size
-// that finds no such buffer frees the oldest cached one, so the cache
-// follows the sizes in use instead of keeping ones no longer asked for.
+// caller's memory bounds hold within that margin. A buffer that no request
+// has taken while kMaxIdleTakes large requests went by is freed, so the
+// cache follows the sizes in use instead of keeping ones no longer asked for
+// (and several sizes in use at once each keep their buffers).
 //
 // Thread-safe: one mutex, taken once per Take() and Give() of a large
 // buffer (small ones never reach it). Neither allocates except Take(),
@@ -33,6 +35,9 @@ class LargeBufferCache {
   static constexpr size_t kMinCapacity = 64 << 10;
   static constexpr size_t kMaxBuffers = 64;
   static constexpr size_t kDefaultMaxRetainedBytes = 32 << 20;
+  // Large requests (Take() and TakeCached() of at least kMinCapacity) a
+  // cached buffer may see go by before it is freed.
+  static constexpr uint64_t kMaxIdleTakes = 32;
 
   // The process's cache, used by the HTTP/2 sessions' send buffers and
   // deframers. Never destroyed.
@@ -50,13 +55,12 @@ class LargeBufferCache {
   // `capacity` bytes and makes it empty: the storage of the cached buffer
   // of the smallest capacity in [capacity, capacity + capacity / 8] if there
   // is one (true), else a new reservation (false; throws std::bad_alloc as
-  // std::string::reserve does) after freeing the oldest cached buffer. A buffer
+  // std::string::reserve does). A buffer
   // already large enough is only cleared.
   bool Take(size_t capacity, std::string* buffer);
 
-  // As Take(), but only from the cache: on a miss (after freeing the oldest
-  // cached buffer, for a large request) returns false with `*buffer`
-  // untouched. Never allocates.
+  // As Take(), but only from the cache: on a miss returns false with
+  // `*buffer` untouched. Never allocates.
   bool TakeCached(size_t capacity, std::string* buffer);
 
   // Takes the storage of `*buffer` if its capacity is at least kMinCapacity
@@ -74,10 +78,21 @@ class LargeBufferCache {
   void set_max_retained_bytes(size_t bytes);
 
  private:
+  struct Cached {
+    std::string buffer;
+    uint64_t given_at;  // takes_ when it was given
+  };
+
   void EvictToFit() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  // Frees the buffers that kMaxIdleTakes requests went by.
+  void EvictIdle() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  // Takes buffers_[index] out of the cache.
+  std::string Remove(size_t index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
 
   mutable io::Mutex mutex_;
-  std::vector<std::string> buffers_ ABSL_GUARDED_BY(mutex_);
+  // Oldest first.
+  std::vector<Cached> buffers_ ABSL_GUARDED_BY(mutex_);
+  uint64_t takes_ ABSL_GUARDED_BY(mutex_) = 0;
   size_t retained_bytes_ ABSL_GUARDED_BY(mutex_) = 0;
   size_t max_retained_bytes_ ABSL_GUARDED_BY(mutex_);
 };

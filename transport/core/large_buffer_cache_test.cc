@@ -48,11 +48,30 @@ TEST(LargeBufferCacheTest, TakesTheSmallestFitWithinAnEighth) {
   std::string next;
   EXPECT_TRUE(cache.Take(kMiB, &next));
   EXPECT_EQ(next.data(), a_storage);
-  // Only the 4 MiB buffer is left, more than 1/8 above 2 MiB: it fits no
-  // request of these sizes and goes.
+  // Only the 4 MiB buffer is left, more than 1/8 above 2 MiB.
   std::string fresh;
   EXPECT_FALSE(cache.Take(2 * kMiB, &fresh));
   EXPECT_GE(fresh.capacity(), 2 * kMiB);
+  EXPECT_EQ(cache.retained_buffers(), 1u);
+  EXPECT_EQ(cache.retained_bytes(), 4 * kMiB);
+}
+
+TEST(LargeBufferCacheTest, SizesInUseStayAndUnusedOnesGo) {
+  LargeBufferCache cache;
+  std::string unused, small, large;
+  unused.reserve(4 * kMiB);
+  cache.Give(&unused);
+  small.reserve(64 * 1024);
+  large.reserve(kMiB);
+  // Two sizes in use at once, taken and given back in turn: each request
+  // finds its buffer, however many requests go by.
+  for (uint64_t i = 0; i < 3 * LargeBufferCache::kMaxIdleTakes; ++i) {
+    cache.Give(&small);
+    cache.Give(&large);
+    EXPECT_TRUE(cache.Take(64 * 1024, &small)) << i;
+    EXPECT_TRUE(cache.Take(kMiB, &large)) << i;
+  }
+  // The 4 MiB buffer nobody asked for is gone.
   EXPECT_EQ(cache.retained_buffers(), 0u);
   EXPECT_EQ(cache.retained_bytes(), 0u);
 }
