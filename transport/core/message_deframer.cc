@@ -54,7 +54,7 @@ void MessageDeframer::FreeGatherBuffer() {
 void MessageDeframer::Reset(const Options& options) {
   ReturnGrant();
   buffer_.clear();
-  if (options.buffer_cache != options_.buffer_cache) FreeGatherBuffer();
+  ShrinkGatherBuffer();  // a large buffer goes back to the old cache
   options_ = options;
   ShrinkGatherBuffer();
   state_ = State::kPrefix;

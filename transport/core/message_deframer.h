@@ -134,8 +134,9 @@ class MessageDeframer {
 
   // Returns to the initial state with new options, for reuse by another
   // stream. Forgets any error and partial message (returning its grant);
-  // keeps the gather buffer if its capacity is at most the new options'
-  // eager_reserve_limit, frees it otherwise. Never allocates.
+  // keeps the gather buffer if its capacity is at most both the old and the
+  // new options' eager_reserve_limit, frees it otherwise (to the old
+  // options' buffer_cache, if any). Never allocates.
   void Reset(const Options& options);
 
   // Frees the gather buffer (e.g. when a pooled deframer goes idle). Must not

@@ -419,14 +419,25 @@ TEST(MessageDeframerTest, LargeGatherBuffersComeFromAndReturnToTheCache) {
     EXPECT_EQ(cache.retained_bytes(), kMiB);
   }
   // A deframer leaving the cache gives its buffer back to it.
-  ASSERT_TRUE(deframer
-                  .Feed(absl::string_view(stream).substr(0, 64 * kKiB),
-                        listener)
-                  .ok());
+  ASSERT_TRUE(
+      deframer.Feed(absl::string_view(stream).substr(0, 64 * kKiB), listener)
+          .ok());
   EXPECT_EQ(cache.retained_buffers(), 0u);
   deframer.Reset(Options{});
   EXPECT_EQ(cache.retained_buffers(), 1u);
   EXPECT_EQ(share.used(), 0u);
+
+  // A small gather buffer stays with the deframer across a Reset() that
+  // changes the cache: a pooled stream's next message reuses it.
+  deframer.Reset(options);
+  const std::string small = Frame({{Pattern(kKiB, 5), false}});
+  ASSERT_TRUE(
+      deframer.Feed(absl::string_view(small).substr(0, 100), listener).ok());
+  ASSERT_TRUE(
+      deframer.Feed(absl::string_view(small).substr(100), listener).ok());
+  EXPECT_EQ(deframer.gather_capacity(), kKiB);
+  deframer.Reset(Options{});
+  EXPECT_EQ(deframer.gather_capacity(), kKiB);
 }
 
 TEST(MessageDeframerTest, SmallMessagesNeedAGrantOnlyWhenTheySpanChunks) {
