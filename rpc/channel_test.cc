@@ -489,35 +489,43 @@ TEST_F(UnstartedCallTest, CompletesOffTheCallersStackWithoutALoop) {
 constexpr char kEcho[] = "/test.Service/Echo";
 constexpr char kBidiEcho[] = "/test.Service/BidiEcho";
 
-// A server that echoes the payload of unary and bidi-streaming calls.
+// A server with `options` that echoes the payload of unary (synchronous
+// handler) and bidi-streaming calls; its port in `*port`.
+std::unique_ptr<Server> StartEchoServer(const ServerOptions& options,
+                                        int* port) {
+  Status status;
+  std::unique_ptr<Server> server =
+      Server::Builder()
+          .SetOptions(options)
+          .AddListeningPort("127.0.0.1:0", port)
+          .RegisterUnary<SimpleRequest, SimpleResponse>(
+              kEcho,
+              [](ServerContext*, const SimpleRequest& in, SimpleResponse* out) {
+                out->mutable_payload()->set_body(in.payload().body());
+                return Status();
+              })
+          .RegisterBidiStreaming<SimpleRequest, SimpleResponse>(
+              kBidiEcho,
+              [](ServerContext*,
+                 ServerReaderWriter<SimpleResponse, SimpleRequest>* stream) {
+                SimpleRequest in;
+                SimpleResponse out;
+                while (stream->Read(&in)) {
+                  out.mutable_payload()->set_body(in.payload().body());
+                  if (!stream->Write(out)) break;
+                }
+                return Status();
+              })
+          .BuildAndStart(&status);
+  EXPECT_TRUE(status.ok()) << status.ToString();
+  return server;
+}
+
 class EchoServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    Status status;
-    server_ =
-        Server::Builder()
-            .AddListeningPort("127.0.0.1:0", &port_)
-            .RegisterUnary<SimpleRequest, SimpleResponse>(
-                kEcho,
-                [](ServerContext*, const SimpleRequest& in,
-                   SimpleResponse* out) {
-                  out->mutable_payload()->set_body(in.payload().body());
-                  return Status();
-                })
-            .RegisterBidiStreaming<SimpleRequest, SimpleResponse>(
-                kBidiEcho,
-                [](ServerContext*,
-                   ServerReaderWriter<SimpleResponse, SimpleRequest>* stream) {
-                  SimpleRequest in;
-                  SimpleResponse out;
-                  while (stream->Read(&in)) {
-                    out.mutable_payload()->set_body(in.payload().body());
-                    if (!stream->Write(out)) break;
-                  }
-                  return Status();
-                })
-            .BuildAndStart(&status);
-    ASSERT_TRUE(status.ok()) << status.ToString();
+    server_ = StartEchoServer(ServerOptions(), &port_);
+    ASSERT_NE(server_, nullptr);
   }
 
   std::string target() const { return "127.0.0.1:" + std::to_string(port_); }
@@ -675,31 +683,8 @@ TEST(BusyPollTest, PollingChannelAndServerServeCalls) {
   server_options.num_loops = 1;
   server_options.busy_poll_us = 200;
   int port = 0;
-  Status status;
-  std::unique_ptr<Server> server =
-      Server::Builder()
-          .SetOptions(server_options)
-          .AddListeningPort("127.0.0.1:0", &port)
-          .RegisterUnary<SimpleRequest, SimpleResponse>(
-              kEcho,
-              [](ServerContext*, const SimpleRequest& in, SimpleResponse* out) {
-                out->mutable_payload()->set_body(in.payload().body());
-                return Status();
-              })
-          .RegisterBidiStreaming<SimpleRequest, SimpleResponse>(
-              kBidiEcho,
-              [](ServerContext*,
-                 ServerReaderWriter<SimpleResponse, SimpleRequest>* stream) {
-                SimpleRequest in;
-                SimpleResponse out;
-                while (stream->Read(&in)) {
-                  out.mutable_payload()->set_body(in.payload().body());
-                  if (!stream->Write(out)) break;
-                }
-                return Status();
-              })
-          .BuildAndStart(&status);
-  ASSERT_TRUE(status.ok()) << status.ToString();
+  std::unique_ptr<Server> server = StartEchoServer(server_options, &port);
+  ASSERT_NE(server, nullptr);
 
   ChannelOptions options;
   options.busy_poll_us = 200;
