@@ -112,6 +112,12 @@ class UnaryAllocationTest : public ::testing::TestWithParam<bool> {
       ASSERT_EQ(context.last_message_compressed(),
                 compression != CompressionAlgorithm::kIdentity);
     };
+    return CountPerCall(call, warmup, calls);
+  }
+
+  // Allocations per `call()` on each side, after `warmup` calls.
+  template <class Call>
+  PerRpc CountPerCall(Call call, int warmup, int calls) {
     for (int i = 0; i < warmup; ++i) call();
     const auto client0 = AllocationsByRole(ThreadRole::kClient);
     const auto other0 = AllocationsByRole(ThreadRole::kOther);
@@ -135,7 +141,7 @@ class UnaryAllocationTest : public ::testing::TestWithParam<bool> {
   std::unique_ptr<Server> server_;
   std::shared_ptr<ChannelCredentials> channel_credentials_;
   std::shared_ptr<Channel> channel_;
-  // OpenSSL's own mallocs per call, both sides, in the last Measure().
+  // OpenSSL's own mallocs per call, both sides, in the last count.
   double openssl_per_rpc_ = 0;
 };
 
@@ -225,17 +231,7 @@ TEST_P(UnaryAllocationTest, WarmClientAllocatesOnlyLongStringContents) {
     ASSERT_TRUE(status.ok()) << status.ToString();
     ASSERT_EQ(response->payload().body(), request.payload().body());
   };
-  for (int i = 0; i < 200; ++i) call();
-  constexpr int kCalls = 1000;
-  const auto client0 = AllocationsByRole(ThreadRole::kClient);
-  const auto other0 = AllocationsByRole(ThreadRole::kOther);
-  for (int i = 0; i < kCalls; ++i) call();
-  const auto client1 = AllocationsByRole(ThreadRole::kClient);
-  const auto other1 = AllocationsByRole(ThreadRole::kOther);
-  EXPECT_EQ(static_cast<double>(client1.allocations - client0.allocations +
-                                other1.allocations - other0.allocations) /
-                kCalls,
-            1.0);
+  EXPECT_EQ(CountPerCall(call, 200, 1000).client, 1.0);
 }
 
 // Compression reuses each thread's codec and scratch buffers: a warm
