@@ -97,6 +97,8 @@ void ClientSession::Deliver(ClientStream* stream) {
   scheduler()->Cancel(stream);
   ReturnAllCredit(&stream->window_);
   ReleaseDeframer(&stream->deframer_);
+  // The request may be read (a retry) or cleared off the loop thread next.
+  stream->outgoing_.TakeBackLent();
   stream->connection_ = nullptr;
   stream->block_.Release();
   stream->observer->OnClose(stream->status_, stream->trailing_metadata_);
@@ -348,6 +350,7 @@ int ClientSession::OnStreamClose(int32_t stream_id, uint32_t error_code) {
     Unlink(stream);
     scheduler()->Cancel(stream);
     ReleaseDeframer(&stream->deframer_);
+    stream->outgoing_.TakeBackLent();
     stream->connection_ = nullptr;
     stream->stream_id_ = -1;
     stream->block_.Release();

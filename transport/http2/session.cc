@@ -377,6 +377,7 @@ void Session::CloseWith(const Status& why, bool flush_first) {
     closing_ = false;
   }
   closed_ = true;
+  output_.Clear();
   lingering_ = false;
   scheduler_->Cancel(&deadline_timer_);
   StopConnectionTimers();
@@ -548,13 +549,9 @@ bool Session::WantsToProduce() const {
   return nghttp2_session_want_write(session_) != 0;
 }
 
-absl::string_view Session::PendingOutput() {
-  if (closed_ || write_side_shut_) return absl::string_view();
-  if (write_offset_ == write_buffer_.size()) {
-    write_buffer_.clear();
-    write_offset_ = 0;
-  }
-  if (write_buffer_.size() < options_.write_buffer_limit && WantsToProduce()) {
+bool Session::ProduceOutput() {
+  if (closed_ || write_side_shut_) return false;
+  if (output_.appended() < options_.write_buffer_limit && WantsToProduce()) {
     in_session_call_ = true;
     const int rv = nghttp2_session_send(session_);
     in_session_call_ = false;
@@ -565,17 +562,24 @@ absl::string_view Session::PendingOutput() {
                    absl::StrCat("HTTP/2 send failed on connection to ", peer_,
                                 ": ", nghttp2_strerror(rv))));
     }
-    if (closed_) return absl::string_view();
+    if (closed_) return false;
   }
-  if (write_offset_ == write_buffer_.size()) {
+  if (output_.pending() == 0) {
     OnOutputDrained();
-    return absl::string_view();
+    return false;
   }
-  return absl::string_view(write_buffer_.data() + write_offset_,
-                           write_buffer_.size() - write_offset_);
+  return true;
 }
 
-void Session::ConsumeOutput(size_t n) { write_offset_ += n; }
+absl::string_view Session::PendingOutput() {
+  return ProduceOutput() ? output_.Front() : absl::string_view();
+}
+
+size_t Session::PendingOutputPieces(iovec* pieces, size_t max) {
+  return ProduceOutput() ? output_.Peek(pieces, max) : 0;
+}
+
+void Session::ConsumeOutput(size_t n) { output_.Consume(n); }
 
 void Session::OnOutputDrained() {
   if (lingering_) {
@@ -612,7 +616,7 @@ void Session::OnOutputDrained() {
 Nghttp2Ssize Session::SendCallback(nghttp2_session*, const uint8_t* data,
                                    size_t length, int, void* user) {
   Session* self = Self(user);
-  if (self->write_buffer_.size() >= self->options_.write_buffer_limit ||
+  if (self->output_.appended() >= self->options_.write_buffer_limit ||
       self->goaway_written_) {
     return NGHTTP2_ERR_WOULDBLOCK;
   }
@@ -625,13 +629,12 @@ Nghttp2Ssize Session::SendCallback(nghttp2_session*, const uint8_t* data,
       !(self->drain_ != Drain::kNone && IsShutdownNotice(data, length))) {
     self->goaway_written_ = true;
   }
-  const size_t start = self->write_buffer_.size();
-  self->write_buffer_.append(reinterpret_cast<const char*>(data), length);
+  char* const copy = self->output_.Append(
+      absl::string_view(reinterpret_cast<const char*>(data), length));
   if (self->settings_patch_pending_ && length >= 9 &&
       data[3] == NGHTTP2_SETTINGS && (data[4] & NGHTTP2_FLAG_ACK) == 0) {
     self->settings_patch_pending_ = false;
-    self->PatchAdvertisedSettings(
-        reinterpret_cast<uint8_t*>(&self->write_buffer_[start]), length);
+    self->PatchAdvertisedSettings(reinterpret_cast<uint8_t*>(copy), length);
   }
   return static_cast<Nghttp2Ssize>(length);
 }
@@ -640,13 +643,13 @@ int Session::SendDataCallback(nghttp2_session*, nghttp2_frame* frame,
                               const uint8_t* framehd, size_t length,
                               nghttp2_data_source* source, void* user) {
   Session* self = Self(user);
-  if (self->write_buffer_.size() >= self->options_.write_buffer_limit ||
+  if (self->output_.appended() >= self->options_.write_buffer_limit ||
       self->goaway_written_) {
     return NGHTTP2_ERR_WOULDBLOCK;
   }
-  self->write_buffer_.append(reinterpret_cast<const char*>(framehd), 9);
-  static_cast<OutgoingData*>(source->ptr)
-      ->CopyReserved(length, &self->write_buffer_);
+  self->output_.Append(
+      absl::string_view(reinterpret_cast<const char*>(framehd), 9));
+  static_cast<OutgoingData*>(source->ptr)->SendReserved(length, &self->output_);
   (void)frame;  // no padding is ever requested
   return 0;
 }

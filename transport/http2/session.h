@@ -20,6 +20,7 @@
 #include "transport/http2/keepalive.h"
 #include "transport/http2/nghttp2_compat.h"
 #include "transport/http2/nghttp2_memory_pool.h"
+#include "transport/http2/output_queue.h"
 #include "transport/http2/stream_base.h"
 #include "transport/io/byte_session.h"
 #include "transport/io/scheduler.h"
@@ -136,11 +137,12 @@ struct ConnectionOptions {
 // its own (PendingOutput) for whatever drives it (io::SocketDriver, or a test);
 // nothing here touches a descriptor, a thread or the real clock.
 //
-// Output is coalesced: frames accumulate in one buffer until the driver
+// Output is coalesced: frames accumulate in an OutputQueue until the driver
 // takes them, after the Feed() that produced them or at the end of the loop
-// iteration (Wire::RequestFlush). DATA payloads are copied from the
-// streams' OutgoingData straight into that buffer
-// (NGHTTP2_DATA_FLAG_NO_COPY).
+// iteration (Wire::RequestFlush). DATA payloads go from the streams'
+// OutgoingData straight into that queue (NGHTTP2_DATA_FLAG_NO_COPY): copied
+// into its buffer, or, for large bodies, lent and written from where they
+// are.
 //
 // Client and server sessions derive from it and handle the stream-level
 // callbacks. Everything runs on the scheduler's thread.
@@ -158,6 +160,7 @@ class Session : public io::ByteSession, private KeepalivePinger::Delegate {
   void OnPeerClosed() override;
   void OnWireError(const Status& why) override;
   absl::string_view PendingOutput() override;
+  size_t PendingOutputPieces(iovec* pieces, size_t max) override;
   void ConsumeOutput(size_t n) override;
 
   // Closes the connection now: streams are failed by the subclass with
@@ -338,6 +341,9 @@ class Session : public io::ByteSession, private KeepalivePinger::Delegate {
   void PatchAdvertisedSettings(uint8_t* frame, size_t length);
   // Whether PendingOutput() should ask nghttp2 for more frames.
   bool WantsToProduce() const;
+  // Asks nghttp2 for frames while the queue's round is under
+  // write_buffer_limit; true if output is pending.
+  bool ProduceOutput();
   // Closes with `why` after CloseWire(flush_first).
   void CloseWith(const Status& why, bool flush_first);
 
@@ -415,9 +421,8 @@ class Session : public io::ByteSession, private KeepalivePinger::Delegate {
   // must not run; a submit failure seen there waits in submit_failure_.
   bool in_session_call_ = false;
   Status submit_failure_;
-  // Frames produced and not yet taken by the driver, from write_offset_.
-  std::string write_buffer_;
-  size_t write_offset_ = 0;
+  // Frames produced and not yet taken by the driver.
+  OutputQueue output_;
 };
 
 }  // namespace h2rpc::transport::http2

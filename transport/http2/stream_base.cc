@@ -7,6 +7,11 @@
 
 namespace h2rpc::transport::http2 {
 
+OutgoingData::~OutgoingData() {
+  GiveLentBuffer();
+  set_quota(nullptr);
+}
+
 size_t OutgoingData::Reserve(size_t max) {
   const size_t n = std::min(max, unreserved());
   reserved_ += n;
@@ -51,8 +56,14 @@ void OutgoingData::ShrinkIfEmpty() {
   }
 }
 
-void OutgoingData::CopyReserved(size_t n, std::string* out) {
-  out->append(buffer_.data() + written_, n);
+void OutgoingData::SendReserved(size_t n, OutputQueue* queue) {
+  const absl::string_view bytes(buffer_.data() + written_, n);
+  if (end_of_data_ && buffer_.capacity() > kRetainedCapacity &&
+      (borrower_ == nullptr || borrower_ == queue)) {
+    queue->AppendLent(this, bytes);
+  } else {
+    queue->Append(bytes);
+  }
   written_ += n;
   if (!end_of_data_ && !retain_written_) {
     // A stream still writing: drop what was written, keeping capacity up to
@@ -80,6 +91,14 @@ void OutgoingData::CopyReserved(size_t n, std::string* out) {
   }
 }
 
+void OutgoingData::TakeBackLent() {
+  if (borrower_ != nullptr) borrower_->CopyLent(this);
+}
+
+void OutgoingData::GiveLentBuffer() {
+  if (borrower_ != nullptr) borrower_->Adopt(this, &buffer_);
+}
+
 bool OutgoingData::Rewind() {
   if (dropped_sent_bytes_) return false;
   reserved_ = written_ = 0;
@@ -90,6 +109,7 @@ bool OutgoingData::Rewind() {
 void OutgoingData::Clear() {
   if (quota_ != nullptr && charged_ > 0) quota_->Release(charged_);
   charged_ = 0;
+  GiveLentBuffer();
   buffer_.clear();
   ShrinkIfEmpty();
   drain_listener_ = nullptr;

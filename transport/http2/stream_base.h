@@ -18,15 +18,18 @@
 #include "transport/core/message_deframer.h"
 #include "transport/core/message_framer.h"
 #include "transport/core/status.h"
+#include "transport/http2/output_queue.h"
 
 namespace h2rpc::transport::http2 {
 
 // Bytes queued to go out as a stream's DATA frames. nghttp2 pulls them with
 // NGHTTP2_DATA_FLAG_NO_COPY: the read callback only reserves a length, and
-// the send-data callback copies the bytes straight into the connection's
-// coalesced write buffer (the one user-space copy). The buffer keeps up to
-// kRetainedCapacity of capacity across messages and calls; a larger one is
-// freed once drained (or cleared).
+// the send-data callback hands the bytes to the connection's OutputQueue
+// (SendReserved): a large finished body is lent to it, so the wire writes
+// it from here; anything else is copied into the queue's coalesced buffer.
+// The buffer keeps up to kRetainedCapacity of capacity across messages and
+// calls; a larger one goes to the LargeBufferCache once drained (or
+// cleared).
 //
 // With a memory quota (servers), the bytes waiting here are charged to it:
 // whoever appends calls ChargeAppended() before resuming the stream, and
@@ -50,10 +53,11 @@ class OutgoingData {
   OutgoingData() = default;
   OutgoingData(const OutgoingData&) = delete;
   OutgoingData& operator=(const OutgoingData&) = delete;
-  ~OutgoingData() { set_quota(nullptr); }
+  // A queue holding lent bytes adopts the buffer.
+  ~OutgoingData();
 
-  // Appends bytes; the caller then calls ChargeAppended() and resumes the
-  // stream's data.
+  // Appends bytes (never after set_end_of_data()); the caller then calls
+  // ChargeAppended() and resumes the stream's data.
   std::string& buffer() { return buffer_; }
   // Loop thread. Charges the bytes appended since the last charge to the
   // quota (see set_quota; OK at once without one). If the quota refuses
@@ -73,8 +77,18 @@ class OutgoingData {
   size_t unreserved() const { return buffer_.size() - reserved_; }
   // Hands up to `max` bytes to the next DATA frame; returns how many.
   size_t Reserve(size_t max);
-  // Copies the next `n` reserved bytes to `out` (the send-data callback).
-  void CopyReserved(size_t n, std::string* out);
+  // Hands the next `n` reserved bytes to `queue` (the send-data callback).
+  // Bytes of a finished body (end_of_data()) in a buffer larger than
+  // kRetainedCapacity are lent when `queue` holds no bytes of another
+  // connection's: they stay here, unchanged, until the queue lets go of
+  // them (the body is never appended to; Clear() and the destructor give
+  // the buffer to the queue instead). Everything else is copied.
+  void SendReserved(size_t n, OutputQueue* queue);
+  // Loop thread, before the body may change or be read off the loop thread
+  // (the stream closed): the queue copies what it still holds of it.
+  void TakeBackLent();
+  // Whether a queue holds lent bytes of the buffer.
+  bool lent() const { return lent_pieces_ > 0; }
   // Appended bytes not yet written to the connection.
   size_t pending() const { return buffer_.size() - written_; }
   // Calls `listener` once, when pending() <= `bytes` after a write (the
@@ -107,11 +121,30 @@ class OutgoingData {
   void Clear();
 
  private:
+  friend class OutputQueue;
+  // The queue's side of lending.
+  void OnLent(OutputQueue* queue) {
+    borrower_ = queue;
+    ++lent_pieces_;
+  }
+  void OnReturned() {
+    if (--lent_pieces_ == 0) borrower_ = nullptr;
+  }
+  void OnAllReturned() {
+    lent_pieces_ = 0;
+    borrower_ = nullptr;
+  }
+
   // Gives back the charge of bytes no longer waiting.
   void ReleaseWritten();
   void ShrinkIfEmpty();
+  // Lent bytes go with the buffer to the queue holding them.
+  void GiveLentBuffer();
 
   std::string buffer_;
+  // The queue holding lent bytes of buffer_ (lent_pieces_ pieces), or null.
+  OutputQueue* borrower_ = nullptr;
+  size_t lent_pieces_ = 0;
   MemoryQuotaShare* quota_ = nullptr;
   size_t charged_ = 0;
   DrainListener* drain_listener_ = nullptr;

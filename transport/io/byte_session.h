@@ -1,6 +1,8 @@
 #ifndef H2RPC_TRANSPORT_IO_BYTE_SESSION_H_
 #define H2RPC_TRANSPORT_IO_BYTE_SESSION_H_
 
+#include <sys/uio.h>
+
 #include <cstddef>
 #include <memory>
 
@@ -59,7 +61,18 @@ class ByteSession {
   // Output to write, produced on demand: empty when there is nothing (more)
   // to write. Valid until the next call into the session.
   virtual absl::string_view PendingOutput() = 0;
-  // The first `n` bytes of PendingOutput() were written.
+  // PendingOutput() as up to `max` pieces, in order, for one gathering
+  // write: the first piece is PendingOutput()'s view. Returns how many
+  // (0: nothing to write). Valid until the next call into the session. By
+  // default PendingOutput() alone.
+  virtual size_t PendingOutputPieces(iovec* pieces, size_t max) {
+    const absl::string_view out = PendingOutput();
+    if (out.empty() || max == 0) return 0;
+    pieces[0].iov_base = const_cast<char*>(out.data());
+    pieces[0].iov_len = out.size();
+    return 1;
+  }
+  // The first `n` bytes of the pending output were written.
   virtual void ConsumeOutput(size_t n) = 0;
 
  protected:

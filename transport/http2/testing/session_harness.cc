@@ -31,7 +31,12 @@ std::string MemoryWire::TakeOutput(size_t max_write) {
 void MemoryWire::CloseWire(bool flush_first) {
   if (closed_) return;
   if (flush_first && !write_shut_) {
-    last_words_ = std::string(session_->PendingOutput());
+    iovec pieces[64];
+    const size_t count = session_->PendingOutputPieces(pieces, 64);
+    for (size_t i = 0; i < count; ++i) {
+      last_words_.append(static_cast<const char*>(pieces[i].iov_base),
+                         pieces[i].iov_len);
+    }
   }
   closed_ = true;
 }
