@@ -185,6 +185,56 @@ TEST_F(ClientSessionTest, ARefusedStreamIsOfferedForATransparentRetry) {
   EXPECT_EQ(call.status.code(), StatusCode::kUnavailable);
 }
 
+TEST_F(ClientSessionTest, ALargeRequestStillQueuedWhenTheCallEndsIsCopiedBack) {
+  RecordingCall& call = NewCall();
+  call.stream.description.method_path = call.path;
+  call.stream.description.authority = "test-server";
+  std::string body(OutgoingData::kRetainedCapacity + 1, '\0');
+  for (size_t i = 0; i < body.size(); ++i) body[i] = static_cast<char>(i % 251);
+  const std::string framed = Framed(body);
+  call.stream.outgoing().buffer() = framed;
+  call.stream.outgoing().set_end_of_data();
+  session_->StartCall(&call.stream);
+  // The wire takes only part of what is queued: the request's HEADERS and
+  // some of its DATA; the rest of the first window's DATA stays lent.
+  iovec pieces[64];
+  ASSERT_GT(session_->PendingOutputPieces(pieces, 64), 2u);
+  EXPECT_TRUE(call.stream.outgoing().lent());
+  std::string written;
+  for (int i = 0; i < 2; ++i) {
+    written.append(static_cast<const char*>(pieces[i].iov_base),
+                   pieces[i].iov_len);
+  }
+  session_->ConsumeOutput(written.size());
+
+  // The server answers before reading the request (and resets the rest of
+  // it, as gRPC servers do); the call ends and its buffer may be reused at
+  // once (by another thread, in the rpc layer).
+  RawHeaders headers = kResponseHeaders;
+  headers.push_back({"grpc-status", "8"});
+  wire_->Feed(absl::StrCat(
+      EncodeFrame(NGHTTP2_HEADERS,
+                  NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM, 1,
+                  EncodeLiteralHeaderBlock(headers)),
+      EncodeFrame(NGHTTP2_RST_STREAM, 0, 1, Uint32(NGHTTP2_NO_ERROR))));
+  ASSERT_TRUE(call.closed);
+  EXPECT_EQ(call.status.code(), StatusCode::kResourceExhausted);
+  EXPECT_FALSE(call.stream.outgoing().lent());
+  call.stream.Reset();
+  call.stream.outgoing().buffer().assign(framed.size(), 'x');
+
+  // What was queued goes out unchanged.
+  written += wire_->TakeOutput();
+  std::string data;
+  for (const RawFrame& frame : ParseFrames(absl::string_view(written))) {
+    if (frame.type == NGHTTP2_DATA && frame.stream_id == 1) {
+      data += frame.payload;
+    }
+  }
+  EXPECT_GE(data.size(), OutputQueue::kMinLentBytes);
+  EXPECT_EQ(data, framed.substr(0, data.size()));
+}
+
 TEST_F(ClientSessionTest, GoAwayDrainsTheConnection) {
   RecordingCall& call = NewCall();
   Start(&call);

@@ -80,6 +80,11 @@ void OutputQueue::CopyLent(OutgoingData* lender) {
 }
 
 void OutputQueue::Adopt(OutgoingData* lender, std::string* body) {
+  if (adopted_bytes_ + body->capacity() > kMaxAdoptedBytes) {
+    CopyLent(lender);
+    return;
+  }
+  adopted_bytes_ += body->capacity();
   const int32_t index = static_cast<int32_t>(adopted_.size());
   adopted_.push_back(AdoptedBuffer{std::move(*body), 0});
   body->clear();
@@ -107,7 +112,10 @@ void OutputQueue::LetGo(Piece* piece) {
     piece->lender = nullptr;
   } else if (piece->adopted >= 0) {
     AdoptedBuffer& adopted = adopted_[static_cast<size_t>(piece->adopted)];
-    if (--adopted.pieces == 0) LargeBufferCache::Global().Give(&adopted.body);
+    if (--adopted.pieces == 0) {
+      adopted_bytes_ -= adopted.body.capacity();
+      LargeBufferCache::Global().Give(&adopted.body);
+    }
     piece->adopted = -1;
   }
 }
@@ -116,6 +124,7 @@ void OutputQueue::Reset() {
   copied_.clear();
   pieces_.clear();
   adopted_.clear();
+  adopted_bytes_ = 0;
   front_ = front_written_ = appended_ = 0;
 }
 

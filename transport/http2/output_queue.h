@@ -37,6 +37,14 @@ class OutgoingData;
 // adopted-buffer list grows past its largest size so far, and in CopyLent.
 class OutputQueue {
  public:
+  // Pieces smaller than this are copied rather than lent: a gathering write
+  // of many small pieces costs more than the copy. Bytes.
+  static constexpr size_t kMinLentBytes = 4 << 10;
+  // The most buffer capacity the queue keeps adopted at once: what a
+  // connection holds beyond its pending bytes (a peer that reads slowly
+  // cannot make it hold every finished body). Bytes.
+  static constexpr size_t kMaxAdoptedBytes = 4 << 20;
+
   OutputQueue() = default;
   OutputQueue(const OutputQueue&) = delete;
   OutputQueue& operator=(const OutputQueue&) = delete;
@@ -65,9 +73,11 @@ class OutputQueue {
   // Copies in the unwritten bytes `lender` lent and lets go of it, so it
   // may change its buffer.
   void CopyLent(OutgoingData* lender);
-  // Takes `*body`, the buffer holding the bytes `lender` lent, and keeps it
-  // until those bytes are written (then gives it to the LargeBufferCache);
-  // lets go of `lender`. `*body` is left empty.
+  // `lender` clears or frees `*body`, the buffer holding the bytes it lent:
+  // the queue takes the buffer (leaving `*body` empty) and keeps it until
+  // those bytes are written, then gives it to the LargeBufferCache; or, if
+  // that would keep more than kMaxAdoptedBytes of such buffers, copies the
+  // bytes (CopyLent). Lets go of `lender` either way.
   void Adopt(OutgoingData* lender, std::string* body);
   // Drops everything (the connection closed) and lets go of every lender.
   void Clear();
@@ -100,6 +110,7 @@ class OutputQueue {
   std::string copied_;
   std::vector<Piece> pieces_;
   std::vector<AdoptedBuffer> adopted_;
+  size_t adopted_bytes_ = 0;  // capacity of the buffers in adopted_ kept
   size_t front_ = 0;          // the first piece not completely written
   size_t front_written_ = 0;  // bytes of it written
   size_t appended_ = 0;

@@ -87,8 +87,15 @@ TEST(OutputQueueTest, AFinishedLargeBodyIsWrittenFromTheStreamsBuffer) {
   EXPECT_FALSE(data.lent());
 }
 
-TEST(OutputQueueTest, SmallOrUnfinishedBodiesAreCopied) {
+TEST(OutputQueueTest, SmallPiecesSmallBodiesAndUnfinishedBodiesAreCopied) {
   OutputQueue queue;
+  OutgoingData large;
+  FinishBody(&large, Body(kLargeBody, 'z'));
+  large.SendReserved(OutputQueue::kMinLentBytes - 1, &queue);
+  EXPECT_FALSE(large.lent());
+  EXPECT_EQ(Drain(&queue),
+            Body(kLargeBody, 'z').substr(0, OutputQueue::kMinLentBytes - 1));
+
   OutgoingData small;
   FinishBody(&small, Body(4 * kKiB, 'a'));
   small.SendReserved(4 * kKiB, &queue);
@@ -123,6 +130,26 @@ TEST(OutputQueueTest, ClearingALentBodyHandsItsBufferToTheQueue) {
   EXPECT_EQ(Drain(&queue), body + Body(kLargeBody, 'd'));
 }
 
+TEST(OutputQueueTest, BuffersPastTheAdoptionBoundAreCopiedFrom) {
+  OutputQueue queue;
+  OutgoingData first;
+  OutgoingData second;
+  const std::string body = Body(OutputQueue::kMaxAdoptedBytes / 2 + 1, 'm');
+  FinishBody(&first, body);
+  FinishBody(&second, body);
+  first.SendReserved(body.size(), &queue);
+  second.SendReserved(body.size(), &queue);
+  iovec pieces[2];
+  ASSERT_EQ(queue.Peek(pieces, 2), 2u);
+  first.Clear();   // adopted: the bytes stay where they are
+  second.Clear();  // both would pass the bound: copied
+  iovec after[2];
+  ASSERT_EQ(queue.Peek(after, 2), 2u);
+  EXPECT_EQ(after[0].iov_base, pieces[0].iov_base);
+  EXPECT_NE(after[1].iov_base, pieces[1].iov_base);
+  EXPECT_EQ(Drain(&queue), body + body);
+}
+
 TEST(OutputQueueTest, TakingBackLentBytesCopiesWhatIsUnwritten) {
   OutgoingData data;
   const std::string body = Body(kLargeBody, 'e');
@@ -145,12 +172,14 @@ TEST(OutputQueueTest, ABodyLentToOneConnectionIsCopiedForAnother) {
   FinishBody(&data, body);
   OutputQueue first;
   OutputQueue second;
-  data.SendReserved(100, &first);
-  data.SendReserved(body.size() - 100, &second);
-  EXPECT_NE(second.Front().data(), data.buffer().data() + 100);
-  EXPECT_EQ(Drain(&second), body.substr(100));
+  const size_t split = 8 * kKiB;
+  data.SendReserved(split, &first);
+  data.SendReserved(body.size() - split, &second);
+  EXPECT_EQ(first.Front().data(), data.buffer().data());
+  EXPECT_NE(second.Front().data(), data.buffer().data() + split);
+  EXPECT_EQ(Drain(&second), body.substr(split));
   EXPECT_TRUE(data.lent());
-  EXPECT_EQ(Drain(&first), body.substr(0, 100));
+  EXPECT_EQ(Drain(&first), body.substr(0, split));
   EXPECT_FALSE(data.lent());
 }
 

@@ -58,7 +58,8 @@ void OutgoingData::ShrinkIfEmpty() {
 
 void OutgoingData::SendReserved(size_t n, OutputQueue* queue) {
   const absl::string_view bytes(buffer_.data() + written_, n);
-  if (end_of_data_ && buffer_.capacity() > kRetainedCapacity &&
+  if (n >= OutputQueue::kMinLentBytes && end_of_data_ &&
+      buffer_.capacity() > kRetainedCapacity &&
       (borrower_ == nullptr || borrower_ == queue)) {
     queue->AppendLent(this, bytes);
   } else {

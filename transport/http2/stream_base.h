@@ -78,11 +78,12 @@ class OutgoingData {
   // Hands up to `max` bytes to the next DATA frame; returns how many.
   size_t Reserve(size_t max);
   // Hands the next `n` reserved bytes to `queue` (the send-data callback).
-  // Bytes of a finished body (end_of_data()) in a buffer larger than
-  // kRetainedCapacity are lent when `queue` holds no bytes of another
-  // connection's: they stay here, unchanged, until the queue lets go of
-  // them (the body is never appended to; Clear() and the destructor give
-  // the buffer to the queue instead). Everything else is copied.
+  // At least OutputQueue::kMinLentBytes of a finished body (end_of_data())
+  // in a buffer larger than kRetainedCapacity are lent when `queue` holds
+  // no bytes of another connection's: they stay here, unchanged, until the
+  // queue lets go of them (the body is never appended to; Clear() and the
+  // destructor hand the buffer to the queue, OutputQueue::Adopt).
+  // Everything else is copied.
   void SendReserved(size_t n, OutputQueue* queue);
   // Loop thread, before the body may change or be read off the loop thread
   // (the stream closed): the queue copies what it still holds of it.
