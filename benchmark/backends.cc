@@ -9,8 +9,13 @@ std::unique_ptr<Backends> Backends::StartInProcess(const std::string& stack,
                                                    const ServerConfig& config,
                                                    std::string* error) {
   std::unique_ptr<Backends> backends(new Backends());
-  backends->in_process_ = stack == "grpcpp" ? StartGrpcppServer(config, error)
-                                            : StartH2rpcServer(config, error);
+  if (stack == "grpcpp") {
+    backends->in_process_ = StartGrpcppServer(config, error);
+  } else if (stack == "h2rpc_sync") {
+    backends->in_process_ = StartH2rpcSyncServer(config, error);
+  } else {
+    backends->in_process_ = StartH2rpcServer(config, error);
+  }
   if (backends->in_process_ == nullptr) return nullptr;
   backends->SetAddresses({backends->in_process_->port()});
   return backends;

@@ -27,8 +27,8 @@ class Backends {
     std::optional<SideUsage> usage;
   };
 
-  // Starts a `stack` ("h2rpc" or "grpcpp") server in this process; null (and
-  // `*error`) if it cannot.
+  // Starts a `stack` ("h2rpc", "h2rpc_sync" or "grpcpp") server in this
+  // process; null (and `*error`) if it cannot.
   static std::unique_ptr<Backends> StartInProcess(const std::string& stack,
                                                   const ServerConfig& config,
                                                   std::string* error);

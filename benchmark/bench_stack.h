@@ -15,7 +15,9 @@
 namespace h2rpc::benchmark {
 
 // The benchmark's two sides, each implemented on h2rpc and on gRPC C++ so
-// that every pairing runs the same workload. The service is
+// that every pairing runs the same workload; the h2rpc server comes twice,
+// with callback handlers and reactors (server stack "h2rpc") and with
+// synchronous handlers on worker threads ("h2rpc_sync"). The service is
 // grpc.testing.BenchmarkService: UnaryCall, StreamingCall (ping-pong) and
 // StreamingBothWays (each side streams independently). kHandshake makes
 // UnaryCalls, each on a connection of its own: an op opens a channel (TCP
@@ -129,8 +131,13 @@ class BenchServer {
 
 std::unique_ptr<BenchClient> NewH2rpcClient(const ClientConfig& config,
                                             OpStats* stats);
+// Callback handlers and reactors, on the loop threads.
 std::unique_ptr<BenchServer> StartH2rpcServer(const ServerConfig& config,
                                               std::string* error);
+// Synchronous handlers (the generated BenchmarkService::Service), on the
+// server's worker threads, pinned to config.cpus like its loops.
+std::unique_ptr<BenchServer> StartH2rpcSyncServer(const ServerConfig& config,
+                                                  std::string* error);
 std::unique_ptr<BenchClient> NewGrpcppClient(const ClientConfig& config,
                                              OpStats* stats);
 std::unique_ptr<BenchServer> StartGrpcppServer(const ServerConfig& config,

@@ -1,6 +1,8 @@
 // benchmain: QPS, latency, and heap allocations and CPU time per op on each
 // side, for h2rpc and gRPC C++ clients and servers in any pairing, on
-// grpc.testing.BenchmarkService (grpc-go's benchmain, for C++).
+// grpc.testing.BenchmarkService (grpc-go's benchmain, for C++). The h2rpc
+// server serves it with callback handlers ("h2rpc") or with synchronous
+// handlers on its worker threads ("h2rpc_sync").
 //
 //   tools/bazel run -c opt //benchmark:benchmain --
 //       --workloads=unary,streaming --max_concurrent_calls=1,120
@@ -73,7 +75,10 @@ ABSL_FLAG(std::string, resp_size_bytes, "1024", "Response payload sizes.");
 ABSL_FLAG(std::string, compression, "off", "off, gzip and/or deflate.");
 ABSL_FLAG(std::string, connections, "1", "Connections per client.");
 ABSL_FLAG(std::string, client_stack, "h2rpc", "h2rpc and/or grpcpp.");
-ABSL_FLAG(std::string, server_stack, "h2rpc", "h2rpc and/or grpcpp.");
+ABSL_FLAG(std::string, server_stack, "h2rpc",
+          "h2rpc (callback handlers on the event loops), h2rpc_sync "
+          "(synchronous handlers on worker threads, a thread per call or "
+          "stream in progress: at most 256) and/or grpcpp.");
 ABSL_FLAG(absl::Duration, benchtime, absl::Seconds(10),
           "Measured time per run.");
 ABSL_FLAG(absl::Duration, warmup, absl::Seconds(1),
@@ -116,7 +121,7 @@ ABSL_FLAG(bool, server_only, false,
 ABSL_FLAG(int, port, 0, "Port for --server_only (0: any).");
 ABSL_FLAG(std::string, server_address, "",
           "For --server_only: where to listen instead of 0.0.0.0:--port, e.g. "
-          "unix:/tmp/bench.sock or unix-abstract:bench (either stack).");
+          "unix:/tmp/bench.sock or unix-abstract:bench (any stack).");
 ABSL_FLAG(std::string, result_file, "", "Writes the results as JSON.");
 ABSL_FLAG(bool, secure, false,
           "TLS (ALPN h2) on every connection, with gRPC's interop test "
@@ -150,6 +155,10 @@ bool IntList(const std::string& name, const std::string& value,
     out->push_back(n);
   }
   return true;
+}
+
+bool IsServerStack(const std::string& name) {
+  return name == "h2rpc" || name == "h2rpc_sync" || name == "grpcpp";
 }
 
 // --busy_poll_us within what h2rpc's options accept, or false after
@@ -429,7 +438,7 @@ int ServeOnly() {
   }
   const std::vector<std::string> stacks =
       ListFlag(absl::GetFlag(FLAGS_server_stack));
-  if (stacks.size() != 1 || (stacks[0] != "h2rpc" && stacks[0] != "grpcpp")) {
+  if (stacks.size() != 1 || !IsServerStack(stacks[0])) {
     std::fprintf(stderr, "--server_only takes one --server_stack\n");
     return 2;
   }
@@ -544,7 +553,7 @@ int Main(int argc, char** argv) {
     }
   }
   for (const std::string& s : server_stacks) {
-    if (s != "h2rpc" && s != "grpcpp" && s != "remote") {
+    if (!IsServerStack(s) && s != "remote") {
       std::fprintf(stderr, "bad --server_stack '%s'\n", s.c_str());
       return 2;
     }

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs every workload in all four pairings (and with gzip, and unary,
 # streaming and handshake over TLS) for a moment, then reads the result files
-# back with benchresult; then unary over two server processes (round_robin
-# and pick_first) and against servers on unix-domain sockets. Fails if a run
+# back with benchresult; then unary and streaming against h2rpc's server with
+# synchronous handlers (h2rpc_sync), in one and in two processes; then unary
+# over two server processes (round_robin and pick_first) and against servers
+# on unix-domain sockets (every server stack). Fails if a run
 # had errors or no ops (benchmain's exit status), a result file does not
 # round-trip, or the backends did not serve as the policy says.
 set -euo pipefail
@@ -98,6 +100,45 @@ grep -q '"secure": false' "$result" ||
 [[ $(grep -cF 'tls' "$TEST_TMPDIR/secure.txt") -ge $((2 * tls_pairings)) ]] ||
   { echo "benchresult lost the tls feature"; exit 1; }
 
+# h2rpc's server with synchronous handlers (server stack h2rpc_sync): unary
+# and ping-pong from the h2rpc client, with the server in this process and
+# in a child --server_only process. Each run has nonzero QPS in the result
+# file, which records the server stack, and benchresult shows it as a
+# pairing of its own.
+sync_result="$TEST_TMPDIR/benchmain_sync.json"
+"$benchmain" --workloads=unary,streaming --client_stack=h2rpc \
+  --server_stack=h2rpc,h2rpc_sync "${brief[@]}" \
+  --result_file="$sync_result" | tee "$TEST_TMPDIR/sync.txt"
+sync_two_result="$TEST_TMPDIR/benchmain_sync_two.json"
+"$benchmain" --workloads=unary,streaming --client_stack=h2rpc \
+  --server_stack=h2rpc_sync --process=two "${brief[@]}" \
+  --result_file="$sync_two_result" | tee -a "$TEST_TMPDIR/sync.txt"
+[[ $(grep -cE '^(unary|streaming) h2rpc->h2rpc_sync ' \
+      "$TEST_TMPDIR/sync.txt") -eq 4 ]] ||
+  { echo "expected 4 h2rpc->h2rpc_sync rows"; exit 1; }
+python3 - "$sync_result" "$sync_two_result" <<'PY'
+import json, sys
+seen = []
+for path in sys.argv[1:]:
+    with open(path, encoding="utf-8") as f:
+        for run in json.load(f)["runs"]:
+            features = run["features"]
+            if features["server_stack"] != "h2rpc_sync":
+                continue
+            key = (features["workload"], features["process"])
+            if not run["qps"] > 0:
+                sys.exit(f"h2rpc->h2rpc_sync {key}: QPS {run['qps']}")
+            if run["server"] is None:
+                sys.exit(f"h2rpc->h2rpc_sync {key}: no server figures")
+            seen.append(key)
+expected = [(w, p) for p in ("one", "two") for w in ("unary", "streaming")]
+if sorted(seen) != sorted(expected):
+    sys.exit(f"h2rpc_sync runs {seen}, expected {expected}")
+PY
+"$benchresult" --pairings "$sync_result" | tee "$TEST_TMPDIR/sync_pairings.txt"
+[[ $(grep -cF '| h2rpc→h2rpc_sync |' "$TEST_TMPDIR/sync_pairings.txt") \
+    -eq 2 ]] || { echo "benchresult lost h2rpc→h2rpc_sync"; exit 1; }
+
 # Missing credentials: a clear error naming the flag, before any run.
 if "$benchmain" --secure --tls_credentials_dir=/nonexistent \
     > "$TEST_TMPDIR/nocreds.txt" 2>&1; then
@@ -149,8 +190,9 @@ served() {
   { echo "benchresult lost the requests per backend"; exit 1; }
 
 # --target takes gRPC's naming syntax: a --server_only server of each stack
-# on an abstract unix-domain socket, driven by both clients.
-for stack in h2rpc grpcpp; do
+# (h2rpc, h2rpc_sync, grpcpp) on an abstract unix-domain socket, driven by
+# both clients.
+for stack in h2rpc h2rpc_sync grpcpp; do
   name="h2rpc-benchmain-smoke-$$-$stack"
   coproc server { exec "$benchmain" --server_only --server_stack=$stack \
                     --server_address="unix-abstract:$name" --server_cpus=; }
@@ -163,7 +205,7 @@ for stack in h2rpc grpcpp; do
   wait "$server_PID"
 done
 [[ $(grep -cE '^unary (h2rpc|grpcpp)->remote ' "$TEST_TMPDIR/targets.txt") \
-    -eq 4 ]] || { echo "expected 4 runs on unix-abstract targets"; exit 1; }
+    -eq 6 ]] || { echo "expected 6 runs on unix-abstract targets"; exit 1; }
 
 # Bad load-balancing flags are refused, naming the flag.
 for flags in "--servers=0" "--lb_policy=random" \

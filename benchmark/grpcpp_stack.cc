@@ -25,10 +25,10 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "benchmark/bench_stack.h"
+#include "benchmark/cpu_affinity.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/grpc/testing/benchmark_service.grpc.pb.h"
 
@@ -98,46 +98,6 @@ std::string StatusText(const grpc::Status& status) {
   return absl::StrCat(StatusCodeName(status.error_code()), ": ",
                       status.error_message());
 }
-
-// Sets the calling thread's CPU affinity to `cpus` for its lifetime, so that
-// threads gRPC creates meanwhile inherit it; restores the previous affinity.
-// Does nothing when `cpus` is empty.
-class ScopedAffinity {
- public:
-  explicit ScopedAffinity(const std::vector<int>& cpus) {
-    if (cpus.empty()) return;
-    int rc = pthread_getaffinity_np(pthread_self(), sizeof(saved_), &saved_);
-    if (rc == 0) {
-      cpu_set_t set;
-      CPU_ZERO(&set);
-      for (int cpu : cpus) {
-        if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &set);
-      }
-      rc = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-    }
-    if (rc != 0) {
-      error_ = absl::StrCat("cannot set the CPU affinity to CPUs ",
-                            absl::StrJoin(cpus, ","), ": ", std::strerror(rc));
-      return;
-    }
-    restore_ = true;
-  }
-  ~ScopedAffinity() {
-    if (restore_) {
-      pthread_setaffinity_np(pthread_self(), sizeof(saved_), &saved_);
-    }
-  }
-  ScopedAffinity(const ScopedAffinity&) = delete;
-  ScopedAffinity& operator=(const ScopedAffinity&) = delete;
-
-  // Empty on success.
-  const std::string& error() const { return error_; }
-
- private:
-  cpu_set_t saved_;
-  bool restore_ = false;
-  std::string error_;
-};
 
 // Starts `body` on a new thread that first pins itself to `cpu` (-1: not
 // pinned). Returns once the thread is pinned; if it cannot be, the thread

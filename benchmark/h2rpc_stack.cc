@@ -1,6 +1,7 @@
 // The benchmark's client and server on h2rpc: callback (loop-thread) handlers
 // and reactors, so neither side adds thread hand-offs of its own (except the
-// handshake workload's opener thread, see HandshakeLoops).
+// handshake workload's opener thread, see HandshakeLoops). The server with
+// synchronous handlers is h2rpc_sync_stack.cc's.
 #include <pthread.h>
 #include <sched.h>
 
@@ -14,10 +15,10 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/time/clock.h"
 #include "benchmark/bench_stack.h"
+#include "benchmark/h2rpc_server.h"
 #include "proto/grpc/testing/benchmark_service.h2rpc.pb.h"
 #include "rpc/channel.h"
 #include "rpc/credentials.h"
-#include "rpc/reflection_service.h"
 #include "rpc/server.h"
 #include "transport/io/mutex.h"
 
@@ -132,53 +133,8 @@ class BenchmarkHandlers final : public BenchmarkService::CallbackService {
   RequestCounter* const requests_;
 };
 
-// Interceptors that do nothing: each hook is a virtual call and no more.
+// An interceptor that does nothing: each hook is a virtual call and no more.
 class NoopClientInterceptor final : public ClientInterceptor {};
-class NoopServerInterceptor final : public ServerInterceptor {};
-
-class H2rpcServer final : public BenchServer {
- public:
-  ~H2rpcServer() override {
-    if (server_ != nullptr) server_->Shutdown(absl::Now() + absl::Seconds(5));
-  }
-  std::string Start(const ServerConfig& config) {
-    ServerOptions options;
-    options.num_loops =
-        config.cpus.empty() ? 1 : static_cast<int>(config.cpus.size());
-    options.loop_cpus = config.cpus;
-    options.default_compression = config.compression;
-    options.busy_poll_us = config.busy_poll_us;
-    for (int i = 0; i < config.interceptors; ++i) {
-      options.interceptors.push_back(std::make_shared<NoopServerInterceptor>());
-    }
-    std::shared_ptr<ServerCredentials> credentials =
-        InsecureServerCredentials();
-    if (config.secure) {
-      SslServerCredentialsOptions ssl;
-      ssl.pem_key_cert_pairs.push_back(
-          {config.pem_private_key, config.pem_cert_chain});
-      credentials = SslServerCredentials(ssl);
-    }
-    Server::Builder builder;
-    builder.SetOptions(options).AddListeningPort(config.address, credentials,
-                                                 &port_);
-    // Reflection, so that grpcurl or grpc_cli can explore a --server_only
-    // server; it costs the benchmark's calls nothing.
-    reflection_.AddTo(builder);
-    Status status;
-    server_ = handlers_.AddTo(builder).BuildAndStart(&status);
-    return server_ == nullptr ? status.ToString() : std::string();
-  }
-  int port() const override { return port_; }
-  int64_t requests() const override { return requests_.Get(); }
-
- private:
-  RequestCounter requests_;
-  BenchmarkHandlers handlers_{&requests_};  // outlives server_
-  ReflectionService reflection_;            // outlives server_
-  std::unique_ptr<Server> server_;
-  int port_ = 0;
-};
 
 // ---------------------------------------------------------------------------
 // Client
@@ -520,13 +476,7 @@ class H2rpcClient final : public BenchClient {
 
 std::unique_ptr<BenchServer> StartH2rpcServer(const ServerConfig& config,
                                               std::string* error) {
-  auto server = std::make_unique<H2rpcServer>();
-  std::string start_error = server->Start(config);
-  if (!start_error.empty()) {
-    *error = std::move(start_error);
-    return nullptr;
-  }
-  return server;
+  return StartH2rpcServerOf<BenchmarkHandlers>(config, error);
 }
 
 std::unique_ptr<BenchClient> NewH2rpcClient(const ClientConfig& config,

@@ -27,9 +27,13 @@ IGNORED_FEATURES = frozenset({"benchtime_s"})
 PAIRING_FEATURES = frozenset({"client_stack", "server_stack", "process"})
 
 # The (client, server) pairings of the side-by-side table, in row order;
-# any other pairing follows them in the order the files give it.
-PAIRING_ORDER = (("h2rpc", "h2rpc"), ("grpcpp", "grpcpp"),
-                 ("h2rpc", "grpcpp"), ("grpcpp", "h2rpc"))
+# any other pairing follows them in the order the files give it. Server
+# stack "h2rpc_sync" is h2rpc's server with synchronous handlers, a server
+# stack of its own: its rows follow those of the callback server ("h2rpc")
+# with the same client.
+PAIRING_ORDER = (("h2rpc", "h2rpc"), ("h2rpc", "h2rpc_sync"),
+                 ("grpcpp", "grpcpp"), ("h2rpc", "grpcpp"),
+                 ("grpcpp", "h2rpc"), ("grpcpp", "h2rpc_sync"))
 
 # Kinds of metric, which decide how a value is formatted.
 COUNT = "count"            # an integer number of operations

@@ -23,7 +23,8 @@ The --before/--after tests write their files (repetitions_file): three
 before and three after files of unary c=120 (h2rpc→h2rpc on both sides,
 grpcpp→grpcpp in two processes after only, h2rpc→grpcpp before only),
 unary c=1 (h2rpc→h2rpc on both sides, in two of the after files) and
-streaming c=8 (before only).
+streaming c=8 (before only). SyncServerStackTest writes one file with the
+server stack h2rpc_sync (synchronous handlers) beside the others.
 """
 
 import contextlib
@@ -884,6 +885,76 @@ class BeforeAfterTest(unittest.TestCase):
         # QPS bars of the medians.
         self.assertIn(">100k</text>", c120)
         self.assertIn(">120k</text>", c120)
+
+
+def stacks_run(client, server, qps, process="one"):
+    """A unary c=64 run client→server of `qps` (repetitions_file form)."""
+    return ("unary", 64, client, server, process,
+            (qps, 100, 200, 3, 2, 6.0, 5.0, [[7, 10]]))
+
+
+# One file with h2rpc's server with synchronous handlers (h2rpc_sync)
+# beside the others, in an order unlike the table's.
+SYNC_RUNS = [stacks_run("grpcpp", "h2rpc_sync", 20000),
+             stacks_run("h2rpc", "grpcpp", 40000),
+             stacks_run("h2rpc", "h2rpc_sync", 50000),
+             stacks_run("grpcpp", "grpcpp", 30000, "two"),
+             stacks_run("h2rpc", "h2rpc", 90000)]
+
+
+class SyncServerStackTest(unittest.TestCase):
+    """Server stack h2rpc_sync: a pairing of its own, after h2rpc's."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        self.path = repetitions_file(self.tmp.name, "sync.json", SYNC_RUNS,
+                                     5.0)
+
+    def test_order_and_ratio(self):
+        groups = lib.group_pairings([lib.load(self.path)])
+        self.assertEqual(len(groups), 1)
+        self.assertEqual([text_report.pairing_label(p)
+                          for p in groups[0].pairings],
+                         ["h2rpc→h2rpc", "h2rpc→h2rpc_sync",
+                          "grpcpp→grpcpp proc=two", "h2rpc→grpcpp",
+                          "grpcpp→h2rpc_sync"])
+        # The h2rpc/grpcpp ratio stays the callback server's.
+        self.assertEqual(text_report.format_ratio(groups[0].qps_ratio()),
+                         "3.00x")
+
+    def test_table(self):
+        status, out, err = run_main(["--pairings", self.path])
+        self.assertEqual((status, err), (0, ""))
+        self.assertIn("| 64 | h2rpc→h2rpc_sync | 50,000 | 50,000 | ", out)
+        self.assertIn("| 64 | grpcpp→h2rpc_sync | 20,000 | 20,000 | ", out)
+        status, out, err = run_main([self.path])
+        self.assertEqual((status, err), (0, ""))
+        self.assertIn("unary h2rpc→h2rpc_sync c=64", out)
+
+    def test_not_matched_with_the_callback_server(self):
+        before = repetitions_file(self.tmp.name, "before.json",
+                                  [stacks_run("h2rpc", "h2rpc", 90000)], 5.0)
+        groups = lib.match_repetitions([lib.load(before)],
+                                       [lib.load(self.path)])
+        pairs = {text_report.pairing_label(p.pairing()):
+                 (p.before is not None, p.after is not None)
+                 for p in groups[0].pairings}
+        self.assertEqual(pairs["h2rpc→h2rpc"], (True, True))
+        self.assertEqual(pairs["h2rpc→h2rpc_sync"], (False, True))
+
+    def test_html(self):
+        html = os.path.join(self.tmp.name, "sync.html")
+        status, _, err = run_main(["--pairings", self.path, "--html", html])
+        self.assertEqual(status, 0, err)
+        with open(html, encoding="utf-8") as f:
+            document = f.read()
+        self.assertIn("h2rpc→h2rpc_sync</td>", document)
+        self.assertIn("grpcpp→h2rpc_sync</td>", document)
+        # One curve per pairing, each in a colour of its own.
+        colours = {line.split('stroke="')[1].split('"')[0]
+                   for line in document.splitlines() if "<polyline" in line}
+        self.assertEqual(len(colours), 5)
 
 
 class BadInputTest(unittest.TestCase):
