@@ -89,7 +89,16 @@ Status ServerLoop::Dispatch(ServerStream* stream) {
 }
 
 Status ServerLoop::SubmitToWorkers(WorkerTask* task) {
-  Status status = server_->workers().TrySubmitDeferred(task);
+  Status status;
+  {
+    MutexLock lock(&workers_mu_);
+    // Shutdown forgets the workers once no call is live, but a connection
+    // accepted just before the listeners stopped may still dispatch one.
+    if (workers_gone_) {
+      return Status(StatusCode::kUnavailable, "the server is shutting down");
+    }
+    status = server_->workers().TrySubmitDeferred(task);
+  }
   if (status.ok()) loop_.RunAtEndOfIteration(&wake_workers_task_);
   return status;
 }

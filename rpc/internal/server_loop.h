@@ -47,16 +47,20 @@ class ServerLoop final : public transport::http2::ServerDispatcher,
   void ReturnCall(ServerCall* call);
 
   // Loop thread. Hands a synchronous handler's task to the server's worker
-  // pool (WorkerPool::TrySubmit's results). Sleeping threads are woken at
-  // the end of the loop iteration, together: first one, and if the tasks
-  // need more, the rest at the end of the next iteration, which follows at
-  // once (the loop does not sleep meanwhile). A thread woken for a batch of
-  // quick handlers thus often runs them all (one wake-up, not one per call)
-  // before the loop runs again; a task stays untaken past that only if the
-  // loop cannot get the CPU back.
+  // pool (WorkerPool::TrySubmit's results; after ForgetWorkers(),
+  // UNAVAILABLE "the server is shutting down" without touching the pool).
+  // Sleeping threads are woken at the end of the loop iteration, together:
+  // first one, and if the tasks need more, the rest at the end of the next
+  // iteration, which follows at once (the loop does not sleep meanwhile). A
+  // thread woken for a batch of quick handlers thus often runs them all (one
+  // wake-up, not one per call) before the loop runs again; a task stays
+  // untaken past that only if the loop cannot get the CPU back.
   Status SubmitToWorkers(WorkerTask* task);
-  // Any thread, before the server's worker pool is destroyed: wake-ups of
-  // worker threads still due on this loop do nothing from now on.
+  // Any thread, before the server's worker pool is destroyed: from its
+  // return on, the loop no longer uses the pool (SubmitToWorkers() refuses,
+  // wake-ups still due do nothing). Tasks it handed over before stay the
+  // pool's: the pool's destructor wakes threads for them and waits for them
+  // to finish (their Done() may still post to this loop).
   void ForgetWorkers();
 
  private:
@@ -80,7 +84,8 @@ class ServerLoop final : public transport::http2::ServerDispatcher,
   MemberTask<ServerLoop, &ServerLoop::WakeWorkers> wake_workers_task_{this};
   // The next WakeWorkers() wakes every thread the handed-out tasks need.
   bool wake_all_workers_ = false;
-  // Held while WakeWorkers() uses the pool; the pool is gone once set.
+  // Held while SubmitToWorkers() or WakeWorkers() uses the pool; once set,
+  // the pool may be gone.
   Mutex workers_mu_;
   bool workers_gone_ ABSL_GUARDED_BY(workers_mu_) = false;
 };

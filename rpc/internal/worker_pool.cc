@@ -1,5 +1,6 @@
 #include "rpc/internal/worker_pool.h"
 
+#include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
@@ -39,15 +40,10 @@ void FutexWake(std::atomic<uint32_t>* word, int count) {
           count, nullptr, nullptr, 0);
 }
 
-// Whether this thread (and the threads it starts) may run on more than one
-// CPU: only then can a thread waiting for work gain anything by polling.
-bool MayRunOnSeveralCpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (pthread_getaffinity_np(pthread_self(), sizeof(set), &set) != 0) {
-    return false;
-  }
-  return CPU_COUNT(&set) > 1;
+// The CPUs this thread may run on; false if the system does not say.
+bool ThisThreadsCpus(cpu_set_t* set) {
+  CPU_ZERO(set);
+  return pthread_getaffinity_np(pthread_self(), sizeof(*set), set) == 0;
 }
 
 inline void CpuRelax() {
@@ -58,9 +54,10 @@ inline void CpuRelax() {
 #endif
 }
 
-// How long an idle thread polls for a task before sleeping (when it may run
-// on several CPUs): about a handler's round trip through an event loop, so
-// a steady stream of calls is handed over without a wake-up.
+// How long a thread that finished a task polls for the next one before
+// sleeping (when it may run on several CPUs): about a handler's round trip
+// through an event loop, so a steady stream of calls is handed over without
+// a wake-up. Once per task, never while idle.
 constexpr absl::Duration kPollTime = absl::Microseconds(20);
 
 // What a new thread starts with.
@@ -76,7 +73,8 @@ WorkerPool::WorkerPool(int min_threads, int max_threads,
     : min_threads_(min_threads),
       max_threads_(max_threads),
       idle_time_(idle_time),
-      poll_(MayRunOnSeveralCpus()) {
+      has_cpus_(ThisThreadsCpus(&cpus_)),
+      poll_(has_cpus_ && CPU_COUNT(&cpus_) > 1) {
   for (int i = 0; i < min_threads_; ++i) {
     {
       MutexLock lock(&mu_);
@@ -181,7 +179,25 @@ int WorkerPool::idle_threads() {
 bool WorkerPool::StartThread(WorkerTask* task, int* error) {
   auto* start = new ThreadStart{this, task};
   pthread_t thread;
-  *error = pthread_create(&thread, nullptr, &WorkerPool::ThreadMain, start);
+  *error = EINVAL;
+  if (has_cpus_) {
+    // The pool's CPUs, not those of the thread that happens to start this
+    // one (an event loop pinned to one CPU, say).
+    pthread_attr_t attributes;
+    if (pthread_attr_init(&attributes) == 0) {
+      if (pthread_attr_setaffinity_np(&attributes, sizeof(cpus_), &cpus_) ==
+          0) {
+        *error = pthread_create(&thread, &attributes, &WorkerPool::ThreadMain,
+                                start);
+      }
+      pthread_attr_destroy(&attributes);
+    }
+  }
+  // EINVAL: no affinity to give, or the set is no longer allowed (the
+  // process's CPUs changed): the thread keeps its creator's CPUs.
+  if (*error == EINVAL) {
+    *error = pthread_create(&thread, nullptr, &WorkerPool::ThreadMain, start);
+  }
   if (*error == 0) return true;
   delete start;
   MutexLock lock(&mu_);
@@ -241,17 +257,23 @@ void WorkerPool::Work(WorkerTask* task) {
       continue;
     }
     if (stopping_) break;
-    const absl::Time now = absl::Now();
-    if (now >= idle_end) {
-      if (threads_ > min_threads_) break;
-      idle_end = now + idle_time_;
+    // A thread the pool keeps sleeps until woken; one beyond the minimum
+    // until its idle time is up.
+    absl::Duration timeout = absl::InfiniteDuration();
+    if (threads_ > min_threads_) {
+      const absl::Time now = absl::Now();
+      if (now >= idle_end) break;
+      timeout = idle_end - now;
     }
     const uint32_t sequence = wake_sequence_.load();
     ++sleepers_;
     mu_.Unlock();
-    FutexWait(&wake_sequence_, sequence, idle_end - now);
+    FutexWait(&wake_sequence_, sequence, timeout);
     mu_.Lock();
     --sleepers_;
+    // Whatever ended the wait (a wake-up, the sequence moving on, the
+    // timeout, a signal), this thread now looks at the list before sleeping
+    // again, so it stands for one wake-up in flight (see wakes_in_flight_).
     if (wakes_in_flight_ > 0) --wakes_in_flight_;
   }
   // Idle with nothing handed out (so every handed-out task keeps an idle

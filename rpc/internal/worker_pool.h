@@ -2,6 +2,7 @@
 #define H2RPC_RPC_INTERNAL_WORKER_POOL_H_
 
 #include <pthread.h>
+#include <sched.h>
 
 #include <atomic>
 #include <climits>
@@ -49,19 +50,30 @@ class WorkerTask {
 // TrySubmit(); when the caller chooses, after TrySubmitDeferred(): until
 // then, an awake thread may take it after finishing its own task, which is
 // the point of deferring). Threads beyond `min_threads` exit after
-// `idle_time` without work; the pool joins every thread that exits (one
-// exiting thread joins the one before it, the destructor joins the last), so
-// none outlives the pool.
+// `idle_time` without work; the others sleep until woken. The pool joins
+// every thread that exits (one exiting thread joins the one before it, the
+// destructor joins the last), so none outlives the pool.
 //
 // Hand-off: accepted tasks go on a list that idle threads take from, first
 // in first out. A thread that finishes a task takes the next one from the
 // list before sleeping; sleeping threads wait on one futex word, and are
 // woken (one system call for as many as the list needs) only for tasks that
-// no awake idle thread will take. A thread that may run on more than one CPU
-// polls the list for a few microseconds before sleeping; one confined to a
-// single CPU sleeps at once (polling could only delay the threads it waits
-// for). Which sleeping thread wakes is the kernel's choice (the one asleep
-// longest, usually).
+// no awake idle thread will take. Which sleeping thread wakes is the
+// kernel's choice (the one asleep longest, usually). Once the wake-ups a
+// task needs are issued, it cannot be left behind: every thread counted on
+// to take it (awake and idle, or asleep and being woken) looks at the list
+// before it sleeps again, and each thread whose wait ends, however it ends,
+// uses up one wake-up of the count (details at wakes_in_flight_).
+//
+// CPU: a thread that finishes a task and may run on more than one CPU polls
+// the list for up to 20 microseconds before sleeping, so a steady stream of
+// tasks is handed over without wake-ups: up to 20 us of CPU per task that
+// no next task follows, none while the pool stays idle (a thread polls once
+// per task it ran, then sleeps). A thread confined to a single CPU sleeps at
+// once (polling could only delay the threads it waits for). Every thread
+// runs on the CPUs the constructing thread may run on, whichever thread's
+// submission starts it (a submitter pinned to one CPU does not pin the
+// threads it starts).
 //
 // Allocation: starting a thread allocates (its stack); handing a task over
 // does not.
@@ -116,7 +128,12 @@ class WorkerPool {
   const int min_threads_;
   const int max_threads_;
   const absl::Duration idle_time_;
-  // Whether threads poll for a task before sleeping.
+  // The CPUs of the constructing thread, given to every thread (if
+  // has_cpus_: the system told them).
+  cpu_set_t cpus_;
+  const bool has_cpus_;
+  // Whether threads poll for a task before sleeping: they may run on more
+  // than one CPU.
   const bool poll_;
 
   Mutex mu_;
@@ -127,7 +144,18 @@ class WorkerPool {
   // Of the idle, the ones that counted themselves asleep and have not yet
   // counted themselves awake again.
   int sleepers_ ABSL_GUARDED_BY(mu_) = 0;
-  // Wake-ups issued and not yet consumed by a sleeper counting itself awake.
+  // Wake-ups issued and not yet used up. Each thread whose wait ends, for
+  // any reason, uses up one (none if there is none left) as it counts
+  // itself awake, and then looks at the list before sleeping again; so
+  // whoever uses up a wake-up takes a task if one is waiting. The count
+  // never exceeds the sleepers whose wait has ended or will end without a
+  // further wake-up: a wake-up of n bumps wake_sequence_ (so every sleeper
+  // that has not yet entered its wait returns at once) and wakes n of those
+  // in the kernel (or all, if fewer), and n <= sleepers_ minus the wake-ups
+  // already in flight. This holds whichever waiters the kernel picks;
+  // counting a wake-up as used only by a sleeper that saw the sequence move
+  // on would also need the kernel to pick those that began their wait
+  // before the bump (it orders waiters by priority first).
   int wakes_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
   // Tasks accepted and not yet taken up, first in first out. Never more than
   // idle_.

@@ -1,11 +1,27 @@
 #include "rpc/internal/worker_pool.h"
 
+#include <dirent.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/syscall.h>
+
 #include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <memory>
+#include <random>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
@@ -91,6 +107,158 @@ class TestTask final : public WorkerTask {
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   bool done_ ABSL_GUARDED_BY(mu_) = false;
 };
+
+// Counts Done() calls of CountingTasks and lets a test wait for a total.
+class DoneCounter {
+ public:
+  void Add() {
+    MutexLock lock(&mu_);
+    ++count_;
+    changed_.SignalAll();
+  }
+  // True once the count reached `target`; false if it had not after
+  // `timeout`.
+  bool WaitFor(int64_t target, absl::Duration timeout) {
+    const absl::Time deadline = absl::Now() + timeout;
+    MutexLock lock(&mu_);
+    while (count_ < target) {
+      if (changed_.WaitWithTimeout(&mu_, deadline - absl::Now()) &&
+          count_ < target) {
+        return false;
+      }
+    }
+    return true;
+  }
+  int64_t count() {
+    MutexLock lock(&mu_);
+    return count_;
+  }
+
+ private:
+  Mutex mu_;
+  CondVar changed_;
+  int64_t count_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// A task that does nothing but count its Done().
+class CountingTask final : public WorkerTask {
+ public:
+  explicit CountingTask(DoneCounter* counter) : counter_(counter) {}
+  void Run() override {}
+  void Done() override { counter_->Add(); }
+
+ private:
+  DoneCounter* const counter_;
+};
+
+// Busy-waits for `duration`: shifts when the next step happens relative to
+// the pool's threads (their polls, sleeps and idle timeouts), to vary the
+// interleavings a stress test goes through. Nothing waits on it.
+void Jitter(absl::Duration duration) {
+  const absl::Time end = absl::Now() + duration;
+  while (absl::Now() < end) {
+  }
+}
+
+// How a stress round hands its tasks over.
+enum class Handover {
+  kSubmit,             // TrySubmit() each
+  kDeferredOneByOne,   // TrySubmitDeferred() each, then wake-up passes
+                       // of a few threads each until none are needed
+  kDeferredAllAtOnce,  // TrySubmitDeferred() each, then one wake-up pass
+};
+
+// Hands `count` tasks over the way `how` says, with jitter from `random`.
+void HandOver(WorkerPool* pool, CountingTask* tasks, int count, Handover how,
+              std::mt19937* random) {
+  for (int i = 0; i < count; ++i) {
+    const Status status = how == Handover::kSubmit
+                              ? pool->TrySubmit(&tasks[i])
+                              : pool->TrySubmitDeferred(&tasks[i]);
+    ASSERT_TRUE(status.ok()) << status.ToString();
+  }
+  if (how == Handover::kSubmit) return;
+  if ((*random)() % 2 == 0) Jitter(absl::Microseconds((*random)() % 200));
+  if (how == Handover::kDeferredAllAtOnce) {
+    EXPECT_EQ(pool->WakeForHandedOut(), 0);
+    return;
+  }
+  // As ServerLoop does: a few threads per pass, passes until none is
+  // needed.
+  int more;
+  do {
+    more = pool->WakeForHandedOut(1 + static_cast<int>((*random)() % 2));
+    if ((*random)() % 2 == 0) Jitter(absl::Microseconds((*random)() % 50));
+  } while (more > 0);
+}
+
+// Rounds of 1 to max_threads tasks handed over every which way to a new
+// pool, each round waited for (10 s at most) before the next; with a short
+// idle time, sometimes after the threads beyond the minimum have exited,
+// sometimes while their idle time runs out. A task left on the list while
+// every thread sleeps with no wake-up on its way waits for ever (threads at
+// the minimum sleep until woken) or until an idle timeout: past the 10 s
+// for an idle time of an hour, and for a short one once the threads beyond
+// the minimum have exited.
+void StressHandover(int min_threads, int max_threads, absl::Duration idle_time,
+                    int rounds, uint32_t seed) {
+  WorkerPool pool(min_threads, max_threads, idle_time);
+  std::mt19937 random(seed);
+  DoneCounter counter;
+  std::vector<CountingTask> tasks(max_threads, CountingTask(&counter));
+  const bool threads_exit = idle_time < absl::Seconds(1);
+  int64_t expected = 0;
+  for (int round = 0; round < rounds; ++round) {
+    if (threads_exit && random() % 8 == 0) {
+      ASSERT_TRUE(WaitFor([&] { return pool.threads() <= min_threads; }))
+          << pool.threads() << " threads";
+    } else if (random() % 2 == 0) {
+      Jitter(absl::Microseconds(random() % 400));
+    }
+    const int count = 1 + static_cast<int>(random() % max_threads);
+    const Handover how = static_cast<Handover>(random() % 3);
+    ASSERT_NO_FATAL_FAILURE(HandOver(&pool, tasks.data(), count, how, &random));
+    expected += count;
+    ASSERT_TRUE(counter.WaitFor(expected, absl::Seconds(10)))
+        << "round " << round << ": " << expected - counter.count() << " of "
+        << count << " tasks stranded (hand-over " << static_cast<int>(how)
+        << "), threads " << pool.threads() << ", idle " << pool.idle_threads();
+  }
+}
+
+// The system call each thread named "h2rpc-worker" is blocked in, as
+// /proc/self/task/<tid>/syscall shows it: the number and six arguments (then
+// stack and instruction pointers), or "running". Empty if /proc cannot say.
+std::vector<std::vector<std::string>> WorkerSyscalls() {
+  std::vector<std::vector<std::string>> workers;
+  DIR* dir = opendir("/proc/self/task");
+  if (dir == nullptr) return workers;
+  while (dirent* entry = readdir(dir)) {
+    const int tid = std::atoi(entry->d_name);
+    if (tid <= 0) continue;
+    const std::string task = absl::StrCat("/proc/self/task/", tid);
+    std::ifstream comm(task + "/comm");
+    std::string name;
+    std::getline(comm, name);
+    if (!absl::StartsWith(name, "h2rpc-worker")) continue;
+    std::ifstream syscall_file(task + "/syscall");
+    std::string line;
+    // A thread that exited meanwhile shows up as a line-less entry.
+    if (!std::getline(syscall_file, line)) line = "gone";
+    workers.push_back(absl::StrSplit(line, ' ', absl::SkipEmpty()));
+  }
+  closedir(dir);
+  return workers;
+}
+
+// Whether `call` (a WorkerSyscalls() entry) is a futex wait with no time
+// limit.
+bool IsFutexWaitForever(const std::vector<std::string>& call) {
+  if (call.size() < 7 || call[0] != absl::StrCat(SYS_futex)) return false;
+  const uint64_t op = std::strtoull(call[2].c_str(), nullptr, 16);
+  const uint64_t timeout = std::strtoull(call[4].c_str(), nullptr, 16);
+  return (op & FUTEX_CMD_MASK) == FUTEX_WAIT && timeout == 0;
+}
 
 TEST(WorkerPoolTest, StartsTheMinimumIdle) {
   WorkerPool pool(/*min_threads=*/2, /*max_threads=*/4, absl::Seconds(60));
@@ -272,6 +440,126 @@ TEST(WorkerPoolTest, HandingATaskToAnIdleThreadDoesNotAllocate) {
               .allocations -
           workers_before,
       0);
+}
+
+TEST(WorkerPoolTest, NoTaskIsStrandedWhileThreadsTimeOut) {
+  // Threads beyond the minimum time out within a round or two, around the
+  // hand-overs and wake-ups.
+  StressHandover(/*min_threads=*/1, /*max_threads=*/4,
+                 /*idle_time=*/absl::Microseconds(300), /*rounds=*/2000,
+                 /*seed=*/1);
+}
+
+TEST(WorkerPoolTest, NoTaskIsStrandedWhileEveryThreadStays) {
+  StressHandover(/*min_threads=*/0, /*max_threads=*/4,
+                 /*idle_time=*/absl::Hours(1), /*rounds=*/2000, /*seed=*/2);
+}
+
+TEST(WorkerPoolTest, NoTaskIsStrandedWithTwoSubmitters) {
+  // Two submitters (two event loops, say), each with up to two tasks out:
+  // never more than the pool's four, so none is refused.
+  WorkerPool pool(/*min_threads=*/1, /*max_threads=*/4,
+                  absl::Microseconds(300));
+  auto submit_rounds = [&pool](uint32_t seed) {
+    std::mt19937 random(seed);
+    DoneCounter counter;
+    std::vector<CountingTask> tasks(2, CountingTask(&counter));
+    int64_t expected = 0;
+    for (int round = 0; round < 1000; ++round) {
+      if (random() % 2 == 0) Jitter(absl::Microseconds(random() % 400));
+      const int count = 1 + static_cast<int>(random() % 2);
+      ASSERT_NO_FATAL_FAILURE(HandOver(&pool, tasks.data(), count,
+                                       static_cast<Handover>(random() % 3),
+                                       &random));
+      expected += count;
+      ASSERT_TRUE(counter.WaitFor(expected, absl::Seconds(10)))
+          << "round " << round << ": " << expected - counter.count() << " of "
+          << count << " tasks stranded";
+    }
+  };
+  std::thread other(submit_rounds, 3);
+  submit_rounds(4);
+  other.join();
+}
+
+TEST(WorkerPoolTest, ThreadsAtTheMinimumSleepUntilWoken) {
+  // Idle time zero: threads beyond the minimum would exit at once; the two
+  // the pool keeps, once done with their tasks (and their poll for the
+  // next), must block until woken rather than time out again and again.
+  WorkerPool pool(/*min_threads=*/2, /*max_threads=*/2, absl::ZeroDuration());
+  DoneCounter counter;
+  CountingTask tasks[2] = {CountingTask(&counter), CountingTask(&counter)};
+  for (int round = 1; round <= 5; ++round) {
+    for (CountingTask& task : tasks) ASSERT_TRUE(pool.TrySubmit(&task).ok());
+    ASSERT_TRUE(counter.WaitFor(2 * round, kHangTimeout));
+  }
+  const std::vector<std::vector<std::string>> first = WorkerSyscalls();
+  ASSERT_EQ(first.size(), 2u);
+  if (first[0].empty() || first[0][0] == "gone") {
+    GTEST_SKIP() << "/proc does not show the threads' system calls";
+  }
+  std::string last;
+  EXPECT_TRUE(WaitFor([&] {
+    last.clear();
+    bool all = true;
+    for (const auto& call : WorkerSyscalls()) {
+      absl::StrAppend(&last, "[", absl::StrJoin(call, " "), "] ");
+      all = all && IsFutexWaitForever(call);
+    }
+    return all;
+  })) << "worker threads: "
+      << last;
+  EXPECT_EQ(pool.threads(), 2);
+  EXPECT_EQ(pool.idle_threads(), 2);
+}
+
+// Records the CPUs of the thread that runs it.
+class AffinityTask final : public WorkerTask {
+ public:
+  explicit AffinityTask(DoneCounter* counter) : counter_(counter) {}
+  void Run() override {
+    CPU_ZERO(&cpus_);
+    ok_ = pthread_getaffinity_np(pthread_self(), sizeof(cpus_), &cpus_) == 0;
+  }
+  void Done() override { counter_->Add(); }
+  // After Done().
+  bool ok() const { return ok_; }
+  const cpu_set_t& cpus() const { return cpus_; }
+
+ private:
+  DoneCounter* const counter_;
+  bool ok_ = false;
+  cpu_set_t cpus_;
+};
+
+TEST(WorkerPoolTest, ThreadsRunOnThePoolsCpusWhoeverStartsThem) {
+  cpu_set_t pool_cpus;
+  CPU_ZERO(&pool_cpus);
+  ASSERT_EQ(
+      pthread_getaffinity_np(pthread_self(), sizeof(pool_cpus), &pool_cpus), 0);
+  if (CPU_COUNT(&pool_cpus) < 2) {
+    GTEST_SKIP() << "a single CPU: a pinned submitter changes nothing";
+  }
+  int one_cpu = 0;
+  while (!CPU_ISSET(one_cpu, &pool_cpus)) ++one_cpu;
+  WorkerPool pool(/*min_threads=*/0, /*max_threads=*/1, absl::Seconds(60));
+  DoneCounter counter;
+  AffinityTask task(&counter);
+  // A submitter pinned to one CPU (an event loop with loop_cpus, say) starts
+  // the pool's first thread.
+  std::thread pinned([&] {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(one_cpu, &set);
+    ASSERT_EQ(pthread_setaffinity_np(pthread_self(), sizeof(set), &set), 0);
+    ASSERT_TRUE(pool.TrySubmit(&task).ok());
+  });
+  pinned.join();
+  ASSERT_TRUE(counter.WaitFor(1, kHangTimeout));
+  ASSERT_TRUE(task.ok());
+  EXPECT_TRUE(CPU_EQUAL(&task.cpus(), &pool_cpus))
+      << "the thread runs on " << CPU_COUNT(&task.cpus())
+      << " CPUs, the pool's " << CPU_COUNT(&pool_cpus);
 }
 
 }  // namespace
