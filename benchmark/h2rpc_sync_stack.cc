@@ -11,11 +11,8 @@
 #include <memory>
 #include <string>
 #include <thread>
-#include <utility>
-#include <vector>
 
 #include "benchmark/bench_stack.h"
-#include "benchmark/cpu_affinity.h"
 #include "benchmark/h2rpc_server.h"
 #include "proto/grpc/testing/benchmark_service.h2rpc.pb.h"
 #include "rpc/server.h"
@@ -33,22 +30,17 @@ void FillResponse(const SimpleRequest& request, SimpleResponse* response) {
 }
 
 // The three methods the workloads use; the other two answer UNIMPLEMENTED.
-// Every request received is counted in `requests`.
-//
-// Pinning: the worker threads the server starts with are pinned to all of
-// `cpus` (StartH2rpcBenchServer builds the server on a thread pinned so);
-// those it starts on demand may inherit the affinity of the loop thread
-// that needed them, one CPU of `cpus`. Each handler therefore pins its
-// thread to all of `cpus` once, on the thread's first call, so that every
-// worker runs where the server's threads may.
+// Every request received is counted in `requests`. The worker threads run
+// on the server's CPUs: StartH2rpcBenchServer builds the server on a thread
+// pinned to them, and every worker the pool starts gets the CPUs of the
+// thread that built it.
 class SyncBenchmarkHandlers final : public BenchmarkService::Service {
  public:
-  SyncBenchmarkHandlers(RequestCounter* requests, std::vector<int> cpus)
-      : requests_(requests), cpus_(std::move(cpus)) {}
+  explicit SyncBenchmarkHandlers(RequestCounter* requests)
+      : requests_(requests) {}
 
   Status UnaryCall(ServerContext*, const SimpleRequest* request,
                    SimpleResponse* response) override {
-    PinWorkerOnce();
     requests_->Count();
     FillResponse(*request, response);
     return Status();
@@ -58,7 +50,6 @@ class SyncBenchmarkHandlers final : public BenchmarkService::Service {
   Status StreamingCall(
       ServerContext*,
       ServerReaderWriter<SimpleResponse, SimpleRequest>* stream) override {
-    PinWorkerOnce();
     SimpleRequest request;
     SimpleResponse response;
     while (stream->Read(&request)) {
@@ -80,7 +71,6 @@ class SyncBenchmarkHandlers final : public BenchmarkService::Service {
   Status StreamingBothWays(
       ServerContext*,
       ServerReaderWriter<SimpleResponse, SimpleRequest>* stream) override {
-    PinWorkerOnce();
     SimpleRequest request;
     if (!stream->Read(&request)) return Status();
     requests_->Count();
@@ -102,24 +92,14 @@ class SyncBenchmarkHandlers final : public BenchmarkService::Service {
   }
 
  private:
-  void PinWorkerOnce() {
-    thread_local bool pinned = false;
-    if (pinned) return;
-    pinned = true;
-    // A CPU that cannot be pinned to already failed the loops' start.
-    const std::string error = PinThisThread(cpus_);
-    (void)error;
-  }
-
   RequestCounter* const requests_;
-  const std::vector<int> cpus_;
 };
 
 }  // namespace
 
 std::unique_ptr<BenchServer> StartH2rpcSyncServer(const ServerConfig& config,
                                                   std::string* error) {
-  return StartH2rpcServerOf<SyncBenchmarkHandlers>(config, error, config.cpus);
+  return StartH2rpcServerOf<SyncBenchmarkHandlers>(config, error);
 }
 
 }  // namespace h2rpc::benchmark
