@@ -13,8 +13,9 @@ namespace {
 
 // Reads per readiness event before yielding to other connections.
 constexpr int kMaxReadsPerEvent = 16;
-// Pieces of output per gathering write: a 1 MiB message in 16 KiB DATA
-// frames is 128 (a frame header and a payload each).
+// Pieces of output per gathering write: a 256 KiB round of the session's
+// output in 16 KiB DATA frames is about 32 (a frame header and a payload
+// each).
 constexpr size_t kMaxPiecesPerWrite = 128;
 
 // Writes `count` pieces with one sendmsg(); the result is send()'s.

@@ -277,12 +277,27 @@ void TlsSession::OnWireError(const Status& why) {
 }
 
 void TlsSession::EncryptInnerOutput() {
+  iovec pieces[kMaxPiecesPerRecord];
   while (!closed_ && out_.size() - out_sent_ < kOutputBatch) {
-    const absl::string_view plain = inner_->PendingOutput();
-    if (closed_ || plain.empty()) return;
-    const size_t n = std::min(plain.size(), kOutputBatch);
+    const size_t count =
+        inner_->PendingOutputPieces(pieces, kMaxPiecesPerRecord);
+    if (closed_ || count == 0) return;
+    // A piece of a record's size or more, or the only one, is encrypted
+    // where it is; smaller pieces (a DATA frame's header before its
+    // payload) are gathered into one record rather than each making one.
+    const char* plain = static_cast<const char*>(pieces[0].iov_base);
+    size_t n = std::min(pieces[0].iov_len, kOutputBatch);
+    if (count > 1 && n < sizeof(record_)) {
+      n = 0;
+      for (size_t i = 0; i < count && n < sizeof(record_); ++i) {
+        const size_t take = std::min(pieces[i].iov_len, sizeof(record_) - n);
+        std::memcpy(record_ + n, pieces[i].iov_base, take);
+        n += take;
+      }
+      plain = record_;
+    }
     ERR_clear_error();
-    const int written = SSL_write(ssl_, plain.data(), static_cast<int>(n));
+    const int written = SSL_write(ssl_, plain, static_cast<int>(n));
     if (written <= 0) {
       Fail(Unavailable("TLS write failed", "SSL_write failed"));
       return;

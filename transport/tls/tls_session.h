@@ -38,6 +38,8 @@ class TlsSession final : public io::ByteFilter {
  public:
   // Plaintext bytes of inner output encrypted per PendingOutput() call.
   static constexpr size_t kOutputBatch = 64 * 1024;
+  // Pieces of inner output looked at per record.
+  static constexpr size_t kMaxPiecesPerRecord = 32;
 
   // A client connection: the server's certificate must verify against the
   // context's roots and match `server_name` (a DNS name, also sent as SNI,
@@ -109,6 +111,8 @@ class TlsSession final : public io::ByteFilter {
   size_t out_sent_ = 0;
   // One TLS record's plaintext at most.
   char plain_[16 * 1024];
+  // Small pieces of inner output gathered into one record.
+  char record_[16 * 1024];
 };
 
 }  // namespace h2rpc::transport::tls
