@@ -4,15 +4,14 @@
 #include <sched.h>
 
 #include <cstdint>
-#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "benchmark/bench_stack.h"
+#include "benchmark/brief_run.h"
 #include "gtest/gtest.h"
 
 namespace h2rpc::benchmark {
@@ -36,48 +35,14 @@ std::unique_ptr<BenchClient> NewClient(Stack stack, const ClientConfig& config,
                                  : NewH2rpcClient(config, stats);
 }
 
-ClientConfig BriefConfig(int port, Workload workload) {
-  ClientConfig config;
-  config.target = absl::StrCat("127.0.0.1:", port);
-  config.workload = workload;
-  config.concurrency = 4;
-  config.connections = 2;
-  return config;
-}
-
-// Operations completed: round trips, or messages received (unconstrained).
-int64_t Ops(OpStats* stats) {
-  OpStats::Snapshot s = stats->Take();
-  return s.histogram.count() + s.recvs;
-}
-
-// Runs `config` for ~300 ms (longer if no operation has completed yet, as
-// under ThreadSanitizer on a busy machine) and checks that operations
-// completed without errors.
+// Runs `config` briefly and checks that operations completed without
+// errors.
 void RunBriefly(Stack client_stack, const ClientConfig& config) {
   OpStats stats;
   std::unique_ptr<BenchClient> client = NewClient(client_stack, config, &stats);
-  const absl::Time start = absl::Now();
-  client->Start();
-  absl::SleepFor(absl::Milliseconds(300));
-  while (Ops(&stats) == 0 && absl::Now() - start < absl::Seconds(10)) {
-    absl::SleepFor(absl::Milliseconds(10));
-  }
-  const absl::Time stop = absl::Now();
-  client->Stop();
-  const absl::Duration stop_time = absl::Now() - stop;
-  OpStats::Snapshot result = stats.Take();
-  client->Stop();  // idempotent
+  const OpStats::Snapshot result =
+      RunBriefly(client.get(), &stats, absl::Milliseconds(300));
   client.reset();
-  std::printf(
-      "  workload %d: %lld round trips, %lld sends, %lld recvs in %s; "
-      "Stop() took %s\n",
-      static_cast<int>(config.workload),
-      static_cast<long long>(result.histogram.count()),
-      static_cast<long long>(result.sends),
-      static_cast<long long>(result.recvs),
-      absl::FormatDuration(stop - start).c_str(),
-      absl::FormatDuration(stop_time).c_str());
   EXPECT_EQ(result.errors, 0) << result.first_error;
   if (config.workload == Workload::kUnconstrained) {
     EXPECT_GT(result.sends, 0);

@@ -15,9 +15,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "benchmark/bench_stack.h"
+#include "benchmark/brief_run.h"
 #include "gtest/gtest.h"
 
 namespace h2rpc::benchmark {
@@ -30,24 +30,8 @@ std::unique_ptr<BenchServer> StartSyncServer(const ServerConfig& config) {
   return server;
 }
 
-ClientConfig BriefConfig(int port, Workload workload) {
-  ClientConfig config;
-  config.target = absl::StrCat("127.0.0.1:", port);
-  config.workload = workload;
-  config.concurrency = 4;
-  config.connections = 2;
-  return config;
-}
-
-// Operations completed: round trips, or messages received (unconstrained).
-int64_t Ops(OpStats* stats) {
-  OpStats::Snapshot s = stats->Take();
-  return s.histogram.count() + s.recvs;
-}
-
-// Runs `config` until operations have completed (at least 200 ms, at most
-// 10 s, as under ThreadSanitizer on a busy machine) and checks that they
-// completed without errors and that the server counted the requests.
+// Runs `config` briefly and checks that operations completed without
+// errors and that the server counted the requests.
 void RunBriefly(bool grpcpp_client, const ClientConfig& config,
                 BenchServer* server) {
   const int64_t requests_before = server->requests();
@@ -55,20 +39,16 @@ void RunBriefly(bool grpcpp_client, const ClientConfig& config,
   std::unique_ptr<BenchClient> client = grpcpp_client
                                             ? NewGrpcppClient(config, &stats)
                                             : NewH2rpcClient(config, &stats);
-  const absl::Time start = absl::Now();
-  client->Start();
-  absl::SleepFor(absl::Milliseconds(200));
-  while (Ops(&stats) == 0 && absl::Now() - start < absl::Seconds(10)) {
-    absl::SleepFor(absl::Milliseconds(10));
-  }
-  client->Stop();
-  OpStats::Snapshot result = stats.Take();
+  const OpStats::Snapshot result =
+      RunBriefly(client.get(), &stats, absl::Milliseconds(200));
   client.reset();
   EXPECT_EQ(result.errors, 0) << result.first_error;
   if (config.workload == Workload::kUnconstrained) {
     EXPECT_GT(result.sends, 0);
     EXPECT_GT(result.recvs, 0);
-    EXPECT_GE(server->requests() - requests_before, result.sends);
+    // Messages still in flight when the client stops never reach the
+    // server: it counted some, not necessarily all.
+    EXPECT_GT(server->requests() - requests_before, 0);
   } else {
     EXPECT_GT(result.histogram.count(), 0);
     EXPECT_GE(server->requests() - requests_before, result.histogram.count());

@@ -69,6 +69,7 @@ class ServerContextTest : public ::testing::Test {
                              SimpleResponse*) {
                         context->TryCancel();
                         cancelled_at_once_ = context->IsCancelled();
+                        cancel_self_checked_.Notify();
                         return Status();
                       })
                   .RegisterCallbackBidiStreaming<SimpleRequest, SimpleResponse>(
@@ -87,6 +88,7 @@ class ServerContextTest : public ::testing::Test {
   std::shared_ptr<Channel> channel_;
   std::atomic<ServerContext*> watched_{nullptr};
   std::atomic<bool> cancelled_at_once_{false};
+  Notification cancel_self_checked_;
   Notification watcher_done_;
 };
 
@@ -129,6 +131,9 @@ TEST_F(ServerContextTest, TryCancelMarksTheContextCancelledAtOnce) {
   const Status status =
       channel_->UnaryCall(&context, kCancelSelf, request, &response);
   EXPECT_EQ(status.code(), StatusCode::kCancelled) << status.ToString();
+  // The client may see the cancel before the handler's next statement ran.
+  ASSERT_TRUE(
+      cancel_self_checked_.WaitForNotificationWithTimeout(kHangTimeout));
   EXPECT_TRUE(cancelled_at_once_.load());
 }
 

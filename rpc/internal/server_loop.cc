@@ -99,7 +99,11 @@ Status ServerLoop::SubmitToWorkers(WorkerTask* task) {
     }
     status = server_->workers().TrySubmitDeferred(task);
   }
-  if (status.ok()) loop_.RunAtEndOfIteration(&wake_workers_task_);
+  if (status.ok()) {
+    loop_.RunAtEndOfIteration(&wake_workers_task_);
+    // Wake the worker after this chunk of input, not after all of it.
+    loop_.RequestYield();
+  }
   return status;
 }
 

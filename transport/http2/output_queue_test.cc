@@ -219,7 +219,9 @@ TEST(OutputQueueTest, LendingAgainAllocatesNothingOnceWarm) {
     }
     EXPECT_EQ(written, body.size() + 6);
     data.Clear();
-    if (round > 0) EXPECT_EQ(counter.allocations(), 0) << "round " << round;
+    if (round > 0) {
+      EXPECT_EQ(counter.allocations(), 0) << "round " << round;
+    }
   }
 }
 

@@ -358,6 +358,7 @@ void EventLoop::RunIteration() {
   }
   if (!found) count = Wait(timeout_ms);
   now_ = MonotonicTime::Now();
+  yield_requested_ = false;
   if (count > 0) DispatchFdEvents(count);
   RunExpiredTimers();
   RunPostedTasks();

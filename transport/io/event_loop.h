@@ -143,6 +143,15 @@ class EventLoop final : public Scheduler {
   // their coalesced writes here, one send per connection per iteration.
   // Requesting a task already requested is a no-op. Never allocates.
   void RunAtEndOfIteration(Task* task);
+  // Loop thread only. Asks the descriptor handler in progress to return
+  // after the input in hand, so that this iteration's posted and
+  // end-of-iteration tasks run before more input is read: work was handed
+  // to other threads (calls for worker threads, woken at the end of the
+  // iteration) that would otherwise wait for every readable byte to be
+  // read first. Lasts until the next iteration.
+  void RequestYield() { yield_requested_ = true; }
+  // Loop thread only. Whether RequestYield() was called in this iteration.
+  bool yield_requested() const { return yield_requested_; }
   // Loop thread only. Withdraws a RunAtEndOfIteration() request (no-op if
   // there is none): call it before destroying an object whose task may still
   // be pending, e.g. a connection closed from another connection's flush.
@@ -198,6 +207,7 @@ class EventLoop final : public Scheduler {
   // list runs, new requests go to the other one (the next iteration).
   TaskList end_lists_[2];
   int end_add_ = 0;
+  bool yield_requested_ = false;  // loop thread
 
   // Posted tasks: an intrusive FIFO.
   Mutex mu_;

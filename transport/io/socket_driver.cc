@@ -138,6 +138,10 @@ void SocketDriver::ReadAvailable() {
       if (closed_) return;
     }
     if (static_cast<size_t>(n) < sizeof(read_buffer_)) return;
+    // Work this chunk handed to other threads goes first (see
+    // EventLoop::RequestYield); the socket stays readable for the next
+    // iteration.
+    if (loop_->yield_requested()) return;
   }
 }
 

@@ -6,8 +6,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "gtest/gtest.h"
 #include "test/util/notification.h"
@@ -160,6 +162,152 @@ TEST_F(SocketDriverTest, CloseWireCanFlushOnceFirst) {
   bool eof = false;
   EXPECT_EQ(Read(100, &eof), "Qbye");
   EXPECT_TRUE(eof);
+}
+
+// Offers `output` in pieces of alternating sizes (as a session with lent
+// DATA payloads does) and counts what it is fed; when first fed, posts a
+// task and asks the loop to yield. Loop thread.
+class PiecesSession final : public ByteSession {
+ public:
+  PiecesSession(EventLoop* loop, std::string output)
+      : loop_(loop), output_(std::move(output)) {}
+
+  void Start(Wire* wire) override {
+    wire_ = wire;
+    wire_->RequestFlush();
+  }
+  void Feed(absl::string_view bytes) override {
+    ++feeds_;
+    fed_ += bytes.size();
+    if (feeds_ == 1) {
+      loop_->Post([this] {
+        feeds_when_posted_task_ran_ = feeds_;
+        posted_task_ran_.Notify();
+      });
+      loop_->RequestYield();
+    }
+  }
+  void OnPeerClosed() override {}
+  void OnWireError(const Status& why) override { wire_->CloseWire(false); }
+  absl::string_view PendingOutput() override {
+    iovec piece;
+    return PendingOutputPieces(&piece, 1) == 0
+               ? absl::string_view()
+               : absl::string_view(static_cast<char*>(piece.iov_base),
+                                   piece.iov_len);
+  }
+  size_t PendingOutputPieces(iovec* pieces, size_t max) override {
+    size_t count = 0;
+    size_t at = written_;
+    while (at < output_.size() && count < max) {
+      // Pieces end at multiples of 16393 and 16393 + 9, as DATA frames'
+      // payloads and headers do.
+      const size_t in_frame = at % 16393;
+      const size_t end =
+          std::min(output_.size(), at - in_frame + (in_frame < 9 ? 9 : 16393));
+      pieces[count].iov_base = &output_[at];
+      pieces[count].iov_len = end - at;
+      ++count;
+      at = end;
+    }
+    return count;
+  }
+  void ConsumeOutput(size_t n) override { written_ += n; }
+
+  int feeds() const { return feeds_; }
+  Notification posted_task_ran_;
+  int feeds_when_posted_task_ran_ = 0;
+
+ private:
+  EventLoop* const loop_;
+  Wire* wire_ = nullptr;
+  std::string output_;
+  size_t written_ = 0;
+  int feeds_ = 0;
+  size_t fed_ = 0;
+};
+
+std::string Pattern(size_t size) {
+  std::string bytes(size, '\0');
+  for (size_t i = 0; i < size; ++i) bytes[i] = static_cast<char>(i % 251);
+  return bytes;
+}
+
+// A driver on one end of a socketpair, with `session`; `input` is written
+// by the peer before the driver starts.
+class DriverOnSocketPair {
+ public:
+  DriverOnSocketPair(EventLoop* loop, ByteSession* session,
+                     absl::string_view input)
+      : loop_(loop) {
+    int fds[2];
+    EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fds), 0);
+    peer_ = fds[1];
+    EXPECT_EQ(write(peer_, input.data(), input.size()),
+              static_cast<ssize_t>(input.size()));
+    Notification started;
+    loop_->Post([this, fd = fds[0], session, &started] {
+      driver_ =
+          std::make_unique<SocketDriver>(loop_, FileDescriptor(fd), session);
+      driver_->Start();
+      started.Notify();
+    });
+    started.WaitForNotification();
+  }
+  ~DriverOnSocketPair() {
+    Notification gone;
+    loop_->Post([this, &gone] {
+      driver_.reset();
+      gone.Notify();
+    });
+    gone.WaitForNotification();
+    close(peer_);
+  }
+  int peer() const { return peer_; }
+
+ private:
+  EventLoop* const loop_;
+  std::unique_ptr<SocketDriver> driver_;
+  int peer_ = -1;
+};
+
+TEST(SocketDriverPiecesTest, PiecesReachThePeerInOrderThroughFullSockets) {
+  EventLoop loop;
+  ASSERT_TRUE(loop.Start("driver-test").ok());
+  // More than a socketpair holds: writes stop part-way through a piece and
+  // resume on EPOLLOUT.
+  const std::string output = Pattern(4 << 20);
+  PiecesSession session(&loop, output);
+  {
+    DriverOnSocketPair pair(&loop, &session, "");
+    std::string got;
+    while (got.size() < output.size()) {
+      pollfd p = {pair.peer(), POLLIN, 0};
+      ASSERT_EQ(poll(&p, 1, kHangTimeoutMs), 1) << "after " << got.size();
+      char buffer[65536];
+      const ssize_t r = read(pair.peer(), buffer, sizeof(buffer));
+      ASSERT_GT(r, 0);
+      got.append(buffer, static_cast<size_t>(r));
+    }
+    EXPECT_TRUE(got == output);
+  }
+  loop.Stop();
+}
+
+TEST(SocketDriverPiecesTest, AReadAfterWhichTheLoopMustYieldReadsNoMore) {
+  EventLoop loop;
+  ASSERT_TRUE(loop.Start("driver-test").ok());
+  PiecesSession session(&loop, "");
+  {
+    // Several reads' worth, all readable at once: the first read posts
+    // work and asks the loop to yield; the work runs before the second
+    // read.
+    DriverOnSocketPair pair(&loop, &session, Pattern(160 << 10));
+    ASSERT_TRUE(session.posted_task_ran_.WaitForNotificationWithTimeout(
+        absl::Seconds(30)));
+    EXPECT_EQ(session.feeds_when_posted_task_ran_, 1);
+  }
+  loop.Stop();
 }
 
 }  // namespace
