@@ -9,10 +9,18 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "benchmark/bench_stack.h"
+#include "proto/grpc/testing/messages.pb.h"
 #include "rpc/reflection_service.h"
 #include "rpc/server.h"
 
 namespace h2rpc::benchmark {
+
+// The benchmark's response to `request`: a body of the size it asks for.
+inline void FillResponse(const grpc::testing::SimpleRequest& request,
+                         grpc::testing::SimpleResponse* response) {
+  response->mutable_payload()->mutable_body()->resize(
+      static_cast<size_t>(request.response_size()));
+}
 
 // Builds and starts an h2rpc server as `config` says, with what
 // `add_services` registers on the builder: one event loop per configured

@@ -32,11 +32,6 @@ using grpc::testing::h2rpc::BenchmarkService;
 // ---------------------------------------------------------------------------
 // Server
 
-void FillResponse(const SimpleRequest& request, SimpleResponse* response) {
-  response->mutable_payload()->mutable_body()->resize(
-      static_cast<size_t>(request.response_size()));
-}
-
 // StreamingCall: one response per request, until the client half-closes.
 class PingPongServer final
     : public ServerBidiReactor<SimpleRequest, SimpleResponse> {

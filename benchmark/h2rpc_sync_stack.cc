@@ -24,11 +24,6 @@ using grpc::testing::SimpleRequest;
 using grpc::testing::SimpleResponse;
 using grpc::testing::h2rpc::BenchmarkService;
 
-void FillResponse(const SimpleRequest& request, SimpleResponse* response) {
-  response->mutable_payload()->mutable_body()->resize(
-      static_cast<size_t>(request.response_size()));
-}
-
 // The three methods the workloads use; the other two answer UNIMPLEMENTED.
 // Every request received is counted in `requests`. The worker threads run
 // on the server's CPUs: StartH2rpcBenchServer builds the server on a thread

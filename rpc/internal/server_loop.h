@@ -54,7 +54,9 @@ class ServerLoop final : public transport::http2::ServerDispatcher,
   // iteration, which follows at once (the loop does not sleep meanwhile). A
   // thread woken for a batch of quick handlers thus often runs them all (one
   // wake-up, not one per call) before the loop runs again; a task stays
-  // untaken past that only if the loop cannot get the CPU back.
+  // untaken past that only if the loop cannot get the CPU back. The loop
+  // reads no further input in this iteration (EventLoop::RequestYield), so
+  // the wake-up follows the chunk of input that carried the call.
   Status SubmitToWorkers(WorkerTask* task);
   // Any thread, before the server's worker pool is destroyed: from its
   // return on, the loop no longer uses the pool (SubmitToWorkers() refuses,

@@ -12,6 +12,8 @@ OutputQueue::~OutputQueue() { Clear(); }
 
 char* OutputQueue::Append(absl::string_view bytes) {
   const size_t offset = copied_.size();
+  // An empty piece would end Front() before the bytes after it.
+  if (bytes.empty()) return copied_.data() + offset;
   copied_.append(bytes.data(), bytes.size());
   appended_ += bytes.size();
   pending_ += bytes.size();

@@ -62,6 +62,21 @@ TEST(OutputQueueTest, CopiedBytesCoalesceIntoOnePieceUntilTheRoundEnds) {
   EXPECT_EQ(queue.Peek(pieces, 4), 0u);
 }
 
+TEST(OutputQueueTest, AnEmptyAppendBetweenLentPiecesEndsNothing) {
+  OutgoingData first;
+  OutgoingData second;
+  const std::string body = Body(kLargeBody, 'n');
+  FinishBody(&first, body);
+  FinishBody(&second, body);
+  OutputQueue queue;
+  first.SendReserved(body.size(), &queue);
+  queue.Append("");  // an empty DATA frame's payload
+  second.SendReserved(body.size(), &queue);
+  queue.Consume(body.size());
+  EXPECT_EQ(queue.Front().size(), body.size());
+  EXPECT_EQ(Drain(&queue), body);
+}
+
 TEST(OutputQueueTest, AFinishedLargeBodyIsWrittenFromTheStreamsBuffer) {
   OutgoingData data;
   const std::string body = Body(kLargeBody, 'a');
