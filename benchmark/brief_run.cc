@@ -19,8 +19,8 @@ int64_t Ops(OpStats* stats) {
   return s.histogram.count() + s.recvs;
 }
 
-OpStats::Snapshot RunBriefly(BenchClient* client, OpStats* stats,
-                             absl::Duration time) {
+OpStats::Snapshot RunClientBriefly(BenchClient* client, OpStats* stats,
+                                   absl::Duration time) {
   const absl::Time start = absl::Now();
   client->Start();
   absl::SleepFor(time);

@@ -22,8 +22,8 @@ int64_t Ops(OpStats* stats);
 // completed (at most 10 s in all, as under ThreadSanitizer on a busy
 // machine), stops it and returns what `stats` counted; the latency
 // histogram holds the round trips completed before Stop().
-OpStats::Snapshot RunBriefly(BenchClient* client, OpStats* stats,
-                             absl::Duration time);
+OpStats::Snapshot RunClientBriefly(BenchClient* client, OpStats* stats,
+                                   absl::Duration time);
 
 }  // namespace h2rpc::benchmark
 

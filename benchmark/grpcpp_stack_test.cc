@@ -41,7 +41,7 @@ void RunBriefly(Stack client_stack, const ClientConfig& config) {
   OpStats stats;
   std::unique_ptr<BenchClient> client = NewClient(client_stack, config, &stats);
   const OpStats::Snapshot result =
-      RunBriefly(client.get(), &stats, absl::Milliseconds(300));
+      RunClientBriefly(client.get(), &stats, absl::Milliseconds(300));
   client.reset();
   EXPECT_EQ(result.errors, 0) << result.first_error;
   if (config.workload == Workload::kUnconstrained) {

@@ -40,7 +40,7 @@ void RunBriefly(bool grpcpp_client, const ClientConfig& config,
                                             ? NewGrpcppClient(config, &stats)
                                             : NewH2rpcClient(config, &stats);
   const OpStats::Snapshot result =
-      RunBriefly(client.get(), &stats, absl::Milliseconds(200));
+      RunClientBriefly(client.get(), &stats, absl::Milliseconds(200));
   client.reset();
   EXPECT_EQ(result.errors, 0) << result.first_error;
   if (config.workload == Workload::kUnconstrained) {

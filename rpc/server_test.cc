@@ -160,14 +160,21 @@ TEST(ServerShutdownTest, WaitsForAHandlerThatIgnoresCancellationAndLogsIt) {
   EXPECT_FALSE(call_status.ok());
 }
 
+// A server with `options` and no services on an ephemeral port, or null
+// and `*status`.
+std::unique_ptr<Server> StartWithOptions(const ServerOptions& options,
+                                         Status* status) {
+  return Server::Builder()
+      .SetOptions(options)
+      .AddListeningPort("127.0.0.1:0")
+      .BuildAndStart(status);
+}
+
 TEST(ServerShutdownTest, ReturnsAtOnceWhenNothingRuns) {
   ServerOptions options;
   options.shutdown_grace_period = absl::Milliseconds(1);
   Status status;
-  std::unique_ptr<Server> server = Server::Builder()
-                                       .SetOptions(options)
-                                       .AddListeningPort("127.0.0.1:0")
-                                       .BuildAndStart(&status);
+  std::unique_ptr<Server> server = StartWithOptions(options, &status);
   ASSERT_TRUE(status.ok()) << status.ToString();
   StderrCapture log;
   server->Shutdown(absl::InfiniteFuture());
@@ -180,10 +187,7 @@ TEST(ServerOptionsTest, RefusesAGracePeriodThatIsNotPositive) {
     ServerOptions options;
     options.shutdown_grace_period = bad;
     Status status;
-    std::unique_ptr<Server> server = Server::Builder()
-                                         .SetOptions(options)
-                                         .AddListeningPort("127.0.0.1:0")
-                                         .BuildAndStart(&status);
+    std::unique_ptr<Server> server = StartWithOptions(options, &status);
     EXPECT_EQ(server, nullptr);
     EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
     EXPECT_THAT(status.message(),
@@ -197,10 +201,7 @@ TEST(ServerOptionsTest, RefusesABusyPollOutOfRange) {
     ServerOptions options;
     options.busy_poll_us = bad;
     Status status;
-    std::unique_ptr<Server> server = Server::Builder()
-                                         .SetOptions(options)
-                                         .AddListeningPort("127.0.0.1:0")
-                                         .BuildAndStart(&status);
+    std::unique_ptr<Server> server = StartWithOptions(options, &status);
     EXPECT_EQ(server, nullptr);
     EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
     EXPECT_THAT(status.message(),
@@ -211,10 +212,7 @@ TEST(ServerOptionsTest, RefusesABusyPollOutOfRange) {
   options.busy_poll_us = 1000000;  // the bound itself is allowed
   options.num_loops = 1;
   Status status;
-  std::unique_ptr<Server> server = Server::Builder()
-                                       .SetOptions(options)
-                                       .AddListeningPort("127.0.0.1:0")
-                                       .BuildAndStart(&status);
+  std::unique_ptr<Server> server = StartWithOptions(options, &status);
   EXPECT_TRUE(status.ok()) << status.ToString();
   EXPECT_NE(server, nullptr);
 }

@@ -81,32 +81,55 @@ class EchoSession final : public ByteSession {
   Status error_ ABSL_GUARDED_BY(mu_);
 };
 
-class SocketDriverTest : public ::testing::Test {
- protected:
-  void SetUp() override {
+// A driver on one end of a socketpair, with `session`; `input` is written
+// by the peer before the driver starts.
+class DriverOnSocketPair {
+ public:
+  DriverOnSocketPair(EventLoop* loop, ByteSession* session,
+                     absl::string_view input)
+      : loop_(loop) {
     int fds[2];
-    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fds), 0);
+    EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fds), 0);
     peer_ = fds[1];
-    ASSERT_TRUE(loop_.Start("driver-test").ok());
+    EXPECT_EQ(write(peer_, input.data(), input.size()),
+              static_cast<ssize_t>(input.size()));
     Notification started;
-    loop_.Post([this, fd = fds[0], &started] {
+    loop_->Post([this, fd = fds[0], session, &started] {
       driver_ =
-          std::make_unique<SocketDriver>(&loop_, FileDescriptor(fd), &session_);
+          std::make_unique<SocketDriver>(loop_, FileDescriptor(fd), session);
       driver_->Start();
       started.Notify();
     });
     started.WaitForNotification();
   }
-  void TearDown() override {
+  ~DriverOnSocketPair() {
     Notification gone;
-    loop_.Post([this, &gone] {
+    loop_->Post([this, &gone] {
       driver_.reset();
       gone.Notify();
     });
     gone.WaitForNotification();
+    close(peer_);
+  }
+  int peer() const { return peer_; }
+
+ private:
+  EventLoop* const loop_;
+  std::unique_ptr<SocketDriver> driver_;
+  int peer_ = -1;
+};
+
+class SocketDriverTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(loop_.Start("driver-test").ok());
+    pair_ = std::make_unique<DriverOnSocketPair>(&loop_, &session_, "");
+    peer_ = pair_->peer();
+  }
+  void TearDown() override {
+    pair_.reset();
     loop_.Stop();
     EXPECT_TRUE(session_.error().ok()) << session_.error().ToString();
-    close(peer_);
   }
 
   // Reads from the peer's end until `n` bytes arrived or EOF.
@@ -133,7 +156,7 @@ class SocketDriverTest : public ::testing::Test {
 
   EventLoop loop_;
   EchoSession session_;
-  std::unique_ptr<SocketDriver> driver_;
+  std::unique_ptr<DriverOnSocketPair> pair_;
   int peer_ = -1;
 };
 
@@ -232,44 +255,6 @@ std::string Pattern(size_t size) {
   for (size_t i = 0; i < size; ++i) bytes[i] = static_cast<char>(i % 251);
   return bytes;
 }
-
-// A driver on one end of a socketpair, with `session`; `input` is written
-// by the peer before the driver starts.
-class DriverOnSocketPair {
- public:
-  DriverOnSocketPair(EventLoop* loop, ByteSession* session,
-                     absl::string_view input)
-      : loop_(loop) {
-    int fds[2];
-    EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fds), 0);
-    peer_ = fds[1];
-    EXPECT_EQ(write(peer_, input.data(), input.size()),
-              static_cast<ssize_t>(input.size()));
-    Notification started;
-    loop_->Post([this, fd = fds[0], session, &started] {
-      driver_ =
-          std::make_unique<SocketDriver>(loop_, FileDescriptor(fd), session);
-      driver_->Start();
-      started.Notify();
-    });
-    started.WaitForNotification();
-  }
-  ~DriverOnSocketPair() {
-    Notification gone;
-    loop_->Post([this, &gone] {
-      driver_.reset();
-      gone.Notify();
-    });
-    gone.WaitForNotification();
-    close(peer_);
-  }
-  int peer() const { return peer_; }
-
- private:
-  EventLoop* const loop_;
-  std::unique_ptr<SocketDriver> driver_;
-  int peer_ = -1;
-};
 
 TEST(SocketDriverPiecesTest, PiecesReachThePeerInOrderThroughFullSockets) {
   EventLoop loop;
