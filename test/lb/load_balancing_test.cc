@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -60,10 +59,8 @@ constexpr int64_t kSpreadCalls = 30000;
 constexpr int64_t kPhaseCalls = 6000;
 // How far from an even share a backend's count may be.
 constexpr double kSpreadTolerance = 0.05;
-// How soon a backend's health status change must take effect, and how soon
-// h2rpc makes it (one health message over loopback, then the next pick).
+// How soon a backend's health status change must take effect.
 constexpr absl::Duration kHealthBound = absl::Seconds(1);
-constexpr absl::Duration kHealthExpected = absl::Milliseconds(300);
 
 // Starts lb_backend on `address`, answering as `name`; null (with the test
 // failed) if it does not start.
@@ -327,8 +324,8 @@ TEST(LoadBalancingTest, RoundRobinMovesCallsOffABackendThatShutsDown) {
 }
 
 // (c) Client-side health checking: a backend whose TestService turns
-// NOT_SERVING stops getting calls (within kHealthBound at most; in fact
-// within kHealthExpected), and gets them again once it is SERVING.
+// NOT_SERVING stops getting calls (within kHealthBound), and gets them
+// again once it is SERVING.
 TEST(LoadBalancingTest, HealthCheckingTakesANotServingBackendOutOfRotation) {
   std::unique_ptr<BackendProcess> b0 = StartBackend("127.0.0.1:0", "b0");
   std::unique_ptr<BackendProcess> b1 = StartBackend("127.0.0.1:0", "b1");
@@ -366,23 +363,15 @@ TEST(LoadBalancingTest, HealthCheckingTakesANotServingBackendOutOfRotation) {
 
   const std::vector<CallRecord> records = runner.Records();
   EXPECT_EQ(Failures(records), "");
-  // No call started kHealthBound after b1 confirmed NOT_SERVING reaches
-  // it; in fact none started kHealthExpected after it was asked to.
+  // No call started kHealthBound after b1 confirmed NOT_SERVING reaches it.
   absl::Time last_b1 = absl::InfinitePast();
   for (size_t i = FirstStartedAt(records, asked);
        i < records.size() && records[i].start < asked_to_serve; ++i) {
     if (records[i].backend == "b1") last_b1 = records[i].start;
   }
-  EXPECT_LT(last_b1, not_serving + kHealthBound);
-  EXPECT_LT(last_b1, asked + kHealthExpected);
-  std::printf(
-      "b1 confirmed NOT_SERVING %s after it was asked; its last call "
-      "started %s\n",
-      absl::FormatDuration(not_serving - asked).c_str(),
-      last_b1 < asked
-          ? "before that"
-          : absl::StrCat(absl::FormatDuration(last_b1 - asked), " after")
-                .c_str());
+  EXPECT_LT(last_b1, not_serving + kHealthBound)
+      << "b1's last call started " << (last_b1 - not_serving)
+      << " after it confirmed NOT_SERVING";
   // From the bound on, b0 and b2 share every call.
   const size_t from = FirstStartedAt(records, not_serving + kHealthBound);
   const size_t to = FirstStartedAt(records, asked_to_serve);
