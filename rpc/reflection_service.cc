@@ -89,63 +89,121 @@ Status AnswerFileContainingExtension(const DescriptorPool& pool,
   return Status();
 }
 
+Status ShuttingDown() {
+  return Status(StatusCode::kUnavailable, "the server is shutting down");
+}
+
 }  // namespace
 
 // One ServerReflectionInfo call: a bidirectional reactor on the call's loop
-// thread. Every event runs there, one at a time, and exactly one operation
-// is outstanding at any time (a read, or the write answering it), so its
-// state needs no lock; each completion starts the next operation or calls
-// Finish, which therefore runs once.
+// thread. Exactly one operation is outstanding at any time (a read, or the
+// write answering it) until the call finishes, and the events run one at a
+// time, so request_ and response_ need no lock. The rest of its state is
+// guarded by the service's mutex, which every event and the server's
+// shutdown (any thread) take; the reactor's Start* and Finish only post
+// tasks to the loop, so calling them with the mutex held never re-enters
+// it. Finish runs once: from the shutdown, or from the completion that
+// ends the call.
 class ReflectionService::Stream final
     : public ServerBidiReactor<ServerReflectionRequest,
                                ServerReflectionResponse> {
  public:
-  // Loop thread (the factory): reads the first request, or finishes at
-  // once past max_streams.
+  // Loop thread (the factory): registers with `service` and reads the first
+  // request, or finishes at once (max_streams, server shutting down).
   explicit Stream(ReflectionService* service) : service_(service) {
-    size_t open = 0;
-    if (!service_->TryOpenStream(&open)) {
-      Finish(Status(StatusCode::kResourceExhausted,
-                    absl::StrCat(open,
-                                 " reflection streams are open, the limit "
-                                 "(ReflectionServiceOptions::max_streams)")));
+    transport::io::MutexLock lock(&service_->mu_);
+    if (service_->server_shut_down_) {
+      EndLocked(ShuttingDown());
       return;
     }
+    if (service_->streams_.size() >= service_->options_.max_streams) {
+      EndLocked(
+          Status(StatusCode::kResourceExhausted,
+                 absl::StrCat(service_->streams_.size(),
+                              " reflection streams are open, the limit "
+                              "(ReflectionServiceOptions::max_streams)")));
+      return;
+    }
+    service_->streams_.insert(this);
     registered_ = true;
     StartRead(&request_);
   }
 
+  // The server is shutting down: ends the stream with UNAVAILABLE, at once
+  // while it waits for a request (Finish ends the read: it completes with
+  // false, or with a request that arrived meanwhile, left unanswered),
+  // otherwise once the response being written is written.
+  void Close() ABSL_EXCLUSIVE_LOCKS_REQUIRED(service_->mu_) {
+    closing_ = true;
+    if (!writing_) EndLocked(ShuttingDown());
+  }
+
  private:
   void OnReadDone(bool ok) override {
-    if (!ok) {
-      // The client half-closed (or the call was cancelled: then the status
-      // is not sent).
-      Finish(Status());
-      return;
+    {
+      transport::io::MutexLock lock(&service_->mu_);
+      if (finished_) return;  // closed while reading
+      if (!ok) {
+        // The client half-closed (or the call was cancelled: then the
+        // status is not sent).
+        EndLocked(Status());
+        return;
+      }
+      writing_ = true;  // from now on Close waits for the write
     }
+    // Outside the mutex: Answer takes it for list_services.
     service_->Answer(&request_, &response_);
     StartWrite(&response_);
   }
 
   void OnWriteDone(bool ok) override {
     response_ = ServerReflectionResponse();  // frees the files
+    transport::io::MutexLock lock(&service_->mu_);
+    writing_ = false;
     if (!ok) {
-      Finish(Status(StatusCode::kCancelled, "the reflection call is over"));
+      EndLocked(Status(StatusCode::kCancelled, "the reflection call is over"));
+      return;
+    }
+    if (closing_) {
+      EndLocked(ShuttingDown());
       return;
     }
     StartRead(&request_);
   }
 
   void OnDone() override {
-    if (registered_) service_->CloseStream();
+    {
+      transport::io::MutexLock lock(&service_->mu_);
+      if (registered_) service_->streams_.erase(this);
+    }
     delete this;
   }
 
+  // Finishes the call with `status` unless it already was.
+  void EndLocked(const Status& status)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(service_->mu_) {
+    if (finished_) return;
+    finished_ = true;
+    Finish(status);
+  }
+
   ReflectionService* const service_;
-  bool registered_ = false;
+  bool registered_ ABSL_GUARDED_BY(service_->mu_) = false;
+  // A write is outstanding (or about to start): set once a request is read.
+  bool writing_ ABSL_GUARDED_BY(service_->mu_) = false;
+  bool closing_ ABSL_GUARDED_BY(service_->mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(service_->mu_) = false;
   ServerReflectionRequest request_;
   ServerReflectionResponse response_;
 };
+
+// A stream registers only with the service it was made for, so its
+// service_->mu_ is this mu_, which the caller holds; the analysis cannot
+// see that the two are the same.
+void ReflectionService::CloseStream(Stream* stream)
+    ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  stream->Close();
+}
 
 ReflectionService::ReflectionService(ReflectionServiceOptions options)
     : options_(options),
@@ -154,9 +212,9 @@ ReflectionService::ReflectionService(ReflectionServiceOptions options)
 
 ReflectionService::~ReflectionService() {
   transport::io::MutexLock lock(&mu_);
-  if (open_streams_ != 0) {
+  if (!streams_.empty()) {
     internal::ReportMisuse(absl::StrCat(
-        "ReflectionService destroyed with ", open_streams_,
+        "ReflectionService destroyed with ", streams_.size(),
         " streams open; it must outlive the server it is registered on"));
   }
 }
@@ -174,7 +232,14 @@ Server::Builder& ReflectionService::AddTo(Server::Builder& builder) {
         transport::io::MutexLock lock(&mu_);
         services_ = services;
       });
+  builder.AddShutdownCallback([this] { OnServerShutdown(); });
   return builder;
+}
+
+void ReflectionService::OnServerShutdown() {
+  transport::io::MutexLock lock(&mu_);
+  server_shut_down_ = true;
+  for (Stream* stream : streams_) CloseStream(stream);
 }
 
 std::vector<std::string> ReflectionService::services() const {
@@ -184,20 +249,7 @@ std::vector<std::string> ReflectionService::services() const {
 
 size_t ReflectionService::open_streams() const {
   transport::io::MutexLock lock(&mu_);
-  return open_streams_;
-}
-
-bool ReflectionService::TryOpenStream(size_t* open) {
-  transport::io::MutexLock lock(&mu_);
-  *open = open_streams_;
-  if (open_streams_ >= options_.max_streams) return false;
-  ++open_streams_;
-  return true;
-}
-
-void ReflectionService::CloseStream() {
-  transport::io::MutexLock lock(&mu_);
-  --open_streams_;
+  return streams_.size();
 }
 
 void ReflectionService::Answer(ServerReflectionRequest* request,

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -86,16 +87,25 @@ struct ReflectionServiceOptions {
 // the files). Every method may be called from any thread, concurrently.
 //
 // Server shutdown. A stream ends when its client half-closes it (answered
-// with OK) or cancels it; an open stream keeps Server::Shutdown waiting up
-// to its deadline, which cancels it, like any streaming call.
+// with OK), when it cancels it, or when the server shuts down: AddTo
+// registers a shutdown callback (Server::Builder::AddShutdownCallback) that
+// ends every open stream with UNAVAILABLE ("the server is shutting down"),
+// as HealthCheckService ends its watches: at once if it waits for a
+// request (a request arriving later is not answered), otherwise once the
+// response being written is written. A stream arriving later (on a
+// connection still draining) gets UNAVAILABLE at once. So open streams
+// never keep Server::Shutdown waiting for its deadline (a stream whose
+// client does not read its response still waits for flow control, up to
+// the deadline).
 //
 // Lifetime. Register one service object on one server (AddTo once); it and
 // the pool must outlive the server. Destroying it while streams are open is
 // misuse (reported; a debug build aborts).
 //
 // Allocations: AddTo a few registration objects; BuildAndStart the service
-// list (a copy of the names); a stream its reactor; each request its
-// response (the serialized files).
+// list (a copy of the names); a stream its reactor and its entry in the
+// service's set of streams; each request its response (the serialized
+// files).
 class ReflectionService {
  public:
   explicit ReflectionService(
@@ -105,10 +115,10 @@ class ReflectionService {
   ReflectionService& operator=(const ReflectionService&) = delete;
 
   // Registers /grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo
-  // (a callback handler) and a service-list callback
-  // (Server::Builder::AddServiceListCallback) on `builder`, which gives the
-  // service the names list_services answers when the server is built.
-  // Before BuildAndStart; once.
+  // (a callback handler), a service-list callback
+  // (Server::Builder::AddServiceListCallback), which gives the service the
+  // names list_services answers when the server is built, and the shutdown
+  // callback on `builder`. Before BuildAndStart; once.
   Server::Builder& AddTo(Server::Builder& builder);
 
   // What list_services answers: the registered services' full names,
@@ -127,15 +137,19 @@ class ReflectionService {
   void Answer(
       grpc::reflection::v1alpha::ServerReflectionRequest* request,
       grpc::reflection::v1alpha::ServerReflectionResponse* response) const;
-  // A stream starts: true and counted, or false at max_streams.
-  bool TryOpenStream(size_t* open);
-  void CloseStream();
+  // Stream::Close on a stream of this service, whose state mu_ guards.
+  void CloseStream(Stream* stream) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The shutdown callback: ends every stream.
+  void OnServerShutdown();
 
   const ReflectionServiceOptions options_;
   const google::protobuf::DescriptorPool& pool_;
+  // Also guards every Stream's state.
   mutable transport::io::Mutex mu_;
   std::vector<std::string> services_ ABSL_GUARDED_BY(mu_);
-  size_t open_streams_ ABSL_GUARDED_BY(mu_) = 0;
+  // The streams open (registered), from their start until OnDone.
+  std::unordered_set<Stream*> streams_ ABSL_GUARDED_BY(mu_);
+  bool server_shut_down_ ABSL_GUARDED_BY(mu_) = false;  // the callback ran
 };
 
 }  // namespace h2rpc

@@ -2,16 +2,21 @@
 // grpc::reflection::v1alpha::ServerReflection::Stub) over loopback TCP:
 // list_services, files by name and by symbol (with their dependencies, each
 // once, enough to build a pool), extensions (on a pool of the test's own),
-// errors that leave the stream open, requests answered in order, and the
+// errors that leave the stream open, requests answered in order, the
 // bounds (max_streams, a response over max_send_message_size, streams
-// ending).
+// ending), and the server's shutdown ending open streams.
 
 #include "rpc/reflection_service.h"
 
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/descriptor.h"
@@ -26,9 +31,11 @@
 #include "rpc/channel.h"
 #include "rpc/client_context.h"
 #include "rpc/client_stream.h"
+#include "rpc/interceptor.h"
 #include "rpc/server.h"
 #include "rpc/server_context.h"
 #include "rpc/status.h"
+#include "test/util/notification.h"
 #include "test/util/wait_for.h"
 
 namespace h2rpc {
@@ -40,7 +47,9 @@ using grpc::reflection::v1alpha::ServerReflection;
 using grpc::reflection::v1alpha::ServerReflectionRequest;
 using grpc::reflection::v1alpha::ServerReflectionResponse;
 using ::h2rpc::testing::kHangTimeout;
+using ::h2rpc::testing::Notification;
 using ::h2rpc::testing::WaitFor;
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::UnorderedElementsAre;
@@ -74,10 +83,12 @@ class ReflectionServer {
   }
   bool ok() const { return server_ != nullptr && port_ > 0; }
   const Status& status() const { return status_; }
-  std::unique_ptr<ServerReflection::Stub> NewStub() const {
+  std::unique_ptr<ServerReflection::Stub> NewStub(
+      ChannelOptions options = ChannelOptions()) const {
     return std::make_unique<ServerReflection::Stub>(
-        CreateChannel("127.0.0.1:" + std::to_string(port_)));
+        CreateChannel("127.0.0.1:" + std::to_string(port_), options));
   }
+  void Shutdown(absl::Time deadline) { server_->Shutdown(deadline); }
 
  private:
   UnimplementedTestService test_service_;
@@ -516,6 +527,87 @@ TEST(ReflectionServiceTest, ACancelledStreamEnds) {
   client.context().TryCancel();
   EXPECT_EQ(client.stream().Finish().code(), StatusCode::kCancelled);
   EXPECT_TRUE(WaitFor([&] { return reflection.open_streams() == 0; }));
+}
+
+// Counts the response messages the server sends, over every call.
+class SentCounter final : public ServerInterceptor {
+ public:
+  void OnSendMessage(const ServerCallInfo&, size_t) override { ++sent_; }
+  int sent() const { return sent_.load(); }
+
+ private:
+  std::atomic<int> sent_{0};
+};
+
+// Reflection streams never end by themselves: had the service not ended
+// them, Shutdown, which has no deadline here, would wait for the clients'
+// own deadlines (kHangTimeout), and the streams would end with another
+// status. A stream waiting for its next request ends at once; one whose
+// response is stuck behind flow control ends once the client has read it.
+TEST(ReflectionServiceTest, ServerShutdownEndsOpenStreams) {
+  ReflectionService reflection;
+  auto counter = std::make_shared<SentCounter>();
+  ServerOptions server_options;
+  server_options.stream_write_buffer = 64;
+  server_options.interceptors.push_back(counter);
+  ReflectionServer server(reflection, server_options);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  auto stub = server.NewStub();
+  ChannelOptions small_window;
+  small_window.connection.initial_stream_window = 1024;
+  auto slow_stub = server.NewStub(small_window);
+
+  ServerReflectionRequest list;
+  list.set_list_services("");
+  ServerReflectionResponse response;
+  StreamClient idle(*stub);
+  ASSERT_TRUE(idle.Ask(list, &response));  // then waits for a request
+  ASSERT_EQ(counter->sent(), 1);
+
+  // Two requests, nothing read: the first answer, held unread, fills the
+  // client's 1 KiB window, so the second answer's write stays outstanding.
+  StreamClient slow(*slow_stub);
+  const ServerReflectionRequest symbol =
+      SymbolRequest("grpc.testing.TestService");
+  ASSERT_TRUE(slow.stream().Write(symbol));
+  ASSERT_TRUE(slow.stream().Write(symbol));
+  ASSERT_TRUE(WaitFor([&] { return counter->sent() == 3; }));
+
+  Notification returned;
+  std::thread shutdown([&] {
+    server.Shutdown(absl::InfiniteFuture());
+    returned.Notify();
+  });
+  EXPECT_FALSE(idle.stream().Read(&response));
+  const Status idle_status = idle.stream().Finish();
+  EXPECT_EQ(idle_status.code(), StatusCode::kUnavailable)
+      << idle_status.ToString();
+  EXPECT_THAT(idle_status.message(), HasSubstr("shutting down"));
+
+  // The idle stream ended, so the service has closed both: the slow one
+  // gets both answers, then the same status.
+  for (int i = 0; i < 2; ++i) {
+    if (!slow.stream().Read(&response)) {
+      ADD_FAILURE() << "answer " << i << " missing";
+      break;
+    }
+    EXPECT_THAT(FileNames(response), Contains(kTestProto));
+    EXPECT_GT(response.ByteSizeLong(), 2048u);  // more than the window
+  }
+  EXPECT_FALSE(slow.stream().Read(&response));
+  const Status slow_status = slow.stream().Finish();
+  EXPECT_EQ(slow_status.code(), StatusCode::kUnavailable)
+      << slow_status.ToString();
+  EXPECT_THAT(slow_status.message(), HasSubstr("shutting down"));
+
+  // Without a deadline, Shutdown returns only because both streams ended.
+  // The guard catches a Shutdown that never returns.
+  if (!returned.WaitForNotificationWithTimeout(kHangTimeout)) {
+    std::fprintf(stderr, "Server::Shutdown hangs\n");
+    std::abort();
+  }
+  shutdown.join();
+  EXPECT_EQ(reflection.open_streams(), 0u);
 }
 
 }  // namespace

@@ -36,7 +36,8 @@ class ServerStreamReactor {
 
   virtual void OnSendInitialMetadataDone(bool ok) {}
   // A StartRead completed: true with a message, false once the client has
-  // half-closed (and every message was read) or the call was cancelled.
+  // half-closed (and every message was read), the call was cancelled, or
+  // Finish has taken effect (a read outstanding then completes with false).
   virtual void OnReadDone(bool ok) {}
   // A StartWrite completed: true once the message is in the send buffer and
   // no more than ServerOptions::stream_write_buffer bytes wait there; false

@@ -2,13 +2,16 @@
 // from then on it waits only for handlers, logs the methods of those still
 // running every ServerOptions::shutdown_grace_period, and returns once the
 // last handler has returned, never before (a handler may still touch the
-// server until then).
+// server until then); its deadline also closes a connection whose client
+// never answers the graceful shutdown's PING.
 #include "rpc/server.h"
 
 #include <fcntl.h>
+#include <nghttp2/nghttp2.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -25,6 +28,8 @@
 #include "proto/grpc/testing/messages.pb.h"
 #include "rpc/channel.h"
 #include "test/util/notification.h"
+#include "test/util/raw_frames.h"
+#include "test/util/raw_h2_client.h"
 #include "test/util/wait_for.h"
 #include "transport/io/mutex.h"
 
@@ -180,6 +185,72 @@ TEST(ServerShutdownTest, ReturnsAtOnceWhenNothingRuns) {
   server->Shutdown(absl::InfiniteFuture());
   EXPECT_EQ(server->live_calls(), 0);
   EXPECT_THAT(log.Text(), ::testing::Not(HasSubstr("still waiting")));
+}
+
+// The last stream ids of the GOAWAY frames in `frames`, in order.
+std::vector<uint32_t> GoAwayLastStreamIds(
+    const std::vector<testing::RawFrame>& frames) {
+  std::vector<uint32_t> ids;
+  for (const testing::RawFrame& frame : frames) {
+    if (frame.type != NGHTTP2_GOAWAY || frame.payload.size() < 8) continue;
+    const auto* p = reinterpret_cast<const uint8_t*>(frame.payload.data());
+    ids.push_back((uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 |
+                   uint32_t{p[2]} << 8 | uint32_t{p[3]}) &
+                  0x7fffffff);
+  }
+  return ids;
+}
+
+// A client that never answers the PING following the first GOAWAY: the
+// final GOAWAY would go out only after Session::kGoAwayPingTimeout (20 s,
+// and keepalive_timeout is 20 s too), and the connection, which has no
+// call, would close after it. Shutdown's deadline comes first and closes
+// the connection without it: the client sees the first GOAWAY (last stream
+// id 2^31-1) and the PING, then the connection end, never a second GOAWAY.
+TEST(ServerShutdownTest, ClosesAtTheDeadlineAConnectionThatNeverAcksThePing) {
+  int port = 0;
+  Status status;
+  std::unique_ptr<Server> server = Server::Builder()
+                                       .AddListeningPort("127.0.0.1:0", &port)
+                                       .BuildAndStart(&status);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+
+  Notification connected;  // the server's SETTINGS arrived
+  testing::RawBytesResult result;
+  std::thread client([&] {
+    const std::string handshake = absl::StrCat(
+        testing::kClientPreface,
+        testing::EncodeFrame(NGHTTP2_SETTINGS, 0, 0, ""),
+        testing::EncodeFrame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0, ""));
+    // Reads until the server closes the connection; answers nothing.
+    result = testing::SendRawBytes(
+        port, handshake, kHangTimeout,
+        [&](const std::vector<testing::RawFrame>& frames) {
+          for (const testing::RawFrame& frame : frames) {
+            if (frame.type == NGHTTP2_SETTINGS &&
+                !(frame.flags & NGHTTP2_FLAG_ACK) &&
+                !connected.HasBeenNotified()) {
+              connected.Notify();
+            }
+          }
+          return false;
+        });
+  });
+  EXPECT_TRUE(connected.WaitForNotificationWithTimeout(kHangTimeout));
+  server->Shutdown(absl::Now() + absl::Seconds(1));
+  client.join();
+
+  EXPECT_TRUE(result.closed_by_peer);
+  EXPECT_FALSE(result.timed_out);
+  EXPECT_THAT(GoAwayLastStreamIds(result.frames),
+              ::testing::ElementsAre(0x7fffffffu));
+  bool ping_seen = false;
+  for (const testing::RawFrame& frame : result.frames) {
+    if (frame.type == NGHTTP2_PING && !(frame.flags & NGHTTP2_FLAG_ACK)) {
+      ping_seen = true;
+    }
+  }
+  EXPECT_TRUE(ping_seen);
 }
 
 TEST(ServerOptionsTest, RefusesAGracePeriodThatIsNotPositive) {

@@ -197,6 +197,11 @@ void ServerStreamCall::RunFinish() {
     stream_->Finish(status, &ServerContextAccess::TrailingMetadata(&context_));
     final_status_ = status;
   }
+  // The transport delivers nothing more once finished (and a stream it
+  // closes normally is not cancelled), so a read waiting for a message
+  // completes with false now; otherwise it would never complete, nor the
+  // call end.
+  EndReads();
   finished_ = true;
   EndOp([] {});
 }

@@ -1,8 +1,8 @@
 // The streaming server call's state machine (rpc/internal/server_stream_call.h)
 // against the hazards of its lifetime: a second Finish (or initial metadata)
 // must not leak an operation (the call would never reach OnDone and
-// Server::Shutdown would hang), and a cancel racing the call's end must never
-// run on a deleted call.
+// Server::Shutdown would hang), nor may a read outstanding at Finish, and a
+// cancel racing the call's end must never run on a deleted call.
 #include "rpc/internal/server_stream_call.h"
 
 #include <atomic>
@@ -43,6 +43,7 @@ constexpr char kFinishTwice[] = "/h2rpc.test.Streams/FinishTwice";
 constexpr char kMetadataTwice[] = "/h2rpc.test.Streams/MetadataTwice";
 constexpr char kCancelInOnDone[] = "/h2rpc.test.Streams/CancelInOnDone";
 constexpr char kHandOff[] = "/h2rpc.test.Streams/HandOff";
+constexpr char kFinishWhileReading[] = "/h2rpc.test.Streams/FinishWhileReading";
 
 using Reactor = ServerBidiReactor<SimpleRequest, SimpleResponse>;
 
@@ -99,6 +100,23 @@ class HandOffReactor final : public Reactor {
   Notification cancel_returned_;
 };
 
+// Starts a read, then finishes at once while the read waits for a message
+// the client never sends (nor half-closes); records how the read ended.
+class FinishWhileReadingReactor final : public Reactor {
+ public:
+  explicit FinishWhileReadingReactor(std::atomic<int>* read_done)
+      : read_done_(read_done) {
+    StartRead(&request_);
+    Finish(Status(StatusCode::kUnavailable, "finished while reading"));
+  }
+  void OnReadDone(bool ok) override { read_done_->store(ok ? 1 : 0); }
+  void OnDone() override { delete this; }
+
+ private:
+  std::atomic<int>* const read_done_;
+  SimpleRequest request_;
+};
+
 class ServerStreamCallTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -126,6 +144,11 @@ class ServerStreamCallTest : public ::testing::Test {
                         MutexLock lock(&mu_);
                         handed_off_ = reactor;
                         return reactor;
+                      })
+                  .RegisterCallbackBidiStreaming<SimpleRequest, SimpleResponse>(
+                      kFinishWhileReading,
+                      [this](ServerContext*) {
+                        return new FinishWhileReadingReactor(&read_done_);
                       })
                   .BuildAndStart(&status);
     ASSERT_TRUE(status.ok()) << status.ToString();
@@ -183,6 +206,8 @@ class ServerStreamCallTest : public ::testing::Test {
   std::shared_ptr<Channel> channel_;
   Mutex mu_;
   HandOffReactor* handed_off_ ABSL_GUARDED_BY(mu_) = nullptr;
+  // FinishWhileReadingReactor's read: -1 outstanding, else its `ok`.
+  std::atomic<int> read_done_{-1};
 };
 
 // Hazard: the second Finish counted an operation whose task (already
@@ -252,6 +277,24 @@ TEST_F(ServerStreamCallTest, TryCancelRacingFinishEndsTheCallOnce) {
     EXPECT_TRUE(status.ok() || status.code() == StatusCode::kCancelled)
         << status.ToString();
   }
+  ExpectCleanShutdown();
+}
+
+// Hazard: a read still waiting for a message when Finish runs. The
+// transport delivers nothing once the stream is finished, and its normal
+// close is no cancel, so unless Finish ends the read it never completes,
+// OnDone never runs and Shutdown hangs on the call, past its deadline.
+TEST_F(ServerStreamCallTest, FinishEndsAWaitingRead) {
+  ClientContext context;
+  context.set_timeout(kHangTimeout);
+  auto stream = channel_->BidiStreamingCall<SimpleRequest, SimpleResponse>(
+      &context, kFinishWhileReading);
+  // Neither a message nor a half-close: only Finish can end the read.
+  const Status status = stream->Finish();
+  EXPECT_EQ(status.code(), StatusCode::kUnavailable) << status.ToString();
+  EXPECT_EQ(status.message(), "finished while reading");
+  EXPECT_TRUE(WaitFor([this] { return read_done_.load() != -1; }));
+  EXPECT_EQ(read_done_.load(), 0);
   ExpectCleanShutdown();
 }
 
