@@ -10,7 +10,6 @@ LargeBufferCache& LargeBufferCache::Global() {
 }
 
 bool LargeBufferCache::Take(size_t capacity, std::string* buffer) {
-  buffer->clear();
   if (buffer->capacity() >= capacity) return false;
   if (TakeCached(capacity, buffer)) return true;
   std::string().swap(*buffer);
@@ -38,7 +37,6 @@ bool LargeBufferCache::TakeCached(size_t capacity, std::string* buffer) {
     taken = Remove(best);
   }
   buffer->swap(taken);  // what *buffer held is freed with `taken`
-  buffer->clear();
   return true;
 }
 
@@ -47,7 +45,6 @@ void LargeBufferCache::Give(std::string* buffer) {
   storage.swap(*buffer);
   const size_t capacity = storage.capacity();
   if (capacity < kMinCapacity) return;
-  storage.clear();
   io::MutexLock lock(&mutex_);
   EvictIdle();
   if (buffers_.size() >= kMaxBuffers ||

@@ -27,6 +27,13 @@ namespace h2rpc::transport {
 // cache follows the sizes in use instead of keeping ones no longer asked for
 // (and several sizes in use at once each keep their buffers).
 //
+// A buffer keeps its size through the cache: the bytes a caller gets are a
+// previous user's. std::string cannot grow without writing every new byte,
+// so a caller that will overwrite n bytes calls resize(n), which writes only
+// the bytes past the size the buffer came with (none when the previous
+// message was as large), rather than clear() and resize(n), which writes
+// all n. Owners give buffers back without clearing them.
+//
 // Thread-safe: one mutex, taken once per Take() and Give() of a large
 // buffer (small ones never reach it). Neither allocates except Take(),
 // which reserves a new buffer when none fits.
@@ -52,20 +59,20 @@ class LargeBufferCache {
   LargeBufferCache& operator=(const LargeBufferCache&) = delete;
 
   // Gives `*buffer` (whose contents are discarded) a capacity of at least
-  // `capacity` bytes and makes it empty: the storage of the cached buffer
-  // of the smallest capacity in [capacity, capacity + capacity / 8] if there
-  // is one (true), else a new reservation (false; throws std::bad_alloc as
-  // std::string::reserve does). A buffer
-  // already large enough is only cleared.
+  // `capacity` bytes: the cached buffer of the smallest capacity in
+  // [capacity, capacity + capacity / 8] if there is one (true), with the
+  // size and bytes it was given back with; else an empty new reservation
+  // (false; throws std::bad_alloc as std::string::reserve does). A buffer
+  // already large enough is left as it is (false).
   bool Take(size_t capacity, std::string* buffer);
 
   // As Take(), but only from the cache: on a miss returns false with
   // `*buffer` untouched. Never allocates.
   bool TakeCached(size_t capacity, std::string* buffer);
 
-  // Takes the storage of `*buffer` if its capacity is at least kMinCapacity
-  // and the cache has room (else frees it); `*buffer` is left empty with no
-  // heap storage either way.
+  // Takes `*buffer` (storage, size and bytes) if its capacity is at least
+  // kMinCapacity and the cache has room (else frees it); `*buffer` is left
+  // empty with no heap storage either way.
   void Give(std::string* buffer);
 
   // Frees every cached buffer.

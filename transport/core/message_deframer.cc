@@ -53,7 +53,6 @@ void MessageDeframer::FreeGatherBuffer() {
 
 void MessageDeframer::Reset(const Options& options) {
   ReturnGrant();
-  buffer_.clear();
   ShrinkGatherBuffer();  // a large buffer goes back to the old cache
   options_ = options;
   ShrinkGatherBuffer();
@@ -182,7 +181,7 @@ Status MessageDeframer::EnsureGatherCapacity(size_t needed) {
         absl::StrCat("could not allocate ", new_capacity,
                      " bytes to receive a message of ", length_, " bytes"));
   }
-  buffer.append(buffer_);
+  buffer.append(buffer_.data(), gathered_);
   // A step of the growth goes back to the allocator, not to the cache,
   // which keeps the sizes that whole messages need.
   buffer_.swap(buffer);
@@ -257,15 +256,18 @@ Status MessageDeframer::Feed(absl::string_view chunk, Listener& listener) {
       }
     }
     const size_t take = std::min(size, length_ - gathered_);
-    if (gathered_ == 0) buffer_.clear();  // the previous message's bytes
     Status status = EnsureGatherCapacity(gathered_ + take);
     if (!status.ok()) return Fail(std::move(status));
-    buffer_.append(data, take);
+    // Overwrites what the buffer holds past the message's bytes, then
+    // appends: each byte is written once (capacity for all is reserved).
+    const size_t overwrite = std::min(take, buffer_.size() - gathered_);
+    std::memcpy(buffer_.data() + gathered_, data, overwrite);
+    buffer_.append(data + overwrite, take - overwrite);
     gathered_ += take;
     data += take;
     size -= take;
     if (gathered_ == length_) {
-      status = Deliver(buffer_, listener);
+      status = Deliver(absl::string_view(buffer_.data(), length_), listener);
       if (!status.ok()) return status;
     }
   }

@@ -157,6 +157,10 @@ class MessageDeframer {
   bool RetryGrant();
   // Declared length of the message being received (0 between messages).
   size_t current_length() const { return state_ == State::kBody ? length_ : 0; }
+  // Bytes of the current message's body still to come (0 between messages).
+  size_t remaining_bytes() const {
+    return state_ == State::kBody ? length_ - gathered_ : 0;
+  }
 
   // Bytes currently allocated for gathering.
   size_t gather_capacity() const { return capacity_; }
@@ -192,8 +196,10 @@ class MessageDeframer {
   size_t gathered_ = 0;   // bytes of the current message in buffer_
   size_t granted_ = 0;    // taken from options_.quota for it
   bool waiting_ = false;  // for a grant options_.quota refused
-  // Holds the gathered bytes of the current message (size() == gathered_
-  // while gathering; the last message's bytes until the next one starts).
+  // Its first gathered_ bytes are the current message's. Its size is how
+  // far it has ever been written (at least gathered_): gathering overwrites
+  // the bytes a previous message left (a buffer from the cache comes with
+  // them, see LargeBufferCache) and appends past them.
   std::string buffer_;
   size_t capacity_ = 0;  // of buffer_'s heap storage; 0 without any
   uint64_t messages_delivered_ = 0;

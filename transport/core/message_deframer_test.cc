@@ -387,6 +387,41 @@ TEST(MessageDeframerTest, LargeMessageGrantedByTheQuotaIsGatheredOnceExactly) {
   EXPECT_EQ(deframer.gather_capacity(), 0u);  // and the buffer freed
 }
 
+// A cached buffer comes with the size and bytes of its previous user: a
+// message gathered into it is exactly its own bytes, whether the buffer's
+// size is below, above or equal to the message's length.
+TEST(MessageDeframerTest, CachedGatherBufferHoldsExactlyTheNewMessage) {
+  LargeBufferCache cache;
+  std::string given;
+  given.reserve(kMiB + 4096);
+  given.assign(10, 'x');
+  const char* storage = given.data();
+  cache.Give(&given);
+  Options options;
+  options.max_message_size = 4 * kMiB;
+  options.buffer_cache = &cache;
+  CountingListener listener;
+  listener.copy_last = true;
+  const size_t sizes[] = {kMiB, kMiB - 1000, kMiB + 2000, kMiB + 2000};
+  int pattern = 1;
+  for (size_t size : sizes) {
+    MessageDeframer deframer(options);
+    const std::string body = Pattern(size, pattern++);
+    std::string stream = RawPrefix(0, static_cast<uint32_t>(size));
+    stream += body;
+    for (size_t offset = 0; offset < stream.size(); offset += 16 * kKiB) {
+      ASSERT_TRUE(deframer
+                      .Feed(absl::string_view(stream).substr(offset, 16 * kKiB),
+                            listener)
+                      .ok());
+    }
+    EXPECT_TRUE(listener.last_copy == body) << size;
+    EXPECT_EQ(listener.last.data(), storage) << size;  // the same buffer
+  }
+  EXPECT_EQ(listener.count, 4u);
+  EXPECT_EQ(cache.retained_buffers(), 1u);
+}
+
 TEST(MessageDeframerTest, LargeGatherBuffersComeFromAndReturnToTheCache) {
   LargeBufferCache cache;
   MemoryQuota quota(64 * kMiB);

@@ -332,6 +332,7 @@ int ClientSession::OnDataChunk(int32_t stream_id, const uint8_t* data,
         &stream->delivering_wire_size_);
     Status status = stream->deframer_.Feed(
         absl::string_view(reinterpret_cast<const char*>(data), size), listener);
+    NoteMessageInput(stream->deframer_);
     if (!status.ok()) FailStream(stream, std::move(status));
   }
   ReturnCredit(stream_id, &stream->window_);

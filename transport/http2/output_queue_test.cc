@@ -223,6 +223,7 @@ TEST(OutputQueueTest, LendingAgainAllocatesNothingOnceWarm) {
     AllocationCounter counter;
     // As SerializeFramed takes a large buffer.
     LargeBufferCache::Global().Take(body.size(), &data.buffer());
+    data.buffer().clear();  // it comes with the previous body's size
     FinishBody(&data, body);
     queue.Append("HEADER");
     data.SendReserved(body.size(), &queue);

@@ -447,6 +447,7 @@ int ServerSession::OnDataChunk(int32_t stream_id, const uint8_t* data,
     MessageDeframer& deframer = stream->deframer_;
     const Status status = deframer.Feed(
         absl::string_view(reinterpret_cast<const char*>(data), size), listener);
+    NoteMessageInput(deframer);
     if (!status.ok()) {
       stream->Abort(status);
     } else if (deframer.waiting_for_grant()) {

@@ -265,5 +265,31 @@ TEST_F(ServerSessionTest, MessagesPastTheStreamWindowAreAProtocolError) {
   EXPECT_TRUE(dispatcher_.calls[0]->cancelled);
 }
 
+TEST_F(ServerSessionTest, ExpectsLargeInputWhileALargeMessageArrives) {
+  Handshake();
+  EXPECT_FALSE(session_->ExpectsLargeInput());
+  const std::string body = Framed(std::string(200 << 10, 'l'));
+  Request(1, kEcho, body.substr(0, 16384), /*end_stream=*/false);
+  EXPECT_TRUE(session_->ExpectsLargeInput());
+  size_t offset = 16384;
+  // Until less than io::ByteSession::kLargeInputBytes of it is to come.
+  while (body.size() - offset > 16384) {
+    Feed(EncodeFrame(NGHTTP2_DATA, 0, 1, body.substr(offset, 16384)));
+    offset += 16384;
+    EXPECT_EQ(session_->ExpectsLargeInput(),
+              body.size() - offset >= io::ByteSession::kLargeInputBytes)
+        << offset;
+  }
+  Feed(EncodeFrame(NGHTTP2_DATA, NGHTTP2_FLAG_END_STREAM, 1,
+                   body.substr(offset)));
+  EXPECT_FALSE(session_->ExpectsLargeInput());
+  ASSERT_EQ(dispatcher_.calls.size(), 1u);
+  ASSERT_EQ(dispatcher_.calls[0]->messages.size(), 1u);
+  EXPECT_EQ(dispatcher_.calls[0]->messages[0].size(), 200u << 10);
+  // A small message after it expects nothing large.
+  Request(3, kEcho, Framed("small"));
+  EXPECT_FALSE(session_->ExpectsLargeInput());
+}
+
 }  // namespace
 }  // namespace h2rpc::transport::http2

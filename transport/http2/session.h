@@ -162,6 +162,9 @@ class Session : public io::ByteSession, private KeepalivePinger::Delegate {
   absl::string_view PendingOutput() override;
   size_t PendingOutputPieces(iovec* pieces, size_t max) override;
   void ConsumeOutput(size_t n) override;
+  // True while the stream whose DATA came last is in the middle of a message
+  // with at least kLargeInputBytes still to come.
+  bool ExpectsLargeInput() const override { return expects_large_input_; }
 
   // Closes the connection now: streams are failed by the subclass with
   // `why`, the wire is closed, OnClosed runs. Idempotent.
@@ -261,6 +264,12 @@ class Session : public io::ByteSession, private KeepalivePinger::Delegate {
   // DeframerOptions); null (clients): none. Set by the subclass
   // constructor.
   void set_memory_share(MemoryQuotaShare* share) { memory_share_ = share; }
+  // After a DATA chunk went to `deframer`: whether the rest of its message
+  // is large (ExpectsLargeInput).
+  void NoteMessageInput(const MessageDeframer& deframer) {
+    expects_large_input_ =
+        deframer.remaining_bytes() >= io::ByteSession::kLargeInputBytes;
+  }
 
   // Whether the connection has no open stream; subclasses on both sides
   // report every change. Keepalive PINGs need an open stream (unless
@@ -378,6 +387,7 @@ class Session : public io::ByteSession, private KeepalivePinger::Delegate {
   std::string accept_encoding_;
   Nghttp2MemoryPool memory_;  // outlives session_ (deleted in ~Session)
   MemoryQuotaShare* memory_share_ = nullptr;
+  bool expects_large_input_ = false;  // NoteMessageInput()
   nghttp2_session* session_ = nullptr;
   MemberTimer<&Session::OnDeadline> deadline_timer_{this};
   MemberTimer<&Session::OnIdleTimer> idle_timer_{this};

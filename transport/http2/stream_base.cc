@@ -50,9 +50,11 @@ void OutgoingData::ReleaseWritten() {
   charged_ = pending();
 }
 
-void OutgoingData::ShrinkIfEmpty() {
-  if (buffer_.empty() && buffer_.capacity() > kRetainedCapacity) {
+void OutgoingData::EmptyBuffer() {
+  if (buffer_.capacity() > kRetainedCapacity) {
     LargeBufferCache::Global().Give(&buffer_);
+  } else {
+    buffer_.clear();
   }
 }
 
@@ -73,8 +75,7 @@ void OutgoingData::SendReserved(size_t n, OutputQueue* queue) {
     // the unwritten tail costs at most as much as the bytes written since
     // the last move.
     if (written_ == buffer_.size()) {
-      buffer_.clear();
-      ShrinkIfEmpty();
+      EmptyBuffer();
       reserved_ = written_ = 0;
       dropped_sent_bytes_ = true;
     } else if (written_ >= pending()) {
@@ -111,8 +112,7 @@ void OutgoingData::Clear() {
   if (quota_ != nullptr && charged_ > 0) quota_->Release(charged_);
   charged_ = 0;
   GiveLentBuffer();
-  buffer_.clear();
-  ShrinkIfEmpty();
+  EmptyBuffer();
   drain_listener_ = nullptr;
   drain_threshold_ = 0;
   reserved_ = written_ = 0;

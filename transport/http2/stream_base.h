@@ -138,7 +138,9 @@ class OutgoingData {
 
   // Gives back the charge of bytes no longer waiting.
   void ReleaseWritten();
-  void ShrinkIfEmpty();
+  // Empties the buffer: one larger than kRetainedCapacity goes to the
+  // LargeBufferCache with its size (see there), a smaller one is cleared.
+  void EmptyBuffer();
   // Lent bytes go with the buffer to the queue holding them.
   void GiveLentBuffer();
 

@@ -74,6 +74,11 @@ class ByteSession {
   }
   // The first `n` bytes of the pending output were written.
   virtual void ConsumeOutput(size_t n) = 0;
+  // Whether the input now under way is the body of a large message, whose
+  // rest (kLargeInputBytes or more) is better read in large chunks: fewer
+  // reads, each fed whole. By default never.
+  static constexpr size_t kLargeInputBytes = 64 * 1024;
+  virtual bool ExpectsLargeInput() const { return false; }
 
  protected:
   ~ByteSession() = default;

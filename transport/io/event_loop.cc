@@ -273,6 +273,13 @@ void EventLoop::RunAtEndOfIteration(Task* task) {
   list.tail = task;
 }
 
+char* EventLoop::large_read_buffer() {
+  if (large_read_buffer_ == nullptr) {
+    large_read_buffer_ = std::make_unique<char[]>(kLargeReadBufferSize);
+  }
+  return large_read_buffer_.get();
+}
+
 void EventLoop::CancelEndOfIteration(Task* task) {
   if (task->end_list_ >= 0) UnlinkEndTask(task);
 }

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -152,6 +153,12 @@ class EventLoop final : public Scheduler {
   void RequestYield() { yield_requested_ = true; }
   // Loop thread only. Whether RequestYield() was called in this iteration.
   bool yield_requested() const { return yield_requested_; }
+  // Loop thread only. A read buffer of kLargeReadBufferSize bytes shared by
+  // the loop's connections, for reading the body of a large message in
+  // fewer, larger reads (SocketDriver): its contents last only until the
+  // descriptor handler using it returns. Allocated on first use, once.
+  static constexpr size_t kLargeReadBufferSize = 256 * 1024;
+  char* large_read_buffer();
   // Loop thread only. Withdraws a RunAtEndOfIteration() request (no-op if
   // there is none): call it before destroying an object whose task may still
   // be pending, e.g. a connection closed from another connection's flush.
@@ -207,7 +214,8 @@ class EventLoop final : public Scheduler {
   // list runs, new requests go to the other one (the next iteration).
   TaskList end_lists_[2];
   int end_add_ = 0;
-  bool yield_requested_ = false;  // loop thread
+  bool yield_requested_ = false;               // loop thread
+  std::unique_ptr<char[]> large_read_buffer_;  // loop thread
 
   // Posted tasks: an intrusive FIFO.
   Mutex mu_;

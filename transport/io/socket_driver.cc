@@ -11,8 +11,10 @@
 namespace h2rpc::transport::io {
 namespace {
 
-// Reads per readiness event before yielding to other connections.
+// Reads, and bytes, per readiness event before yielding to other
+// connections.
 constexpr int kMaxReadsPerEvent = 16;
+constexpr size_t kMaxBytesPerEvent = 512 * 1024;
 // Pieces of output per gathering write: a 256 KiB round of the session's
 // output in 16 KiB DATA frames is about 32 (a frame header and a payload
 // each).
@@ -110,9 +112,17 @@ void SocketDriver::OnFdReady(uint32_t events) {
 }
 
 void SocketDriver::ReadAvailable() {
-  for (int i = 0; i < kMaxReadsPerEvent && !closed_; ++i) {
-    const ssize_t n =
-        recv(socket_.get(), read_buffer_, sizeof(read_buffer_), 0);
+  size_t bytes_read = 0;
+  for (int i = 0;
+       i < kMaxReadsPerEvent && bytes_read < kMaxBytesPerEvent && !closed_;
+       ++i) {
+    // The rest of a large message is read in large chunks into the loop's
+    // shared buffer: fewer reads, and fewer rounds of feeding and flushing.
+    const bool large = session_->ExpectsLargeInput();
+    char* const buffer = large ? loop_->large_read_buffer() : read_buffer_;
+    const size_t capacity =
+        large ? EventLoop::kLargeReadBufferSize : sizeof(read_buffer_);
+    const ssize_t n = recv(socket_.get(), buffer, capacity, 0);
     if (n == 0) {
       read_closed_ = true;
       UpdateInterest();
@@ -125,7 +135,8 @@ void SocketDriver::ReadAvailable() {
       session_->OnWireError(SocketError("read", errno));
       return;
     }
-    session_->Feed(absl::string_view(read_buffer_, static_cast<size_t>(n)));
+    bytes_read += static_cast<size_t>(n);
+    session_->Feed(absl::string_view(buffer, static_cast<size_t>(n)));
     if (closed_) return;
     // Sends what this chunk produced (responses, window updates) now rather
     // than at the end of the iteration, so the peer starts on them while
@@ -137,7 +148,7 @@ void SocketDriver::ReadAvailable() {
       Flush();
       if (closed_) return;
     }
-    if (static_cast<size_t>(n) < sizeof(read_buffer_)) return;
+    if (static_cast<size_t>(n) < capacity) return;
     // Work this chunk handed to other threads goes first (see
     // EventLoop::RequestYield); the socket stays readable for the next
     // iteration.

@@ -14,10 +14,14 @@ namespace h2rpc::transport::io {
 // one EventLoop: what one read brings in is fed to the session and the
 // output that produced is sent before the next read; output requested
 // otherwise during a loop iteration leaves in one send() at its end. A read
-// takes at most 32 KiB, and one readiness event at most 16 reads, so one
-// busy connection does not starve the others on its loop.
+// takes at most 32 KiB, or, while the session expects the rest of a large
+// message (ByteSession::ExpectsLargeInput), at most 256 KiB into the loop's
+// shared buffer (EventLoop::large_read_buffer); one readiness event takes at
+// most 16 reads and 512 KiB, so one busy connection does not starve the
+// others on its loop.
 //
-// Loop thread only. Allocates nothing after construction. The session must
+// Loop thread only. Allocates nothing after construction (the loop's shared
+// buffer is allocated by the loop, once). The session must
 // outlive the driver (io::SocketConnection owns both); it stops calling the
 // driver once it has called CloseWire().
 class SocketDriver final : public Wire, private FdWatcher {

@@ -82,15 +82,22 @@ class EchoSession final : public ByteSession {
 };
 
 // A driver on one end of a socketpair, with `session`; `input` is written
-// by the peer before the driver starts.
+// by the peer before the driver starts. `peer_send_buffer` (bytes; 0: the
+// default) sizes the peer's send buffer, which bounds the bytes in flight,
+// with SO_SNDBUFFORCE (see CanForceSendBuffer).
 class DriverOnSocketPair {
  public:
   DriverOnSocketPair(EventLoop* loop, ByteSession* session,
-                     absl::string_view input)
+                     absl::string_view input, int peer_send_buffer = 0)
       : loop_(loop) {
     int fds[2];
     EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fds), 0);
     peer_ = fds[1];
+    if (peer_send_buffer > 0) {
+      EXPECT_EQ(setsockopt(peer_, SOL_SOCKET, SO_SNDBUFFORCE, &peer_send_buffer,
+                           sizeof(peer_send_buffer)),
+                0);
+    }
     EXPECT_EQ(write(peer_, input.data(), input.size()),
               static_cast<ssize_t>(input.size()));
     Notification started;
@@ -292,6 +299,106 @@ TEST(SocketDriverPiecesTest, AReadAfterWhichTheLoopMustYieldReadsNoMore) {
         absl::Seconds(30)));
     EXPECT_EQ(session.feeds_when_posted_task_ran_, 1);
   }
+  loop.Stop();
+}
+
+// Whether this process may size a socket's send buffer past the system's
+// maximum (SO_SNDBUFFORCE needs CAP_NET_ADMIN).
+bool CanForceSendBuffer() {
+  int fds[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, fds) != 0) return false;
+  const int size = 4 << 20;
+  const bool forced =
+      setsockopt(fds[0], SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof(size)) == 0;
+  close(fds[0]);
+  close(fds[1]);
+  return forced;
+}
+
+// Records what it is fed; expects large input or not as told. When first
+// fed, posts a task that records how much was fed by the time it runs: at
+// the end of the readiness event's iteration. Loop thread, except the
+// getters after `all_fed_`.
+class LargeInputSession final : public ByteSession {
+ public:
+  LargeInputSession(EventLoop* loop, bool expects_large_input,
+                    size_t expected_bytes)
+      : loop_(loop),
+        expects_large_input_(expects_large_input),
+        expected_bytes_(expected_bytes) {}
+
+  void Start(Wire* wire) override { wire_ = wire; }
+  void Feed(absl::string_view bytes) override {
+    if (fed_.empty()) {
+      loop_->Post([this] { fed_in_first_event_ = fed_.size(); });
+    }
+    fed_.append(bytes.data(), bytes.size());
+    largest_feed_ = std::max(largest_feed_, bytes.size());
+    if (fed_.size() == expected_bytes_) all_fed_.Notify();
+  }
+  void OnPeerClosed() override {}
+  void OnWireError(const Status& why) override { wire_->CloseWire(false); }
+  absl::string_view PendingOutput() override { return {}; }
+  void ConsumeOutput(size_t n) override {}
+  bool ExpectsLargeInput() const override { return expects_large_input_; }
+
+  Notification all_fed_;
+  const std::string& fed() const { return fed_; }
+  size_t largest_feed() const { return largest_feed_; }
+  size_t fed_in_first_event() const { return fed_in_first_event_; }
+
+ private:
+  EventLoop* const loop_;
+  const bool expects_large_input_;
+  const size_t expected_bytes_;
+  Wire* wire_ = nullptr;
+  std::string fed_;
+  size_t largest_feed_ = 0;
+  size_t fed_in_first_event_ = 0;
+};
+
+TEST(SocketDriverLargeInputTest, LargeInputIsReadInLargerChunks) {
+  EventLoop loop;
+  ASSERT_TRUE(loop.Start("driver-test").ok());
+  const std::string input = Pattern(160 << 10);
+  for (bool large : {false, true}) {
+    LargeInputSession session(&loop, large, input.size());
+    {
+      DriverOnSocketPair pair(&loop, &session, input);
+      ASSERT_TRUE(
+          session.all_fed_.WaitForNotificationWithTimeout(absl::Seconds(30)));
+    }
+    EXPECT_TRUE(session.fed() == input) << large;
+    if (large) {
+      // Everything was readable at once: more than one small read's worth.
+      EXPECT_GT(session.largest_feed(), 32u << 10);
+      EXPECT_LE(session.largest_feed(), EventLoop::kLargeReadBufferSize);
+    } else {
+      EXPECT_LE(session.largest_feed(), 32u << 10);
+    }
+  }
+  loop.Stop();
+}
+
+TEST(SocketDriverLargeInputTest, AReadinessEventReadsAtMost512KiB) {
+  if (!CanForceSendBuffer()) {
+    GTEST_SKIP() << "needs SO_SNDBUFFORCE to hold more than 512 KiB in a "
+                    "socket";
+  }
+  EventLoop loop;
+  ASSERT_TRUE(loop.Start("driver-test").ok());
+  // All readable at once, in large reads: the first event stops at the
+  // byte budget, the rest comes in later events.
+  const std::string input = Pattern(2 << 20);
+  LargeInputSession session(&loop, true, input.size());
+  {
+    DriverOnSocketPair pair(&loop, &session, input, 8 << 20);
+    ASSERT_TRUE(
+        session.all_fed_.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  }
+  EXPECT_TRUE(session.fed() == input);
+  EXPECT_GT(session.fed_in_first_event(), 256u << 10);
+  EXPECT_LE(session.fed_in_first_event(), 512u << 10);
   loop.Stop();
 }
 

@@ -64,6 +64,9 @@ class TlsSession final : public io::ByteFilter {
   void OnWireError(const Status& why) override;
   absl::string_view PendingOutput() override;
   void ConsumeOutput(size_t n) override;
+  bool ExpectsLargeInput() const override {
+    return inner_ != nullptr && inner_->ExpectsLargeInput();
+  }
 
   // Wire (called by the inner session).
   void RequestFlush() override;
