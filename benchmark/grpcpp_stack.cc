@@ -8,14 +8,11 @@
 // only per-operation allocations are gRPC's own (including a fresh
 // ClientContext per unary call, which the API demands; it is constructed in
 // place).
-#include <pthread.h>
-#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <cstring>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -109,31 +106,26 @@ std::string StartPinnedThread(int cpu, const char* role, Body body,
     std::mutex mu;
     std::condition_variable cv;
     bool done = false;
-    int rc = 0;
+    std::string error;
   } started;
   threads->emplace_back([cpu, &started, body = std::move(body)]() mutable {
-    int rc = 0;
-    if (cpu >= 0) {
-      cpu_set_t set;
-      CPU_ZERO(&set);
-      if (cpu < CPU_SETSIZE) CPU_SET(cpu, &set);
-      rc = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-    }
+    std::string error =
+        cpu >= 0 ? PinThisThread(std::vector<int>{cpu}) : std::string();
+    const bool pinned = error.empty();
     {
       // `started` is gone once the starter has seen `done`.
       std::lock_guard<std::mutex> lock(started.mu);
-      started.rc = rc;
+      started.error = std::move(error);
       started.done = true;
       started.cv.notify_one();
     }
-    if (rc == 0) body();
+    if (pinned) body();
   });
   std::unique_lock<std::mutex> lock(started.mu);
   started.cv.wait(lock, [&started] { return started.done; });
-  if (started.rc == 0) return std::string();
-  return absl::StrCat("cannot pin a gRPC C++ ", role,
-                      " completion queue thread to CPU ", cpu, ": ",
-                      std::strerror(started.rc));
+  if (started.error.empty()) return std::string();
+  return absl::StrCat("gRPC C++ ", role,
+                      " completion queue thread: ", started.error);
 }
 
 // ---------------------------------------------------------------------------

@@ -3,7 +3,6 @@
 // handshake workload's opener thread, see HandshakeLoops). The server with
 // synchronous handlers is h2rpc_sync_stack.cc's.
 #include <pthread.h>
-#include <sched.h>
 
 #include <atomic>
 #include <memory>
@@ -15,6 +14,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/time/clock.h"
 #include "benchmark/bench_stack.h"
+#include "benchmark/cpu_affinity.h"
 #include "benchmark/h2rpc_server.h"
 #include "proto/grpc/testing/benchmark_service.h2rpc.pb.h"
 #include "rpc/channel.h"
@@ -329,16 +329,8 @@ class HandshakeLoops {
   // The opener thread.
   void Run() {
     pthread_setname_np(pthread_self(), "h2rpc-channel-o");
-    const std::vector<int>& cpus = shared_->config->cpus;
-    if (!cpus.empty()) {
-      cpu_set_t set;
-      CPU_ZERO(&set);
-      for (int cpu : cpus) {
-        if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &set);
-      }
-      // Unpinned if that fails: the channels' loops report a bad CPU.
-      (void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-    }
+    // Unpinned if that fails: the channels' loops report a bad CPU.
+    (void)PinThisThread(shared_->config->cpus);
     size_t open = slots_.size();
     for (const std::unique_ptr<Slot>& slot : slots_) Open(slot.get());
     while (open > 0) {

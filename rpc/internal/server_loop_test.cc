@@ -19,6 +19,7 @@
 #include "rpc/internal/worker_pool.h"
 #include "rpc/server.h"
 #include "rpc/status.h"
+#include "test/util/jitter.h"
 #include "test/util/notification.h"
 #include "test/util/wait_for.h"
 #include "transport/io/event_loop.h"
@@ -26,6 +27,7 @@
 namespace h2rpc::internal {
 namespace {
 
+using ::h2rpc::testing::Jitter;
 using ::h2rpc::testing::kHangTimeout;
 using ::h2rpc::testing::Notification;
 using ::h2rpc::testing::WaitFor;
@@ -140,14 +142,6 @@ std::unique_ptr<ServerCore> StartCore(int num_loops, int min_threads,
 void DestroyCore(std::unique_ptr<ServerCore>* core) {
   core->reset();
   no_server.store(true);
-}
-
-// Busy-waits for `duration`, to vary where a shutdown falls among the
-// loops' submissions and wake-ups. Nothing waits on it.
-void Jitter(absl::Duration duration) {
-  const absl::Time end = absl::Now() + duration;
-  while (absl::Now() < end) {
-  }
 }
 
 TEST(ServerLoopTest, SubmitToWorkersAfterForgetWorkersIsRefused) {

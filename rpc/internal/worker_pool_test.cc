@@ -26,12 +26,14 @@
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "test/util/allocation_counter.h"
+#include "test/util/jitter.h"
 #include "test/util/wait_for.h"
 #include "transport/io/mutex.h"
 
 namespace h2rpc::internal {
 namespace {
 
+using ::h2rpc::testing::Jitter;
 using ::h2rpc::testing::kHangTimeout;
 using ::h2rpc::testing::WaitFor;
 
@@ -150,15 +152,6 @@ class CountingTask final : public WorkerTask {
  private:
   DoneCounter* const counter_;
 };
-
-// Busy-waits for `duration`: shifts when the next step happens relative to
-// the pool's threads (their polls, sleeps and idle timeouts), to vary the
-// interleavings a stress test goes through. Nothing waits on it.
-void Jitter(absl::Duration duration) {
-  const absl::Time end = absl::Now() + duration;
-  while (absl::Now() < end) {
-  }
-}
 
 // How a stress round hands its tasks over.
 enum class Handover {
