@@ -62,7 +62,9 @@ struct ConnectionOptions {
   // serializes: a protobuf message above it is refused whatever this says.
   size_t max_send_message_size = INT_MAX;
   // The transport stops producing frames while this many bytes wait to be
-  // written. Bytes.
+  // written; besides them a connection keeps at most 16 times this in
+  // finished bodies whose last bytes wait to be written (past that, those
+  // bytes are copied and the body freed). Bytes.
   size_t write_buffer_limit = 256 << 10;
   // Message encodings this side decompresses, advertised in every call's
   // grpc-accept-encoding. A request in another encoding is answered

@@ -82,7 +82,7 @@ void OutputQueue::CopyLent(OutgoingData* lender) {
 }
 
 void OutputQueue::Adopt(OutgoingData* lender, std::string* body) {
-  if (adopted_bytes_ + body->capacity() > kMaxAdoptedBytes) {
+  if (adopted_bytes_ + body->capacity() > max_adopted_bytes_) {
     CopyLent(lender);
     return;
   }

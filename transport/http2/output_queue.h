@@ -40,12 +40,22 @@ class OutputQueue {
   // Pieces smaller than this are copied rather than lent: a gathering write
   // of many small pieces costs more than the copy. Bytes.
   static constexpr size_t kMinLentBytes = 4 << 10;
-  // The most buffer capacity the queue keeps adopted at once: what a
-  // connection holds beyond its pending bytes (a peer that reads slowly
-  // cannot make it hold every finished body). Bytes.
-  static constexpr size_t kMaxAdoptedBytes = 4 << 20;
+  // The most buffer capacity a session's queue keeps adopted at once, for
+  // its write_buffer_limit: 16 times it (4 MiB for the default 256 KiB),
+  // saturating. What a connection holds beyond its pending bytes, so a peer
+  // that reads slowly cannot make it hold every finished body. Bytes.
+  static constexpr size_t MaxAdoptedBytesFor(size_t write_buffer_limit) {
+    constexpr size_t kFactor = 16;
+    return write_buffer_limit > SIZE_MAX / kFactor
+               ? SIZE_MAX
+               : write_buffer_limit * kFactor;
+  }
+  // MaxAdoptedBytesFor() the default write_buffer_limit.
+  static constexpr size_t kDefaultMaxAdoptedBytes = 4 << 20;
 
-  OutputQueue() = default;
+  // Keeps at most `max_adopted_bytes` of adopted buffer capacity (Adopt).
+  explicit OutputQueue(size_t max_adopted_bytes = kDefaultMaxAdoptedBytes)
+      : max_adopted_bytes_(max_adopted_bytes) {}
   OutputQueue(const OutputQueue&) = delete;
   OutputQueue& operator=(const OutputQueue&) = delete;
   // Lets go of every lender.
@@ -76,7 +86,7 @@ class OutputQueue {
   // `lender` clears or frees `*body`, the buffer holding the bytes it lent:
   // the queue takes the buffer (leaving `*body` empty) and keeps it until
   // those bytes are written, then gives it to the LargeBufferCache; or, if
-  // that would keep more than kMaxAdoptedBytes of such buffers, copies the
+  // that would keep more than max_adopted_bytes of such buffers, copies the
   // bytes (CopyLent). Lets go of `lender` either way.
   void Adopt(OutgoingData* lender, std::string* body);
   // Drops everything (the connection closed) and lets go of every lender.
@@ -107,6 +117,7 @@ class OutputQueue {
   // Starts the next round.
   void Reset();
 
+  const size_t max_adopted_bytes_;
   std::string copied_;
   std::vector<Piece> pieces_;
   std::vector<AdoptedBuffer> adopted_;

@@ -145,11 +145,18 @@ TEST(OutputQueueTest, ClearingALentBodyHandsItsBufferToTheQueue) {
   EXPECT_EQ(Drain(&queue), body + Body(kLargeBody, 'd'));
 }
 
+TEST(OutputQueueTest, TheAdoptionBoundFollowsTheWriteBufferLimit) {
+  EXPECT_EQ(OutputQueue::MaxAdoptedBytesFor(256 << 10), 4u << 20);
+  EXPECT_EQ(OutputQueue::MaxAdoptedBytesFor(64 << 10), 1u << 20);
+  EXPECT_EQ(OutputQueue::MaxAdoptedBytesFor(SIZE_MAX / 8), SIZE_MAX);
+}
+
 TEST(OutputQueueTest, BuffersPastTheAdoptionBoundAreCopiedFrom) {
-  OutputQueue queue;
+  constexpr size_t kBound = 1 << 20;
+  OutputQueue queue(kBound);
   OutgoingData first;
   OutgoingData second;
-  const std::string body = Body(OutputQueue::kMaxAdoptedBytes / 2 + 1, 'm');
+  const std::string body = Body(kBound / 2 + 1, 'm');
   FinishBody(&first, body);
   FinishBody(&second, body);
   first.SendReserved(body.size(), &queue);

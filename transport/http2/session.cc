@@ -53,6 +53,10 @@ bool IsShutdownNotice(const uint8_t* data, size_t length) {
 
 }  // namespace
 
+static_assert(
+    OutputQueue::MaxAdoptedBytesFor(ConnectionOptions{}.write_buffer_limit) ==
+    OutputQueue::kDefaultMaxAdoptedBytes);
+
 Session::Session(io::Scheduler* scheduler, std::string peer,
                  const ConnectionOptions& options)
     : scheduler_(scheduler),

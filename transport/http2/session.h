@@ -104,8 +104,10 @@ struct ConnectionOptions {
   // default, 2147483647 (INT_MAX), is the largest message protobuf
   // serializes: a protobuf message above it is refused whatever this says.
   size_t max_send_message_size = INT_MAX;
-  // nghttp2 stops producing frames while this many bytes wait to be written.
-  // Bytes.
+  // nghttp2 stops producing frames while this many bytes wait to be written;
+  // besides them the connection keeps at most 16 times this in finished
+  // bodies whose last bytes wait to be written (past that, those bytes are
+  // copied and the body freed: OutputQueue::MaxAdoptedBytesFor). Bytes.
   size_t write_buffer_limit = 256 << 10;
   // Message encodings this side decompresses, advertised in every call's
   // grpc-accept-encoding. A request in another encoding is answered
@@ -432,7 +434,8 @@ class Session : public io::ByteSession, private KeepalivePinger::Delegate {
   bool in_session_call_ = false;
   Status submit_failure_;
   // Frames produced and not yet taken by the driver.
-  OutputQueue output_;
+  OutputQueue output_{
+      OutputQueue::MaxAdoptedBytesFor(options_.write_buffer_limit)};
 };
 
 }  // namespace h2rpc::transport::http2
