@@ -23,6 +23,10 @@ const std::shared_ptr<const PeerIdentity>& ServerStream::peer_identity() const {
   return connection_ != nullptr ? connection_->peer_identity() : kNone;
 }
 
+uint64_t ServerStream::connection_id() const {
+  return connection_ != nullptr ? connection_->id() : 0;
+}
+
 void ServerStream::Reset() {
   stream_id_ = -1;
   refs_ = 0;
@@ -205,11 +209,21 @@ void ServerStream::Unref() {
 // ---------------------------------------------------------------------------
 // ServerSession
 
+namespace {
+
+uint64_t NextConnectionId() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace
+
 ServerSession::ServerSession(io::Scheduler* scheduler, std::string peer,
                              const ConnectionOptions& options,
                              MemoryQuota* memory_quota,
                              ServerDispatcher* dispatcher, Listener* listener)
     : Session(scheduler, std::move(peer), options),
+      id_(NextConnectionId()),
       dispatcher_(dispatcher),
       listener_(listener),
       memory_share_(memory_quota, options.memory_quota_share) {

@@ -72,6 +72,9 @@ class ServerStream final : private io::Timer {
   const std::string& peer() const;
   // What TLS established about the client; null on plaintext.
   const std::shared_ptr<const PeerIdentity>& peer_identity() const;
+  // The connection the request arrived on, as ServerSession::id(); 0 once
+  // the connection is gone.
+  uint64_t connection_id() const;
   const Metadata& client_metadata() const { return client_metadata_; }
   // On the loop's monotonic clock; InfiniteFuture when the client sent no
   // grpc-timeout.
@@ -237,6 +240,10 @@ class ServerSession : public Session {
                 ServerDispatcher* dispatcher, Listener* listener);
   ~ServerSession() override;
 
+  // Never 0 and never the id of another ServerSession of the process (a
+  // counter, not an address that a later connection may reuse).
+  uint64_t id() const { return id_; }
+
   // Loop thread, after the memory quota's listener heard of a release:
   // grants memory to the messages waiting for it, as far as it goes, and
   // returns their withheld flow-control credit.
@@ -276,6 +283,7 @@ class ServerSession : public Session {
   Status WaitingLimitStatus(const ServerStream* stream,
                             size_t waiting_bytes) const;
 
+  const uint64_t id_;
   ServerDispatcher* const dispatcher_;
   Listener* const listener_;
   // Streams open in nghttp2 (refused ones excluded), against
