@@ -99,6 +99,9 @@ void ChannelCall::StartTask::Run() {
 
 void ChannelCall::CancelOnLoop(const Status& status) {
   if (finished_) return;
+  // Ended here, never retried: the attempt's close (or the failed start)
+  // is the call's result.
+  CommitRetries();
   if (stream_.active()) {
     stream_.Cancel(status);
   } else if (pending_list_ != nullptr) {
@@ -113,7 +116,10 @@ void ChannelCall::CancelOnLoop(const Status& status) {
 bool ChannelCall::RetryOrCommit(const Status& status,
                                 const transport::Metadata& trailing) {
   RetryThrottle* const throttle = core_->retry_throttle();
-  if (retry_policy_ == nullptr || committed_ || finished_) {
+  // A channel shutting down takes no new attempt: its calls end with the
+  // status its connections closed with.
+  if (retry_policy_ == nullptr || committed_ || finished_ ||
+      core_->shutting_down()) {
     CountOutcome(status, retryable_codes_, throttle);
     CommitRetries();
     return false;
@@ -214,11 +220,22 @@ void ChannelCall::CommitRetries() {
 
 bool ChannelCall::RetryTransparently() {
   // The server did not process the request: start it again (on a new
-  // connection if this one is going away), a bounded number of times.
-  constexpr int kMaxTransparentRetries = 3;
-  if (transparent_retries_ >= kMaxTransparentRetries) return false;
+  // connection if this one is going away).
+  if (transparent_retries_ < kImmediateTransparentRetries) {
+    ++transparent_retries_;
+    Start();
+    return true;
+  }
+  if (!wait_for_ready_ || core_->shutting_down()) return false;
+  // A wait_for_ready call waits through refusals as through failed
+  // connection attempts: again after the reconnect backoff, until its
+  // deadline (RetryTimer), on the retrying list meanwhile.
+  const absl::Duration delay = core_->TransparentRetryBackoff(
+      transparent_retries_ - kImmediateTransparentRetries);
   ++transparent_retries_;
-  Start();
+  loop()->Schedule(&retry_timer_, std::min(loop()->Now() + delay,
+                                           stream_.description.deadline));
+  Link(core_->retrying_list());
   return true;
 }
 
@@ -280,6 +297,9 @@ void ChannelCall::Unref() {
 }
 
 void ChannelCall::ResetChannelCall() {
+  // A call that failed before it started (a cancelled context) still holds
+  // its charge.
+  core_->ReleaseRetryBuffer(retry_buffer_charged_);
   stream_.Reset();
   context_ = nullptr;
   finished_ = false;

@@ -80,12 +80,21 @@ class ChannelCall {
   // and the channel no longer counts it in progress.
   void UnbindContext();
   // Loop thread: ends the call with `status` wherever it is: resets its
-  // stream, takes it out of the wait for a connection, or (not started yet)
-  // makes its start fail.
+  // stream, takes it out of the wait for a connection or for its next
+  // attempt, or (not started yet) makes its start fail. Commits the call
+  // first, so it is never retried: it ends with `status`, or with the
+  // status its attempt already had (trailers in, the close not yet
+  // reported).
   void CancelOnLoop(const Status& status);
-  // Loop thread, from ClientStream::Observer::OnRefused: starts the call
-  // again, a bounded number of times; false when out of retries.
+  // Loop thread, from ClientStream::Observer::OnRefused (a stream the
+  // server refused unprocessed, or beyond a GOAWAY's last stream id):
+  // starts the call again, at once for the first
+  // kImmediateTransparentRetries; after them only a wait_for_ready call
+  // goes on, each time after the channel's reconnect backoff
+  // (ChannelCore::TransparentRetryBackoff), until its deadline. False when
+  // out of retries: the call then fails with UNAVAILABLE.
   bool RetryTransparently();
+  static constexpr int kImmediateTransparentRetries = 3;
 
   // Retries (gRPC's A6), for a call whose method has a retryPolicy. The call
   // keeps the request bytes it sends, counted against the channel's retry
@@ -95,8 +104,9 @@ class ChannelCall {
   //
   // Loop thread, from OnClose: starts the next attempt after its backoff
   // (true; the call goes on as if the attempt had not happened) or commits
-  // the call (false: `status` is its result). Counts the outcome in the
-  // channel's retry throttle either way.
+  // the call (false: `status` is its result): always once the channel is
+  // shutting down. Counts the outcome in the channel's retry throttle
+  // either way.
   bool RetryOrCommit(const Status& status, const transport::Metadata& trailing);
   // Any thread before the call starts, then the loop thread: counts the
   // request bytes kept for a retry, committing the call when over a limit.
@@ -116,7 +126,8 @@ class ChannelCall {
   void Unref();
   virtual void OnLastUnref() = 0;
 
-  // Clears the shared state for reuse.
+  // Clears the shared state for reuse; gives back what is still charged to
+  // the channel's retry buffer.
   void ResetChannelCall();
 
   transport::io::EventLoop* loop() const;

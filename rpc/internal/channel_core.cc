@@ -1,6 +1,7 @@
 #include "rpc/internal/channel_core.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -170,6 +171,14 @@ double ChannelCore::RetryJitter() {
   return std::uniform_real_distribution<double>(0.0, 1.0)(retry_random_);
 }
 
+absl::Duration ChannelCore::TransparentRetryBackoff(int n) {
+  // Past max_backoff long before: keeps the power finite.
+  const double scale = std::pow(backoff_options_.multiplier, std::min(n, 64));
+  const absl::Duration backoff = std::min(
+      backoff_options_.initial_backoff * scale, backoff_options_.max_backoff);
+  return backoff * (1 + backoff_options_.jitter * (2 * RetryJitter() - 1));
+}
+
 bool ChannelCore::ChargeRetryBuffer(size_t bytes) {
   const size_t total =
       retry_buffered_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
@@ -205,13 +214,14 @@ void ChannelCore::Shutdown() {
   loop_.Cancel(&idle_timer_);
   const Status why(StatusCode::kCancelled, "the channel was destroyed");
   FailPending(why, /*keep_wait_for_ready=*/false);
+  policy_.reset();
+  // Their calls end with `why`, not retried (ChannelCall::RetryOrCommit).
+  for (auto& subchannel : subchannels_) subchannel->Close(why);
   while (retrying_ != nullptr) {
     ChannelCall* const call = retrying_;
     call->StopRetryWait();
     call->FailBeforeStream(why);
   }
-  policy_.reset();
-  for (auto& subchannel : subchannels_) subchannel->Close(why);
 }
 
 ClientCall* ChannelCore::TakeCall() {

@@ -90,9 +90,11 @@ class ChannelCore final : private LbPolicy::Helper, private Subchannel::Host {
   // Invalid `options` (CheckChannelOptions) make every call fail.
   ChannelCore(absl::string_view target, const ChannelCredentials* credentials,
               const ChannelOptions& options);
-  // Fails calls still in flight with CANCELLED, then stops the loop. Does
-  // not wait for a host-name lookup under way (its result is dropped). Not
-  // on the loop thread (see Destroy). ShutdownWatch() must have run.
+  // Ends every call with CANCELLED wherever it is (waiting for a
+  // connection, between two attempts, on a connection), each call's `done`
+  // or OnDone run once, then stops the loop. Does not wait for a host-name
+  // lookup under way (its result is dropped). Not on the loop thread (see
+  // Destroy). ShutdownWatch() must have run.
   ~ChannelCore();
   ChannelCore(const ChannelCore&) = delete;
   ChannelCore& operator=(const ChannelCore&) = delete;
@@ -127,6 +129,14 @@ class ChannelCore final : private LbPolicy::Helper, private Subchannel::Host {
   // Loop thread: a uniformly distributed number in [0, 1) for a retry's
   // backoff.
   double RetryJitter();
+  // Loop thread: the wait before the `n`-th (from 0) transparent retry
+  // that waits (ChannelCall::RetryTransparently): the reconnect backoff's,
+  // min(initial_backoff * backoff_multiplier^n, max_backoff), shifted at
+  // random by up to backoff_jitter of itself.
+  absl::Duration TransparentRetryBackoff(int n);
+  // Loop thread: the channel is being destroyed; its calls end, none starts
+  // or waits any more.
+  bool shutting_down() const { return shut_down_; }
   // Any thread: counts `bytes` more request bytes kept for retries; false
   // (nothing counted) if that would exceed ChannelOptions::
   // retry_buffer_size.

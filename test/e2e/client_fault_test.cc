@@ -504,6 +504,56 @@ TEST(ClientFaultTest, RefusedEveryTimeIsUnavailableAfterRetries) {
   EXPECT_LT(requests.load(), 10);
 }
 
+// A wait_for_ready call waits through refusals (streams the server never
+// processed) as it waits through failed connection attempts: it is started
+// again, after the first few at once, with the reconnect backoff between
+// attempts, until one is served or its deadline passes.
+TEST(ClientFaultTest, AWaitForReadyCallOutlastsRefusals) {
+  std::atomic<int> requests{0};
+  FakeServer fake([&requests](int fd) {
+    ServeH2(fd, [&requests](uint32_t stream_id, int n) {
+      requests.fetch_add(1);
+      return n < 8 ? RefuseStream(stream_id) : OkResponse(stream_id);
+    });
+    return false;
+  });
+  ASSERT_TRUE(fake.ok());
+  std::shared_ptr<Channel> channel =
+      CreateChannel(fake.target(), FastBackoff());
+  ClientContext context;
+  context.set_timeout(absl::Seconds(30));
+  context.set_wait_for_ready(true);
+  SimpleResponse response;
+  const Status status =
+      channel->UnaryCall(&context, kEcho, SimpleRequest(), &response);
+  EXPECT_TRUE(status.ok()) << status.ToString();
+  EXPECT_EQ(requests.load(), 9);
+}
+
+TEST(ClientFaultTest, AWaitForReadyCallRefusedEveryTimeEndsAtItsDeadline) {
+  std::atomic<int> requests{0};
+  FakeServer fake([&requests](int fd) {
+    ServeH2(fd, [&requests](uint32_t stream_id, int) {
+      requests.fetch_add(1);
+      return RefuseStream(stream_id);
+    });
+    return false;
+  });
+  ASSERT_TRUE(fake.ok());
+  // Backoff of 20 ms growing to 100 ms: about 25 attempts in 2 s.
+  std::shared_ptr<Channel> channel =
+      CreateChannel(fake.target(), FastBackoff());
+  ClientContext context;
+  context.set_timeout(absl::Seconds(2));
+  context.set_wait_for_ready(true);
+  SimpleResponse response;
+  const Status status =
+      channel->UnaryCall(&context, kEcho, SimpleRequest(), &response);
+  EXPECT_EQ(status.code(), StatusCode::kDeadlineExceeded) << status.ToString();
+  EXPECT_GT(requests.load(), 5);
+  EXPECT_LT(requests.load(), 60);
+}
+
 TEST(ClientFaultTest, RefusedStreamIsRetriedTransparently) {
   FakeServer fake([](int fd) {
     ServeH2(fd, [](uint32_t stream_id, int n) {

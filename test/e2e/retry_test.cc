@@ -1,13 +1,17 @@
 // Retries by a service config's retryPolicy (gRPC's A6), against a server
 // that fails attempts on purpose: attempt counts and the
 // grpc-previous-rpc-attempts each attempt carries, retryable codes, server
-// pushback, throttling, commit on response headers, and a streaming call
-// replaying its messages. The backoff arithmetic itself is tested on its own
-// (rpc/internal/retry_test.cc).
+// pushback, throttling, commit on response headers, a streaming call
+// replaying its messages, a local cancel that is never retried, channel
+// destruction ending calls in every state, and the channel's retry buffer
+// given back by every call. The backoff arithmetic itself is tested on its
+// own (rpc/internal/retry_test.cc).
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -18,6 +22,7 @@
 #include "proto/grpc/testing/messages.pb.h"
 #include "rpc/channel.h"
 #include "rpc/server.h"
+#include "test/util/loopback_socket.h"
 #include "test/util/notification.h"
 #include "test/util/wait_for.h"
 
@@ -30,6 +35,10 @@ using grpc::testing::SimpleResponse;
 constexpr char kFlaky[] = "/retry.Test/Flaky";
 constexpr char kStreamThenFail[] = "/retry.Test/StreamThenFail";
 constexpr char kCountMessages[] = "/retry.Test/CountMessages";
+// Record the attempt (the request's body names the call), then wait until
+// the client cancels it.
+constexpr char kHang[] = "/retry.Test/Hang";
+constexpr char kHangStream[] = "/retry.Test/HangStream";
 constexpr absl::Duration kHangTimeout = absl::Seconds(30);
 
 // How a Flaky call fails: the request's body says, "<id> <failures> <code>
@@ -60,6 +69,22 @@ class RetryTest : public ::testing::Test {
                     ServerContext*,
                     ServerReaderWriter<SimpleResponse, SimpleRequest>* stream) {
                   return CountMessages(stream);
+                })
+            .RegisterUnary<SimpleRequest, SimpleResponse>(
+                kHang,
+                [this](ServerContext* context, const SimpleRequest& request,
+                       SimpleResponse*) {
+                  Record(request.payload().body(), "");
+                  return WaitUntilCancelled(context);
+                })
+            .RegisterBidiStreaming<SimpleRequest, SimpleResponse>(
+                kHangStream,
+                [this](
+                    ServerContext* context,
+                    ServerReaderWriter<SimpleResponse, SimpleRequest>* stream) {
+                  SimpleRequest in;
+                  if (stream->Read(&in)) Record(in.payload().body(), "");
+                  return WaitUntilCancelled(context);
                 })
             .BuildAndStart(&status);
     ASSERT_TRUE(status.ok()) << status.ToString();
@@ -105,6 +130,13 @@ class RetryTest : public ::testing::Test {
     return Status();
   }
 
+  static Status WaitUntilCancelled(ServerContext* context) {
+    if (!testing::WaitFor([context] { return context->IsCancelled(); })) {
+      return Status(StatusCode::kInternal, "never cancelled");
+    }
+    return Status(StatusCode::kCancelled, "cancelled by the client");
+  }
+
   // Counts an attempt of call `id`; returns its number (1 for the first).
   int Record(const std::string& id, const std::string& previous_attempts) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -119,13 +151,20 @@ class RetryTest : public ::testing::Test {
   }
 
   std::shared_ptr<Channel> ChannelWith(const std::string& retry_policy,
-                                       const std::string& extra = "") {
-    ChannelOptions options;
+                                       const std::string& extra = "",
+                                       ChannelOptions options = {}) {
+    return ChannelTo(absl::StrCat("127.0.0.1:", port_), retry_policy, extra,
+                     std::move(options));
+  }
+  static std::shared_ptr<Channel> ChannelTo(const std::string& target,
+                                            const std::string& retry_policy,
+                                            const std::string& extra = "",
+                                            ChannelOptions options = {}) {
     options.service_config = absl::StrCat(
         R"({"methodConfig": [{"name": [{"service": "retry.Test"}],
             "retryPolicy": )",
         retry_policy, "}]", extra, "}");
-    return CreateChannel(absl::StrCat("127.0.0.1:", port_), options);
+    return CreateChannel(target, options);
   }
 
   static Status Call(Channel* channel, const std::string& body) {
@@ -272,6 +311,192 @@ TEST_F(RetryTest, AStreamingCallReplaysItsMessagesOnTheRetry) {
   EXPECT_EQ(response.payload().body(), "3:xyz");
   EXPECT_TRUE(stream->Finish().ok());
   EXPECT_EQ(Attempts("stream").size(), 2u);
+}
+
+// CANCELLED is retryable (A6 allows it): a cancel by the server is retried,
+// the client's own never.
+constexpr char kRetryCancelled[] = R"({"maxAttempts": 4,
+    "initialBackoff": "0.01s", "maxBackoff": "0.05s", "backoffMultiplier": 2,
+    "retryableStatusCodes": ["CANCELLED", "UNAVAILABLE"]})";
+
+// An asynchronous unary call that counts how often its `done` runs.
+struct AsyncCall {
+  void Start(Channel* channel, const char* method, const std::string& body,
+             absl::Duration timeout = kHangTimeout) {
+    context.set_timeout(timeout);
+    request.mutable_payload()->set_body(body);
+    channel->AsyncUnaryCall(&context, method, request, &response,
+                            [this](const Status& s) {
+                              if (done_runs.fetch_add(1) == 0) status = s;
+                              done.Notify();
+                            });
+  }
+
+  ClientContext context;
+  SimpleRequest request;
+  SimpleResponse response;
+  testing::Notification done;
+  std::atomic<int> done_runs{0};
+  Status status;  // the first run's, written before `done` is notified
+};
+
+// A bidi streaming call that writes one message (naming the call) and
+// counts how often OnDone runs.
+class OneWriteStream : public ClientBidiReactor<SimpleRequest, SimpleResponse> {
+ public:
+  void Start(Channel* channel, const char* method, const std::string& body) {
+    context.set_timeout(kHangTimeout);
+    request_.mutable_payload()->set_body(body);
+    channel->AsyncBidiStreamingCall(&context, method, this);
+    StartWrite(&request_);
+    StartCall();
+  }
+  void OnDone(const Status& s) override {
+    if (done_runs.fetch_add(1) == 0) status = s;
+    done.Notify();
+  }
+
+  ClientContext context;
+  testing::Notification done;
+  std::atomic<int> done_runs{0};
+  Status status;  // the first run's, written before `done` is notified
+
+ private:
+  SimpleRequest request_;
+};
+
+TEST_F(RetryTest, TheClientsOwnCancelIsNeverRetried) {
+  AsyncCall call;  // outlives the channel
+  std::shared_ptr<Channel> channel = ChannelWith(kRetryCancelled);
+  call.Start(channel.get(), kHang, "cancel-unary", absl::Seconds(10));
+  ASSERT_TRUE(
+      testing::WaitFor([&] { return !Attempts("cancel-unary").empty(); }));
+  call.context.TryCancel();
+  ASSERT_TRUE(call.done.WaitForNotificationWithTimeout(kHangTimeout));
+  EXPECT_EQ(call.status.code(), StatusCode::kCancelled)
+      << call.status.ToString();
+  EXPECT_EQ(Attempts("cancel-unary").size(), 1u);
+}
+
+TEST_F(RetryTest, TheClientsOwnCancelOfAStreamIsNeverRetried) {
+  std::shared_ptr<Channel> channel = ChannelWith(kRetryCancelled);
+  ClientContext context;
+  context.set_timeout(absl::Seconds(10));
+  auto stream = channel->BidiStreamingCall<SimpleRequest, SimpleResponse>(
+      &context, kHangStream);
+  SimpleRequest request;
+  request.mutable_payload()->set_body("cancel-stream");
+  ASSERT_TRUE(stream->Write(request));
+  ASSERT_TRUE(
+      testing::WaitFor([&] { return !Attempts("cancel-stream").empty(); }));
+  context.TryCancel();
+  const Status status = stream->Finish();
+  EXPECT_EQ(status.code(), StatusCode::kCancelled) << status.ToString();
+  EXPECT_EQ(Attempts("cancel-stream").size(), 1u);
+}
+
+// Destroying a channel ends each of its calls with CANCELLED and runs its
+// `done` or OnDone exactly once, before the destruction returns: a unary
+// and a streaming call in flight (whose CANCELLED would be retryable), a
+// call between attempts (in its 60 s pushback, or still in flight), and a
+// wait_for_ready call waiting for a channel that cannot connect. A TryCancel
+// afterwards touches nothing of the channel.
+TEST_F(RetryTest, DestroyingTheChannelEndsCallsInEveryStateOnce) {
+  AsyncCall in_flight;
+  OneWriteStream stream;
+  AsyncCall between_attempts;
+  AsyncCall waiting;
+  std::shared_ptr<Channel> channel = ChannelWith(kRetryCancelled);
+  std::shared_ptr<Channel> unreachable =
+      ChannelTo(absl::StrCat("127.0.0.1:", testing::ClosedLoopbackPort()),
+                kRetryCancelled);
+
+  in_flight.Start(channel.get(), kHang, "destroy-unary");
+  stream.Start(channel.get(), kHangStream, "destroy-stream");
+  between_attempts.Start(channel.get(), kFlaky, "destroy-retry 100 14 60000");
+  waiting.context.set_wait_for_ready(true);
+  waiting.Start(unreachable.get(), kFlaky, "destroy-waiting 0 0");
+  ASSERT_TRUE(testing::WaitFor([&] {
+    return !Attempts("destroy-unary").empty() &&
+           !Attempts("destroy-stream").empty() &&
+           !Attempts("destroy-retry").empty();
+  }));
+  // The wait_for_ready call made the channel try to connect, and waits.
+  ASSERT_TRUE(testing::WaitFor([&] {
+    return unreachable->GetState(false) == ConnectivityState::kTransientFailure;
+  }));
+
+  channel.reset();
+  unreachable.reset();
+  for (AsyncCall* call : {&in_flight, &between_attempts, &waiting}) {
+    EXPECT_TRUE(call->done.HasBeenNotified())
+        << call->request.ShortDebugString();
+    EXPECT_EQ(call->done_runs.load(), 1) << call->request.ShortDebugString();
+    EXPECT_EQ(call->status.code(), StatusCode::kCancelled)
+        << call->request.ShortDebugString() << ": " << call->status.ToString();
+  }
+  EXPECT_TRUE(stream.done.HasBeenNotified());
+  EXPECT_EQ(stream.done_runs.load(), 1);
+  EXPECT_EQ(stream.status.code(), StatusCode::kCancelled)
+      << stream.status.ToString();
+  EXPECT_EQ(Attempts("destroy-unary").size(), 1u);
+  EXPECT_EQ(Attempts("destroy-stream").size(), 1u);
+  EXPECT_EQ(Attempts("destroy-retry").size(), 1u);
+  for (ClientContext* context : {&in_flight.context, &stream.context,
+                                 &between_attempts.context, &waiting.context}) {
+    context->TryCancel();
+  }
+}
+
+// Every call gives back what it was charged against the channel's retry
+// buffer, also one that fails before it starts (here: a context cancelled
+// beforehand), so retries keep working however many such calls came first.
+TEST_F(RetryTest, CallsThatNeverStartGiveTheirRetryBufferBack) {
+  ChannelOptions options;
+  options.retry_buffer_size = 64 << 10;
+  std::shared_ptr<Channel> channel = ChannelWith(kPolicy, "", options);
+  // 4 KiB requests: 64 of them, unreturned, would hold four times the
+  // channel's retry buffer.
+  SimpleRequest request;
+  request.mutable_payload()->set_body(std::string(4 << 10, 'p'));
+  SimpleResponse response;
+  std::string response_bytes;
+  const std::string request_bytes = request.SerializeAsString();
+  for (int i = 0; i < 64; ++i) {
+    ClientContext context;
+    context.TryCancel();
+    Status status;
+    switch (i % 3) {
+      case 0:
+        status = channel->UnaryCall(&context, kFlaky, request, &response);
+        break;
+      case 1:
+        status = channel->GenericUnaryCall(&context, kFlaky, request_bytes,
+                                           &response_bytes);
+        break;
+      default: {
+        testing::Notification done;
+        channel->AsyncUnaryCall(&context, kFlaky, request, &response,
+                                [&](const Status& s) {
+                                  status = s;
+                                  done.Notify();
+                                });
+        ASSERT_TRUE(done.WaitForNotificationWithTimeout(kHangTimeout));
+        break;
+      }
+    }
+    ASSERT_EQ(status.code(), StatusCode::kCancelled) << status.ToString();
+  }
+  // 8 KiB more than its body (which the server reads), larger than what
+  // is left of the retry buffer if the failed calls kept their charge.
+  ClientContext context;
+  context.set_timeout(kHangTimeout);
+  request.mutable_payload()->set_body("charges 1 14");
+  request.mutable_response_status()->set_message(std::string(8 << 10, 'p'));
+  const Status status =
+      channel->UnaryCall(&context, kFlaky, request, &response);
+  EXPECT_TRUE(status.ok()) << status.ToString();
+  EXPECT_EQ(Attempts("charges").size(), 2u);
 }
 
 }  // namespace
