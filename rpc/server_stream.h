@@ -25,8 +25,11 @@ class ServerStreamCall;
 // message written; it must be called exactly once, even after OnCancel.
 // Misuse (a second Finish; a read, write or StartSendInitialMetadata while
 // another is outstanding) is reported naming the method: a debug build
-// aborts, an optimized one fails the call with INTERNAL. The call still
-// ends, with OnDone.
+// aborts, an optimized one fails the call with INTERNAL ("API misuse: ...")
+// if its status is not out yet. So neither sends the first Finish's status
+// as if nothing happened when the second came before it took effect (on the
+// loop, after the call to Finish returned); once the trailers are out, a
+// second Finish is only reported. The call still ends, with OnDone.
 class ServerStreamReactor {
  public:
   // Inside a registered factory the reactor binds to the call being

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "rpc/internal/serialize_framed.h"
 #include "rpc/internal/server_core.h"
 #include "rpc/internal/server_loop.h"
@@ -10,6 +11,8 @@ namespace h2rpc::internal {
 namespace {
 
 thread_local ServerStreamCall* binding_call = nullptr;
+
+constexpr char kFinishTwice[] = "Finish called twice";
 
 }  // namespace
 
@@ -165,7 +168,10 @@ void ServerStreamCall::RunSendInitialMetadata() {
 
 void ServerStreamCall::Finish(const Status& status) {
   if (finish_called_.exchange(true, std::memory_order_acq_rel)) {
-    ReportOpMisuse("Finish called twice");
+    // Seen by RunFinish if it has not run yet: the call then fails with
+    // INTERNAL instead of sending the first status.
+    finished_twice_.store(true, std::memory_order_release);
+    ReportOpMisuse(kFinishTwice);
     return;
   }
   finish_status_ = status;
@@ -175,6 +181,12 @@ void ServerStreamCall::Finish(const Status& status) {
 
 void ServerStreamCall::RunFinish() {
   Status status = std::move(finish_status_);
+  if (finished_twice_.load(std::memory_order_acquire)) {
+    // As StreamOps::ReportOpMisuse words it.
+    status = Status(StatusCode::kInternal,
+                    absl::StrCat("API misuse: ", kFinishTwice, " on a call of ",
+                                 method_name_, "; the call fails"));
+  }
   // A write still waiting for the send buffer completes as it drains; the
   // trailers follow every byte written.
   CloseWrites();

@@ -40,8 +40,11 @@ class ServerLoop;
 // one keeps the object until its task has run). Misuse (a second Finish, a
 // second read, write or initial metadata while one is outstanding) is
 // reported and fails the call with INTERNAL instead of counting an
-// operation that would never complete. Destroy(), which deletes the object
-// and ends the server's count of the call, runs exactly once per call.
+// operation that would never complete; a second Finish that comes before
+// the first has taken effect (its task has run) makes that task send the
+// INTERNAL status instead of the first one. Destroy(), which deletes the
+// object and ends the server's count of the call, runs exactly once per
+// call.
 class ServerStreamCall final : public StreamOps,
                                public transport::http2::ServerStream::Observer,
                                public CancellableServerCall {
@@ -149,6 +152,8 @@ class ServerStreamCall final : public StreamOps,
   // Set by the first Finish / StartSendInitialMetadata (any thread); the
   // latter cleared again when its task runs.
   std::atomic<bool> finish_called_{false};
+  // Set by a second Finish (any thread).
+  std::atomic<bool> finished_twice_{false};
   std::atomic<bool> metadata_outstanding_{false};
   CancelGate cancel_gate_;
 

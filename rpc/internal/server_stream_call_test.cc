@@ -210,15 +210,17 @@ class ServerStreamCallTest : public ::testing::Test {
   std::atomic<int> read_done_{-1};
 };
 
-// Hazard: the second Finish counted an operation whose task (already
-// queued) was dropped, so OnDone never ran and Shutdown hung on the leaked
-// count of live calls.
-TEST_F(ServerStreamCallTest, SecondFinishNeitherLeaksNorHangsShutdown) {
+// A second Finish before the first has taken effect fails the call with
+// INTERNAL naming the misuse (the first status is not sent as if nothing
+// happened), and leaks nothing: every call reaches OnDone and Shutdown
+// returns without waiting.
+TEST_F(ServerStreamCallTest, SecondFinishFailsTheCallWithInternal) {
   SetMisuseIsFatalForTest(false);
   for (int i = 0; i < 3; ++i) {
     const Status status = CallAndFinish(kFinishTwice);
-    // The first Finish went out before the misuse was handled.
-    EXPECT_TRUE(status.ok()) << status.ToString();
+    EXPECT_EQ(status.code(), StatusCode::kInternal) << status.ToString();
+    EXPECT_THAT(status.message(), HasSubstr("Finish called twice on a call of "
+                                            "/h2rpc.test.Streams/FinishTwice"));
   }
   ExpectCleanShutdown();
 }
