@@ -1,5 +1,6 @@
 #include "rpc/health_check_service.h"
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <utility>
@@ -34,8 +35,9 @@ class HealthCheckService::Watcher final
   // Loop thread (the Watch factory): registers with `service` and writes
   // the current status, or finishes at once (name too long, too many
   // watches, server shutting down).
-  Watcher(HealthCheckService* service, absl::string_view name)
-      : service_(service) {
+  Watcher(HealthCheckService* service, absl::string_view name,
+          uint64_t connection_id)
+      : service_(service), connection_id_(connection_id) {
     transport::io::MutexLock lock(&service_->mu_);
     h2rpc::Status refused = service_->CheckNameLength(name);
     if (refused.ok() && service_->server_shut_down_) {
@@ -50,6 +52,19 @@ class HealthCheckService::Watcher final
                        " health watches are open, the limit "
                        "(HealthCheckServiceOptions::max_watches)"));
     }
+    if (refused.ok()) {
+      auto it = service_->connection_watches_.find(connection_id_);
+      const size_t on_connection =
+          it == service_->connection_watches_.end() ? 0 : it->second;
+      if (on_connection >= service_->options_.max_watches_per_connection) {
+        refused = h2rpc::Status(
+            StatusCode::kResourceExhausted,
+            absl::StrCat(on_connection,
+                         " health watches are open on this connection, the "
+                         "limit (HealthCheckServiceOptions::max_watches_per_"
+                         "connection)"));
+      }
+    }
     if (!refused.ok()) {
       EndLocked(refused);
       return;
@@ -58,6 +73,7 @@ class HealthCheckService::Watcher final
     entry_->second.watchers.insert(this);
     registered_ = true;
     ++service_->open_watches_;
+    ++service_->connection_watches_[connection_id_];
     WriteLocked(entry_->second.status);
   }
 
@@ -115,6 +131,8 @@ class HealthCheckService::Watcher final
           service_->services_.erase(entry_);
         }
         --service_->open_watches_;
+        auto it = service_->connection_watches_.find(connection_id_);
+        if (--it->second == 0) service_->connection_watches_.erase(it);
       }
     }
     delete this;
@@ -149,6 +167,7 @@ class HealthCheckService::Watcher final
   }
 
   HealthCheckService* const service_;
+  const uint64_t connection_id_;  // ServerContext::connection_id()
   // The watched service's entry in services_ (valid while registered_: an
   // entry with watchers is never erased).
   ServiceMap::iterator entry_ ABSL_GUARDED_BY(service_->mu_);
@@ -207,9 +226,10 @@ Server::Builder& HealthCheckService::AddTo(Server::Builder& builder) {
   builder
       .RegisterCallbackServerStreaming<HealthCheckRequest, HealthCheckResponse>(
           kWatchPath,
-          [this](ServerContext*, const HealthCheckRequest* request)
+          [this](ServerContext* context, const HealthCheckRequest* request)
               -> ServerWriteReactor<HealthCheckResponse>* {
-            return new Watcher(this, request->service());
+            return new Watcher(this, request->service(),
+                               context->connection_id());
           });
   builder.AddShutdownCallback([this] { OnServerShutdown(); });
   return builder;

@@ -2,8 +2,10 @@
 #define H2RPC_RPC_HEALTH_CHECK_SERVICE_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "absl/base/thread_annotations.h"
@@ -20,13 +22,20 @@ struct HealthCheckServiceOptions {
   // the limit. Bytes.
   size_t max_service_name_length = 200;
   // Most Watch calls open at once, over all connections; one more fails at
-  // once with RESOURCE_EXHAUSTED naming the limit. Besides this, a client's
-  // watches on one connection are bounded by the server's
-  // ConnectionOptions::max_concurrent_streams (1024 by default), and the
-  // connections by ServerOptions::max_connections (unlimited by default),
-  // so this is the bound on the whole. An open watch holds a server stream
-  // (never a worker thread) and about 150 bytes here. Watches.
+  // once with RESOURCE_EXHAUSTED naming the limit. The bound on the whole
+  // (the connections are bounded by ServerOptions::max_connections,
+  // unlimited by default). An open watch holds a server stream (never a
+  // worker thread) and about 150 bytes here. Watches.
   size_t max_watches = 10000;
+  // Most Watch calls open at once on one connection (ServerContext::
+  // connection_id()); one more on it fails at once with RESOURCE_EXHAUSTED
+  // naming the limit, while other connections' watches go on. So one
+  // client cannot take max_watches from the others (whose client-side
+  // health checking would then take the server out of their rotation)
+  // without opening max_watches / max_watches_per_connection connections;
+  // a health-checking client needs one watch per service it balances on.
+  // Watches.
+  size_t max_watches_per_connection = 100;
 };
 
 // gRPC's health checking service, grpc.health.v1.Health (Check and Watch;
@@ -78,7 +87,8 @@ struct HealthCheckServiceOptions {
 //
 // Allocations: SetServingStatus allocates a map node for a service name it
 // has not seen; a Watch allocates its reactor (one object), its entry in
-// the service's set of watchers, and a map node for an unknown service;
+// the service's set of watchers, a map node for an unknown service, and,
+// the first on its connection, the connection's count of watches;
 // Check allocates nothing beyond the call's own.
 class HealthCheckService {
  public:
@@ -148,6 +158,9 @@ class HealthCheckService {
   // Also guards every Watcher's state.
   ServiceMap services_ ABSL_GUARDED_BY(mu_);
   size_t open_watches_ ABSL_GUARDED_BY(mu_) = 0;
+  // Open watches per connection (ServerContext::connection_id()); a
+  // connection without watches has no entry.
+  std::unordered_map<uint64_t, size_t> connection_watches_ ABSL_GUARDED_BY(mu_);
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;         // Shutdown()
   bool server_shut_down_ ABSL_GUARDED_BY(mu_) = false;  // the callback ran
 };

@@ -85,6 +85,18 @@ class WatchRecorder final : public ClientReadReactor<HealthCheckResponse> {
       return statuses.size() >= count;
     });
   }
+  // Waits until a status was read or the call ended; false after
+  // kHangTimeout.
+  bool WaitForStatusOrEnd() {
+    const absl::Time give_up = absl::Now() + kHangTimeout;
+    transport::io::MutexLock lock(&mu_);
+    while (statuses_.empty() && !done_) {
+      const absl::Duration left = give_up - absl::Now();
+      if (left <= absl::ZeroDuration()) return false;
+      changed_.WaitWithTimeout(&mu_, left);
+    }
+    return true;
+  }
   // Waits for the call to end and returns its status (DEADLINE_EXCEEDED
   // after kHangTimeout, the call's own deadline).
   Status WaitForDone() {
@@ -142,8 +154,9 @@ class HealthCheckServiceTest : public ::testing::Test {
     health_->AddTo(builder);
     server_ = builder.BuildAndStart(&status);
     ASSERT_NE(server_, nullptr) << status.ToString();
+    server_address_ = "127.0.0.1:" + std::to_string(port);
     stub_ = std::make_unique<Health::Stub>(
-        CreateChannel("127.0.0.1:" + std::to_string(port), channel_options));
+        CreateChannel(server_address_, channel_options));
   }
 
   // Check of `service`: its status, or -1 with `*error` set.
@@ -161,6 +174,7 @@ class HealthCheckServiceTest : public ::testing::Test {
   // Declared first, destroyed last: outlives the server.
   std::unique_ptr<HealthCheckService> health_;
   std::unique_ptr<Server> server_;
+  std::string server_address_;
   std::unique_ptr<Health::Stub> stub_;
 };
 
@@ -290,6 +304,43 @@ TEST_F(HealthCheckServiceTest, WatchesOverTheLimitAreRefused) {
   WatchRecorder fourth(*stub_, "");
   ASSERT_TRUE(fourth.WaitForCount(1));
   EXPECT_THAT(fourth.statuses(), ElementsAre(kServing));
+}
+
+// One connection opening watches until it is refused holds at most
+// max_watches_per_connection of them; a client on another connection still
+// gets its Watch (and so keeps the server in its rotation), and the greedy
+// one gets watches again as its own end.
+TEST_F(HealthCheckServiceTest, OneConnectionCannotTakeEveryWatch) {
+  HealthCheckServiceOptions options;
+  options.max_watches = 8;
+  options.max_watches_per_connection = 3;
+  Start(options);
+  std::vector<std::unique_ptr<WatchRecorder>> greedy;
+  Status refused;
+  for (size_t i = 0; i < options.max_watches && refused.ok(); ++i) {
+    greedy.push_back(std::make_unique<WatchRecorder>(*stub_, ""));
+    WatchRecorder& watch = *greedy.back();
+    ASSERT_TRUE(watch.WaitForStatusOrEnd());
+    if (watch.done()) refused = watch.WaitForDone();
+  }
+  EXPECT_EQ(refused.code(), StatusCode::kResourceExhausted)
+      << refused.ToString();
+  EXPECT_THAT(refused.message(),
+              HasSubstr("3 health watches are open on this connection"));
+  EXPECT_THAT(refused.message(), HasSubstr("max_watches_per_connection"));
+  EXPECT_EQ(health_->open_watches(), 3u);
+
+  Health::Stub other(CreateChannel(server_address_));
+  WatchRecorder polite(other, "");
+  ASSERT_TRUE(polite.WaitForCount(1));
+  EXPECT_THAT(polite.statuses(), ElementsAre(kServing));
+  EXPECT_EQ(health_->open_watches(), 4u);
+
+  greedy.front().reset();  // cancels it
+  ASSERT_TRUE(WaitFor([&] { return health_->open_watches() == 3; }));
+  WatchRecorder again(*stub_, "");
+  ASSERT_TRUE(again.WaitForCount(1));
+  EXPECT_THAT(again.statuses(), ElementsAre(kServing));
 }
 
 TEST_F(HealthCheckServiceTest, ShutdownMakesEveryServiceNotServingForGood) {

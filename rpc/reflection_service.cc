@@ -109,8 +109,10 @@ class ReflectionService::Stream final
                                ServerReflectionResponse> {
  public:
   // Loop thread (the factory): registers with `service` and reads the first
-  // request, or finishes at once (max_streams, server shutting down).
-  explicit Stream(ReflectionService* service) : service_(service) {
+  // request, or finishes at once (max_streams, max_streams_per_connection,
+  // server shutting down).
+  Stream(ReflectionService* service, uint64_t connection_id)
+      : service_(service), connection_id_(connection_id) {
     transport::io::MutexLock lock(&service_->mu_);
     if (service_->server_shut_down_) {
       EndLocked(ShuttingDown());
@@ -124,7 +126,20 @@ class ReflectionService::Stream final
                               "(ReflectionServiceOptions::max_streams)")));
       return;
     }
+    auto it = service_->connection_streams_.find(connection_id_);
+    const size_t on_connection =
+        it == service_->connection_streams_.end() ? 0 : it->second;
+    if (on_connection >= service_->options_.max_streams_per_connection) {
+      EndLocked(Status(
+          StatusCode::kResourceExhausted,
+          absl::StrCat(on_connection,
+                       " reflection streams are open on this connection, the "
+                       "limit (ReflectionServiceOptions::max_streams_per_"
+                       "connection)")));
+      return;
+    }
     service_->streams_.insert(this);
+    ++service_->connection_streams_[connection_id_];
     registered_ = true;
     StartRead(&request_);
   }
@@ -174,7 +189,11 @@ class ReflectionService::Stream final
   void OnDone() override {
     {
       transport::io::MutexLock lock(&service_->mu_);
-      if (registered_) service_->streams_.erase(this);
+      if (registered_) {
+        service_->streams_.erase(this);
+        auto it = service_->connection_streams_.find(connection_id_);
+        if (--it->second == 0) service_->connection_streams_.erase(it);
+      }
     }
     delete this;
   }
@@ -188,6 +207,7 @@ class ReflectionService::Stream final
   }
 
   ReflectionService* const service_;
+  const uint64_t connection_id_;  // ServerContext::connection_id()
   bool registered_ ABSL_GUARDED_BY(service_->mu_) = false;
   // A write is outstanding (or about to start): set once a request is read.
   bool writing_ ABSL_GUARDED_BY(service_->mu_) = false;
@@ -223,9 +243,10 @@ Server::Builder& ReflectionService::AddTo(Server::Builder& builder) {
   builder.RegisterCallbackBidiStreaming<ServerReflectionRequest,
                                         ServerReflectionResponse>(
       kInfoPath,
-      [this](ServerContext*) -> ServerBidiReactor<ServerReflectionRequest,
-                                                  ServerReflectionResponse>* {
-        return new Stream(this);
+      [this](ServerContext* context)
+          -> ServerBidiReactor<ServerReflectionRequest,
+                               ServerReflectionResponse>* {
+        return new Stream(this, context->connection_id());
       });
   builder.AddServiceListCallback(
       [this](const std::vector<std::string>& services) {

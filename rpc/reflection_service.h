@@ -2,7 +2,9 @@
 #define H2RPC_RPC_REFLECTION_SERVICE_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -24,13 +26,19 @@ namespace h2rpc {
 // Settings of a ReflectionService. Every field: default, unit.
 struct ReflectionServiceOptions {
   // Most ServerReflectionInfo calls open at once, over all connections; one
-  // more fails at once with RESOURCE_EXHAUSTED naming the limit. Besides
-  // this, a client's calls on one connection are bounded by the server's
-  // ConnectionOptions::max_concurrent_streams and the connections by
-  // ServerOptions::max_connections. An open call holds a server stream
+  // more fails at once with RESOURCE_EXHAUSTED naming the limit. The bound
+  // on the whole (the connections are bounded by
+  // ServerOptions::max_connections). An open call holds a server stream
   // (never a worker thread), its reactor (one object) and, while it answers
   // a request, that request and its response. Calls.
   size_t max_streams = 1000;
+  // Most ServerReflectionInfo calls open at once on one connection
+  // (ServerContext::connection_id()); one more on it fails at once with
+  // RESOURCE_EXHAUSTED naming the limit, while other connections' calls go
+  // on. So one client cannot take max_streams from the others without
+  // opening max_streams / max_streams_per_connection connections (a tool
+  // such as grpcurl or grpc_cli uses one call at a time). Calls.
+  size_t max_streams_per_connection = 10;
   // Where files and symbols are looked up; must outlive the service. Null:
   // protobuf's generated pool (DescriptorPool::generated_pool(): every
   // .proto compiled into the binary), as gRPC C++ does.
@@ -103,8 +111,9 @@ struct ReflectionServiceOptions {
 // misuse (reported; a debug build aborts).
 //
 // Allocations: AddTo a few registration objects; BuildAndStart the service
-// list (a copy of the names); a stream its reactor and its entry in the
-// service's set of streams; each request its response (the serialized
+// list (a copy of the names); a stream its reactor, its entry in the
+// service's set of streams and, the first on its connection, the
+// connection's count of streams; each request its response (the serialized
 // files).
 class ReflectionService {
  public:
@@ -149,6 +158,9 @@ class ReflectionService {
   std::vector<std::string> services_ ABSL_GUARDED_BY(mu_);
   // The streams open (registered), from their start until OnDone.
   std::unordered_set<Stream*> streams_ ABSL_GUARDED_BY(mu_);
+  // Of those, how many per connection (ServerContext::connection_id()); a
+  // connection without streams has no entry.
+  std::unordered_map<uint64_t, size_t> connection_streams_ ABSL_GUARDED_BY(mu_);
   bool server_shut_down_ ABSL_GUARDED_BY(mu_) = false;  // the callback ran
 };
 

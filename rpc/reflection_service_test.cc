@@ -491,6 +491,42 @@ TEST(ReflectionServiceTest, RefusesAStreamPastMaxStreams) {
   EXPECT_TRUE(third.Ask(request, &response));
 }
 
+// One connection opening streams until it is refused holds at most
+// max_streams_per_connection of them; a client on another connection still
+// gets its stream answered.
+TEST(ReflectionServiceTest, OneConnectionCannotTakeEveryStream) {
+  ReflectionServiceOptions options;
+  options.max_streams = 6;
+  options.max_streams_per_connection = 2;
+  ReflectionService reflection(options);
+  ReflectionServer server(reflection);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  auto greedy_stub = server.NewStub();
+
+  ServerReflectionRequest request;
+  request.set_list_services("");
+  ServerReflectionResponse response;
+  std::vector<std::unique_ptr<StreamClient>> greedy;
+  Status refused;
+  for (size_t i = 0; i < options.max_streams && refused.ok(); ++i) {
+    greedy.push_back(std::make_unique<StreamClient>(*greedy_stub));
+    StreamClient& client = *greedy.back();
+    if (!client.Ask(request, &response)) refused = client.stream().Finish();
+  }
+  EXPECT_EQ(refused.code(), StatusCode::kResourceExhausted)
+      << refused.ToString();
+  EXPECT_THAT(refused.message(),
+              HasSubstr("2 reflection streams are open on this connection"));
+  EXPECT_THAT(refused.message(), HasSubstr("max_streams_per_connection"));
+  EXPECT_EQ(reflection.open_streams(), 2u);
+
+  auto polite_stub = server.NewStub();
+  StreamClient polite(*polite_stub);
+  ASSERT_TRUE(polite.Ask(request, &response));
+  EXPECT_TRUE(response.has_list_services_response());
+  EXPECT_EQ(reflection.open_streams(), 3u);
+}
+
 TEST(ReflectionServiceTest, AResponseOverTheSendLimitFailsTheCall) {
   ReflectionService reflection;
   ServerOptions options;

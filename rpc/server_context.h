@@ -2,6 +2,7 @@
 #define H2RPC_RPC_SERVER_CONTEXT_H_
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -65,6 +66,12 @@ class ServerContext {
   const std::shared_ptr<const PeerIdentity>& peer_identity() const {
     return peer_identity_;
   }
+  // The connection the call arrived on: never 0, the same for every call on
+  // one connection, and never that of another connection of the process
+  // (not even of one closed before). For limits per connection (as
+  // HealthCheckServiceOptions::max_watches_per_connection), where peer()
+  // would not do: on a unix-domain port every client usually shares one.
+  uint64_t connection_id() const { return connection_id_; }
   // True once the call cannot complete normally any more: the client
   // cancelled, the deadline passed, the connection was lost, or TryCancel()
   // was called. Any thread: an atomic flag, set on the loop thread (and by
@@ -127,6 +134,7 @@ class ServerContext {
   CompressionAlgorithmSet client_accepted_;
 
   internal::CancellableServerCall* call_ = nullptr;
+  uint64_t connection_id_ = 0;
   std::string peer_;
   std::shared_ptr<const PeerIdentity> peer_identity_;
   absl::optional<CompressionAlgorithm> compression_;

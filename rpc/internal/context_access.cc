@@ -34,6 +34,7 @@ void ServerContextAccess::Bind(ServerContext* context,
   context->previous_rpc_attempts_ = stream.previous_rpc_attempts();
   context->client_accepted_ = stream.client_accepted_encodings();
   context->call_ = call;
+  context->connection_id_ = stream.connection_id();
   context->peer_ = stream.peer();
   context->peer_identity_ = stream.peer_identity();
   context->cancelled_.store(false, std::memory_order_relaxed);
@@ -46,6 +47,7 @@ void ServerContextAccess::Reset(ServerContext* context) {
   context->monotonic_deadline_ = absl::InfiniteDuration();
   context->previous_rpc_attempts_ = 0;
   context->client_accepted_ = CompressionAlgorithmSet();
+  context->connection_id_ = 0;
   context->peer_.clear();
   context->peer_identity_.reset();
   context->compression_.reset();
