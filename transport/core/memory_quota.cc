@@ -16,12 +16,19 @@ bool MemoryQuota::TryReserve(size_t bytes) {
   } while (!used_.compare_exchange_weak(used, used + bytes,
                                         std::memory_order_seq_cst));
   grants_.fetch_add(1, std::memory_order_relaxed);
-  const size_t now = used + bytes;
-  size_t peak = peak_.load(std::memory_order_relaxed);
-  while (now > peak &&
-         !peak_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
-  }
+  NotePeak(used + bytes);
   return true;
+}
+
+void MemoryQuota::ForceReserve(size_t bytes) {
+  NotePeak(used_.fetch_add(bytes, std::memory_order_seq_cst) + bytes);
+}
+
+void MemoryQuota::NotePeak(size_t used) {
+  size_t peak = peak_.load(std::memory_order_relaxed);
+  while (used > peak &&
+         !peak_.compare_exchange_weak(peak, used, std::memory_order_relaxed)) {
+  }
 }
 
 void MemoryQuota::Release(size_t bytes) {
@@ -43,6 +50,11 @@ bool MemoryQuotaShare::TryReserve(size_t bytes) {
   if (!quota_->TryReserve(bytes)) return false;
   used_ += bytes;
   return true;
+}
+
+void MemoryQuotaShare::ForceReserve(size_t bytes) {
+  quota_->ForceReserve(bytes);
+  used_ += bytes;
 }
 
 void MemoryQuotaShare::Release(size_t bytes) {

@@ -46,7 +46,11 @@ class MemoryQuota {
 
   // Any thread. Takes `bytes` if they fit under the limit; true if taken.
   bool TryReserve(size_t bytes);
-  // Any thread. Gives back bytes taken by TryReserve(). While a holder
+  // Any thread. Takes `bytes` whether or not they fit: memory already
+  // held (bounded elsewhere, e.g. by flow control) that must count, so that
+  // later reservations see it. used() may then pass limit().
+  void ForceReserve(size_t bytes);
+  // Any thread. Gives back bytes taken by TryReserve() or ForceReserve(). While a holder
   // waits, tells every listener.
   void Release(size_t bytes);
 
@@ -73,6 +77,9 @@ class MemoryQuota {
   int waiters() const { return waiters_.load(std::memory_order_relaxed); }
 
  private:
+  // Raises peak_ to `used` if it is higher.
+  void NotePeak(size_t used);
+
   const size_t limit_;
   std::atomic<size_t> used_{0};
   std::atomic<size_t> peak_{0};
@@ -98,6 +105,9 @@ class MemoryQuotaShare {
 
   // Takes `bytes` if both the share and the server-wide quota have room.
   bool TryReserve(size_t bytes);
+  // Takes `bytes` from both whether or not they fit (see
+  // MemoryQuota::ForceReserve).
+  void ForceReserve(size_t bytes);
   void Release(size_t bytes);
 
   // Whether something on this connection waits for memory: registers the

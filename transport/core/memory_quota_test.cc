@@ -145,6 +145,28 @@ TEST(MemoryQuotaShareTest, IsBoundedByItsOwnLimitAndTheServersQuota) {
   EXPECT_EQ(large.max_reservation(), 10 * kMiB);
 }
 
+TEST(MemoryQuotaShareTest, ForcedBytesCountEvenPastTheLimits) {
+  MemoryQuota quota(10 * kMiB);
+  MemoryQuotaShare share(&quota, 6 * kMiB);
+  MemoryQuotaShare other(&quota, 6 * kMiB);
+  ASSERT_TRUE(share.TryReserve(5 * kMiB));
+  share.ForceReserve(3 * kMiB);
+  EXPECT_EQ(share.used(), 8 * kMiB);
+  EXPECT_EQ(quota.used(), 8 * kMiB);
+  EXPECT_EQ(quota.peak_used(), 8 * kMiB);
+  EXPECT_FALSE(share.TryReserve(1)) << "the share is past its limit";
+  EXPECT_FALSE(other.TryReserve(3 * kMiB)) << "the server holds 8 of 10";
+  other.ForceReserve(4 * kMiB);
+  EXPECT_EQ(quota.used(), 12 * kMiB);
+  EXPECT_TRUE(quota.exhausted());
+  EXPECT_FALSE(other.TryReserve(1)) << "the server is past its limit";
+  share.Release(8 * kMiB);
+  other.Release(4 * kMiB);
+  EXPECT_EQ(quota.used(), 0u);
+  EXPECT_TRUE(other.TryReserve(6 * kMiB));
+  other.Release(6 * kMiB);
+}
+
 TEST(MemoryQuotaShareTest, DestroyingAShareGivesEverythingBack) {
   MemoryQuota quota(10 * kMiB);
   {

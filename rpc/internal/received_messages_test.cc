@@ -1,0 +1,160 @@
+#include "rpc/internal/received_messages.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "test/util/allocation_counter.h"
+#include "test/util/zlib_reference.h"
+#include "transport/core/large_buffer_cache.h"
+
+namespace h2rpc::internal {
+namespace {
+
+using transport::compression::CompressionAlgorithm;
+
+// The wire size of a message of `length` bytes: its 5-byte gRPC prefix and
+// its bytes.
+size_t Wire(size_t length) { return 5 + length; }
+
+std::string TakeFront(const ReceivedMessages& queue) {
+  absl::string_view message;
+  const Status status = queue.TakeFront(&message);
+  EXPECT_TRUE(status.ok()) << status.ToString();
+  return std::string(message);
+}
+
+TEST(ReceivedMessagesTest, KeepsOrderSizesFlagsAndHeldBytes) {
+  ReceivedMessages queue;
+  EXPECT_TRUE(queue.empty());
+  EXPECT_EQ(queue.capacity_bytes(), std::string().capacity());
+  const std::string sizes[] = {"", "a", std::string(127, 'b'),
+                               std::string(128, 'c'), std::string(70000, 'd')};
+  for (const std::string& message : sizes) {
+    queue.Push(message, /*compressed=*/false, Wire(message.size()));
+  }
+  // Decompressed on arrival: it holds its wire bytes, not its own size.
+  queue.Push("inflated", /*compressed=*/true, /*held_bytes=*/17);
+  EXPECT_EQ(queue.size(), 6u);
+  for (const std::string& message : sizes) {
+    EXPECT_EQ(TakeFront(queue), message);
+    EXPECT_FALSE(queue.front_compressed());
+    EXPECT_EQ(queue.front_held_bytes(), Wire(message.size()));
+    queue.Pop();
+  }
+  EXPECT_EQ(TakeFront(queue), "inflated");
+  EXPECT_TRUE(queue.front_compressed());
+  EXPECT_EQ(queue.front_held_bytes(), 17u);
+  queue.Pop();
+  EXPECT_TRUE(queue.empty());
+}
+
+TEST(ReceivedMessagesTest, AQueuedMessageCostsNoMoreThanItsWireBytes) {
+  // Empty and tiny messages: each costs a 5-byte prefix on the wire and
+  // flow control, and at most that in the queue (its header and bytes),
+  // within the buffer's doubling.
+  for (size_t length : {0, 1, 4, 200}) {
+    ReceivedMessages queue;
+    const std::string message(length, 'x');
+    constexpr int kMessages = 100000;
+    for (int i = 0; i < kMessages; ++i) {
+      queue.Push(message, false, Wire(length));
+    }
+    EXPECT_LE(queue.capacity_bytes(), 2 * kMessages * Wire(length))
+        << length << "-byte messages";
+    for (int i = 0; i < kMessages; ++i) {
+      ASSERT_EQ(queue.front_held_bytes(), Wire(length));
+      queue.Pop();
+    }
+  }
+}
+
+TEST(ReceivedMessagesTest, ASteadyStreamAllocatesNothingOnceWarm) {
+  ReceivedMessages queue;
+  const std::string message(1000, 'm');
+  // Taken as they come, with some left behind each time: the live records
+  // move to the front instead of the buffer growing.
+  auto round = [&] {
+    for (int i = 0; i < 3; ++i) {
+      for (int j = 0; j < 10; ++j) queue.Push(message, false, Wire(1000));
+      for (int j = 0; j < 8; ++j) queue.Pop();
+    }
+    while (!queue.empty()) queue.Pop();
+  };
+  for (int i = 0; i < 3; ++i) round();
+  testing::AllocationCounter counter;
+  for (int i = 0; i < 100; ++i) round();
+  EXPECT_EQ(counter.allocations(), 0);
+  EXPECT_LE(queue.capacity_bytes(), ReceivedMessages::kRetainedCapacity);
+}
+
+TEST(ReceivedMessagesTest, ALargeBufferGoesBackToTheCacheOnceDrained) {
+  transport::LargeBufferCache& cache = transport::LargeBufferCache::Global();
+  cache.Clear();
+  ReceivedMessages queue;
+  const std::string large(1 << 20, 'L');
+  queue.Push(large, false, Wire(large.size()));
+  queue.Push("after", false, Wire(5));
+  EXPECT_GT(queue.capacity_bytes(), large.size());
+  EXPECT_EQ(TakeFront(queue), large);
+  queue.Pop();
+  // Not drained yet: the buffer stays.
+  EXPECT_EQ(cache.retained_buffers(), 0u);
+  EXPECT_EQ(TakeFront(queue), "after");
+  queue.Pop();
+  EXPECT_EQ(cache.retained_buffers(), 1u);
+  EXPECT_LE(queue.capacity_bytes(), ReceivedMessages::kRetainedCapacity);
+
+  // A large message queued alone takes a buffer of its size from the
+  // cache, and gives it back once taken: the next one reuses it.
+  cache.Clear();
+  queue.Push(large, false, Wire(large.size()));
+  queue.Pop();
+  EXPECT_EQ(cache.retained_buffers(), 1u);
+  testing::AllocationCounter counter;
+  queue.Push(large, false, Wire(large.size()));
+  EXPECT_EQ(counter.allocations(), 0);
+  EXPECT_EQ(cache.retained_buffers(), 0u);
+  queue.Pop();
+  cache.Clear();
+}
+
+TEST(ReceivedMessagesTest, CompressedMessagesAreDecompressedWhenTaken) {
+  ReceivedMessages queue;
+  const std::string first(100000, 'z');
+  const std::string wire_first = testing::ZlibCompress(first, /*gzip=*/true);
+  const std::string wire_second =
+      testing::ZlibCompress("second", /*gzip=*/true);
+  queue.Push(wire_first, true, Wire(wire_first.size()),
+             CompressionAlgorithm::kGzip, 1 << 20);
+  queue.Push(wire_second, true, Wire(wire_second.size()),
+             CompressionAlgorithm::kGzip, 1 << 20);
+  queue.Push("plain", false, Wire(5));
+  // Queued as received: the inflated bytes are not held.
+  EXPECT_LT(queue.capacity_bytes(), 2 * (wire_first.size() + 64));
+  EXPECT_EQ(TakeFront(queue), first);
+  EXPECT_TRUE(queue.front_compressed());
+  EXPECT_EQ(queue.front_held_bytes(), Wire(wire_first.size()));
+  queue.Pop();
+  EXPECT_EQ(TakeFront(queue), "second");
+  queue.Pop();
+  EXPECT_EQ(TakeFront(queue), "plain");
+  EXPECT_FALSE(queue.front_compressed());
+  queue.Pop();
+}
+
+TEST(ReceivedMessagesTest, AMessageInflatingPastItsLimitFailsWhenTaken) {
+  ReceivedMessages queue;
+  const std::string wire =
+      testing::ZlibCompress(std::string(5000, 'x'), /*gzip=*/false);
+  queue.Push(wire, true, Wire(wire.size()), CompressionAlgorithm::kDeflate,
+             /*max_size=*/4096);
+  absl::string_view message;
+  const Status status = queue.TakeFront(&message);
+  EXPECT_EQ(status.code(), StatusCode::kResourceExhausted) << status.ToString();
+  queue.Pop();
+  EXPECT_TRUE(queue.empty());
+}
+
+}  // namespace
+}  // namespace h2rpc::internal
