@@ -1,5 +1,6 @@
 #include "transport/http2/server_session.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "absl/strings/numbers.h"
@@ -46,11 +47,29 @@ void ServerStream::Reset() {
   trailing_metadata_.Clear();
   block_.Release();
   window_.Reset();
+  if (connection_ != nullptr) ReleaseHeldCharge(held_charged_);
   outgoing_.Clear();
+}
+
+size_t ServerStream::HoldMessage() {
+  const size_t bytes = window_.HoldMessage(delivering_wire_size_);
+  if (connection_ != nullptr) {
+    connection_->memory_share_.ForceReserve(bytes);
+    held_charged_ += bytes;
+  }
+  return bytes;
+}
+
+void ServerStream::ReleaseHeldCharge(size_t bytes) {
+  bytes = std::min(bytes, held_charged_);
+  if (bytes == 0) return;
+  held_charged_ -= bytes;
+  connection_->memory_share_.Release(bytes);
 }
 
 void ServerStream::ReleaseMessage(size_t held_bytes) {
   window_.Release(held_bytes);
+  if (connection_ != nullptr) ReleaseHeldCharge(held_bytes);
   if (connection_ != nullptr && open_in_nghttp2_) {
     connection_->ReturnCredit(stream_id_, &window_);
   }
@@ -280,7 +299,22 @@ int ServerSession::OnBeginHeaders(const nghttp2_frame* frame) {
   }
   if (open_streams_ >= options().max_concurrent_streams) {
     // Past the advertised limit: this stream alone is refused (the client
-    // may retry it transparently); its frames are then ignored.
+    // may retry it transparently); its frames are then ignored. A peer that
+    // knows the limit (it acknowledged our SETTINGS) and keeps passing it
+    // only makes the server work for nothing.
+    if (settings_acked_ && ++refused_after_ack_ > kMaxRefusedStreams) {
+      Fail(NGHTTP2_ENHANCE_YOUR_CALM,
+           Status(StatusCode::kUnavailable,
+                  absl::StrCat("too_many_refused_streams: ", peer(),
+                               " opened more than ", kMaxRefusedStreams,
+                               " streams past SETTINGS_MAX_CONCURRENT_STREAMS "
+                               "(",
+                               options().max_concurrent_streams,
+                               ") after acknowledging it")),
+           "too_many_refused_streams");
+      // What follows in this read is not processed.
+      return NGHTTP2_ERR_CALLBACK_FAILURE;
+    }
     if (nghttp2_submit_rst_stream(session(), NGHTTP2_FLAG_NONE,
                                   frame->hd.stream_id,
                                   NGHTTP2_REFUSED_STREAM) != 0) {
@@ -318,6 +352,11 @@ int ServerSession::OnHeader(const nghttp2_frame* frame, nghttp2_rcbuf* name,
 }
 
 int ServerSession::OnFrameRecv(const nghttp2_frame* frame) {
+  if (frame->hd.type == NGHTTP2_SETTINGS &&
+      (frame->hd.flags & NGHTTP2_FLAG_ACK) != 0) {
+    settings_acked_ = true;
+    return 0;
+  }
   ServerStream* stream = StreamFor(frame->hd.stream_id);
   if (stream == nullptr) return 0;
   const bool end_stream = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
@@ -609,6 +648,7 @@ void ServerSession::OnClosed(const Status& why) {
     streams_ = stream->next_;
     if (streams_ != nullptr) streams_->prev_ = nullptr;
     stream->prev_ = stream->next_ = nullptr;
+    stream->ReleaseHeldCharge(stream->held_charged_);
     stream->connection_ = nullptr;
     ForgetReceive(stream);
     ReleaseDeframer(&stream->deframer_);

@@ -114,8 +114,13 @@ class ServerStream final : private io::Timer {
   // Inside Observer::OnMessage: keeps the message's bytes (as received, so
   // compressed if it was) counted against the peer's flow-control windows
   // until ReleaseMessage(returned value), so a reader that falls behind
-  // stops the sender (see ReceiveWindow).
-  size_t HoldMessage() { return window_.HoldMessage(delivering_wire_size_); }
+  // stops the sender (see ReceiveWindow). The returned bytes (the message's
+  // wire size, its prefix included: at least what the rpc layer's queue
+  // keeps of it) also count against the connection's memory quota share
+  // until then (MemoryQuotaShare::ForceReserve): they are held already,
+  // within the windows, and count so that grants to other messages and new
+  // calls see them.
+  size_t HoldMessage();
   // Loop thread: the application is done with a held message.
   void ReleaseMessage(size_t held_bytes);
   // Loop thread. Ends the call: trailers with `status` and a copy of
@@ -150,6 +155,9 @@ class ServerStream final : private io::Timer {
   // Submits a Trailers-Only response with `status`, the initial metadata and
   // `trailing`; invalid metadata turns it into INTERNAL naming the key.
   void SubmitTrailersOnly(const Status& status, const Metadata* trailing);
+  // Gives back up to `bytes` of held_charged_ to the connection's share
+  // (connection_ set).
+  void ReleaseHeldCharge(size_t bytes);
   // Resumes a body nghttp2 deferred for lack of data.
   void ResumeData();
   // A submit for this stream failed (`rv` from the nghttp2 call `what`):
@@ -187,6 +195,8 @@ class ServerStream final : private io::Timer {
   compression::CompressionAlgorithm send_encoding_ =
       compression::CompressionAlgorithm::kIdentity;
   size_t delivering_wire_size_ = 0;  // of the message being delivered
+  // Held message bytes charged to the connection's memory share.
+  size_t held_charged_ = 0;
   std::atomic<bool> cancelled_{false};
   bool headers_sent_ = false;
   bool finished_ = false;
@@ -244,6 +254,15 @@ class ServerSession : public Session {
   // counter, not an address that a later connection may reuse).
   uint64_t id() const { return id_; }
 
+  // Streams a peer may open past SETTINGS_MAX_CONCURRENT_STREAMS once it
+  // has acknowledged our SETTINGS: each is refused alone
+  // (RST_STREAM(REFUSED_STREAM)); one more ends the connection with GOAWAY
+  // (ENHANCE_YOUR_CALM, debug data "too_many_refused_streams"). Streams
+  // refused before the acknowledgement (the peer could not know the limit)
+  // do not count. A fixed limit: a client that honours the limit it
+  // acknowledged never reaches it.
+  static constexpr uint32_t kMaxRefusedStreams = 100;
+
   // Loop thread, after the memory quota's listener heard of a release:
   // grants memory to the messages waiting for it, as far as it goes, and
   // returns their withheld flow-control credit.
@@ -289,6 +308,10 @@ class ServerSession : public Session {
   // Streams open in nghttp2 (refused ones excluded), against
   // options().max_concurrent_streams.
   uint32_t open_streams_ = 0;
+  // The peer acknowledged our SETTINGS (it knows the stream limit), and
+  // the streams it opened past the limit since.
+  bool settings_acked_ = false;
+  uint32_t refused_after_ack_ = 0;
   ServerStream* streams_ = nullptr;       // open streams, intrusive list
   ServerStream* free_streams_ = nullptr;  // recycled, linked through next_
   MemoryQuotaShare memory_share_;

@@ -291,5 +291,75 @@ TEST_F(ServerSessionTest, ExpectsLargeInputWhileALargeMessageArrives) {
   EXPECT_FALSE(session_->ExpectsLargeInput());
 }
 
+TEST_F(ServerSessionTest, HeldMessagesCountAgainstTheMemoryShare) {
+  dispatcher_.hold_messages = true;
+  Handshake();
+  const std::string message = Framed(std::string(900, 'm'));
+  Request(1, kHold, message + message, /*end_stream=*/false);
+  ASSERT_EQ(dispatcher_.calls.size(), 1u);
+  ASSERT_EQ(dispatcher_.calls[0]->messages.size(), 2u);
+  // Both messages' wire bytes, prefixes included, while they are held.
+  EXPECT_EQ(quota_.used(), 2 * message.size());
+  dispatcher_.calls[0]->ReleaseHeldMessages();
+  EXPECT_EQ(quota_.used(), 0u);
+
+  // Held when the connection closes: given back with it.
+  Request(1 + 2, kHold, message, /*end_stream=*/false);
+  EXPECT_EQ(quota_.used(), message.size());
+  session_->Close(Status(StatusCode::kUnavailable, "test"));
+  EXPECT_EQ(quota_.used(), 0u);
+}
+
+// The payload of the GOAWAY the server sent, "" if none.
+std::string GoAwayDebugData(const std::vector<RawFrame>& frames) {
+  for (const RawFrame& frame : frames) {
+    if (frame.type == NGHTTP2_GOAWAY && frame.payload.size() >= 8) {
+      return frame.payload.substr(8);
+    }
+  }
+  return "";
+}
+
+TEST_F(ServerSessionTest, StreamsPastTheAcknowledgedLimitEndTheConnection) {
+  options_.max_concurrent_streams = 1;
+  dispatcher_.hold_messages = true;
+  Handshake();
+  Request(1, kHold, "", /*end_stream=*/false);
+  uint32_t id = 3;
+  for (uint32_t i = 0; i < ServerSession::kMaxRefusedStreams; ++i, id += 2) {
+    Request(id, kHold, "", /*end_stream=*/false);
+    ASSERT_EQ(RstStreamErrorCode(frames_, id), NGHTTP2_REFUSED_STREAM) << id;
+  }
+  EXPECT_EQ(GoAwayErrorCode(frames_), absl::nullopt);
+  EXPECT_EQ(dispatcher_.calls.size(), 1u);
+  // One more.
+  Request(id, kHold, "", /*end_stream=*/false);
+  EXPECT_EQ(GoAwayErrorCode(frames_), NGHTTP2_ENHANCE_YOUR_CALM);
+  EXPECT_EQ(GoAwayDebugData(frames_), "too_many_refused_streams");
+  EXPECT_EQ(RstStreamErrorCode(frames_, id), absl::nullopt);
+}
+
+TEST_F(ServerSessionTest, StreamsRefusedBeforeTheAcknowledgementDoNotCount) {
+  options_.max_concurrent_streams = 1;
+  dispatcher_.hold_messages = true;
+  StartSession();
+  // The client has not seen the limit yet: its SETTINGS, no ACK.
+  Feed(absl::StrCat(::h2rpc::testing::kClientPreface,
+                    EncodeFrame(NGHTTP2_SETTINGS, 0, 0, "")));
+  Request(1, kHold, "", /*end_stream=*/false);
+  uint32_t id = 3;
+  for (uint32_t i = 0; i < 2 * ServerSession::kMaxRefusedStreams;
+       ++i, id += 2) {
+    Request(id, kHold, "", /*end_stream=*/false);
+    ASSERT_EQ(RstStreamErrorCode(frames_, id), NGHTTP2_REFUSED_STREAM) << id;
+  }
+  EXPECT_EQ(GoAwayErrorCode(frames_), absl::nullopt);
+  // Once it acknowledges, the count starts.
+  Feed(EncodeFrame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0, ""));
+  Request(id, kHold, "", /*end_stream=*/false);
+  EXPECT_EQ(RstStreamErrorCode(frames_, id), NGHTTP2_REFUSED_STREAM);
+  EXPECT_EQ(GoAwayErrorCode(frames_), absl::nullopt);
+}
+
 }  // namespace
 }  // namespace h2rpc::transport::http2

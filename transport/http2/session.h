@@ -167,6 +167,8 @@ class Session : public io::ByteSession, private KeepalivePinger::Delegate {
   // True while the stream whose DATA came last is in the middle of a message
   // with at least kLargeInputBytes still to come.
   bool ExpectsLargeInput() const override { return expects_large_input_; }
+  // Servers.
+  bool PausesInputWhileOutputBlocked() const override { return server_; }
 
   // Closes the connection now: streams are failed by the subclass with
   // `why`, the wire is closed, OnClosed runs. Idempotent.

@@ -79,6 +79,13 @@ class ByteSession {
   // reads, each fed whole. By default never.
   static constexpr size_t kLargeInputBytes = 64 * 1024;
   virtual bool ExpectsLargeInput() const { return false; }
+  // Whether the driver stops reading while the peer does not take the
+  // output (the socket refuses more), until it does: a peer that does not
+  // read then cannot make the session queue more answers (RST_STREAM,
+  // SETTINGS and PING ACKs) to what it sends. Servers do; a client keeps
+  // reading, so two peers writing to each other never both wait. By
+  // default the driver keeps reading.
+  virtual bool PausesInputWhileOutputBlocked() const { return false; }
 
  protected:
   ~ByteSession() = default;

@@ -99,7 +99,7 @@ void SocketDriver::CloseWire(bool flush_first) {
 
 void SocketDriver::OnFdReady(uint32_t events) {
   if (closed_) return;
-  if (!read_closed_ &&
+  if (!read_closed_ && !input_paused() &&
       (events & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP))) {
     ReadAvailable();
     if (closed_) return;
@@ -146,7 +146,7 @@ void SocketDriver::ReadAvailable() {
     if (flush_requested_) {
       loop_->CancelEndOfIteration(&flush_task_);
       Flush();
-      if (closed_) return;
+      if (closed_ || input_paused()) return;
     }
     if (static_cast<size_t>(n) < capacity) return;
     // Work this chunk handed to other threads goes first (see
@@ -193,7 +193,7 @@ void SocketDriver::Flush() {
 void SocketDriver::UpdateInterest() {
   if (closed_ || !started_) return;
   uint32_t interest = 0;
-  if (!read_closed_) interest |= EPOLLIN | EPOLLRDHUP;
+  if (!read_closed_ && !input_paused()) interest |= EPOLLIN | EPOLLRDHUP;
   if (output_blocked_ && !write_shut_) interest |= EPOLLOUT;
   if (interest == interest_) return;
   interest_ = interest;

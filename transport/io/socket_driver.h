@@ -18,7 +18,9 @@ namespace h2rpc::transport::io {
 // message (ByteSession::ExpectsLargeInput), at most 256 KiB into the loop's
 // shared buffer (EventLoop::large_read_buffer); one readiness event takes at
 // most 16 reads and 512 KiB, so one busy connection does not starve the
-// others on its loop.
+// others on its loop. While the socket refuses output and the session asks
+// for it (ByteSession::PausesInputWhileOutputBlocked), the driver reads
+// nothing until the output moves again.
 //
 // Loop thread only. Allocates nothing after construction (the loop's shared
 // buffer is allocated by the loop, once). The session must
@@ -52,9 +54,13 @@ class SocketDriver final : public Wire, private FdWatcher {
   void OnFdReady(uint32_t events) override;
   void ReadAvailable();
   void Flush();
-  // Watches for what the socket still needs: input until the peer closed,
-  // writability while output waits.
+  // Watches for what the socket still needs: input until the peer closed
+  // (unless input_paused()), writability while output waits.
   void UpdateInterest();
+  // Output waits for the socket and the session wants no input meanwhile.
+  bool input_paused() const {
+    return output_blocked_ && session_->PausesInputWhileOutputBlocked();
+  }
 
   EventLoop* const loop_;
   FileDescriptor socket_;

@@ -7,12 +7,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <string>
 #include <utility>
 
 #include "gtest/gtest.h"
 #include "test/util/notification.h"
+#include "test/util/wait_for.h"
 #include "transport/io/event_loop.h"
 #include "transport/io/mutex.h"
 
@@ -192,6 +194,72 @@ TEST_F(SocketDriverTest, CloseWireCanFlushOnceFirst) {
   bool eof = false;
   EXPECT_EQ(Read(100, &eof), "Qbye");
   EXPECT_TRUE(eof);
+}
+
+// Answers every Feed() with 4 MiB of output, far more than a socketpair
+// buffers, and records how much of its output was still unwritten when it
+// was fed. It asks the driver to pause input while its output waits. Loop
+// thread, except the getters.
+class FloodingSession final : public ByteSession {
+ public:
+  void Start(Wire* wire) override { wire_ = wire; }
+  void Feed(absl::string_view bytes) override {
+    unwritten_at_last_feed_.store(output_.size());
+    fed_.fetch_add(bytes.size());
+    output_.append(4 << 20, 'o');
+    wire_->RequestFlush();
+  }
+  void OnPeerClosed() override {}
+  void OnWireError(const Status& why) override { wire_->CloseWire(false); }
+  absl::string_view PendingOutput() override { return output_; }
+  void ConsumeOutput(size_t n) override { output_.erase(0, n); }
+  bool PausesInputWhileOutputBlocked() const override { return true; }
+
+  size_t fed() const { return fed_.load(); }
+  size_t unwritten_at_last_feed() const {
+    return unwritten_at_last_feed_.load();
+  }
+
+ private:
+  Wire* wire_ = nullptr;
+  std::string output_;
+  std::atomic<size_t> fed_{0};
+  std::atomic<size_t> unwritten_at_last_feed_{0};
+};
+
+// The peer writes one byte, which makes the session's output fill the
+// socket, then a second byte while it reads none of that output; then it
+// reads all of it. Returns the bytes of output still unwritten when the
+// second byte was fed.
+size_t UnwrittenWhenFedDuringAFlood() {
+  EventLoop loop;
+  EXPECT_TRUE(loop.Start("flood-test").ok());
+  FloodingSession session;
+  size_t unwritten = 0;
+  {
+    DriverOnSocketPair pair(&loop, &session, "a");
+    EXPECT_TRUE(testing::WaitFor([&] { return session.fed() == 1; }));
+    EXPECT_EQ(write(pair.peer(), "b", 1), 1);
+    size_t read_bytes = 0;
+    char buffer[64 << 10];
+    while (read_bytes < (8u << 20)) {
+      pollfd p = {pair.peer(), POLLIN, 0};
+      if (poll(&p, 1, kHangTimeoutMs) != 1) break;
+      const ssize_t n = read(pair.peer(), buffer, sizeof(buffer));
+      if (n <= 0) break;
+      read_bytes += static_cast<size_t>(n);
+    }
+    EXPECT_EQ(read_bytes, 8u << 20);
+    EXPECT_EQ(session.fed(), 2u);
+    unwritten = session.unwritten_at_last_feed();
+  }
+  loop.Stop();
+  return unwritten;
+}
+
+TEST(SocketDriverInputTest, ASessionThatAsksReadsNothingWhileItsOutputWaits) {
+  // The second byte waited until every byte of output had left.
+  EXPECT_EQ(UnwrittenWhenFedDuringAFlood(), 0u);
 }
 
 // Offers `output` in pieces of alternating sizes (as a session with lent

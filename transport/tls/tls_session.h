@@ -67,6 +67,9 @@ class TlsSession final : public io::ByteFilter {
   bool ExpectsLargeInput() const override {
     return inner_ != nullptr && inner_->ExpectsLargeInput();
   }
+  bool PausesInputWhileOutputBlocked() const override {
+    return inner_ != nullptr && inner_->PausesInputWhileOutputBlocked();
+  }
 
   // Wire (called by the inner session).
   void RequestFlush() override;

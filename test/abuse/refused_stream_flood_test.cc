@@ -1,0 +1,267 @@
+// Streams opened past SETTINGS_MAX_CONCURRENT_STREAMS by a client that never
+// reads: one connection opens 1024 open-ended streams (the default limit),
+// then HEADERS for 400,000 more (about 15 bytes each, HPACK-indexed). Each
+// excess stream is refused with an RST_STREAM the client never reads, so
+// those answers would pile up in the server (nghttp2's stream state and
+// queued frames) for as long as it kept reading. Asserted:
+//  * a client that acknowledged the server's SETTINGS (it knows the limit)
+//    gets GOAWAY(ENHANCE_YOUR_CALM) after ServerSession::kMaxRefusedStreams
+//    refusals: the server closes the connection;
+//  * one that never acknowledges them is not read from while the server's
+//    output to it waits, so the server's memory stays bounded;
+// and the server keeps answering other clients.
+//
+// The server runs in this process: its memory is this process's (see
+// ProcessMemoryBytes).
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <nghttp2/nghttp2.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "gtest/gtest.h"
+#include "proto/grpc/testing/messages.pb.h"
+#include "rpc/channel.h"
+#include "rpc/client_context.h"
+#include "rpc/server.h"
+#include "rpc/server_stream.h"
+#include "test/abuse/process_memory.h"
+#include "test/util/raw_frames.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+extern "C" const char* __asan_default_options() {
+  return h2rpc::testing::kAsanOptions;
+}
+#endif
+
+namespace h2rpc {
+namespace {
+
+using grpc::testing::SimpleRequest;
+using grpc::testing::SimpleResponse;
+using ::h2rpc::testing::EncodeFrame;
+using ::h2rpc::testing::kClientPreface;
+using ::h2rpc::testing::ProcessMemoryBytes;
+
+constexpr int64_t kMiB = 1 << 20;
+constexpr char kNeverRead[] = "/test.Flood/NeverRead";
+constexpr char kEcho[] = "/test.Flood/Echo";
+constexpr int kOpenStreams = 1024;
+constexpr int kExcessStreams = 400000;
+constexpr int64_t kMaxGrowth = 64 * kMiB;
+// The client gives up once the server has taken nothing for this long (it
+// stopped reading).
+constexpr absl::Duration kStall = absl::Seconds(2);
+// Bounds the whole flood.
+constexpr absl::Duration kFloodTimeout = absl::Seconds(120);
+
+class NeverRead final
+    : public ServerBidiReactor<SimpleRequest, SimpleResponse> {
+ public:
+  void OnCancel() override { Finish(Status()); }
+  void OnDone() override { delete this; }
+};
+
+// HEADERS frames of gRPC requests on consecutive stream ids, HPACK-encoded
+// by nghttp2's deflater: after the first, every field is indexed.
+class RequestEncoder {
+ public:
+  explicit RequestEncoder(int port)
+      : authority_(absl::StrCat("127.0.0.1:", port)) {
+    EXPECT_EQ(nghttp2_hd_deflate_new(&deflater_, 4096), 0);
+  }
+  ~RequestEncoder() { nghttp2_hd_deflate_del(deflater_); }
+
+  // Appends the HEADERS of the next stream (open-ended: no END_STREAM).
+  void Next(std::string* out) {
+    const std::pair<const char*, std::string> fields[] = {
+        {":method", "POST"},
+        {":scheme", "http"},
+        {":path", kNeverRead},
+        {":authority", authority_},
+        {"content-type", "application/grpc"},
+        {"te", "trailers"}};
+    nghttp2_nv nv[6];
+    for (int i = 0; i < 6; ++i) {
+      nv[i] = {reinterpret_cast<uint8_t*>(const_cast<char*>(fields[i].first)),
+               reinterpret_cast<uint8_t*>(
+                   const_cast<char*>(fields[i].second.data())),
+               strlen(fields[i].first), fields[i].second.size(),
+               NGHTTP2_NV_FLAG_NONE};
+    }
+    uint8_t block[512];
+    const ssize_t n =
+        nghttp2_hd_deflate_hd(deflater_, block, sizeof(block), nv, 6);
+    ASSERT_GT(n, 0);
+    out->append(EncodeFrame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, next_id_,
+                            absl::string_view(reinterpret_cast<char*>(block),
+                                              static_cast<size_t>(n))));
+    next_id_ += 2;
+  }
+
+ private:
+  const std::string authority_;
+  nghttp2_hd_deflater* deflater_ = nullptr;
+  uint32_t next_id_ = 1;
+};
+
+int ConnectTo(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  // A small window: the server's answers fill the path soon.
+  const int receive_buffer = 4096;
+  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer,
+             sizeof(receive_buffer));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) !=
+      0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// How a flood ended.
+struct FloodResult {
+  int streams_sent = 0;  // HEADERS frames written whole
+  bool stalled = false;  // the server took nothing for kStall
+  int error = 0;         // errno of a failed send (the server closed)
+  int64_t growth = 0;    // of this process's memory when it ended
+};
+
+// Writes the preface, SETTINGS (acknowledging the server's when `ack`),
+// kOpenStreams streams and then up to kExcessStreams more, never reading.
+FloodResult Flood(int port, bool ack, int64_t memory_before) {
+  FloodResult result;
+  const int fd = ConnectTo(port);
+  EXPECT_GE(fd, 0);
+  RequestEncoder encoder(port);
+  std::string pending = absl::StrCat(
+      kClientPreface, EncodeFrame(NGHTTP2_SETTINGS, 0, 0, ""),
+      ack ? EncodeFrame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0, "") : "");
+  int encoded = 0;
+  const absl::Time deadline = absl::Now() + kFloodTimeout;
+  size_t frame_bytes = 0;
+  while (absl::Now() < deadline) {
+    while (pending.size() < (64 << 10) &&
+           encoded < kOpenStreams + kExcessStreams) {
+      const size_t before = pending.size();
+      encoder.Next(&pending);
+      frame_bytes = pending.size() - before;
+      ++encoded;
+    }
+    if (pending.empty()) break;
+    pollfd p = {fd, POLLOUT, 0};
+    const int ready = poll(&p, 1, absl::ToInt64Milliseconds(kStall));
+    if (ready == 0) {
+      result.stalled = true;
+      break;
+    }
+    const ssize_t n =
+        send(fd, pending.data(), pending.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EINTR) continue;
+      result.error = errno;
+      break;
+    }
+    pending.erase(0, static_cast<size_t>(n));
+  }
+  result.streams_sent =
+      encoded - static_cast<int>((pending.size() + frame_bytes - 1) /
+                                 std::max<size_t>(frame_bytes, 1));
+  result.growth = ProcessMemoryBytes() - memory_before;
+  close(fd);
+  return result;
+}
+
+class RefusedStreamFloodTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Status status;
+    server_ =
+        Server::Builder()
+            .AddListeningPort("127.0.0.1:0", &port_)
+            .RegisterCallbackBidiStreaming<SimpleRequest, SimpleResponse>(
+                kNeverRead, [](ServerContext*) { return new NeverRead(); })
+            .RegisterUnary<SimpleRequest, SimpleResponse>(
+                kEcho,
+                [](ServerContext*, const SimpleRequest& request,
+                   SimpleResponse* response) {
+                  response->mutable_payload()->set_body(
+                      request.payload().body());
+                  return Status();
+                })
+            .BuildAndStart(&status);
+    ASSERT_NE(server_, nullptr) << status.ToString();
+  }
+
+  Status Echo() {
+    std::shared_ptr<Channel> channel =
+        CreateChannel(absl::StrCat("127.0.0.1:", port_));
+    ClientContext context;
+    context.set_timeout(absl::Seconds(30));
+    SimpleRequest request;
+    request.mutable_payload()->set_body("still there?");
+    SimpleResponse response;
+    Status status = channel->UnaryCall(&context, kEcho, request, &response);
+    if (status.ok() && response.payload().body() != "still there?") {
+      return Status(StatusCode::kInternal, "wrong response");
+    }
+    return status;
+  }
+
+  int port_ = 0;
+  std::unique_ptr<Server> server_;
+};
+
+TEST_F(RefusedStreamFloodTest, AClientThatKnowsTheLimitIsSentAway) {
+  const int64_t memory_before = ProcessMemoryBytes();
+  ASSERT_GT(memory_before, 0);
+  const FloodResult result = Flood(port_, /*ack=*/true, memory_before);
+  std::printf("sent %d streams; stalled %d, error %d; memory grew by %lld\n",
+              result.streams_sent, result.stalled, result.error,
+              static_cast<long long>(result.growth));
+  // The server closed the connection (after its GOAWAY) long before the
+  // flood was over.
+  EXPECT_NE(result.error, 0);
+  EXPECT_LT(result.streams_sent, kOpenStreams + kExcessStreams);
+  EXPECT_LT(result.growth, kMaxGrowth);
+  const Status echo = Echo();
+  EXPECT_TRUE(echo.ok()) << echo.ToString();
+}
+
+TEST_F(RefusedStreamFloodTest, AClientThatNeverReadsIsNotReadFromEither) {
+  const int64_t memory_before = ProcessMemoryBytes();
+  ASSERT_GT(memory_before, 0);
+  const FloodResult result = Flood(port_, /*ack=*/false, memory_before);
+  std::printf("sent %d streams; stalled %d, error %d; memory grew by %lld\n",
+              result.streams_sent, result.stalled, result.error,
+              static_cast<long long>(result.growth));
+  RecordProperty("memory_growth_bytes", std::to_string(result.growth));
+  EXPECT_EQ(result.error, 0);
+  // The server stopped reading once its answers filled the socket.
+  EXPECT_TRUE(result.stalled);
+  EXPECT_LT(result.growth, kMaxGrowth);
+  const Status echo = Echo();
+  EXPECT_TRUE(echo.ok()) << echo.ToString();
+}
+
+}  // namespace
+}  // namespace h2rpc
