@@ -48,6 +48,7 @@ void* Nghttp2MemoryPool::Allocate(size_t size) {
     FreeBlock* block = free_[index];
     free_[index] = block->next;
     cached_bytes_ -= ClassCapacity(index);
+    in_use_bytes_ += ClassCapacity(index);
     return block;
   }
   const size_t capacity = index >= 0 ? ClassCapacity(index) : size;
@@ -56,12 +57,14 @@ void* Nghttp2MemoryPool::Allocate(size_t size) {
   if (raw == nullptr) return nullptr;
   void* user = raw + kHeader;
   CapacityOf(user) = capacity;
+  in_use_bytes_ += capacity;
   return user;
 }
 
 void Nghttp2MemoryPool::Free(void* p) {
   if (p == nullptr) return;
   const size_t capacity = CapacityOf(p);
+  in_use_bytes_ -= capacity;
   const int index = ClassOf(capacity);
   if (index >= 0 && ClassCapacity(index) == capacity &&
       cached_bytes_ + capacity <= max_cached_bytes_) {

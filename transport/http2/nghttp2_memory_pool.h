@@ -26,6 +26,8 @@ class Nghttp2MemoryPool {
 
   nghttp2_mem* mem() { return &mem_; }
   size_t cached_bytes() const { return cached_bytes_; }
+  // Bytes of the blocks nghttp2 holds now (their capacities).
+  size_t in_use_bytes() const { return in_use_bytes_; }
 
  private:
   struct FreeBlock {
@@ -45,6 +47,7 @@ class Nghttp2MemoryPool {
   nghttp2_mem mem_;
   FreeBlock* free_[kClasses] = {};
   size_t cached_bytes_ = 0;
+  size_t in_use_bytes_ = 0;
   const size_t max_cached_bytes_;
 };
 

@@ -29,6 +29,24 @@ TEST(Nghttp2MemoryPoolTest, FreedBlocksAreReusedWithoutAllocating) {
   EXPECT_EQ(counter.allocations(), 0);
 }
 
+TEST(Nghttp2MemoryPoolTest, CountsTheBytesNghttp2Holds) {
+  Nghttp2MemoryPool pool;
+  nghttp2_mem* mem = pool.mem();
+  void* small = mem->malloc(33, mem->mem_user_data);  // a 64-byte class
+  void* large = mem->malloc(100000, mem->mem_user_data);
+  EXPECT_EQ(pool.in_use_bytes(), 64u + 100000u);
+  small = mem->realloc(small, 100, mem->mem_user_data);  // 128
+  EXPECT_EQ(pool.in_use_bytes(), 128u + 100000u);
+  mem->free(large, mem->mem_user_data);
+  EXPECT_EQ(pool.in_use_bytes(), 128u);
+  mem->free(small, mem->mem_user_data);
+  EXPECT_EQ(pool.in_use_bytes(), 0u);
+  // A block from the cache counts again.
+  void* reused = mem->malloc(100, mem->mem_user_data);
+  EXPECT_EQ(pool.in_use_bytes(), 128u);
+  mem->free(reused, mem->mem_user_data);
+}
+
 TEST(Nghttp2MemoryPoolTest, LargeBlocksGoStraightToTheAllocator) {
   Nghttp2MemoryPool pool;
   nghttp2_mem* mem = pool.mem();

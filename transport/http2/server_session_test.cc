@@ -299,15 +299,42 @@ TEST_F(ServerSessionTest, HeldMessagesCountAgainstTheMemoryShare) {
   ASSERT_EQ(dispatcher_.calls.size(), 1u);
   ASSERT_EQ(dispatcher_.calls[0]->messages.size(), 2u);
   // Both messages' wire bytes, prefixes included, while they are held.
-  EXPECT_EQ(quota_.used(), 2 * message.size());
+  size_t before = quota_.used();
   dispatcher_.calls[0]->ReleaseHeldMessages();
-  EXPECT_EQ(quota_.used(), 0u);
+  EXPECT_EQ(before - quota_.used(), 2 * message.size());
 
   // Held when the connection closes: given back with it.
   Request(1 + 2, kHold, message, /*end_stream=*/false);
-  EXPECT_EQ(quota_.used(), message.size());
+  before = quota_.used();
   session_->Close(Status(StatusCode::kUnavailable, "test"));
+  EXPECT_EQ(before - quota_.used(), message.size());
+  // The rest (nghttp2's memory) goes with the connection.
+  session_.reset();
   EXPECT_EQ(quota_.used(), 0u);
+}
+
+TEST_F(ServerSessionTest, Nghttp2sOwnMemoryCountsAgainstTheMemoryShare) {
+  options_.max_concurrent_streams = 1;
+  dispatcher_.hold_messages = true;
+  StartSession();
+  const size_t idle = quota_.used();
+  EXPECT_GT(idle, 0u) << "nghttp2's session state";
+  // 100 streams opened and refused: their state and RST_STREAMs wait in
+  // nghttp2 until the output is taken.
+  Feed(absl::StrCat(::h2rpc::testing::kClientPreface,
+                    EncodeFrame(NGHTTP2_SETTINGS, 0, 0, "")));
+  std::string requests;
+  for (uint32_t id = 1; id < 200; id += 2) {
+    requests +=
+        EncodeFrame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, id,
+                    EncodeLiteralHeaderBlock(GrpcRequestHeaders(kHold, 1)));
+  }
+  wire_->Feed(requests);
+  const size_t flooded = quota_.used();
+  EXPECT_GT(flooded, idle + 100 * 100) << "about 100 bytes a stream at least";
+  Take();
+  EXPECT_LT(quota_.used(), flooded);
+  session_->Close(Status(StatusCode::kUnavailable, "test"));
 }
 
 // The payload of the GOAWAY the server sent, "" if none.

@@ -347,12 +347,19 @@ void Session::OnDeadline() {
   if (lingering_) {
     Close(linger_status_);
   } else if (!handshake_done_) {
-    Fail(NGHTTP2_NO_ERROR,
-         Status(StatusCode::kUnavailable,
-                absl::StrCat("HTTP/2 handshake with ", peer_,
-                             " did not complete within ",
-                             absl::FormatDuration(options_.handshake_timeout),
-                             " (handshake_timeout)")));
+    const Status why(
+        StatusCode::kUnavailable,
+        absl::StrCat("HTTP/2 handshake with ", peer_,
+                     " did not complete within ",
+                     absl::FormatDuration(options_.handshake_timeout),
+                     " (handshake_timeout)"));
+    if (wire_ != nullptr && !wire_->CarriesOutput()) {
+      // The wire's own handshake (TLS) is not done: no GOAWAY can reach the
+      // peer, so there is nothing to linger for; the wire ends its own way.
+      Close(why);
+      return;
+    }
+    Fail(NGHTTP2_NO_ERROR, why);
   }
 }
 
@@ -515,6 +522,7 @@ void Session::Feed(absl::string_view bytes) {
   const Nghttp2Ssize consumed = MemRecv(
       session_, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
   in_session_call_ = false;
+  ChargeNghttp2Memory();
   if (!submit_failure_.ok()) {
     Fail(NGHTTP2_INTERNAL_ERROR, std::exchange(submit_failure_, Status()));
   }
@@ -524,6 +532,17 @@ void Session::Feed(absl::string_view bytes) {
        Status(StatusCode::kUnavailable,
               absl::StrCat("HTTP/2 error on connection to ", peer_, ": ",
                            nghttp2_strerror(error))));
+}
+
+void Session::ChargeNghttp2Memory() {
+  if (memory_share_ == nullptr) return;
+  const size_t in_use = memory_.in_use_bytes();
+  if (in_use > nghttp2_charged_) {
+    memory_share_->ForceReserve(in_use - nghttp2_charged_);
+  } else if (in_use < nghttp2_charged_) {
+    memory_share_->Release(nghttp2_charged_ - in_use);
+  }
+  nghttp2_charged_ = in_use;
 }
 
 void Session::OnPeerClosed() {
@@ -559,6 +578,7 @@ bool Session::ProduceOutput() {
     in_session_call_ = true;
     const int rv = nghttp2_session_send(session_);
     in_session_call_ = false;
+    ChargeNghttp2Memory();
     if (!submit_failure_.ok()) {
       Fail(NGHTTP2_INTERNAL_ERROR, std::exchange(submit_failure_, Status()));
     } else if (rv != 0) {

@@ -352,6 +352,10 @@ class Session : public io::ByteSession, private KeepalivePinger::Delegate {
   // The server's own SETTINGS frame as nghttp2 serialized it: rewrites the
   // SETTINGS_MAX_CONCURRENT_STREAMS value to the advertised limit.
   void PatchAdvertisedSettings(uint8_t* frame, size_t length);
+  // Servers: brings the charge of nghttp2's own memory (its stream state,
+  // queued frames and HPACK tables, through memory_) to the connection's
+  // memory share up to date, after nghttp2 read or wrote.
+  void ChargeNghttp2Memory();
   // Whether PendingOutput() should ask nghttp2 for more frames.
   bool WantsToProduce() const;
   // Asks nghttp2 for frames while the queue's round is under
@@ -391,6 +395,8 @@ class Session : public io::ByteSession, private KeepalivePinger::Delegate {
   std::string accept_encoding_;
   Nghttp2MemoryPool memory_;  // outlives session_ (deleted in ~Session)
   MemoryQuotaShare* memory_share_ = nullptr;
+  // memory_.in_use_bytes() as last charged to memory_share_.
+  size_t nghttp2_charged_ = 0;
   bool expects_large_input_ = false;  // NoteMessageInput()
   nghttp2_session* session_ = nullptr;
   MemberTimer<&Session::OnDeadline> deadline_timer_{this};
