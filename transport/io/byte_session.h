@@ -34,6 +34,11 @@ class Wire {
   // Ends the wire now; the session is not called again. `flush_first`:
   // first one non-blocking attempt to write what PendingOutput() offers.
   virtual void CloseWire(bool flush_first) = 0;
+  // Whether output the session queues now can reach the peer: false while
+  // a secure wire's own handshake is under way (nothing the session queues
+  // is written before it completes, so a GOAWAY queued then would never
+  // leave); always true for plaintext.
+  virtual bool CarriesOutput() const { return true; }
   // What a secure wire established about the peer; null for plaintext.
   // Final by the time the session is first fed bytes.
   virtual const std::shared_ptr<const PeerIdentity>& peer_identity() const {

@@ -129,6 +129,22 @@ Status NewContext(const SSL_METHOD* method, CtxPtr* out) {
   return Status();
 }
 
+// Servers: a client that offers no ALPN at all is refused with a
+// no_application_protocol alert as its hello arrives, as SelectAlpn refuses
+// one offering ALPN without h2 (OpenSSL calls SelectAlpn only when ALPN is
+// offered).
+int RequireAlpn(SSL* ssl, int* alert, void*) {
+  const unsigned char* extension = nullptr;
+  size_t length = 0;
+  if (SSL_client_hello_get0_ext(
+          ssl, TLSEXT_TYPE_application_layer_protocol_negotiation, &extension,
+          &length) == 1) {
+    return SSL_CLIENT_HELLO_SUCCESS;
+  }
+  *alert = SSL_AD_NO_APPLICATION_PROTOCOL;
+  return SSL_CLIENT_HELLO_ERROR;
+}
+
 // Servers: accept only clients that offer h2.
 int SelectAlpn(SSL*, const unsigned char** out, unsigned char* out_length,
                const unsigned char* offered, unsigned int offered_length,
@@ -233,6 +249,7 @@ Status TlsContext::CreateServer(const ServerConfig& config,
     mode |= SSL_VERIFY_FAIL_IF_NO_PEER_CERT;
   }
   SSL_CTX_set_verify(ctx.get(), mode, verify ? nullptr : AcceptAnyCertificate);
+  SSL_CTX_set_client_hello_cb(ctx.get(), RequireAlpn, nullptr);
   SSL_CTX_set_alpn_select_cb(ctx.get(), SelectAlpn, nullptr);
   SSL_CTX_set_session_cache_mode(ctx.get(), SSL_SESS_CACHE_OFF);
   SSL_CTX_set_num_tickets(ctx.get(), 0);

@@ -171,6 +171,7 @@ int TlsSession::BioRead(BIO* bio, char* data, int size) {
 int TlsSession::BioWrite(BIO* bio, const char* data, int size) {
   auto* self = static_cast<TlsSession*>(BIO_get_data(bio));
   BIO_clear_retry_flags(bio);
+  if (!self->client_) self->hello_sent_ = true;
   self->out_.append(data, static_cast<size_t>(size));
   return size;
 }
@@ -351,10 +352,35 @@ void TlsSession::CloseWire(bool flush_first) {
     SSL_shutdown(ssl_);
     ERR_clear_error();
   }
+  const bool cancelled = CancelHandshake();
   // The outer wire's last write reads PendingOutput(): what is encrypted,
-  // or after a failure the alert that tells the peer why.
-  outer_->CloseWire(flush_first || failed_);
+  // or after a failure the alert that tells the peer why, or the alerts
+  // that cancel the handshake.
+  outer_->CloseWire(flush_first || failed_ || cancelled);
   closed_ = true;
+}
+
+bool TlsSession::CancelHandshake() {
+  // Only a server that answered a hello and has neither finished nor
+  // failed the handshake. In TLS 1.2 its records stay plaintext until its
+  // ChangeCipherSpec, which a full handshake (no resumption: no session
+  // cache or tickets) sends only once the handshake is done, so the alerts
+  // can be written as plain records: user_canceled, then close_notify, both
+  // warnings (RFC 5246, 7.2.2). In TLS 1.3 everything after the ServerHello
+  // is under handshake keys that only OpenSSL holds, and OpenSSL has no
+  // call that sends an alert during a handshake (SSL_shutdown refuses), so
+  // the close goes without one; before a hello there is no TLS to speak.
+  if (client_ || handshake_done_ || failed_ || !hello_sent_ ||
+      SSL_version(ssl_) != TLS1_2_VERSION || SSL_session_reused(ssl_) != 0) {
+    return false;
+  }
+  static constexpr char kAlerts[] = {
+      // type alert, version TLS 1.2, length 2, warning, user_canceled (90)
+      0x15, 0x03, 0x03, 0x00, 0x02, 0x01, 0x5a,
+      // type alert, version TLS 1.2, length 2, warning, close_notify (0)
+      0x15, 0x03, 0x03, 0x00, 0x02, 0x01, 0x00};
+  out_.append(kAlerts, sizeof(kAlerts));
+  return true;
 }
 
 void TlsSession::Fail(const Status& why) {

@@ -27,8 +27,13 @@ namespace h2rpc::transport::tls {
 // sent until the TLS handshake is done and the peer agreed on ALPN "h2".
 // A failed handshake reaches the inner session as OnWireError(UNAVAILABLE)
 // with OpenSSL's reason ("TLS handshake failed: ... (certificate has
-// expired)"), which closes the connection, so a peer speaking plaintext gets
-// a clean close, never a hang.
+// expired)"), which closes the connection after OpenSSL's alert, so a peer
+// speaking plaintext gets a clean close, never a hang. A client that offers
+// no ALPN, or ALPN without h2, fails the handshake with a
+// no_application_protocol alert (TlsContext). Until the handshake is done
+// CarriesOutput() is false, so the inner session ending the connection
+// meanwhile (its handshake timeout) closes the wire at once rather than
+// lingering for a GOAWAY that cannot be sent; see CloseWire for the alert.
 //
 // Loop thread only. Allocates the SSL object and the peer's identity per
 // connection; in steady state nothing: ciphertext output goes to one buffer
@@ -75,6 +80,8 @@ class TlsSession final : public io::ByteFilter {
   void RequestFlush() override;
   void ShutdownWrite() override;
   void CloseWire(bool flush_first) override;
+  // Once the handshake is done and the peer agreed on h2.
+  bool CarriesOutput() const override { return handshake_done_; }
   const std::shared_ptr<const PeerIdentity>& peer_identity() const override {
     return identity_;
   }
@@ -91,6 +98,9 @@ class TlsSession final : public io::ByteFilter {
   void EncryptInnerOutput();
   // The connection cannot go on: tells the inner session, which closes.
   void Fail(const Status& why);
+  // A server closing during a handshake it has answered: queues the alerts
+  // that cancel it where they can be sent (see CloseWire). Whether it did.
+  bool CancelHandshake();
   bool has_output() const { return out_sent_ < out_.size(); }
 
   // The BIO that connects OpenSSL to in_ and out_.
@@ -105,8 +115,9 @@ class TlsSession final : public io::ByteFilter {
   io::Wire* outer_ = nullptr;
   std::shared_ptr<const PeerIdentity> identity_;
   bool handshake_done_ = false;
-  bool closed_ = false;  // CloseWire() or a failure: inert
-  bool failed_ = false;  // the handshake or a record failed
+  bool hello_sent_ = false;  // a server wrote its hello flight
+  bool closed_ = false;      // CloseWire() or a failure: inert
+  bool failed_ = false;      // the handshake or a record failed
   bool close_notify_sent_ = false;
   bool shutdown_pending_ = false;  // the inner session shut its write side
   bool write_shut_ = false;        // ... and the outer wire's is shut too
