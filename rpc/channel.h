@@ -197,8 +197,11 @@ class Channel;
 // stub that can still issue calls on it. Any thread.
 //
 // Dropping the last reference moves the channel to SHUTDOWN (releasing
-// threads in WaitForStateChange and WaitForConnected, see there), fails the
-// calls still in flight with CANCELLED and stops the channel's event loop. When
+// threads in WaitForStateChange and WaitForConnected, see there), ends every
+// call not yet over with CANCELLED, none retried, whether on a connection,
+// waiting for one (wait_for_ready included) or between two attempts (each
+// call's `done` or OnDone has run, once, when the destruction returns), and
+// stops the channel's event loop. When
 // that happens on the loop thread itself (in a `done` callback or a reactor's
 // OnDone), the channel is torn down on a detached thread of its own instead,
 // which may still be running when the callback returns; a process that exits

@@ -24,8 +24,11 @@ absl::Time ClientContext::deadline() const {
 
 void ClientContext::TryCancel() {
   transport::io::MutexLock lock(&mu_);
-  cancelled_ = true;
-  if (call_ != nullptr) call_->RequestCancel();
+  if (call_ != nullptr) {
+    call_->RequestCancel();
+  } else if (!call_ended_) {
+    cancelled_ = true;
+  }
 }
 
 }  // namespace h2rpc

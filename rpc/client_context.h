@@ -74,7 +74,12 @@ class ClientContext {
   // waits across failed attempts until the channel is READY, its deadline
   // passes (DEADLINE_EXCEEDED) or it is cancelled (CANCELLED). Either way a
   // call that reached a connection is not retried when that connection
-  // fails (only a stream the server refused before processing it is).
+  // fails (unless its retryPolicy says so). A stream the server refused
+  // before processing it (REFUSED_STREAM, or past a GOAWAY's last stream
+  // id) is started again at once, up to 3 times; after that a call fails
+  // with UNAVAILABLE, while a wait_for_ready one waits through refusals as
+  // through failed connection attempts: started again after each reconnect
+  // backoff (ChannelOptions::initial_backoff and on) until its deadline.
   // Unless set here, a service config's waitForReady for the method applies
   // (ChannelOptions::service_config).
   void set_wait_for_ready(bool wait_for_ready) {
@@ -96,7 +101,10 @@ class ClientContext {
   }
 
   // Cancels the call if it is in progress: the server sees RST_STREAM(CANCEL)
-  // and the call ends with CANCELLED. Thread-safe; no-op once done.
+  // and the call ends with CANCELLED; before the call starts, it fails at
+  // once with CANCELLED when started. Thread-safe. Does nothing once the
+  // call is over (its status known), also to a call the context is used for
+  // afterwards.
   void TryCancel();
 
  private:
@@ -123,7 +131,11 @@ class ClientContext {
   // ClientContextAccess::Bind and Unbind).
   transport::io::Mutex mu_;
   internal::ChannelCall* call_ ABSL_GUARDED_BY(mu_) = nullptr;
+  // TryCancel came before any call was linked.
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  // A call linked here has ended: TryCancel does nothing unless another is
+  // linked.
+  bool call_ended_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace h2rpc

@@ -1,10 +1,13 @@
-// The pooled client call (rpc/internal/client_call.h) against a stale event:
-// a call cancelled while its request waits in nghttp2's queue for a stream
-// slot is completed at once, but nghttp2 still holds the request and reports
-// its stream closed once a slot frees up. By then the call object serves the
-// next call, which must not receive that report.
+// The pooled client call (rpc/internal/client_call.h) against stale events
+// meant for the call it served before: a call cancelled while its request
+// waits in nghttp2's queue for a stream slot is completed at once, but
+// nghttp2 still holds the request and reports its stream closed once a slot
+// frees up; and a TryCancel on a context whose call has ended, racing that
+// end or made later. By then the call object serves the next call, which
+// must receive neither.
 #include "rpc/internal/client_call.h"
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <thread>
@@ -134,6 +137,81 @@ TEST(ClientCallTest, AQueuedRequestCancelledNeverReachesTheNextCall) {
   EXPECT_TRUE(status_c.ok())
       << "B's stale close reached C: " << status_c.ToString();
   EXPECT_EQ(response_c.payload().body(), "c");
+}
+
+// Starts a server with an Echo method on `*port`.
+std::unique_ptr<Server> StartEchoServer(int* port) {
+  Status status;
+  std::unique_ptr<Server> server =
+      Server::Builder()
+          .AddListeningPort("127.0.0.1:0", port)
+          .RegisterUnary<SimpleRequest, SimpleResponse>(
+              kEcho,
+              [](ServerContext*, const SimpleRequest& request,
+                 SimpleResponse* response) {
+                response->mutable_payload()->set_body(request.payload().body());
+                return Status();
+              })
+          .BuildAndStart(&status);
+  EXPECT_TRUE(status.ok()) << status.ToString();
+  return server;
+}
+
+// Another thread cancels call A without pause while A ends and after; each
+// next call on the thread that made A reuses A's pooled call object (unless
+// an accepted cancel still holds it) and must succeed.
+TEST(ClientCallTest, ACancelRacingOrAfterTheEndNeverReachesTheNextCall) {
+  int port = 0;
+  std::unique_ptr<Server> server = StartEchoServer(&port);
+  ASSERT_NE(server, nullptr);
+  std::shared_ptr<Channel> channel =
+      CreateChannel("127.0.0.1:" + std::to_string(port));
+  for (int i = 0; i < 100; ++i) {
+    ClientContext context_a;
+    context_a.set_timeout(kHangTimeout);
+    std::atomic<bool> stop{false};
+    std::thread canceller([&] {
+      while (!stop.load()) context_a.TryCancel();
+    });
+    SimpleRequest request;
+    SimpleResponse response;
+    const Status status_a =
+        channel->UnaryCall(&context_a, kEcho, request, &response);
+    EXPECT_TRUE(status_a.ok() || status_a.code() == StatusCode::kCancelled)
+        << status_a.ToString();
+    for (int next = 0; next < 3; ++next) {
+      ClientContext context;
+      context.set_timeout(kHangTimeout);
+      request.mutable_payload()->set_body(std::to_string(next));
+      const Status status =
+          channel->UnaryCall(&context, kEcho, request, &response);
+      EXPECT_TRUE(status.ok())
+          << "a cancel for call A reached a later call: " << status.ToString();
+      EXPECT_EQ(response.payload().body(), std::to_string(next));
+    }
+    stop.store(true);
+    canceller.join();
+  }
+}
+
+// A TryCancel made once a context's call is over does nothing, even to a
+// call the same context is used for afterwards.
+TEST(ClientCallTest, ATryCancelAfterTheCallEndedDoesNothing) {
+  int port = 0;
+  std::unique_ptr<Server> server = StartEchoServer(&port);
+  ASSERT_NE(server, nullptr);
+  std::shared_ptr<Channel> channel =
+      CreateChannel("127.0.0.1:" + std::to_string(port));
+  ClientContext context;
+  context.set_timeout(kHangTimeout);
+  SimpleRequest request;
+  SimpleResponse response;
+  ASSERT_TRUE(channel->UnaryCall(&context, kEcho, request, &response).ok());
+  context.TryCancel();
+  request.mutable_payload()->set_body("again");
+  const Status status = channel->UnaryCall(&context, kEcho, request, &response);
+  EXPECT_TRUE(status.ok()) << status.ToString();
+  EXPECT_EQ(response.payload().body(), "again");
 }
 
 }  // namespace

@@ -17,6 +17,7 @@ Status ClientContextAccess::Bind(ClientContext* context, ChannelCall* call) {
 void ClientContextAccess::Unbind(ClientContext* context) {
   transport::io::MutexLock lock(&context->mu_);
   context->call_ = nullptr;
+  context->call_ended_ = true;
 }
 
 bool ClientContextAccess::CallBound(ClientContext* context) {

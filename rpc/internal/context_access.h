@@ -38,7 +38,8 @@ class ClientContextAccess {
   // TryCancel. CANCELLED (and not linked) if the context was cancelled
   // already.
   static Status Bind(ClientContext* context, ChannelCall* call);
-  // Loop thread: the call's result is known; TryCancel no longer reaches it.
+  // Loop thread: the call's result is known; TryCancel no longer reaches it
+  // and does nothing until another call is bound.
   static void Unbind(ClientContext* context);
   // Any thread: whether a call is linked to `context`.
   static bool CallBound(ClientContext* context);

@@ -554,6 +554,56 @@ TEST(ClientFaultTest, AWaitForReadyCallRefusedEveryTimeEndsAtItsDeadline) {
   EXPECT_LT(requests.load(), 60);
 }
 
+// A wait_for_ready call waiting out the backoff between two refusals ends
+// with CANCELLED, its `done` run once, when it is cancelled and when its
+// channel is destroyed.
+TEST(ClientFaultTest, AWaitForReadyCallBetweenRefusalsEndsOnCancelOrChannel) {
+  std::atomic<int> requests{0};
+  FakeServer fake([&requests](int fd) {
+    ServeH2(fd, [&requests](uint32_t stream_id, int) {
+      requests.fetch_add(1);
+      return RefuseStream(stream_id);
+    });
+    return false;
+  });
+  ASSERT_TRUE(fake.ok());
+  ChannelOptions options;
+  options.initial_backoff = absl::Seconds(60);
+  options.max_backoff = absl::Seconds(60);
+  for (const bool cancel : {true, false}) {
+    SCOPED_TRACE(cancel ? "cancelled" : "channel destroyed");
+    requests.store(0);
+    ClientContext context;
+    context.set_timeout(absl::Seconds(120));
+    context.set_wait_for_ready(true);
+    SimpleResponse response;
+    Notification done;
+    std::atomic<int> done_runs{0};
+    Status status;
+    std::shared_ptr<Channel> channel = CreateChannel(fake.target(), options);
+    channel->AsyncUnaryCall(&context, kEcho, SimpleRequest(), &response,
+                            [&](const Status& s) {
+                              if (done_runs.fetch_add(1) == 0) status = s;
+                              done.Notify();
+                            });
+    // The first try and 3 at once; the next after 60 s.
+    const absl::Time give_up = absl::Now() + absl::Seconds(30);
+    while (requests.load() < 4 && absl::Now() < give_up) {
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+    ASSERT_EQ(requests.load(), 4);
+    if (cancel) {
+      context.TryCancel();
+      ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(30)));
+    }
+    channel.reset();
+    EXPECT_TRUE(done.HasBeenNotified());
+    EXPECT_EQ(done_runs.load(), 1);
+    EXPECT_EQ(status.code(), StatusCode::kCancelled) << status.ToString();
+    EXPECT_EQ(requests.load(), 4);
+  }
+}
+
 TEST(ClientFaultTest, RefusedStreamIsRetriedTransparently) {
   FakeServer fake([](int fd) {
     ServeH2(fd, [](uint32_t stream_id, int n) {
