@@ -19,6 +19,7 @@
 #include "rpc/interceptor.h"
 #include "rpc/name_resolver.h"
 #include "rpc/status.h"
+#include "rpc/version.h"
 
 namespace h2rpc {
 
@@ -33,8 +34,10 @@ class ChannelCoreAccess;
 // with INVALID_ARGUMENT naming the field and the value (GetState() says
 // TRANSIENT_FAILURE).
 struct ChannelOptions {
-  // "user-agent" sent with every call.
-  std::string user_agent = "h2rpc-cpp/0.1";
+  // "user-agent" sent with every call. Default: "h2rpc-cpp/" and h2rpc's
+  // version (kH2rpcUserAgent in rpc/version.h), as gRPC C++ sends
+  // "grpc-c++/<version>".
+  std::string user_agent = kH2rpcUserAgent;
   // HTTP/2 settings and message size limits of the connection.
   ConnectionOptions connection;
   // Looks up the target's host name off the event loop (a target whose host
