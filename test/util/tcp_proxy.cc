@@ -196,6 +196,12 @@ struct TcpProxy::Connection {
     close(client_fd);
     close(upstream_fd);
   }
+  // Makes the closes of the destructor send an RST instead of a FIN.
+  void AbortOnClose() {
+    const linger abort = {1, 0};
+    setsockopt(client_fd, SOL_SOCKET, SO_LINGER, &abort, sizeof(abort));
+    setsockopt(upstream_fd, SOL_SOCKET, SO_LINGER, &abort, sizeof(abort));
+  }
 
   const int index;
   const int client_fd;
@@ -322,7 +328,8 @@ std::string FlowString(const TcpProxy::Flow& flow) {
 std::string TcpProxy::Counters::ToString() const {
   return absl::StrCat(
       accepted, " connections accepted, ", open, " open, ", upstream_failures,
-      " upstream failures; to the server: ", FlowString(to_server),
+      " upstream failures, ", reset,
+      " reset; to the server: ", FlowString(to_server),
       "; to the client: ", FlowString(to_client));
 }
 
@@ -346,6 +353,26 @@ void TcpProxy::Thaw() {
     frozen_ = false;
   }
   Wake();
+}
+
+void TcpProxy::ResetConnections() {
+  transport::io::MutexLock lock(&mu_);
+  const int64_t ticket = ++resets_asked_;
+  Wake();
+  while (resets_done_ < ticket && !quit_) changed_.Wait(&mu_);
+}
+
+void TcpProxy::ResetIfAsked() {
+  if (resets_done_ == resets_asked_) return;
+  for (Connection* connection : connections_) {
+    connection->AbortOnClose();
+    delete connection;
+  }
+  counters_.reset += static_cast<int>(connections_.size());
+  counters_.open -= static_cast<int>(connections_.size());
+  connections_.clear();
+  resets_done_ = resets_asked_;
+  changed_.SignalAll();
 }
 
 TcpProxy::Counters TcpProxy::counters() const {
@@ -437,6 +464,7 @@ void TcpProxy::Run() {
     }
     if (fds[1].revents != 0) Accept();
     transport::io::MutexLock lock(&mu_);
+    ResetIfAsked();
     if (frozen_ || frozen) continue;
     // Every connection gets a turn: reads and writes that are not ready
     // return EAGAIN at no cost.

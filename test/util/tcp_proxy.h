@@ -16,7 +16,8 @@ namespace h2rpc::testing {
 // A loopback TCP proxy for tests: listens on 127.0.0.1 (a free port) and
 // forwards every connection it accepts to 127.0.0.1:target_port, both ways,
 // half-closes included, on one poll-based thread of its own. It can freeze
-// every connection (a black hole: see Freeze), and it counts what it
+// every connection (a black hole: see Freeze) or reset them all (see
+// ResetConnections), and it counts what it
 // forwarded: connections, bytes, and, for cleartext HTTP/2, the frames that
 // tests wait on (PINGs, their ACKs, GOAWAYs).
 //
@@ -56,6 +57,8 @@ class TcpProxy {
     // Accepted connections closed at once because the connect to the
     // target failed.
     int upstream_failures = 0;
+    // Connections ended by ResetConnections.
+    int reset = 0;
     Flow to_server;
     Flow to_client;
 
@@ -86,6 +89,13 @@ class TcpProxy {
   // Forwards again, starting with what waited in the buffers.
   void Thaw();
 
+  // Ends every open connection abruptly, as a failing network path does:
+  // both of its sockets are closed with an RST (SO_LINGER 0), whatever
+  // waited in the proxy's buffers is dropped. Frozen connections too.
+  // Returns once they are closed; connections accepted afterwards are
+  // forwarded as usual.
+  void ResetConnections();
+
   // A snapshot of the counters.
   Counters counters() const;
   // Blocks until `condition` holds for the counters (true) or `timeout`
@@ -103,6 +113,8 @@ class TcpProxy {
   // Forwards what each connection's sockets allow; false once the
   // connection is over.
   bool Service(Connection& connection) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Resets every connection if a ResetConnections call asks for it.
+  void ResetIfAsked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Wake();
 
   const int target_port_;
@@ -117,6 +129,9 @@ class TcpProxy {
   mutable transport::io::CondVar changed_;  // counters_ changed
   bool frozen_ ABSL_GUARDED_BY(mu_) = false;
   bool quit_ ABSL_GUARDED_BY(mu_) = false;
+  // ResetConnections calls made, and those the proxy thread has carried out.
+  int64_t resets_asked_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t resets_done_ ABSL_GUARDED_BY(mu_) = 0;
   Counters counters_ ABSL_GUARDED_BY(mu_);
 
   std::thread thread_;

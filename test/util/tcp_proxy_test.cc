@@ -267,6 +267,56 @@ TEST(TcpProxyTest, FreezeStopsBothDirectionsKeepingTheSocketsOpenUntilThaw) {
   close(server);
 }
 
+// True once a read on `fd` fails with ECONNRESET (within kTimeout).
+bool ReadsReset(int fd) {
+  const absl::Time give_up = absl::Now() + kTimeout;
+  char buffer[4096];
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    const int64_t left = absl::ToInt64Milliseconds(give_up - absl::Now());
+    if (left <= 0 || poll(&p, 1, static_cast<int>(left)) != 1) return false;
+    const ssize_t got = recv(fd, buffer, sizeof(buffer), 0);
+    if (got < 0) return errno == ECONNRESET;
+    if (got == 0) return false;
+  }
+}
+
+TEST(TcpProxyTest, ResetConnectionsSendsRstBothWaysAndKeepsAccepting) {
+  Upstream upstream;
+  TcpProxy proxy(upstream.port());
+  ASSERT_TRUE(proxy.ok()) << proxy.error();
+  const int client = ConnectToLoopback(proxy.port());
+  const int server = upstream.Accept();
+  ASSERT_GE(server, 0);
+  std::string got;
+  ASSERT_TRUE(WriteAll(client, "ping"));
+  ASSERT_TRUE(ReadExactly(server, 4, &got));
+  // Bytes the server never reads: frozen ones are dropped as well.
+  proxy.Freeze();
+  ASSERT_TRUE(WriteAll(client, "dropped"));
+
+  proxy.ResetConnections();
+  const TcpProxy::Counters counters = proxy.counters();
+  EXPECT_EQ(counters.reset, 1);
+  EXPECT_EQ(counters.open, 0);
+  EXPECT_TRUE(ReadsReset(client));
+  EXPECT_TRUE(ReadsReset(server));
+  close(client);
+  close(server);
+
+  // Still frozen until thawed; new connections are forwarded once it is.
+  proxy.Thaw();
+  const int again = ConnectToLoopback(proxy.port());
+  const int again_server = upstream.Accept();
+  ASSERT_GE(again_server, 0);
+  ASSERT_TRUE(WriteAll(again, "after"));
+  ASSERT_TRUE(ReadExactly(again_server, 5, &got));
+  EXPECT_EQ(got, "after");
+  EXPECT_EQ(proxy.counters().accepted, 2);
+  close(again);
+  close(again_server);
+}
+
 TEST(TcpProxyTest, AConnectionAcceptedWhileFrozenIsFrozenToo) {
   Upstream upstream;
   TcpProxy proxy(upstream.port());
