@@ -326,11 +326,10 @@ std::string FlowString(const TcpProxy::Flow& flow) {
 }  // namespace
 
 std::string TcpProxy::Counters::ToString() const {
-  return absl::StrCat(
-      accepted, " connections accepted, ", open, " open, ", upstream_failures,
-      " upstream failures, ", reset,
-      " reset; to the server: ", FlowString(to_server),
-      "; to the client: ", FlowString(to_client));
+  return absl::StrCat(accepted, " connections accepted, ", open, " open, ",
+                      upstream_failures, " upstream failures, ", reset,
+                      " reset; to the server: ", FlowString(to_server),
+                      "; to the client: ", FlowString(to_client));
 }
 
 std::string TcpProxy::target() const {
