@@ -278,6 +278,15 @@ struct ServerOptions {
   // Most threads running synchronous handlers at once, so the most
   // synchronous calls in progress. At least 1. Threads.
   int max_sync_threads = 256;
+  // Most synchronous handlers running at once for the calls of one
+  // connection, so that one client cannot take every thread: a call beyond
+  // it fails at once with RESOURCE_EXHAUSTED ("this connection's 192
+  // synchronous handler threads are busy
+  // (ServerOptions::max_sync_threads_per_connection)"). A handler still
+  // running when its connection closes no longer counts against any
+  // connection. 0: three quarters of max_sync_threads (at least 1); else
+  // from 1 to max_sync_threads. Threads.
+  int max_sync_threads_per_connection = 0;
   // How long a thread beyond min_sync_threads waits for work before it
   // exits. At least zero. Duration.
   absl::Duration sync_thread_idle_time = absl::Seconds(60);

@@ -108,7 +108,8 @@ void ServerCall::RunHandler() {
                          UnaryDone(*this, method_name_));
     return;
   }
-  const Status status = loop_->SubmitToWorkers(&handler_task_);
+  const Status status = loop_->SubmitToWorkers(
+      &handler_task_, stream_->connection_id(), &sync_tasks_);
   // No thread for the handler: the call ends here, on the loop thread.
   if (!status.ok()) HandlerDone(status);
 }
@@ -119,6 +120,7 @@ void ServerCall::HandlerTask::Run() {
 }
 
 void ServerCall::HandlerTask::Done() {
+  SyncTaskDone(&call_->sync_tasks_);
   call_->loop_->loop().Post(static_cast<transport::io::Task*>(call_));
 }
 

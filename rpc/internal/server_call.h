@@ -12,6 +12,7 @@
 #include "rpc/internal/context_access.h"
 #include "rpc/internal/member_task.h"
 #include "rpc/internal/server_interception.h"
+#include "rpc/internal/sync_task_count.h"
 #include "rpc/internal/worker_pool.h"
 #include "rpc/server.h"
 #include "rpc/server_context.h"
@@ -114,6 +115,9 @@ class ServerCall final : public transport::http2::ServerStream::Observer,
   google::protobuf::MessageLite* response_ = nullptr;  // on arena_
   bool got_request_ = false;
   bool handler_running_ = false;
+  // Counts the synchronous handler's task against its connection's share
+  // from SubmitToWorkers until the task's Done() (ServerLoop).
+  SyncTaskCount sync_tasks_;
   size_t request_bytes_ = 0;  // the request message's, serialized
   ServerInterception interception_;
   Status handler_status_;

@@ -88,6 +88,15 @@ Status CheckOptions(const ServerOptions& options) {
                      options.min_sync_threads, "; it must be from 0 to ",
                      options.max_sync_threads, " (max_sync_threads)"));
   }
+  if (options.max_sync_threads_per_connection < 0 ||
+      options.max_sync_threads_per_connection > options.max_sync_threads) {
+    return Status(
+        StatusCode::kInvalidArgument,
+        absl::StrCat("ServerOptions::max_sync_threads_per_connection is ",
+                     options.max_sync_threads_per_connection,
+                     "; it must be from 0 to ", options.max_sync_threads,
+                     " (max_sync_threads)"));
+  }
   if (options.shutdown_grace_period <= absl::ZeroDuration()) {
     return Status(
         StatusCode::kInvalidArgument,
@@ -213,12 +222,25 @@ std::unique_ptr<ServerCore> ServerCore::Start(
   return core;
 }
 
+namespace {
+
+// ServerCore::sync_threads_per_connection().
+int SyncThreadsPerConnection(const ServerOptions& options) {
+  const int share = options.max_sync_threads_per_connection > 0
+                        ? options.max_sync_threads_per_connection
+                        : std::max(1, options.max_sync_threads * 3 / 4);
+  return share < options.max_sync_threads ? share : 0;
+}
+
+}  // namespace
+
 ServerCore::ServerCore(ServerOptions options, MethodMap methods)
     : options_(std::move(options)),
       transport_options_(ToServerTransportOptions(options_)),
       settings_{options_.default_compression,
                 options_.connection.max_send_message_size,
                 options_.stream_write_buffer, InterceptorsOf(options_)},
+      sync_threads_per_connection_(SyncThreadsPerConnection(options_)),
       methods_(std::move(methods)) {
   for (const auto& [method, handler] : methods_) {
     services_.insert(method.substr(1, method.rfind('/') - 1));

@@ -74,6 +74,11 @@ class ServerCore {
 
   // For the calls.
   WorkerPool& workers() { return *workers_; }
+  // ServerOptions::max_sync_threads_per_connection, its default resolved;
+  // 0 when it is max_sync_threads (no connection has a share of its own).
+  int sync_threads_per_connection() const {
+    return sync_threads_per_connection_;
+  }
   const CallSettings& settings() const { return settings_; }
   // Each dispatched call is counted once by its method: at dispatch (loop
   // thread), and here by the one function that releases the call object
@@ -114,6 +119,7 @@ class ServerCore {
   const ServerOptions options_;
   const transport::http2::ConnectionOptions transport_options_;
   const CallSettings settings_;
+  const int sync_threads_per_connection_;
   // Outlives the loops and their connections.
   transport::MemoryQuota memory_quota_{options_.memory_quota};
   const MethodMap methods_;

@@ -88,7 +88,28 @@ Status ServerLoop::Dispatch(ServerStream* stream) {
   return server_->Dispatch(this, stream);
 }
 
-Status ServerLoop::SubmitToWorkers(WorkerTask* task) {
+Status ServerLoop::SubmitToWorkers(WorkerTask* task, uint64_t connection_id,
+                                   SyncTaskCount* count) {
+  const int share = server_->sync_threads_per_connection();
+  if (share == 0) return SubmitToPool(task);
+  SyncTaskCount& running = sync_tasks_by_connection_[connection_id];
+  if (running == nullptr) running = std::make_shared<std::atomic<int>>(0);
+  if (running->load(std::memory_order_relaxed) >= share) {
+    return Status(StatusCode::kResourceExhausted,
+                  absl::StrCat("this connection's ", share,
+                               " synchronous handler threads are busy "
+                               "(ServerOptions::max_sync_threads_per_"
+                               "connection)"));
+  }
+  // Counted before the pool has it: its Done() may come at once.
+  running->fetch_add(1, std::memory_order_relaxed);
+  *count = running;
+  const Status status = SubmitToPool(task);
+  if (!status.ok()) SyncTaskDone(count);
+  return status;
+}
+
+Status ServerLoop::SubmitToPool(WorkerTask* task) {
   Status status;
   {
     MutexLock lock(&workers_mu_);
@@ -136,6 +157,7 @@ void ServerLoop::OnConnectionClosed(ServerSession* connection) {
   if (it == connections_.end()) return;
   auto* dead = it->release();
   connections_.erase(it);
+  sync_tasks_by_connection_.erase(connection->id());
   // Not from inside the connection's own callback: destroy it next turn.
   loop_.Post([this, dead] {
     delete dead;

@@ -1,11 +1,14 @@
 #ifndef H2RPC_RPC_INTERNAL_SERVER_LOOP_H_
 #define H2RPC_RPC_INTERNAL_SERVER_LOOP_H_
 
+#include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/time/time.h"
 #include "rpc/internal/member_task.h"
+#include "rpc/internal/sync_task_count.h"
 #include "rpc/internal/worker_pool.h"
 #include "rpc/status.h"
 #include "transport/core/memory_quota.h"
@@ -46,9 +49,15 @@ class ServerLoop final : public transport::http2::ServerDispatcher,
   ServerCall* TakeCall();
   void ReturnCall(ServerCall* call);
 
-  // Loop thread. Hands a synchronous handler's task to the server's worker
-  // pool (WorkerPool::TrySubmit's results; after ForgetWorkers(),
-  // UNAVAILABLE "the server is shutting down" without touching the pool).
+  // Loop thread. Hands a synchronous handler's task, for a call on the
+  // connection `connection_id` (ServerStream::connection_id()), to the
+  // server's worker pool (WorkerPool::TrySubmit's results; after
+  // ForgetWorkers(), UNAVAILABLE "the server is shutting down" without
+  // touching the pool). When that connection already has its share,
+  // ServerCore::sync_threads_per_connection() tasks accepted and not yet
+  // done, RESOURCE_EXHAUSTED without touching the pool either. An accepted
+  // task is counted in `*count` (left null when connections have no share),
+  // which the task's Done() must give back with SyncTaskDone().
   // Sleeping threads are woken at the end of the loop iteration, together:
   // first one, and if the tasks need more, the rest at the end of the next
   // iteration, which follows at once (the loop does not sleep meanwhile). A
@@ -57,7 +66,8 @@ class ServerLoop final : public transport::http2::ServerDispatcher,
   // untaken past that only if the loop cannot get the CPU back. The loop
   // reads no further input in this iteration (EventLoop::RequestYield), so
   // the wake-up follows the chunk of input that carried the call.
-  Status SubmitToWorkers(WorkerTask* task);
+  Status SubmitToWorkers(WorkerTask* task, uint64_t connection_id,
+                         SyncTaskCount* count);
   // Any thread, before the server's worker pool is destroyed: from its
   // return on, the loop no longer uses the pool (SubmitToWorkers() refuses,
   // wake-ups still due do nothing). Tasks it handed over before stay the
@@ -73,6 +83,8 @@ class ServerLoop final : public transport::http2::ServerDispatcher,
   void OnMemoryQuotaReleased() override { loop_.Post(&memory_task_); }
   void RetryMemoryWaiters();
   void WakeWorkers();
+  // SubmitToWorkers() once the connection's share leaves room for the task.
+  Status SubmitToPool(WorkerTask* task);
 
   ServerCore* const server_;
   transport::io::EventLoop loop_;
@@ -80,6 +92,9 @@ class ServerLoop final : public transport::http2::ServerDispatcher,
       transport::io::SocketConnection<transport::http2::ServerSession>>>
       connections_;
   std::vector<ServerCall*> free_calls_;
+  // The open connections' counts of synchronous tasks, by connection id,
+  // made at their first task. Loop thread.
+  absl::flat_hash_map<uint64_t, SyncTaskCount> sync_tasks_by_connection_;
   bool draining_ = false;
   Status start_status_;
   MemberTask<ServerLoop, &ServerLoop::RetryMemoryWaiters> memory_task_{this};

@@ -1,7 +1,8 @@
-// ServerLoop's use of the server's worker pool at shutdown: once the loop
-// forgets the workers, it no longer touches the pool, while the tasks it
-// handed over before still run (and post their completion to the loop)
-// before the pool is gone.
+// ServerLoop's use of the server's worker pool: each connection gets at
+// most its share of the threads; at shutdown, once the loop forgets the
+// workers, it no longer touches the pool, while the tasks it handed over
+// before still run (and post their completion to the loop) before the pool
+// is gone.
 #include "rpc/internal/server_loop.h"
 
 #include <atomic>
@@ -36,19 +37,33 @@ using ::h2rpc::testing::WaitFor;
 std::atomic<bool> no_server{true};
 std::atomic<int> late_steps{0};
 
-// A synchronous handler's task as the server's calls use it: runs on a
-// worker, then posts its completion to the loop that handed it over. May be
+// A synchronous handler's task as the server's calls use it, for a call on
+// connection `connection_id`: runs on a worker (first waiting for
+// `release`, if given), then gives back its count against the connection's
+// share and posts its completion to the loop that handed it over. May be
 // handed over again once completed. Counts each step.
 class LoopTask final : public WorkerTask {
  public:
-  explicit LoopTask(ServerLoop* loop) : loop_(loop) {}
+  LoopTask(ServerLoop* loop, uint64_t connection_id,
+           Notification* release = nullptr)
+      : loop_(loop), connection_id_(connection_id), release_(release) {}
 
-  void Run() override { Step(&runs_); }
+  void Run() override {
+    if (release_ != nullptr) {
+      EXPECT_TRUE(release_->WaitForNotificationWithTimeout(kHangTimeout));
+    }
+    Step(&runs_);
+  }
   void Done() override {
+    SyncTaskDone(&count_);
     Step(&dones_);
     loop_->loop().Post(&completion_);
   }
 
+  // Loop thread: hands the task to the loop's workers.
+  Status Submit() {
+    return loop_->SubmitToWorkers(this, connection_id_, &count_);
+  }
   // Loop thread (the submitter's).
   void CountAccepted() { ++accepted_; }
   bool available() const { return completions_.load() == accepted_; }
@@ -67,6 +82,9 @@ class LoopTask final : public WorkerTask {
   void Complete() { Step(&completions_); }
 
   ServerLoop* const loop_;
+  const uint64_t connection_id_;
+  Notification* const release_;
+  SyncTaskCount count_;
   int accepted_ = 0;
   std::atomic<int> runs_{0};
   std::atomic<int> dones_{0};
@@ -80,8 +98,9 @@ class LoopTask final : public WorkerTask {
 class Submitter final : public transport::io::Task {
  public:
   Submitter(ServerLoop* loop, uint32_t seed) : loop_(loop), random_(seed) {
+    // Each on a connection of its own: only the pool limits them.
     for (int i = 0; i < 8; ++i) {
-      tasks_.push_back(std::make_unique<LoopTask>(loop));
+      tasks_.push_back(std::make_unique<LoopTask>(loop, /*connection_id=*/i));
     }
   }
 
@@ -91,7 +110,7 @@ class Submitter final : public transport::io::Task {
       LoopTask& task = *tasks_[next_];
       if (!task.available()) break;
       next_ = (next_ + 1) % tasks_.size();
-      const Status status = loop_->SubmitToWorkers(&task);
+      const Status status = task.Submit();
       if (status.ok()) {
         task.CountAccepted();
       } else if (status.code() == StatusCode::kUnavailable) {
@@ -124,11 +143,13 @@ class Submitter final : public transport::io::Task {
 
 // A server with `num_loops` loops, no ports and no methods.
 std::unique_ptr<ServerCore> StartCore(int num_loops, int min_threads,
-                                      int max_threads) {
+                                      int max_threads,
+                                      int max_threads_per_connection = 0) {
   ServerOptions options;
   options.num_loops = num_loops;
   options.min_sync_threads = min_threads;
   options.max_sync_threads = max_threads;
+  options.max_sync_threads_per_connection = max_threads_per_connection;
   Status status;
   std::unique_ptr<ServerCore> core = ServerCore::Start(
       std::move(options), {}, ServerCore::MethodMap(), &status);
@@ -150,11 +171,11 @@ TEST(ServerLoopTest, SubmitToWorkersAfterForgetWorkersIsRefused) {
   ASSERT_NE(core, nullptr);
   ServerLoop* loop = core->NextLoop();
   loop->ForgetWorkers();
-  LoopTask task(loop);
+  LoopTask task(loop, /*connection_id=*/1);
   Status status;
   Notification submitted;
   loop->loop().Post([&] {
-    status = loop->SubmitToWorkers(&task);
+    status = task.Submit();
     submitted.Notify();
   });
   ASSERT_TRUE(submitted.WaitForNotificationWithTimeout(kHangTimeout));
@@ -163,6 +184,54 @@ TEST(ServerLoopTest, SubmitToWorkersAfterForgetWorkersIsRefused) {
   DestroyCore(&core);
   EXPECT_EQ(task.runs(), 0);
   EXPECT_EQ(task.dones(), 0);
+  EXPECT_EQ(late_steps.load(), 0);
+}
+
+// Submits `task` on the loop thread; its result.
+Status SubmitOnLoop(ServerLoop* loop, LoopTask* task) {
+  Status status;
+  Notification submitted;
+  loop->loop().Post([&] {
+    status = task->Submit();
+    if (status.ok()) task->CountAccepted();
+    submitted.Notify();
+  });
+  EXPECT_TRUE(submitted.WaitForNotificationWithTimeout(kHangTimeout));
+  return status;
+}
+
+TEST(ServerLoopTest, EachConnectionGetsAtMostItsShareOfThreads) {
+  std::unique_ptr<ServerCore> core =
+      StartCore(/*num_loops=*/1, /*min_threads=*/1, /*max_threads=*/4,
+                /*max_threads_per_connection=*/2);
+  ASSERT_NE(core, nullptr);
+  ServerLoop* loop = core->NextLoop();
+  Notification release;
+  std::vector<std::unique_ptr<LoopTask>> greedy;
+  for (int i = 0; i < 3; ++i) {
+    greedy.push_back(std::make_unique<LoopTask>(loop, 7, &release));
+  }
+  // Connection 7 takes its two threads; its third task is refused while
+  // the pool still has threads for others.
+  EXPECT_TRUE(SubmitOnLoop(loop, greedy[0].get()).ok());
+  EXPECT_TRUE(SubmitOnLoop(loop, greedy[1].get()).ok());
+  const Status refused = SubmitOnLoop(loop, greedy[2].get());
+  EXPECT_EQ(refused.code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(refused.message(),
+            "this connection's 2 synchronous handler threads are busy "
+            "(ServerOptions::max_sync_threads_per_connection)");
+  LoopTask other(loop, 8);
+  EXPECT_TRUE(SubmitOnLoop(loop, &other).ok());
+  ASSERT_TRUE(WaitFor([&] { return other.completions() == 1; }));
+
+  // Once one of connection 7's tasks has ended, it gets a thread again.
+  release.Notify();
+  ASSERT_TRUE(WaitFor([&] { return greedy[0]->completions() == 1; }));
+  EXPECT_TRUE(SubmitOnLoop(loop, greedy[2].get()).ok());
+  ASSERT_TRUE(WaitFor([&] {
+    return greedy[1]->completions() == 1 && greedy[2]->completions() == 1;
+  }));
+  DestroyCore(&core);
   EXPECT_EQ(late_steps.load(), 0);
 }
 

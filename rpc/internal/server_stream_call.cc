@@ -60,7 +60,8 @@ void ServerStreamCall::StartHandler() {
   handler_started_ = true;
   if (method_->sync()) {
     reactor_ = &blocking_;
-    const Status status = loop_->SubmitToWorkers(&handler_task_);
+    const Status status = loop_->SubmitToWorkers(
+        &handler_task_, stream_->connection_id(), &sync_tasks_);
     // No thread for the handler: finish the call on its behalf.
     if (!status.ok()) Finish(status);
     return;
@@ -84,6 +85,7 @@ void ServerStreamCall::HandlerTask::Run() {
 }
 
 void ServerStreamCall::HandlerTask::Done() {
+  SyncTaskDone(&call_->sync_tasks_);
   call_->Finish(call_->handler_status_);
 }
 

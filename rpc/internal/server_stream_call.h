@@ -9,6 +9,7 @@
 #include "rpc/internal/cancel_gate.h"
 #include "rpc/internal/context_access.h"
 #include "rpc/internal/server_interception.h"
+#include "rpc/internal/sync_task_count.h"
 #include "rpc/internal/stream_ops.h"
 #include "rpc/internal/worker_pool.h"
 #include "rpc/server.h"
@@ -158,6 +159,9 @@ class ServerStreamCall final : public StreamOps,
   CancelGate cancel_gate_;
 
   Status handler_status_;  // written by handler_task_'s Run()
+  // Counts the synchronous handler's task against its connection's share
+  // from SubmitToWorkers until the task's Done() (ServerLoop).
+  SyncTaskCount sync_tasks_;
   HandlerTask handler_task_{this};
   MemberTask<ServerStreamCall, &ServerStreamCall::RunSendInitialMetadata>
       metadata_task_{this};

@@ -3,7 +3,9 @@
 // fixed pool, 64 idle full-duplex streams would leave every later call, unary
 // included, queued for ever. Asserted: the pool grows on demand and a unary
 // call is answered; past ServerOptions::max_sync_threads a call fails at
-// once with RESOURCE_EXHAUSTED instead of waiting.
+// once with RESOURCE_EXHAUSTED instead of waiting; and one connection gets
+// at most ServerOptions::max_sync_threads_per_connection of the threads, so
+// another client's calls are still answered.
 #include <atomic>
 #include <memory>
 #include <string>
@@ -77,12 +79,13 @@ class IdleStreamsTest : public ::testing::Test {
 
   // Opens an idle stream and waits for its handler to be running (its
   // headers arrived) or for the call to end.
-  IdleStream* OpenIdleStream() {
+  // On `channel`, channel_ unless given.
+  IdleStream* OpenIdleStream(Channel* channel = nullptr) {
+    if (channel == nullptr) channel = channel_.get();
     contexts_.push_back(std::make_unique<ClientContext>());
     contexts_.back()->set_timeout(absl::Minutes(5));
-    streams_.push_back(
-        channel_->BidiStreamingCall<SimpleRequest, SimpleResponse>(
-            contexts_.back().get(), kIdle));
+    streams_.push_back(channel->BidiStreamingCall<SimpleRequest, SimpleResponse>(
+        contexts_.back().get(), kIdle));
     streams_.back()->WaitForInitialMetadata();
     return streams_.back().get();
   }
@@ -97,13 +100,22 @@ class IdleStreamsTest : public ::testing::Test {
     streams_.clear();
   }
 
-  Status Unary(const char* method) {
+  // Its end on a stream that OpenIdleStream opened: OK if it ran, or the
+  // status of a refusal.
+  static Status EndIdleStream(IdleStream* stream) {
+    stream->WritesDone();
+    return stream->Finish();
+  }
+
+  // On `channel`, channel_ unless given.
+  Status Unary(const char* method, Channel* channel = nullptr) {
+    if (channel == nullptr) channel = channel_.get();
     ClientContext context;
     context.set_timeout(kCallTimeout);
     SimpleRequest request;
     request.mutable_payload()->set_body("still there?");
     SimpleResponse response;
-    Status status = channel_->UnaryCall(&context, method, request, &response);
+    Status status = channel->UnaryCall(&context, method, request, &response);
     if (status.ok() && response.payload().body() != "still there?") {
       return Status(StatusCode::kInternal, "wrong response");
     }
@@ -137,6 +149,7 @@ TEST_F(IdleStreamsTest, CallsBeyondMaxSyncThreadsFailAtOnce) {
   ServerOptions options;
   options.min_sync_threads = 2;
   options.max_sync_threads = 8;
+  options.max_sync_threads_per_connection = 8;  // all for the one client
   StartServer(options);
   for (int i = 0; i < 8; ++i) OpenIdleStream();
 
@@ -169,14 +182,72 @@ TEST_F(IdleStreamsTest, CallsBeyondMaxSyncThreadsFailAtOnce) {
   CloseIdleStreams();
 }
 
+TEST_F(IdleStreamsTest, OneConnectionGetsAtMostItsShareOfThreads) {
+  ServerOptions options;
+  options.max_sync_threads = 8;
+  options.max_sync_threads_per_connection = 5;
+  StartServer(options);
+  // The greedy client's sixth stream is refused at once.
+  for (int i = 0; i < 5; ++i) OpenIdleStream();
+  IdleStream* refused = OpenIdleStream();
+  const Status status = EndIdleStream(refused);
+  EXPECT_EQ(status.code(), StatusCode::kResourceExhausted)
+      << status.ToString();
+  EXPECT_EQ(status.message(),
+            "this connection's 5 synchronous handler threads are busy "
+            "(ServerOptions::max_sync_threads_per_connection)");
+  streams_.pop_back();
+  EXPECT_EQ(Unary(kUnary).code(), StatusCode::kResourceExhausted);
+
+  // Another client, on a connection of its own, gets the threads left.
+  std::shared_ptr<Channel> other =
+      CreateChannel(absl::StrCat("127.0.0.1:", port_));
+  const Status answered = Unary(kUnary, other.get());
+  EXPECT_TRUE(answered.ok()) << answered.ToString();
+  for (int i = 0; i < 3; ++i) {
+    IdleStream* stream = OpenIdleStream(other.get());
+    SimpleRequest request;
+    EXPECT_TRUE(stream->Write(request));
+  }
+
+  // Once one of its streams ends, the greedy client gets a thread again.
+  EXPECT_TRUE(EndIdleStream(streams_.front().get()).ok());
+  streams_.erase(streams_.begin());
+  const Status again = Unary(kUnary);
+  EXPECT_TRUE(again.ok()) << again.ToString();
+  CloseIdleStreams();
+}
+
+TEST_F(IdleStreamsTest, AConnectionsShareIsThreeQuartersByDefault) {
+  ServerOptions options;
+  options.max_sync_threads = 8;
+  StartServer(options);
+  for (int i = 0; i < 6; ++i) OpenIdleStream();
+  const Status status = Unary(kUnary);
+  EXPECT_EQ(status.code(), StatusCode::kResourceExhausted)
+      << status.ToString();
+  EXPECT_EQ(status.message(),
+            "this connection's 6 synchronous handler threads are busy "
+            "(ServerOptions::max_sync_threads_per_connection)");
+  CloseIdleStreams();
+}
+
 TEST_F(IdleStreamsTest, BadThreadLimitsAreRefused) {
-  for (const auto& [min, max, field] :
-       {std::make_tuple(0, 0, "ServerOptions::max_sync_threads is 0"),
-        std::make_tuple(9, 8, "ServerOptions::min_sync_threads is 9"),
-        std::make_tuple(-1, 8, "ServerOptions::min_sync_threads is -1")}) {
+  for (const auto& [min, max, per_connection, field] :
+       {std::make_tuple(0, 0, 0, "ServerOptions::max_sync_threads is 0"),
+        std::make_tuple(9, 8, 0, "ServerOptions::min_sync_threads is 9"),
+        std::make_tuple(-1, 8, 0, "ServerOptions::min_sync_threads is -1"),
+        std::make_tuple(
+            0, 8, 9,
+            "ServerOptions::max_sync_threads_per_connection is 9; it must "
+            "be from 0 to 8"),
+        std::make_tuple(
+            0, 8, -1,
+            "ServerOptions::max_sync_threads_per_connection is -1")}) {
     ServerOptions options;
     options.min_sync_threads = min;
     options.max_sync_threads = max;
+    options.max_sync_threads_per_connection = per_connection;
     Status status;
     std::unique_ptr<Server> server = Server::Builder()
                                          .SetOptions(options)
