@@ -492,7 +492,8 @@ TEST(WorkerPoolTest, ThreadsAtTheMinimumSleepUntilWoken) {
   ASSERT_TRUE(WaitFor([&] {
     first = WorkerSyscalls();
     return first.size() == 2;
-  })) << first.size() << " workers named";
+  })) << first.size()
+      << " workers named";
   if (first[0].empty() || first[0][0] == "gone") {
     GTEST_SKIP() << "/proc does not show the threads' system calls";
   }

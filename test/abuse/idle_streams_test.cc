@@ -84,8 +84,9 @@ class IdleStreamsTest : public ::testing::Test {
     if (channel == nullptr) channel = channel_.get();
     contexts_.push_back(std::make_unique<ClientContext>());
     contexts_.back()->set_timeout(absl::Minutes(5));
-    streams_.push_back(channel->BidiStreamingCall<SimpleRequest, SimpleResponse>(
-        contexts_.back().get(), kIdle));
+    streams_.push_back(
+        channel->BidiStreamingCall<SimpleRequest, SimpleResponse>(
+            contexts_.back().get(), kIdle));
     streams_.back()->WaitForInitialMetadata();
     return streams_.back().get();
   }
@@ -191,8 +192,7 @@ TEST_F(IdleStreamsTest, OneConnectionGetsAtMostItsShareOfThreads) {
   for (int i = 0; i < 5; ++i) OpenIdleStream();
   IdleStream* refused = OpenIdleStream();
   const Status status = EndIdleStream(refused);
-  EXPECT_EQ(status.code(), StatusCode::kResourceExhausted)
-      << status.ToString();
+  EXPECT_EQ(status.code(), StatusCode::kResourceExhausted) << status.ToString();
   EXPECT_EQ(status.message(),
             "this connection's 5 synchronous handler threads are busy "
             "(ServerOptions::max_sync_threads_per_connection)");
@@ -224,8 +224,7 @@ TEST_F(IdleStreamsTest, AConnectionsShareIsThreeQuartersByDefault) {
   StartServer(options);
   for (int i = 0; i < 6; ++i) OpenIdleStream();
   const Status status = Unary(kUnary);
-  EXPECT_EQ(status.code(), StatusCode::kResourceExhausted)
-      << status.ToString();
+  EXPECT_EQ(status.code(), StatusCode::kResourceExhausted) << status.ToString();
   EXPECT_EQ(status.message(),
             "this connection's 6 synchronous handler threads are busy "
             "(ServerOptions::max_sync_threads_per_connection)");
