@@ -1,0 +1,17 @@
+# The libraries h2rpc builds on, from the system (Debian 12's -dev packages),
+# found the same way by h2rpc's own build and by h2rpcConfig.cmake:
+#   h2rpc_find_dependencies(find_package REQUIRED)   # h2rpc's build
+#   h2rpc_find_dependencies(find_dependency)         # h2rpcConfig.cmake
+# nghttp2 comes from pkg-config (libnghttp2 ships no CMake package), as
+# PkgConfig::h2rpc_nghttp2; Abseil from its CMake package (absl::<module>),
+# Protobuf, OpenSSL and ZLIB from CMake's own find modules.
+macro(h2rpc_find_dependencies find)
+  cmake_language(CALL ${find} Protobuf ${ARGN})
+  cmake_language(CALL ${find} OpenSSL ${ARGN})
+  cmake_language(CALL ${find} ZLIB ${ARGN})
+  cmake_language(CALL ${find} absl CONFIG ${ARGN})
+  cmake_language(CALL ${find} PkgConfig ${ARGN})
+  if(NOT TARGET PkgConfig::h2rpc_nghttp2)
+    pkg_check_modules(h2rpc_nghttp2 REQUIRED IMPORTED_TARGET libnghttp2)
+  endif()
+endmacro()
