@@ -1,4 +1,18 @@
-"""Build macros shared by the project's BUILD files."""
+"""Build macros shared by the project's BUILD files.
+
+h2rpc_proto_library is also for workspaces that depend on h2rpc
+(`load("@h2rpc//tools:build_defs.bzl", "h2rpc_proto_library")`, after
+h2rpc_dependencies() in their WORKSPACE; see
+third_party/dependencies.bzl): the labels below are Label()s, so they name
+h2rpc's targets and the workspace's @system from any workspace.
+"""
+
+# protoc-gen-h2rpc, the library its code links, and the system libraries.
+_PLUGIN = str(Label("//tools/protoc-gen-h2rpc"))
+_RPC = str(Label("//rpc"))
+_ABSL = str(Label("@system//:absl"))
+_PROTOBUF = str(Label("@system//:protobuf"))
+_GRPCPP = str(Label("@system//:grpcpp"))
 
 def h2rpc_cc_test(name, srcs, deps = [], **kwargs):
     """A gtest unit test (with gtest_main) linked against the allocation counter."""
@@ -53,13 +67,14 @@ def h2rpc_proto_library(
     Gives a cc_library `name` with the .pb.h/.pb.cc of `srcs`. With h2rpc = True
     it also runs //tools/protoc-gen-h2rpc, which adds <file>.h2rpc.pb.h/.cc
     (per service: a Stub, and Service / CallbackService base classes; see
-    docs/codegen.md), and links //rpc. With grpc = True it runs grpc_cpp_plugin
+    docs/codegen.md), and links h2rpc's //rpc. With grpc = True it runs grpc_cpp_plugin
     instead (the gRPC C++ peers of the interop tests and the benchmark) and
     links libgrpc++. The two cannot be combined: gRPC's and h2rpc's code for a
     service are classes of the same names (pkg::Svc::Stub, pkg::Svc::Service),
     whose vtables and inline members the linker would silently mix.
     `deps` are other h2rpc_proto_library targets whose .proto files `srcs`
-    import. Imports are relative to the workspace root.
+    import. Imports are relative to the root of the workspace the .proto
+    files are in.
 
     A .proto's .pb.h/.pb.cc can be generated only once in a package, so its
     message code and its stubs can also be separate targets: with
@@ -88,10 +103,10 @@ def h2rpc_proto_library(
             fail(where + "with `messages`, imports come from it; " +
                  "leave `deps` empty")
         protos = srcs + [messages + "_protos"]
-        cc_deps = [messages, "@system//:protobuf"]
+        cc_deps = [messages, _PROTOBUF]
     else:
         protos = srcs + [d + "_protos" for d in deps]
-        cc_deps = deps + ["@system//:protobuf"]
+        cc_deps = deps + [_PROTOBUF]
     outs = []
     for src in srcs:
         base = src[:-len(".proto")]
@@ -101,20 +116,26 @@ def h2rpc_proto_library(
             outs += [base + ".grpc.pb.h", base + ".grpc.pb.cc"]
         if h2rpc:
             outs += [base + ".h2rpc.pb.h", base + ".h2rpc.pb.cc"]
-    out_flags = "" if messages else "--cpp_out=$(GENDIR) "
+    # Imports and generated paths are relative to the root of the
+    # repository the .proto files are in (external/<name> when h2rpc's own
+    # protos are built from another workspace).
+    repository = native.repository_name()
+    root = "." if repository == "@" else "external/" + repository[1:]
+    gendir = "$(GENDIR)" if root == "." else "$(GENDIR)/" + root
+    out_flags = "" if messages else "--cpp_out=%s " % gendir
     tools = []
     if grpc:
         out_flags += ("--plugin=protoc-gen-grpc=/usr/bin/grpc_cpp_plugin " +
-                      "--grpc_out=$(GENDIR) ")
-        cc_deps += ["@system//:grpcpp"]
+                      "--grpc_out=" + gendir + " ")
+        cc_deps += [_GRPCPP]
     if h2rpc:
         out_flags += ("--plugin=protoc-gen-h2rpc=" +
-                      "$(execpath //tools/protoc-gen-h2rpc) " +
+                      "$(execpath %s) " % _PLUGIN +
                       "--h2rpc_out=" +
                       ("services_namespace=%s:" % services_namespace if services_namespace else "") +
-                      "$(GENDIR) ")
-        tools = ["//tools/protoc-gen-h2rpc"]
-        cc_deps += ["//rpc", "@system//:absl"]
+                      gendir + " ")
+        tools = [_PLUGIN]
+        cc_deps += [_RPC, _ABSL]
     native.filegroup(
         name = name + "_protos",
         srcs = protos,
@@ -125,7 +146,7 @@ def h2rpc_proto_library(
         srcs = protos,
         outs = outs,
         tools = tools,
-        cmd = ("protoc -I. " + out_flags +
+        cmd = ("protoc -I%s " % root + out_flags +
                " ".join(["$(execpath %s)" % s for s in srcs])),
     )
     native.cc_library(
