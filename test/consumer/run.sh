@@ -11,9 +11,10 @@
 #     installed tree), then builds and runs (a) a CMake project
 #     (find_package(h2rpc), h2rpc_generate), (b) a Makefile using
 #     pkg-config, (c) a Bazel workspace with local_repository(name =
-#     "h2rpc") and h2rpc_proto_library; then (d) makes the Debian package
-#     from the same build (cpack -G DEB). With --install-deb it installs
-#     the package on this machine (apt-get install ./libh2rpc-dev_*.deb),
+#     "h2rpc") and h2rpc_proto_library; (d) runs the greeter against a gRPC
+#     C++ server and client (test/consumer/grpc); then (e) makes the Debian
+#     package from the same build (cpack -G DEB). With --install-deb it
+#     installs the package on this machine (apt-get install ./*.deb),
 #     builds and runs (a) against it, and removes it again if it was not
 #     installed before.
 #   test/consumer/run.sh --system
@@ -65,22 +66,34 @@ project() {
   echo "$dir"
 }
 
-# Runs the greeter in one process, then as a server and a separate client.
-run_greeter() {
-  local greeter="$1" port
-  "$greeter"
+# serve_and_call SERVER CLIENT: `SERVER serve ADDRESS` on a free port of
+# 127.0.0.1, then `CLIENT call ADDRESS` (retried while the server starts).
+serve_and_call() {
+  local server_program="$1" client_program="$2" port log="$work/call.log"
   port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-  "$greeter" serve "127.0.0.1:$port" &
+  "$server_program" serve "127.0.0.1:$port" &
   local server=$!
-  local rc=0
+  local rc=1
   for _ in $(seq 50); do
-    if "$greeter" call "127.0.0.1:$port" 2>/dev/null; then rc=0; break; fi
-    rc=1
+    if "$client_program" call "127.0.0.1:$port" >"$log" 2>&1; then
+      rc=0
+      break
+    fi
     sleep 0.1
   done
+  cat "$log"
   kill "$server"
   wait "$server" 2>/dev/null || true
+  if ((rc != 0)); then
+    echo "FAIL: $client_program did not get its reply from $server_program"
+  fi
   return "$rc"
+}
+
+# Runs the greeter in one process, then as a server and a separate client.
+run_greeter() {
+  "$1"
+  serve_and_call "$1" "$1"
 }
 
 # cmake_consumer DIR_NAME [CMAKE_ARGS...]: docs/getting-started.md's
@@ -176,14 +189,21 @@ sed "s|/path/to/h2rpc|$src|" "$here/bazel/WORKSPACE" >"$dir/WORKSPACE"
   run_greeter bazel-bin/greeter
 )
 
-step "(d) Debian package: tools/make-deb (cpack -G DEB) from the same build"
+step "(d) gRPC C++: the greeter calls a gRPC C++ server, serves a gRPC C++ client"
+# libgrpc++-dev and grpc_cpp_plugin come with tools/bazel's packages.
+grpc_dir="$(project grpc "$here/grpc/greeter_grpc.cc" "$here/grpc/Makefile")"
+(cd "$grpc_dir" && make)
+serve_and_call "$grpc_dir/greeter_grpc" "$work/cmake/build/greeter"
+serve_and_call "$work/cmake/build/greeter" "$grpc_dir/greeter_grpc"
+
+step "(e) Debian package: tools/make-deb (cpack -G DEB) from the same build"
 "$src/tools/make-deb" --build-dir "$build" "$work/deb"
 deb="$(echo "$work"/deb/libh2rpc-dev_*.deb)"
 dpkg-deb --info "$deb"
 dpkg-deb --contents "$deb"
 
 if ((install_deb)); then
-  step "(d) apt-get install $deb; (a) against the system install"
+  step "(e) apt-get install $deb; (a) against the system install"
   sudo_cmd=()
   if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
   was_installed=0
