@@ -49,6 +49,12 @@ class Outstanding {
   int count_ = 0;
 };
 
+// The largest message every stack's clients and servers accept in a
+// benchmark, both ways, so that large payloads (the WAN rows) run under the
+// same limit on each; within h2rpc's default memory_quota_share (32 MiB),
+// which must hold a whole message. Bytes.
+inline constexpr int kMaxBenchMessageSize = 30 << 20;
+
 struct ClientConfig {
   // Any target in gRPC's naming syntax: "host:port", "dns:///host:port",
   // "ipv4:addr:port,addr:port", "ipv6:[addr]:port,...", "unix:path",

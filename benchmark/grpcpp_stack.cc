@@ -452,6 +452,7 @@ class GrpcppServer final : public BenchServer {
       builder.AddListeningPort(config.address, credentials, &port_);
       builder.RegisterService(&service_);
       builder.SetDefaultCompressionAlgorithm(ToGrpc(config.compression));
+      builder.SetMaxReceiveMessageSize(kMaxBenchMessageSize);
       for (int i = 0; i < num_queues; ++i) {
         queues_.push_back(std::make_unique<ServerQueue>(
             &service_, builder.AddCompletionQueue(), &requests_));
@@ -515,6 +516,7 @@ std::shared_ptr<grpc::Channel> NewChannel(ClientShared* shared) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   args.SetLoadBalancingPolicyName(shared->lb_policy);
+  args.SetMaxReceiveMessageSize(kMaxBenchMessageSize);
   args.SetString("h2rpc.benchmark.channel",
                  absl::StrCat(shared->next_channel.fetch_add(1)));
   if (!shared->ssl_target_name_override.empty()) {
