@@ -6,7 +6,6 @@
 #include <memory>
 #include <string>
 
-#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "helloworld.h2rpc.pb.h"
 #include "rpc/channel.h"
@@ -71,7 +70,7 @@ int main(int argc, char** argv) {
   std::cout << "h2rpc " << h2rpc::Version() << " greeter serving on port "
             << port << std::endl;
   if (!mode.empty()) {
-    while (true) absl::SleepFor(absl::Hours(1));
+    server->Wait();  // serves until the process is killed
   }
   return Call("127.0.0.1:" + std::to_string(port));
 }
