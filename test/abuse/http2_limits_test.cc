@@ -29,6 +29,7 @@ using ::h2rpc::testing::DecodeHeaderBlocks;
 using ::h2rpc::testing::EncodeFrame;
 using ::h2rpc::testing::EncodeLiteralHeaderBlock;
 using ::h2rpc::testing::FindHeader;
+using ::h2rpc::testing::GoAwayDebugData;
 using ::h2rpc::testing::GoAwayErrorCode;
 using ::h2rpc::testing::GrpcFrame;
 using ::h2rpc::testing::GrpcRequestHeaders;
@@ -250,6 +251,57 @@ TEST_F(Http2LimitsTest, ContinuationFloodGetsGoAwayEnhanceYourCalm) {
     bytes += EncodeFrame(NGHTTP2_CONTINUATION, 0, 1, "");
   }
   ExpectGoAwayThenClose(bytes, NGHTTP2_ENHANCE_YOUR_CALM);
+}
+
+// HEADERS then RST_STREAM(CANCEL) on `count` new streams (CVE-2023-44487),
+// then a PING whose ACK shows the server read them all.
+std::string RapidResets(int count, int port) {
+  const std::string headers =
+      EncodeLiteralHeaderBlock(GrpcRequestHeaders(kEcho, port));
+  const std::string cancel("\0\0\0\x08", 4);
+  std::string bytes = Handshake();
+  for (uint32_t id = 1; id < 2u * count; id += 2) {
+    bytes +=
+        EncodeFrame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, id, headers);
+    bytes += EncodeFrame(NGHTTP2_RST_STREAM, 0, id, cancel);
+  }
+  return bytes + EncodeFrame(NGHTTP2_PING, 0, 0, "rstsdone");
+}
+
+bool PingAcked(const std::vector<RawFrame>& frames) {
+  for (const RawFrame& frame : frames) {
+    if (frame.type == NGHTTP2_PING && (frame.flags & NGHTTP2_FLAG_ACK) != 0 &&
+        frame.payload == "rstsdone") {
+      return true;
+    }
+  }
+  return false;
+}
+
+TEST_F(Http2LimitsTest, RapidResetGetsGoAwayEnhanceYourCalm) {
+  StartServer(ServerOptions());
+  // Twice the burst of resets the server allows, far faster than it
+  // allows them to go on.
+  const RawBytesResult result =
+      SendRawBytes(port_, RapidResets(2000, port_), absl::Seconds(20));
+  ASSERT_TRUE(result.connected);
+  EXPECT_FALSE(result.timed_out);
+  EXPECT_TRUE(result.closed_by_peer);
+  EXPECT_THAT(GoAwayErrorCode(result.frames),
+              Optional(uint32_t{NGHTTP2_ENHANCE_YOUR_CALM}));
+  EXPECT_THAT(GoAwayDebugData(result.frames),
+              Optional(std::string("too_many_resets")));
+  ExpectServerStillServes();
+}
+
+TEST_F(Http2LimitsTest, ResetsWithinTheBurstAreServed) {
+  StartServer(ServerOptions());
+  const RawBytesResult result = SendRawBytes(port_, RapidResets(900, port_),
+                                             absl::Seconds(20), PingAcked);
+  ASSERT_TRUE(result.connected);
+  EXPECT_TRUE(PingAcked(result.frames));
+  EXPECT_EQ(GoAwayErrorCode(result.frames), absl::nullopt);
+  EXPECT_FALSE(result.closed_by_peer || result.reset_by_peer);
 }
 
 TEST_F(Http2LimitsTest, UndecodableHpackGetsGoAwayCompressionError) {

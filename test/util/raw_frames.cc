@@ -155,6 +155,16 @@ absl::optional<uint32_t> GoAwayErrorCode(const std::vector<RawFrame>& frames) {
   return absl::nullopt;
 }
 
+absl::optional<std::string> GoAwayDebugData(
+    const std::vector<RawFrame>& frames) {
+  for (const RawFrame& frame : frames) {
+    if (frame.type == NGHTTP2_GOAWAY && frame.payload.size() >= 8) {
+      return frame.payload.substr(8);
+    }
+  }
+  return absl::nullopt;
+}
+
 absl::optional<uint32_t> RstStreamErrorCode(const std::vector<RawFrame>& frames,
                                             uint32_t stream_id) {
   for (const RawFrame& frame : frames) {

@@ -49,6 +49,9 @@ absl::optional<std::string> FindHeader(const RawHeaders& headers,
 
 // The GOAWAY in `frames`, if any: its error code.
 absl::optional<uint32_t> GoAwayErrorCode(const std::vector<RawFrame>& frames);
+// The GOAWAY in `frames`, if any: its debug data.
+absl::optional<std::string> GoAwayDebugData(
+    const std::vector<RawFrame>& frames);
 // The RST_STREAM error code on `stream_id`, if one was sent.
 absl::optional<uint32_t> RstStreamErrorCode(const std::vector<RawFrame>& frames,
                                             uint32_t stream_id);

@@ -2,11 +2,13 @@
 #define H2RPC_TRANSPORT_HTTP2_NGHTTP2_COMPAT_H_
 
 // The nghttp2 API h2rpc is written against: the ssize_t-based functions of
-// nghttp2 1.52 (Debian 12), the only version built and tested. nghttp2 1.60
-// added `*2` variants taking nghttp2_ssize and deprecated these, which it
-// still provides unless NGHTTP2_NO_SSIZE_T is defined; moving to the `*2`
-// API belongs with building against such a version. The aliases and
-// wrappers below are the only places that name the versioned API.
+// nghttp2 1.52 (Debian 12), the only version built and tested, plus
+// nghttp2_option_set_stream_reset_rate_limit (nghttp2 1.57, which Debian
+// backports to 1.52.0-1+deb12u1 and later). nghttp2 1.60 added `*2`
+// variants taking nghttp2_ssize and deprecated these, which it still
+// provides unless NGHTTP2_NO_SSIZE_T is defined; moving to the `*2` API
+// belongs with building against such a version. The aliases and wrappers
+// below are the only places that name the versioned API.
 
 #include <nghttp2/nghttp2.h>
 
@@ -38,6 +40,12 @@ inline int SubmitResponse(nghttp2_session* s, int32_t stream_id,
                           const nghttp2_nv* nva, size_t nvlen,
                           const Nghttp2DataProvider* data) {
   return nghttp2_submit_response(s, stream_id, nva, nvlen, data);
+}
+
+// Turns off nghttp2's limit on incoming RST_STREAM frames (on a server
+// session; a client's has none).
+inline void DisableStreamResetRateLimit(nghttp2_option* option) {
+  nghttp2_option_set_stream_reset_rate_limit(option, UINT64_MAX, UINT64_MAX);
 }
 
 }  // namespace h2rpc::transport::http2

@@ -351,11 +351,44 @@ int ServerSession::OnHeader(const nghttp2_frame* frame, nghttp2_rcbuf* name,
   return 0;
 }
 
+bool ServerSession::TakeResetToken() {
+  const io::MonotonicTime now = scheduler()->Now();
+  if (reset_tokens_ == kResetBurst) {
+    reset_tokens_added_ = now;
+  } else {
+    const absl::Duration per_token = absl::Seconds(1) / kResetsPerSecond;
+    absl::Duration rest;
+    const int64_t earned =
+        absl::IDivDuration(now - reset_tokens_added_, per_token, &rest);
+    if (earned >= kResetBurst - reset_tokens_) {
+      reset_tokens_ = kResetBurst;
+      reset_tokens_added_ = now;
+    } else if (earned > 0) {
+      reset_tokens_ += static_cast<int>(earned);
+      reset_tokens_added_ = now - rest;
+    }
+  }
+  if (reset_tokens_ == 0) return false;
+  --reset_tokens_;
+  return true;
+}
+
 int ServerSession::OnFrameRecv(const nghttp2_frame* frame) {
   if (frame->hd.type == NGHTTP2_SETTINGS &&
       (frame->hd.flags & NGHTTP2_FLAG_ACK) != 0) {
     settings_acked_ = true;
     return 0;
+  }
+  if (frame->hd.type == NGHTTP2_RST_STREAM && !TakeResetToken()) {
+    Fail(NGHTTP2_ENHANCE_YOUR_CALM,
+         Status(StatusCode::kUnavailable,
+                absl::StrCat("too_many_resets: ", peer(), " sent more than ",
+                             kResetBurst,
+                             " RST_STREAM frames at once, or more than ",
+                             kResetsPerSecond, " per second after")),
+         "too_many_resets");
+    // What follows in this read is not processed.
+    return NGHTTP2_ERR_CALLBACK_FAILURE;
   }
   ServerStream* stream = StreamFor(frame->hd.stream_id);
   if (stream == nullptr) return 0;

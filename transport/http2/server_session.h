@@ -16,6 +16,7 @@
 #include "transport/core/status.h"
 #include "transport/http2/session.h"
 #include "transport/http2/stream_base.h"
+#include "transport/io/monotonic_time.h"
 #include "transport/io/scheduler.h"
 
 namespace h2rpc::transport::http2 {
@@ -263,6 +264,15 @@ class ServerSession : public Session {
   // acknowledged never reaches it.
   static constexpr uint32_t kMaxRefusedStreams = 100;
 
+  // RST_STREAM frames a peer may send (HEADERS then RST_STREAM makes the
+  // server set up calls for nothing, CVE-2023-44487): kResetBurst at once,
+  // then kResetsPerSecond, on the scheduler's clock; one more ends the
+  // connection with GOAWAY(ENHANCE_YOUR_CALM, debug data "too_many_resets").
+  // nghttp2's defaults for its own limit of the same, which is off (it
+  // would answer GOAWAY(INTERNAL_ERROR) without saying why). Fixed limits.
+  static constexpr int kResetBurst = 1000;
+  static constexpr int kResetsPerSecond = 33;
+
   // Loop thread, after the memory quota's listener heard of a release:
   // grants memory to the messages waiting for it, as far as it goes, and
   // returns their withheld flow-control credit.
@@ -282,6 +292,9 @@ class ServerSession : public Session {
   void OnClosed(const Status& why) override;
 
   ServerStream* StreamFor(int32_t stream_id);
+  // A RST_STREAM arrived: takes one of the peer's reset tokens. False when
+  // none is left (see kResetBurst).
+  bool TakeResetToken();
   void OnRequestHeaders(ServerStream* stream, bool end_stream);
   // Answers a request the transport itself refuses.
   void Refuse(ServerStream* stream, const Status& status, int http_status);
@@ -312,6 +325,10 @@ class ServerSession : public Session {
   // the streams it opened past the limit since.
   bool settings_acked_ = false;
   uint32_t refused_after_ack_ = 0;
+  // RST_STREAM frames the peer may still send (kResetBurst at most), and
+  // when the last token was added (or the bucket last became full).
+  int reset_tokens_ = kResetBurst;
+  io::MonotonicTime reset_tokens_added_ = io::MonotonicTime::InfinitePast();
   ServerStream* streams_ = nullptr;       // open streams, intrusive list
   ServerStream* free_streams_ = nullptr;  // recycled, linked through next_
   MemoryQuotaShare memory_share_;

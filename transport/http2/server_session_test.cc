@@ -24,6 +24,7 @@ using ::h2rpc::testing::DecodeHeaderBlocks;
 using ::h2rpc::testing::EncodeFrame;
 using ::h2rpc::testing::EncodeLiteralHeaderBlock;
 using ::h2rpc::testing::FindHeader;
+using ::h2rpc::testing::GoAwayDebugData;
 using ::h2rpc::testing::GoAwayErrorCode;
 using ::h2rpc::testing::GrpcRequestHeaders;
 using ::h2rpc::testing::RawFrame;
@@ -337,16 +338,6 @@ TEST_F(ServerSessionTest, Nghttp2sOwnMemoryCountsAgainstTheMemoryShare) {
   session_->Close(Status(StatusCode::kUnavailable, "test"));
 }
 
-// The payload of the GOAWAY the server sent, "" if none.
-std::string GoAwayDebugData(const std::vector<RawFrame>& frames) {
-  for (const RawFrame& frame : frames) {
-    if (frame.type == NGHTTP2_GOAWAY && frame.payload.size() >= 8) {
-      return frame.payload.substr(8);
-    }
-  }
-  return "";
-}
-
 TEST_F(ServerSessionTest, StreamsPastTheAcknowledgedLimitEndTheConnection) {
   options_.max_concurrent_streams = 1;
   dispatcher_.hold_messages = true;
@@ -386,6 +377,52 @@ TEST_F(ServerSessionTest, StreamsRefusedBeforeTheAcknowledgementDoNotCount) {
   Request(id, kHold, "", /*end_stream=*/false);
   EXPECT_EQ(RstStreamErrorCode(frames_, id), NGHTTP2_REFUSED_STREAM);
   EXPECT_EQ(GoAwayErrorCode(frames_), absl::nullopt);
+}
+
+// HEADERS then RST_STREAM(CANCEL) on `count` new streams from `*next_id`.
+std::string OpenAndReset(int count, uint32_t* next_id) {
+  const std::string headers =
+      EncodeLiteralHeaderBlock(GrpcRequestHeaders(kHold, 1));
+  std::string bytes;
+  for (int i = 0; i < count; ++i, *next_id += 2) {
+    bytes += EncodeFrame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, *next_id,
+                         headers);
+    bytes +=
+        EncodeFrame(NGHTTP2_RST_STREAM, 0, *next_id, Uint32(NGHTTP2_CANCEL));
+  }
+  return bytes;
+}
+
+TEST_F(ServerSessionTest, ResetsPastTheBurstAndTheRateEndTheConnection) {
+  dispatcher_.hold_messages = true;
+  Handshake();
+  uint32_t id = 1;
+  Feed(OpenAndReset(ServerSession::kResetBurst, &id));
+  EXPECT_EQ(GoAwayErrorCode(frames_), absl::nullopt);
+  // A second refills kResetsPerSecond tokens, no more.
+  Advance(absl::Seconds(1));
+  Feed(OpenAndReset(ServerSession::kResetsPerSecond, &id));
+  EXPECT_EQ(GoAwayErrorCode(frames_), absl::nullopt);
+  Feed(OpenAndReset(1, &id));
+  EXPECT_EQ(GoAwayErrorCode(frames_), NGHTTP2_ENHANCE_YOUR_CALM);
+  EXPECT_EQ(GoAwayDebugData(frames_), "too_many_resets");
+  // The last stream opened before the reset that ended the connection.
+  EXPECT_EQ(
+      dispatcher_.calls.size(),
+      size_t{ServerSession::kResetBurst + ServerSession::kResetsPerSecond + 1});
+}
+
+TEST_F(ServerSessionTest, ResetTokensComeBackUpToTheBurst) {
+  dispatcher_.hold_messages = true;
+  Handshake();
+  uint32_t id = 1;
+  Feed(OpenAndReset(ServerSession::kResetBurst, &id));
+  // Long enough for many bursts: the bucket holds one.
+  Advance(absl::Minutes(10));
+  Feed(OpenAndReset(ServerSession::kResetBurst, &id));
+  EXPECT_EQ(GoAwayErrorCode(frames_), absl::nullopt);
+  Feed(OpenAndReset(1, &id));
+  EXPECT_EQ(GoAwayErrorCode(frames_), NGHTTP2_ENHANCE_YOUR_CALM);
 }
 
 }  // namespace

@@ -127,6 +127,12 @@ void Session::InitSession(bool server) {
   // Flow control is backpressure: received bytes go back to the peer's
   // windows only once the application has taken them (ReturnCredit).
   nghttp2_option_set_no_auto_window_update(option, 1);
+  if (server) {
+    // ServerSession limits incoming RST_STREAM frames itself and says so in
+    // its GOAWAY (ENHANCE_YOUR_CALM, "too_many_resets"); nghttp2's own limit
+    // would answer GOAWAY(INTERNAL_ERROR) without debug data first.
+    DisableStreamResetRateLimit(option);
+  }
   // On failure session_ stays null and Start() fails.
   const int rv = server ? nghttp2_session_server_new3(&session_, cbs, this,
                                                       option, memory_.mem())
