@@ -14,11 +14,7 @@
 // Prints "port N" on stdout (flushed) once serving, then serves until stdin
 // reaches end of file or SIGTERM/SIGINT arrives, shuts down and exits 0.
 // Exit code 2: bad flags; 1: the server did not start.
-#include <poll.h>
-#include <signal.h>
 #include <sys/resource.h>
-#include <sys/signalfd.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -32,6 +28,7 @@
 #include "absl/time/time.h"
 #include "proto/grpc/testing/messages.pb.h"
 #include "rpc/server.h"
+#include "test/util/end_signals.h"
 
 namespace {
 
@@ -95,47 +92,14 @@ bool SetDescriptorLimit(long limit) {
   return true;
 }
 
-// Blocks until stdin reaches end of file (or fails) or `signal_fd` reports a
-// signal.
-void WaitForStdinEofOrSignal(int signal_fd) {
-  for (;;) {
-    pollfd fds[2] = {{STDIN_FILENO, POLLIN, 0}, {signal_fd, POLLIN, 0}};
-    const int ready = poll(fds, 2, -1);
-    if (ready < 0) {
-      if (errno == EINTR) continue;
-      return;
-    }
-    if (fds[1].revents != 0) return;
-    if (fds[0].revents != 0) {
-      char buffer[256];
-      const ssize_t n = read(STDIN_FILENO, buffer, sizeof(buffer));
-      if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) return;
-    }
-  }
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   Flags flags;
   if (!ParseFlags(argc, argv, &flags)) return 2;
 
-  // Before any thread starts, so that every thread inherits the mask and the
-  // signals reach only signal_fd.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  if (sigprocmask(SIG_BLOCK, &signals, nullptr) != 0) {
-    std::fprintf(stderr, "abuse_server: sigprocmask: %s\n",
-                 std::strerror(errno));
-    return 1;
-  }
-  const int signal_fd = signalfd(-1, &signals, SFD_CLOEXEC);
-  if (signal_fd < 0) {
-    std::fprintf(stderr, "abuse_server: signalfd: %s\n", std::strerror(errno));
-    return 1;
-  }
+  h2rpc::testing::EndSignals end_signals;
+  if (!end_signals.Install("abuse_server")) return 1;
   if (flags.rlimit_nofile > 0 && !SetDescriptorLimit(flags.rlimit_nofile)) {
     return 2;
   }
@@ -165,8 +129,7 @@ int main(int argc, char** argv) {
   std::printf("port %d\n", port);
   std::fflush(stdout);
 
-  WaitForStdinEofOrSignal(signal_fd);
+  end_signals.WaitForTheEnd();
   server->Shutdown(absl::Now() + absl::Seconds(5));
-  close(signal_fd);
   return 0;
 }

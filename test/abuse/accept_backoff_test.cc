@@ -21,7 +21,8 @@
 #include "proto/grpc/testing/messages.pb.h"
 #include "rpc/channel.h"
 #include "rpc/client_context.h"
-#include "test/abuse/abuse_server_process.h"
+#include "test/util/child_process.h"
+#include "test/util/server_process.h"
 #include "transport/io/socket.h"
 
 namespace h2rpc {
@@ -29,7 +30,8 @@ namespace {
 
 using grpc::testing::SimpleRequest;
 using grpc::testing::SimpleResponse;
-using ::h2rpc::testing::AbuseServerProcess;
+using ::h2rpc::testing::RunfilesPath;
+using ::h2rpc::testing::ServerProcess;
 using transport::io::FileDescriptor;
 
 constexpr char kEchoMethod[] = "/grpc.testing.TestService/UnaryCall";
@@ -92,9 +94,11 @@ TEST(AcceptBackoffTest, OutOfDescriptorsTheServerBacksOffAndRecovers) {
                     "of descriptors";
   }
   std::string error;
-  std::unique_ptr<AbuseServerProcess> server = AbuseServerProcess::Start(
-      {absl::StrCat("--rlimit_nofile=", kDescriptorLimit)}, absl::Seconds(30),
-      &error);
+  std::unique_ptr<ServerProcess> server =
+      ServerProcess::Start("abuse_server",
+                           {RunfilesPath("test/abuse/abuse_server"),
+                            absl::StrCat("--rlimit_nofile=", kDescriptorLimit)},
+                           absl::Seconds(30), &error);
   ASSERT_NE(server, nullptr) << error;
   const int port = server->port();
 

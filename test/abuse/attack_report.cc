@@ -35,9 +35,7 @@
 //              closes
 // Progress notes go to stderr. Exit code 0 when the attack ran (whatever
 // the server did), 2 for bad flags, 1 when the server could not be started.
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <nghttp2/nghttp2.h>
 #include <poll.h>
 #include <signal.h>
@@ -78,6 +76,8 @@
 #include "absl/time/time.h"
 #include "absl/types/optional.h"
 #include "proto/grpc/testing/messages.pb.h"
+#include "test/util/child_process.h"
+#include "test/util/loopback_socket.h"
 #include "test/util/raw_frames.h"
 #include "test/util/raw_h2_client.h"
 
@@ -270,46 +270,11 @@ ProcStatus ReadProcStatus(pid_t pid) {
   return result;
 }
 
-// User plus system CPU time of `pid` from /proc/<pid>/stat; zero if it
-// cannot be read.
+// User plus system CPU time of `pid`; zero if it cannot be read.
 absl::Duration CpuTime(pid_t pid) {
-  std::ifstream file(absl::StrCat("/proc/", pid, "/stat"));
-  std::stringstream contents;
-  contents << file.rdbuf();
-  const std::string stat = contents.str();
-  // The fields after the command name (in parentheses, which may hold
-  // spaces): state is first, utime the 12th and stime the 13th.
-  const size_t close_paren = stat.rfind(')');
-  if (close_paren == std::string::npos) return absl::ZeroDuration();
-  const std::vector<absl::string_view> fields = absl::StrSplit(
-      absl::string_view(stat).substr(close_paren + 1), ' ', absl::SkipEmpty());
-  int64_t utime = 0;
-  int64_t stime = 0;
-  if (fields.size() < 13 || !absl::SimpleAtoi(fields[11], &utime) ||
-      !absl::SimpleAtoi(fields[12], &stime)) {
-    return absl::ZeroDuration();
-  }
-  const long ticks_per_second = sysconf(_SC_CLK_TCK);
-  if (ticks_per_second <= 0) return absl::ZeroDuration();
-  return absl::Seconds(utime + stime) / ticks_per_second;
-}
-
-int MillisUntil(absl::Time deadline) {
-  const absl::Duration left = deadline - absl::Now();
-  if (left <= absl::ZeroDuration()) return 0;
-  return static_cast<int>(absl::ToInt64Milliseconds(
-      absl::Ceil(std::min(left, absl::Hours(1)), absl::Milliseconds(1))));
-}
-
-std::string DescribeWaitStatus(int status) {
-  if (WIFEXITED(status)) {
-    return absl::StrCat("exited with code ", WEXITSTATUS(status));
-  }
-  if (WIFSIGNALED(status)) {
-    return absl::StrCat("killed by signal ", WTERMSIG(status), " (",
-                        strsignal(WTERMSIG(status)), ")");
-  }
-  return absl::StrCat("wait status ", status);
+  absl::Duration cpu = absl::ZeroDuration();
+  ProcessCpuTime(pid, &cpu);
+  return cpu;
 }
 
 // An interop server running as a child of this process: stdout on a pipe
@@ -565,37 +530,6 @@ std::string DescribeFreshCall(const RawResponse& response, absl::Duration took,
       Describe(response));
 }
 
-// A connected TCP socket to 127.0.0.1:port, or -1; with SO_RCVBUF set to
-// `receive_buffer` first when it is positive.
-int ConnectTo(int port, int receive_buffer = 0) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  if (receive_buffer > 0) {
-    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer,
-               sizeof(receive_buffer));
-  }
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) !=
-      0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-bool WriteAll(int fd, absl::string_view bytes) {
-  while (!bytes.empty()) {
-    const ssize_t n = send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    bytes.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
-}
-
 // A socket the attacker holds and reads without waiting.
 struct HeldSocket {
   int fd = -1;
@@ -780,7 +714,7 @@ AttackOutcome DescriptorExhaustion(ServerProcess* server) {
       absl::StrCat(kClientPreface, EncodeFrame(NGHTTP2_SETTINGS, 0, 0, ""));
   for (int i = 0; i < kConnections; ++i) {
     HeldSocket socket;
-    socket.fd = ConnectTo(server->port());
+    socket.fd = ConnectToLoopback(server->port());
     if (socket.fd < 0 || !WriteAll(socket.fd, handshake)) {
       if (socket.fd >= 0) close(socket.fd);
       ++failed;
@@ -910,7 +844,7 @@ AttackOutcome SlowReaders(ServerProcess* server) {
   std::vector<HeldSocket> sockets;
   for (int i = 0; i < kClients; ++i) {
     HeldSocket socket;
-    socket.fd = ConnectTo(server->port());
+    socket.fd = ConnectToLoopback(server->port());
     if (socket.fd < 0) continue;
     if (!WriteAll(socket.fd, request_bytes)) socket.closed = true;
     sockets.push_back(std::move(socket));
@@ -989,7 +923,7 @@ AttackOutcome SilentConnections(ServerProcess* server) {
   int failed = 0;
   for (int i = 0; i < kConnections; ++i) {
     HeldSocket socket;
-    socket.fd = ConnectTo(server->port());
+    socket.fd = ConnectToLoopback(server->port());
     if (socket.fd < 0) {
       ++failed;
       continue;
@@ -1112,7 +1046,7 @@ struct FloodResult {
 FloodResult Flood(int port, absl::string_view bytes) {
   FloodResult result;
   HeldSocket socket;
-  socket.fd = ConnectTo(port);
+  socket.fd = ConnectToLoopback(port);
   if (socket.fd < 0) {
     result.closed = true;
     return result;
@@ -1344,7 +1278,7 @@ class WindowlessConnection {
 
   // Connects and writes the preface and SETTINGS_INITIAL_WINDOW_SIZE 0.
   explicit WindowlessConnection(int port) : port_(port) {
-    socket_.fd = ConnectTo(port);
+    socket_.fd = ConnectToLoopback(port);
     if (socket_.fd < 0) {
       socket_.closed = true;
       return;
@@ -1794,7 +1728,7 @@ AttackOutcome RefusedStreamFlood(ServerProcess* server, bool ack) {
   constexpr int kThreadCap = 60000;
   AttackOutcome outcome;
   HeldSocket socket;
-  socket.fd = ConnectTo(server->port(), /*receive_buffer=*/4096);
+  socket.fd = ConnectToLoopback(server->port(), /*receive_buffer=*/4096);
   if (socket.fd < 0) {
     outcome.attacker = absl::StrCat("cannot connect: ", std::strerror(errno));
     return outcome;

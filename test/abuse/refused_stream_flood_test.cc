@@ -14,8 +14,6 @@
 // The server runs in this process: its memory is this process's (see
 // ProcessMemoryBytes).
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <nghttp2/nghttp2.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -40,6 +38,7 @@
 #include "rpc/server.h"
 #include "rpc/server_stream.h"
 #include "test/abuse/process_memory.h"
+#include "test/util/loopback_socket.h"
 #include "test/util/raw_frames.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -53,6 +52,7 @@ namespace {
 
 using grpc::testing::SimpleRequest;
 using grpc::testing::SimpleResponse;
+using ::h2rpc::testing::ConnectToLoopback;
 using ::h2rpc::testing::EncodeFrame;
 using ::h2rpc::testing::kClientPreface;
 using ::h2rpc::testing::ProcessMemoryBytes;
@@ -119,25 +119,6 @@ class RequestEncoder {
   uint32_t next_id_ = 1;
 };
 
-int ConnectTo(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  // A small window: the server's answers fill the path soon.
-  const int receive_buffer = 4096;
-  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer,
-             sizeof(receive_buffer));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) !=
-      0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
 // How a flood ended.
 struct FloodResult {
   int streams_sent = 0;  // HEADERS frames written whole
@@ -150,7 +131,8 @@ struct FloodResult {
 // kOpenStreams streams and then up to kExcessStreams more, never reading.
 FloodResult Flood(int port, bool ack, int64_t memory_before) {
   FloodResult result;
-  const int fd = ConnectTo(port);
+  // A small window: the server's answers fill the path soon.
+  const int fd = ConnectToLoopback(port, /*receive_buffer=*/4096);
   EXPECT_GE(fd, 0);
   RequestEncoder encoder(port);
   std::string pending = absl::StrCat(

@@ -12,8 +12,6 @@
 // read; they announce no window, so the HTTP/2 default of 65535 bytes is all
 // the server can send each of them.
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <nghttp2/nghttp2.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -34,6 +32,7 @@
 #include "proto/grpc/testing/messages.pb.h"
 #include "rpc/server.h"
 #include "test/abuse/process_memory.h"
+#include "test/util/loopback_socket.h"
 #include "test/util/raw_frames.h"
 #include "test/util/raw_h2_client.h"
 
@@ -48,6 +47,7 @@ namespace {
 
 using grpc::testing::SimpleRequest;
 using grpc::testing::SimpleResponse;
+using ::h2rpc::testing::ConnectToLoopback;
 using ::h2rpc::testing::DecodeHeaderBlocks;
 using ::h2rpc::testing::EncodeFrame;
 using ::h2rpc::testing::EncodeLiteralHeaderBlock;
@@ -62,6 +62,7 @@ using ::h2rpc::testing::RawH2Client;
 using ::h2rpc::testing::RawHeaders;
 using ::h2rpc::testing::RawRequest;
 using ::h2rpc::testing::RawResponse;
+using ::h2rpc::testing::WriteAll;
 using ::testing::HasSubstr;
 using ::testing::Optional;
 
@@ -82,31 +83,6 @@ constexpr int kBuffered = 4;
 constexpr int64_t kMargin = 80 * kMiB;
 // Once the clients are gone the server holds about what it held before.
 constexpr int64_t kMaxResidue = 64 * kMiB;
-
-// A connected TCP socket to 127.0.0.1:port, or -1.
-int ConnectTo(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) !=
-      0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-bool WriteAll(int fd, absl::string_view bytes) {
-  while (!bytes.empty()) {
-    const ssize_t n = send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-    if (n <= 0) return false;
-    bytes.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
-}
 
 // What the server has sent on `fd` so far (without waiting for more).
 std::string ReadAvailable(int fd) {
@@ -190,7 +166,7 @@ TEST_F(SlowReaderMemoryTest, UnreadResponsesStayWithinTheQuotaAndAreFreed) {
       EncodeFrame(NGHTTP2_DATA, NGHTTP2_FLAG_END_STREAM, 1,
                   RespondRequest(kResponseBody)));
   for (int i = 0; i < kClients; ++i) {
-    const int fd = ConnectTo(port_);
+    const int fd = ConnectToLoopback(port_);
     ASSERT_GE(fd, 0) << "connect: " << strerror(errno);
     sockets_.push_back(fd);
     ASSERT_TRUE(WriteAll(fd, request_bytes)) << strerror(errno);

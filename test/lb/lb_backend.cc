@@ -18,25 +18,19 @@
 // Stdin reaching end of file, SIGTERM or SIGINT: Server::Shutdown (GOAWAY;
 // calls in flight finish within kShutdownGrace), then exit 0. Exit code 2:
 // bad arguments; 1: the server did not start.
-#include <poll.h>
-#include <signal.h>
-#include <sys/signalfd.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <memory>
 #include <string>
 #include <utility>
 
 #include "absl/strings/string_view.h"
-#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "proto/grpc/testing/test.h2rpc.pb.h"
 #include "rpc/health_check_service.h"
 #include "rpc/server.h"
+#include "test/util/end_signals.h"
 
 namespace {
 
@@ -80,34 +74,6 @@ void RunCommand(absl::string_view command, h2rpc::HealthCheckService* health) {
   std::fflush(stdout);
 }
 
-// Runs stdin's commands until stdin reaches end of file (or fails) or
-// `signal_fd` reports a signal.
-void ServeCommands(int signal_fd, h2rpc::HealthCheckService* health) {
-  std::string input;
-  for (;;) {
-    pollfd fds[2] = {{STDIN_FILENO, POLLIN, 0}, {signal_fd, POLLIN, 0}};
-    const int ready = poll(fds, 2, -1);
-    if (ready < 0) {
-      if (errno == EINTR) continue;
-      return;
-    }
-    if (fds[1].revents != 0) return;
-    if (fds[0].revents == 0) continue;
-    char buffer[256];
-    const ssize_t n = read(STDIN_FILENO, buffer, sizeof(buffer));
-    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (n <= 0) return;
-    input.append(buffer, static_cast<size_t>(n));
-    size_t newline;
-    while ((newline = input.find('\n')) != std::string::npos) {
-      absl::string_view line(input.data(), newline);
-      absl::ConsumeSuffix(&line, "\r");
-      RunCommand(line, health);
-      input.erase(0, newline + 1);
-    }
-  }
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -115,21 +81,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: lb_backend ADDRESS NAME\n");
     return 2;
   }
-  // Before any thread starts, so that every thread inherits the mask and the
-  // signals reach only signal_fd.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  if (sigprocmask(SIG_BLOCK, &signals, nullptr) != 0) {
-    std::fprintf(stderr, "lb_backend: sigprocmask: %s\n", std::strerror(errno));
-    return 1;
-  }
-  const int signal_fd = signalfd(-1, &signals, SFD_CLOEXEC);
-  if (signal_fd < 0) {
-    std::fprintf(stderr, "lb_backend: signalfd: %s\n", std::strerror(errno));
-    return 1;
-  }
+  h2rpc::testing::EndSignals end_signals;
+  if (!end_signals.Install("lb_backend")) return 1;
 
   NamedService service(argv[2]);
   // Outlives the server.
@@ -150,8 +103,8 @@ int main(int argc, char** argv) {
   std::printf("port %d\n", port);
   std::fflush(stdout);
 
-  ServeCommands(signal_fd, &health);
+  end_signals.WaitForTheEnd(
+      [&health](absl::string_view command) { RunCommand(command, &health); });
   server->Shutdown(absl::Now() + kShutdownGrace);
-  close(signal_fd);
   return 0;
 }

@@ -32,8 +32,9 @@
 #include "rpc/connectivity_state.h"
 #include "rpc/internal/name_resolver_impl.h"
 #include "rpc/name_resolver.h"
-#include "test/lb/backend_process.h"
 #include "test/lb/call_runner.h"
+#include "test/util/child_process.h"
+#include "test/util/server_process.h"
 #include "test/util/wait_for.h"
 #include "transport/io/resolver.h"
 #include "transport/io/socket.h"
@@ -44,10 +45,11 @@ namespace {
 using grpc::testing::SimpleRequest;
 using grpc::testing::SimpleResponse;
 using grpc::testing::TestService;
-using ::h2rpc::testing::BackendProcess;
 using ::h2rpc::testing::CallRecord;
 using ::h2rpc::testing::CallRunner;
 using ::h2rpc::testing::kHangTimeout;
+using ::h2rpc::testing::RunfilesPath;
+using ::h2rpc::testing::ServerProcess;
 using ::testing::HasSubstr;
 using transport::io::SocketAddress;
 
@@ -64,18 +66,19 @@ constexpr absl::Duration kHealthBound = absl::Seconds(1);
 
 // Starts lb_backend on `address`, answering as `name`; null (with the test
 // failed) if it does not start.
-std::unique_ptr<BackendProcess> StartBackend(const std::string& address,
-                                             const std::string& name) {
+std::unique_ptr<ServerProcess> StartBackend(const std::string& address,
+                                            const std::string& name) {
   std::string error;
-  std::unique_ptr<BackendProcess> backend =
-      BackendProcess::Start(address, name, kHangTimeout, &error);
+  std::unique_ptr<ServerProcess> backend = ServerProcess::Start(
+      name, {RunfilesPath("test/lb/lb_backend"), address, name}, kHangTimeout,
+      &error);
   if (backend == nullptr) ADD_FAILURE() << error;
   return backend;
 }
 
 // Ends `backend` with SIGTERM (a graceful server shutdown) and checks that
 // it exited with code 0.
-void Terminate(BackendProcess& backend) {
+void Terminate(ServerProcess& backend) {
   std::string how;
   EXPECT_TRUE(backend.Terminate(kHangTimeout, &how)) << how;
 }
@@ -257,9 +260,9 @@ class RefusingPort {
 TEST(LoadBalancingTest, RoundRobinSpreadsEvenlyOverTcpAndUnixBackends) {
   TempDir dir;
   const std::string socket_path = dir.File("b2.sock");
-  std::unique_ptr<BackendProcess> b0 = StartBackend("127.0.0.1:0", "b0");
-  std::unique_ptr<BackendProcess> b1 = StartBackend("127.0.0.1:0", "b1");
-  std::unique_ptr<BackendProcess> b2 =
+  std::unique_ptr<ServerProcess> b0 = StartBackend("127.0.0.1:0", "b0");
+  std::unique_ptr<ServerProcess> b1 = StartBackend("127.0.0.1:0", "b1");
+  std::unique_ptr<ServerProcess> b2 =
       StartBackend(absl::StrCat("unix:", socket_path), "b2");
   ASSERT_TRUE(b0 != nullptr && b1 != nullptr && b2 != nullptr);
 
@@ -288,9 +291,9 @@ TEST(LoadBalancingTest, RoundRobinSpreadsEvenlyOverTcpAndUnixBackends) {
 // (b) A backend shut down gracefully (SIGTERM) while wait_for_ready calls
 // run: no call fails, and the other two share its calls.
 TEST(LoadBalancingTest, RoundRobinMovesCallsOffABackendThatShutsDown) {
-  std::unique_ptr<BackendProcess> b0 = StartBackend("127.0.0.1:0", "b0");
-  std::unique_ptr<BackendProcess> b1 = StartBackend("127.0.0.1:0", "b1");
-  std::unique_ptr<BackendProcess> b2 = StartBackend("127.0.0.1:0", "b2");
+  std::unique_ptr<ServerProcess> b0 = StartBackend("127.0.0.1:0", "b0");
+  std::unique_ptr<ServerProcess> b1 = StartBackend("127.0.0.1:0", "b1");
+  std::unique_ptr<ServerProcess> b2 = StartBackend("127.0.0.1:0", "b2");
   ASSERT_TRUE(b0 != nullptr && b1 != nullptr && b2 != nullptr);
   ChannelOptions options;
   options.lb_policy = "round_robin";
@@ -327,9 +330,9 @@ TEST(LoadBalancingTest, RoundRobinMovesCallsOffABackendThatShutsDown) {
 // NOT_SERVING stops getting calls (within kHealthBound), and gets them
 // again once it is SERVING.
 TEST(LoadBalancingTest, HealthCheckingTakesANotServingBackendOutOfRotation) {
-  std::unique_ptr<BackendProcess> b0 = StartBackend("127.0.0.1:0", "b0");
-  std::unique_ptr<BackendProcess> b1 = StartBackend("127.0.0.1:0", "b1");
-  std::unique_ptr<BackendProcess> b2 = StartBackend("127.0.0.1:0", "b2");
+  std::unique_ptr<ServerProcess> b0 = StartBackend("127.0.0.1:0", "b0");
+  std::unique_ptr<ServerProcess> b1 = StartBackend("127.0.0.1:0", "b1");
+  std::unique_ptr<ServerProcess> b2 = StartBackend("127.0.0.1:0", "b2");
   ASSERT_TRUE(b0 != nullptr && b1 != nullptr && b2 != nullptr);
   ChannelOptions options;
   options.service_config =
@@ -383,8 +386,8 @@ TEST(LoadBalancingTest, HealthCheckingTakesANotServingBackendOutOfRotation) {
 // call goes to the first backend; once it shuts down, to the second.
 TEST(LoadBalancingTest, PickFirstUsesTheFirstReachableAndFailsOver) {
   RefusingPort closed;
-  std::unique_ptr<BackendProcess> b1 = StartBackend("127.0.0.1:0", "b1");
-  std::unique_ptr<BackendProcess> b2 = StartBackend("127.0.0.1:0", "b2");
+  std::unique_ptr<ServerProcess> b1 = StartBackend("127.0.0.1:0", "b1");
+  std::unique_ptr<ServerProcess> b2 = StartBackend("127.0.0.1:0", "b2");
   ASSERT_TRUE(b1 != nullptr && b2 != nullptr);
   std::shared_ptr<Channel> channel =
       CreateChannel(Ipv4Target({closed.port(), b1->port(), b2->port()}));
@@ -419,8 +422,8 @@ TEST(LoadBalancingTest, PickFirstUsesTheFirstReachableAndFailsOver) {
 // connects, else TRANSIENT_FAILURE), and a call without wait_for_ready
 // fails with UNAVAILABLE and the connect error.
 TEST(LoadBalancingTest, RoundRobinChannelStateFollowsItsBackends) {
-  std::unique_ptr<BackendProcess> b0 = StartBackend("127.0.0.1:0", "b0");
-  std::unique_ptr<BackendProcess> b1 = StartBackend("127.0.0.1:0", "b1");
+  std::unique_ptr<ServerProcess> b0 = StartBackend("127.0.0.1:0", "b0");
+  std::unique_ptr<ServerProcess> b1 = StartBackend("127.0.0.1:0", "b1");
   ASSERT_TRUE(b0 != nullptr && b1 != nullptr);
   ChannelOptions options;
   options.lb_policy = "round_robin";
@@ -468,9 +471,9 @@ TEST(LoadBalancingTest, UnixTargetsReachTheirBackends) {
   const std::string path = dir.File("f.sock");
   const std::string abstract_name = absl::StrCat(
       "h2rpc_lb_test_", getpid(), "_", absl::ToUnixNanos(absl::Now()));
-  std::unique_ptr<BackendProcess> by_path =
+  std::unique_ptr<ServerProcess> by_path =
       StartBackend(absl::StrCat("unix:", path), "by_path");
-  std::unique_ptr<BackendProcess> abstract =
+  std::unique_ptr<ServerProcess> abstract =
       StartBackend(absl::StrCat("unix-abstract:", abstract_name), "abstract");
   ASSERT_TRUE(by_path != nullptr && abstract != nullptr);
   EXPECT_EQ(by_path->port(), 0);

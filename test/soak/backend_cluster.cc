@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "test/util/child_process.h"
 #include "test/util/wait_for.h"
 #include "transport/tls/testing/test_pki.h"
 
@@ -31,7 +32,8 @@ bool WriteFile(const std::string& path, const std::string& text) {
 BackendCluster::~BackendCluster() {
   for (Backend& backend : backends_) {
     transport::io::MutexLock lock(&backend.mu);
-    backend.process.reset();  // kills it
+    if (backend.process != nullptr) backend.process->Kill();
+    backend.process.reset();
   }
 }
 
@@ -52,8 +54,8 @@ bool BackendCluster::Start(const std::string& dir, std::string* error) {
     transport::io::MutexLock lock(&backend.mu);
     if (!StartLocked(backend, error)) return false;
     // Its restarts reuse the ports it got.
-    backend.config.plain_port = backend.process->plain_port();
-    backend.config.tls_port = backend.process->tls_port();
+    backend.config.plain_port = backend.process->ports()[0];
+    backend.config.tls_port = backend.process->ports()[1];
     backend.plain_proxy = std::make_unique<TcpProxy>(backend.config.plain_port);
     backend.tls_proxy = std::make_unique<TcpProxy>(backend.config.tls_port);
     for (const TcpProxy* proxy :
@@ -69,9 +71,21 @@ bool BackendCluster::Start(const std::string& dir, std::string* error) {
 }
 
 bool BackendCluster::StartLocked(Backend& backend, std::string* error) {
+  const Config& config = backend.config;
   backend.process =
-      SoakBackendProcess::Start(backend.config, kStartTimeout, error);
+      ServerProcess::Start(config.name,
+                           {RunfilesPath("test/soak/soak_backend"), config.name,
+                            absl::StrCat("127.0.0.1:", config.plain_port),
+                            absl::StrCat("127.0.0.1:", config.tls_port),
+                            config.key_file, config.cert_file},
+                           kStartTimeout, error);
   if (backend.process == nullptr) return false;
+  if (backend.process->ports().size() != 2) {
+    *error = absl::StrCat(config.name, " did not print \"ports P T\"");
+    backend.process->Kill();
+    backend.process.reset();
+    return false;
+  }
   backend.pid = backend.process->pid();
   ++backend.starts;
   return true;

@@ -12,7 +12,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/time/time.h"
 #include "test/soak/abuse_probes.h"
-#include "test/soak/soak_backend_process.h"
+#include "test/util/server_process.h"
 #include "test/util/tcp_proxy.h"
 #include "transport/io/mutex.h"
 
@@ -74,14 +74,26 @@ class BackendCluster {
   bool TerminateAll(std::string* how);
 
  private:
+  // What a backend is started with.
+  struct Config {
+    std::string name;
+    // 0: a free port (the first start); later starts reuse the ports the
+    // first one got.
+    int plain_port = 0;
+    int tls_port = 0;
+    // PEM files of the TLS port's key and certificate chain.
+    std::string key_file;
+    std::string cert_file;
+  };
   struct Backend {
-    SoakBackendConfig config;
+    Config config;
     std::unique_ptr<TcpProxy> plain_proxy;
     std::unique_ptr<TcpProxy> tls_proxy;
     std::atomic<pid_t> pid{-1};
     std::atomic<int> starts{0};
     transport::io::Mutex mu;  // what is done to the backend
-    std::unique_ptr<SoakBackendProcess> process ABSL_GUARDED_BY(mu);
+    // //test/soak:soak_backend; its ports() are plain and TLS.
+    std::unique_ptr<ServerProcess> process ABSL_GUARDED_BY(mu);
   };
 
   // Starts backend `i` (its config's ports).

@@ -4,7 +4,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 
 namespace h2rpc::testing {
 
@@ -22,11 +21,7 @@ FaultDriver::FaultDriver(BackendCluster* cluster, Options options)
 FaultDriver::~FaultDriver() { Stop(); }
 
 void FaultDriver::Stop() {
-  {
-    transport::io::MutexLock lock(&mu_);
-    stop_ = true;
-    stop_changed_.SignalAll();
-  }
+  stop_.Notify();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -36,14 +31,7 @@ FaultDriver::Counts FaultDriver::counts() const {
 }
 
 bool FaultDriver::Pause(absl::Duration pause) {
-  const absl::Time until = absl::Now() + pause;
-  transport::io::MutexLock lock(&mu_);
-  while (!stop_) {
-    const absl::Duration left = until - absl::Now();
-    if (left <= absl::ZeroDuration()) return true;
-    stop_changed_.WaitWithTimeout(&mu_, left);
-  }
-  return false;
+  return !stop_.WaitForNotificationWithTimeout(pause);
 }
 
 void FaultDriver::Run() {

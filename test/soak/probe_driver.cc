@@ -4,7 +4,6 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 #include "test/soak/abuse_probes.h"
 
 namespace h2rpc::testing {
@@ -32,11 +31,7 @@ ProbeDriver::ProbeDriver(BackendCluster* cluster, absl::Duration pause)
 ProbeDriver::~ProbeDriver() { Stop(); }
 
 void ProbeDriver::Stop() {
-  {
-    transport::io::MutexLock lock(&mu_);
-    stop_ = true;
-    stop_changed_.SignalAll();
-  }
+  stop_.Notify();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -46,14 +41,7 @@ ProbeDriver::Report ProbeDriver::report() const {
 }
 
 bool ProbeDriver::Pause() {
-  const absl::Time until = absl::Now() + pause_;
-  transport::io::MutexLock lock(&mu_);
-  while (!stop_) {
-    const absl::Duration left = until - absl::Now();
-    if (left <= absl::ZeroDuration()) return true;
-    stop_changed_.WaitWithTimeout(&mu_, left);
-  }
-  return false;
+  return !stop_.WaitForNotificationWithTimeout(pause_);
 }
 
 void ProbeDriver::Run() {

@@ -9,6 +9,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/time/time.h"
 #include "test/soak/backend_cluster.h"
+#include "test/util/notification.h"
 #include "transport/io/mutex.h"
 
 namespace h2rpc::testing {
@@ -52,9 +53,8 @@ class ProbeDriver {
   BackendCluster* const cluster_;
   const absl::Duration pause_;
   mutable transport::io::Mutex mu_;
-  transport::io::CondVar stop_changed_;
-  bool stop_ ABSL_GUARDED_BY(mu_) = false;
   Report report_ ABSL_GUARDED_BY(mu_);
+  Notification stop_;  // Stop() was called
   std::thread thread_;
 };
 

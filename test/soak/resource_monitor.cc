@@ -15,11 +15,7 @@ ResourceMonitor::ResourceMonitor(const BackendCluster* cluster,
 ResourceMonitor::~ResourceMonitor() { Stop(); }
 
 void ResourceMonitor::Stop() {
-  {
-    transport::io::MutexLock lock(&mu_);
-    stop_ = true;
-    stop_changed_.SignalAll();
-  }
+  stop_.Notify();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -62,17 +58,9 @@ void ResourceMonitor::SampleAll() {
 }
 
 void ResourceMonitor::Run() {
-  for (;;) {
+  do {
     SampleAll();
-    const absl::Time next = absl::Now() + period_;
-    transport::io::MutexLock lock(&mu_);
-    while (!stop_) {
-      const absl::Duration left = next - absl::Now();
-      if (left <= absl::ZeroDuration()) break;
-      stop_changed_.WaitWithTimeout(&mu_, left);
-    }
-    if (stop_) return;
-  }
+  } while (!stop_.WaitForNotificationWithTimeout(period_));
 }
 
 }  // namespace h2rpc::testing

@@ -11,6 +11,7 @@
 #include "absl/time/time.h"
 #include "test/soak/backend_cluster.h"
 #include "test/soak/process_sample.h"
+#include "test/util/notification.h"
 #include "transport/io/mutex.h"
 
 namespace h2rpc::testing {
@@ -53,9 +54,8 @@ class ResourceMonitor {
   const BackendCluster* const cluster_;
   const absl::Duration period_;
   mutable transport::io::Mutex mu_;
-  transport::io::CondVar stop_changed_;
-  bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<ResourceSeries> series_ ABSL_GUARDED_BY(mu_);
+  Notification stop_;  // Stop() was called
   std::thread thread_;
 };
 

@@ -15,14 +15,8 @@
 // end of file, SIGTERM or SIGINT: Server::Shutdown (GOAWAY; calls in flight
 // finish within kShutdownGrace), then exit 0. Exit code 2: bad arguments;
 // 1: the server did not start.
-#include <poll.h>
-#include <signal.h>
-#include <sys/signalfd.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -36,6 +30,7 @@
 #include "rpc/health_check_service.h"
 #include "rpc/server.h"
 #include "test/soak/soak_service.h"
+#include "test/util/end_signals.h"
 
 // Freed memory waits in ASan's quarantine (256 MB by default) and would
 // look like growth to the soak's memory check.
@@ -57,25 +52,6 @@ bool ReadFile(const char* path, std::string* text) {
   return true;
 }
 
-// Waits until stdin reaches end of file (or fails) or `signal_fd` reports a
-// signal.
-void WaitForTheEnd(int signal_fd) {
-  for (;;) {
-    pollfd fds[2] = {{STDIN_FILENO, POLLIN, 0}, {signal_fd, POLLIN, 0}};
-    const int ready = poll(fds, 2, -1);
-    if (ready < 0) {
-      if (errno == EINTR) continue;
-      return;
-    }
-    if (fds[1].revents != 0) return;
-    if (fds[0].revents == 0) continue;
-    char buffer[256];
-    const ssize_t n = read(STDIN_FILENO, buffer, sizeof(buffer));
-    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (n <= 0) return;
-  }
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -93,22 +69,8 @@ int main(int argc, char** argv) {
                  argv[4], argv[5]);
     return 2;
   }
-  // Before any thread starts, so that every thread inherits the mask and the
-  // signals reach only signal_fd.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  if (sigprocmask(SIG_BLOCK, &signals, nullptr) != 0) {
-    std::fprintf(stderr, "soak_backend: sigprocmask: %s\n",
-                 std::strerror(errno));
-    return 1;
-  }
-  const int signal_fd = signalfd(-1, &signals, SFD_CLOEXEC);
-  if (signal_fd < 0) {
-    std::fprintf(stderr, "soak_backend: signalfd: %s\n", std::strerror(errno));
-    return 1;
-  }
+  h2rpc::testing::EndSignals end_signals;
+  if (!end_signals.Install("soak_backend")) return 1;
 
   h2rpc::SslServerCredentialsOptions tls;
   tls.pem_key_cert_pairs.push_back(std::move(pair));
@@ -134,8 +96,7 @@ int main(int argc, char** argv) {
   std::printf("ports %d %d\n", plain_port, tls_port);
   std::fflush(stdout);
 
-  WaitForTheEnd(signal_fd);
+  end_signals.WaitForTheEnd();
   server->Shutdown(absl::Now() + kShutdownGrace);
-  close(signal_fd);
   return 0;
 }

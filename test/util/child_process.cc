@@ -8,11 +8,17 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
+#include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 
 extern char** environ;
@@ -113,6 +119,29 @@ std::string DescribeWaitStatus(int status) {
                         strsignal(WTERMSIG(status)), ")");
   }
   return absl::StrCat("wait status ", status);
+}
+
+bool ProcessCpuTime(pid_t pid, absl::Duration* cpu) {
+  std::ifstream file(absl::StrCat("/proc/", pid, "/stat"));
+  std::stringstream contents;
+  contents << file.rdbuf();
+  const std::string stat = contents.str();
+  // The fields after the command name, which is in parentheses and may hold
+  // spaces: state is first, utime the 12th and stime the 13th.
+  const size_t close_paren = stat.rfind(')');
+  if (close_paren == std::string::npos) return false;
+  const std::vector<absl::string_view> fields = absl::StrSplit(
+      absl::string_view(stat).substr(close_paren + 1), ' ', absl::SkipEmpty());
+  int64_t utime = 0;
+  int64_t stime = 0;
+  if (fields.size() < 13 || !absl::SimpleAtoi(fields[11], &utime) ||
+      !absl::SimpleAtoi(fields[12], &stime)) {
+    return false;
+  }
+  const long ticks_per_second = sysconf(_SC_CLK_TCK);
+  if (ticks_per_second <= 0) return false;
+  *cpu = absl::Seconds(utime + stime) / ticks_per_second;
+  return true;
 }
 
 int MillisUntil(absl::Time deadline) {

@@ -10,8 +10,9 @@
 
 namespace h2rpc::testing {
 
-// What the process harnesses of the tests (test/abuse, test/lb) share:
-// starting a child on pipes and reaping it with a deadline. Any thread.
+// Starting a child on pipes and reaping it with a deadline, for the tests'
+// process harnesses (ServerProcess, the TLS handshake tests' openssl
+// clients). Any thread.
 
 // A child started by SpawnWithPipes: its process id and the parent's ends
 // of the pipes on its stdin, stdout and stderr (the caller closes them).
@@ -39,6 +40,10 @@ bool ReapWithin(pid_t pid, absl::Duration timeout, int* status);
 
 // "exit code N", "killed by signal N (name)".
 std::string DescribeWaitStatus(int status);
+
+// User plus system CPU time process `pid` has used so far, from
+// /proc/<pid>/stat (clock-tick resolution). False if it cannot be read.
+bool ProcessCpuTime(pid_t pid, absl::Duration* cpu);
 
 // Milliseconds from now to `deadline` for poll(): 0 once it has passed, at
 // most an hour.

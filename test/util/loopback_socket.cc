@@ -52,9 +52,13 @@ int ClosedLoopbackPort() {
   return port;
 }
 
-int ConnectToLoopback(int port) {
+int ConnectToLoopback(int port, int receive_buffer) {
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
+  if (receive_buffer > 0) {
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer,
+               sizeof(receive_buffer));
+  }
   const sockaddr_in addr = LoopbackAddress(port);
   if (connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) !=
       0) {

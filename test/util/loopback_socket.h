@@ -16,8 +16,10 @@ int LocalPort(int fd);
 // A port nothing listens on (connects are refused): picked by the kernel,
 // then released.
 int ClosedLoopbackPort();
-// A socket connected to 127.0.0.1:port, or -1.
-int ConnectToLoopback(int port);
+// A socket connected to 127.0.0.1:port, or -1; with SO_RCVBUF set to
+// `receive_buffer` bytes first when it is positive (a small window, so that
+// a peer's answers fill the path soon).
+int ConnectToLoopback(int port, int receive_buffer = 0);
 // A socket connected to the unix-domain socket at `path` (`abstract`: the
 // name `path` in the abstract namespace), or -1 (path too long, nothing
 // listening).
