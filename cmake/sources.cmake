@@ -529,3 +529,57 @@ set(H2RPC_TESTS
   rpc_target_test
   rpc_version_test
 )
+
+# //benchmark:benchmain
+set(H2RPC_BENCHMAIN_SOURCES
+  benchmark/backends.cc
+  benchmark/backends.h
+  benchmark/bench_stack.h
+  benchmark/benchmain.cc
+  benchmark/cpu_affinity.cc
+  benchmark/cpu_affinity.h
+  benchmark/grpcpp_stack.cc
+  benchmark/grpcpp_tsan_suppressions.cc
+  benchmark/h2rpc_server.cc
+  benchmark/h2rpc_server.h
+  benchmark/h2rpc_stack.cc
+  benchmark/h2rpc_sync_stack.cc
+  benchmark/latency_histogram.h
+  benchmark/malloc_counter.cc
+  benchmark/malloc_counter.h
+  benchmark/op_stats.h
+  benchmark/run_result.cc
+  benchmark/run_result.h
+  benchmark/server_process.cc
+  benchmark/server_process.h
+  benchmark/thread_cpu.cc
+  benchmark/thread_cpu.h
+  benchmark/tls_credentials.cc
+  benchmark/tls_credentials.h
+)
+set(H2RPC_BENCHMAIN_MESSAGE_PROTOS
+  proto/grpc/testing/benchmark_service.proto
+  proto/grpc/testing/messages.proto
+)
+set(H2RPC_BENCHMAIN_GRPC_PROTOS
+  proto/grpc/testing/benchmark_service.proto
+)
+set(H2RPC_BENCHMAIN_H2RPC_PROTOS
+  proto/grpc/testing/benchmark_service.proto
+)
+set(H2RPC_BENCHMAIN_SERVICES_NAMESPACE h2rpc)
+set(H2RPC_BENCHMAIN_PKG_MODULES
+  absl_base
+  absl_flags_parse
+  absl_flat_hash_map
+  absl_str_format
+  absl_strings
+  absl_synchronization
+  absl_time
+  grpc++
+  libnghttp2
+  nlohmann_json
+  openssl
+  protobuf
+  zlib
+)
