@@ -26,8 +26,9 @@
 # tools/bazel (Bazel). Each step's time is printed after it, and all of
 # them at the end. Two caches outlive a run, so that a rerun compiles only
 # what changed: ccache's (tools/cmake-build compiles through it; here with
-# CCACHE_BASEDIR, so the temporary build directory's name does not matter)
-# and Bazel's disk cache for the Bazel workspace (CONSUMER_CACHE below).
+# CCACHE_BASEDIR, so the temporary build directory's name does not matter,
+# while the source tree's path does: reruns from one checkout hit) and
+# Bazel's disk cache for the Bazel workspace (CONSUMER_CACHE below).
 # Both are keyed by the compiler's inputs, so a hit is the same object a
 # clean build makes.
 set -euo pipefail
