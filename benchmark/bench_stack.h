@@ -84,6 +84,8 @@ struct ClientConfig {
   int interceptors = 0;  // h2rpc only: no-op interceptors per channel
   // h2rpc only: ChannelOptions::busy_poll_us of every channel.
   int busy_poll_us = 0;
+  // h2rpc only: ConnectionOptions::bdp_probe of every channel.
+  bool bdp_probe = true;
 };
 
 // No-op interceptors installed on each h2rpc side (--interceptors): what
@@ -101,6 +103,7 @@ struct ServerConfig {
   std::string pem_cert_chain;
   int interceptors = 0;  // h2rpc only
   int busy_poll_us = 0;  // h2rpc only: ServerOptions::busy_poll_us
+  bool bdp_probe = true;  // h2rpc only: ConnectionOptions::bdp_probe
 };
 
 // A client running closed loops until Stop(): every completed round trip

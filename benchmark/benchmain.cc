@@ -114,6 +114,10 @@ ABSL_FLAG(int, busy_poll_us, 0,
           "(ChannelOptions and ServerOptions busy_poll_us): microseconds a "
           "loop polls before it sleeps, 0 to 1000000; 0: never. gRPC C++ "
           "sides ignore it.");
+ABSL_FLAG(bool, bdp_probe, true,
+          "Receive windows sized by BDP probing on every h2rpc connection, "
+          "client and server (ConnectionOptions::bdp_probe); false: fixed "
+          "windows. gRPC C++ sides ignore it.");
 ABSL_FLAG(bool, server_only, false,
           "Serve BenchmarkService (one --server_stack) on --port; prints "
           "'listening on port N' and answers 'usage' lines on stdin until "
@@ -312,6 +316,8 @@ std::unique_ptr<Backends> StartBackends(const RunFeatures& features,
          absl::StrCat("--secure=", features.secure ? "true" : "false"),
          absl::StrCat("--interceptors=", features.interceptors),
          absl::StrCat("--busy_poll_us=", features.busy_poll_us),
+         absl::StrCat("--bdp_probe=",
+                      absl::GetFlag(FLAGS_bdp_probe) ? "true" : "false"),
          "--tls_credentials_dir=" + plan.tls.dir},
         error);
   }
@@ -320,6 +326,7 @@ std::unique_ptr<Backends> StartBackends(const RunFeatures& features,
   config.cpus = plan.server_cpus;
   config.interceptors = features.interceptors;
   config.busy_poll_us = features.busy_poll_us;
+  config.bdp_probe = absl::GetFlag(FLAGS_bdp_probe);
   if (features.secure) SetServerTls(plan.tls, &config);
   return Backends::StartInProcess(features.server_stack, config, error);
 }
@@ -358,6 +365,7 @@ bool RunOne(const RunFeatures& features, Workload workload,
   config.lb_policy = features.lb_policy;
   config.interceptors = features.interceptors;
   config.busy_poll_us = features.busy_poll_us;
+  config.bdp_probe = absl::GetFlag(FLAGS_bdp_probe);
   config.workload = workload;
   config.concurrency = features.max_concurrent_calls;
   config.connections = features.connections;
@@ -446,6 +454,7 @@ int ServeOnly() {
   config.compression = compression;
   config.interceptors = absl::GetFlag(FLAGS_interceptors);
   config.busy_poll_us = absl::GetFlag(FLAGS_busy_poll_us);
+  config.bdp_probe = absl::GetFlag(FLAGS_bdp_probe);
   if (!BusyPollInRange(config.busy_poll_us)) return 2;
   if (!Cpus("server_cpus", absl::GetFlag(FLAGS_server_cpus), 0, &config.cpus)) {
     return 2;

@@ -26,8 +26,10 @@ absl::Time DelayLine::ReleaseTime(absl::Time now, size_t size) {
 }
 
 void DelayLine::Push(absl::Time now, absl::string_view bytes) {
+  // Without a rate cap a read leaves in one piece.
+  const size_t piece = options_.bytes_per_second > 0 ? kPiece : bytes.size();
   while (!bytes.empty()) {
-    const size_t size = std::min(bytes.size(), kPiece);
+    const size_t size = std::min(bytes.size(), piece);
     chunks_.push_back(
         Chunk{ReleaseTime(now, size), std::string(bytes.substr(0, size)), 0});
     queued_bytes_ += size;

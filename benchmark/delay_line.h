@@ -49,8 +49,8 @@ class DelayLine {
   size_t queued_bytes() const { return queued_bytes_; }
 
  private:
-  // The link carries at most this much as one piece, so a rate cap spreads
-  // a large read over time instead of releasing it at once.
+  // With a rate cap the link carries at most this much as one piece, so a
+  // large read is spread over time instead of released at once.
   static constexpr size_t kPiece = 16 << 10;
 
   struct Chunk {
