@@ -141,6 +141,8 @@ set(H2RPC_LIBRARY_SOURCES
   transport/core/status_synthesis.h
   transport/core/timeout.cc
   transport/core/timeout.h
+  transport/http2/bdp_estimator.cc
+  transport/http2/bdp_estimator.h
   transport/http2/client_session.cc
   transport/http2/client_session.h
   transport/http2/keepalive.cc

@@ -27,6 +27,21 @@ struct ConnectionOptions {
   uint32_t initial_stream_window = 1 << 20;
   // Our connection-level receive window. Bytes.
   uint32_t connection_window = 16 << 20;
+  // Receive windows sized by the path's bandwidth-delay product (gRPC's
+  // BDP probing, GRPC_ARG_HTTP2_BDP_PROBE): while DATA arrives the
+  // connection times PING round trips and, when a round trip's worth of
+  // DATA fills most of the window, raises SETTINGS_INITIAL_WINDOW_SIZE (the
+  // window of every open and new stream) to twice that, up to
+  // max_receive_window, and the connection window with it when it is
+  // smaller; after 10 s without DATA both go back. false: the windows stay
+  // initial_stream_window and connection_window.
+  bool bdp_probe = true;
+  // The largest stream window BDP probing grows to: by default twice
+  // connection_window, so that a 16 MiB message can cross a long path in one
+  // round trip. Servers grow no window past connection_window, so a
+  // server's memory bounds (see memory_quota_share) do not change with it.
+  // At or below initial_stream_window: no probing. Bytes.
+  uint32_t max_receive_window = 32 << 20;
   // SETTINGS_MAX_FRAME_SIZE we advertise. Bytes.
   uint32_t max_frame_size = 16384;
   // SETTINGS_MAX_HEADER_LIST_SIZE we advertise (decoded size, 32 bytes of

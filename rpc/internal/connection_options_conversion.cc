@@ -10,6 +10,8 @@ transport::http2::ConnectionOptions ToTransportOptions(
   out.max_concurrent_streams = options.max_concurrent_streams;
   out.initial_stream_window = options.initial_stream_window;
   out.connection_window = options.connection_window;
+  out.bdp_probe = options.bdp_probe;
+  out.max_receive_window = options.max_receive_window;
   out.max_frame_size = options.max_frame_size;
   out.max_header_list_size = options.max_header_list_size;
   out.max_receive_message_size = options.max_receive_message_size;

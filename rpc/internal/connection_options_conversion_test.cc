@@ -41,6 +41,8 @@ void ExpectSame(const TransportOptions& got, const TransportOptions& want) {
   EXPECT_EQ(got.max_concurrent_streams, want.max_concurrent_streams);
   EXPECT_EQ(got.initial_stream_window, want.initial_stream_window);
   EXPECT_EQ(got.connection_window, want.connection_window);
+  EXPECT_EQ(got.bdp_probe, want.bdp_probe);
+  EXPECT_EQ(got.max_receive_window, want.max_receive_window);
   EXPECT_EQ(got.max_frame_size, want.max_frame_size);
   EXPECT_EQ(got.max_header_list_size, want.max_header_list_size);
   EXPECT_EQ(got.max_receive_message_size, want.max_receive_message_size);
@@ -61,6 +63,8 @@ TEST(ConnectionOptionsConversionTest, EveryFieldCarriesOver) {
   options.max_concurrent_streams = 7;
   options.initial_stream_window = 70001;
   options.connection_window = 70002;
+  options.bdp_probe = false;
+  options.max_receive_window = 70003;
   options.max_frame_size = 20000;
   options.max_header_list_size = 9000;
   options.max_receive_message_size = 12345;
@@ -77,6 +81,8 @@ TEST(ConnectionOptionsConversionTest, EveryFieldCarriesOver) {
   want.max_concurrent_streams = 7;
   want.initial_stream_window = 70001;
   want.connection_window = 70002;
+  want.bdp_probe = false;
+  want.max_receive_window = 70003;
   want.max_frame_size = 20000;
   want.max_header_list_size = 9000;
   want.max_receive_message_size = 12345;
@@ -91,6 +97,8 @@ TEST(ConnectionOptionsConversionTest, EveryFieldCarriesOver) {
   EXPECT_NE(want.max_concurrent_streams, defaults.max_concurrent_streams);
   EXPECT_NE(want.initial_stream_window, defaults.initial_stream_window);
   EXPECT_NE(want.connection_window, defaults.connection_window);
+  EXPECT_NE(want.bdp_probe, defaults.bdp_probe);
+  EXPECT_NE(want.max_receive_window, defaults.max_receive_window);
   EXPECT_NE(want.max_frame_size, defaults.max_frame_size);
   EXPECT_NE(want.max_header_list_size, defaults.max_header_list_size);
   EXPECT_NE(want.max_receive_message_size, defaults.max_receive_message_size);

@@ -36,6 +36,7 @@ uint32_t GoAwayCodeFor(int error) {
 // The opaque data of our PINGs, told apart when their ACKs come back.
 constexpr uint8_t kKeepalivePing[8] = {'k', 'e', 'e', 'p', 'a', 'l', 'i', 'v'};
 constexpr uint8_t kGoAwayPing[8] = {'g', 'o', 'a', 'w', 'a', 'y', 'p', 'g'};
+constexpr uint8_t kBdpPing[8] = {'b', 'd', 'p', 'p', 'r', 'o', 'b', 'e'};
 
 // The last stream id of a shutdown notice (nghttp2_submit_shutdown_notice).
 constexpr int32_t kShutdownNoticeStreamId = (1u << 31) - 1;
@@ -98,6 +99,15 @@ Session::~Session() {
 
 void Session::InitSession(bool server) {
   server_ = server;
+  // A server's windows stay within connection_window, which its memory
+  // bounds already count (ConnectionOptions::memory_quota_share).
+  uint32_t max_window = 0;
+  if (options_.bdp_probe) {
+    max_window = server ? std::min(options_.max_receive_window,
+                                   options_.connection_window)
+                        : options_.max_receive_window;
+  }
+  bdp_ = BdpEstimator(options_.initial_stream_window, max_window);
   nghttp2_session_callbacks* cbs;
   if (nghttp2_session_callbacks_new(&cbs) != 0) return;  // Start() fails
   SetSendCallback(cbs, &Session::SendCallback);
@@ -311,6 +321,11 @@ void Session::OnKeepaliveTimeout() {
 int Session::OnPing(const nghttp2_frame* frame) {
   if ((frame->hd.flags & NGHTTP2_FLAG_ACK) != 0) {
     keepalive_.OnPingAck(scheduler_->Now());
+    if (std::memcmp(frame->ping.opaque_data, kBdpPing, sizeof(kBdpPing)) ==
+            0 &&
+        bdp_.OnPingAck(scheduler_->Now())) {
+      ApplyReceiveWindow();
+    }
     if (drain_ == Drain::kPingOut &&
         std::memcmp(frame->ping.opaque_data, kGoAwayPing,
                     sizeof(kGoAwayPing)) == 0) {
@@ -540,6 +555,45 @@ void Session::Feed(absl::string_view bytes) {
                            nghttp2_strerror(error))));
 }
 
+void Session::NoteDataForBdp(size_t bytes) {
+  if (!bdp_.enabled()) return;
+  const io::MonotonicTime now = scheduler_->Now();
+  if (bdp_.ResetIfIdle(now)) ApplyReceiveWindow();
+  if (bdp_.OnDataReceived(bytes, now)) SendBdpPing(now);
+}
+
+void Session::SendBdpPing(io::MonotonicTime now) {
+  if (closed() || !Submitted(nghttp2_submit_ping(session_, NGHTTP2_FLAG_NONE,
+                                                 kBdpPing),
+                             "nghttp2_submit_ping")) {
+    return;
+  }
+  bdp_.OnPingSent(now);
+  RequestFlush();
+}
+
+void Session::ApplyReceiveWindow() {
+  if (closed()) return;
+  const uint32_t window = bdp_.window();
+  const nghttp2_settings_entry setting = {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE,
+                                          window};
+  // The peer may use a larger window as soon as it reads the SETTINGS;
+  // nghttp2 applies it to our side when the ACK arrives, which the peer
+  // sends before any DATA that needs it. The connection window (servers:
+  // never above connection_window) changes at once: up with a
+  // WINDOW_UPDATE, down by withholding the next updates.
+  if (!Submitted(nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE,
+                                         &setting, 1),
+                 "nghttp2_submit_settings") ||
+      !Submitted(nghttp2_session_set_local_window_size(
+                     session_, NGHTTP2_FLAG_NONE, 0,
+                     std::max(options_.connection_window, window)),
+                 "nghttp2_session_set_local_window_size")) {
+    return;
+  }
+  RequestFlush();
+}
+
 void Session::ChargeNghttp2Memory() {
   if (memory_share_ == nullptr) return;
   const size_t in_use = memory_.in_use_bytes();
@@ -739,7 +793,9 @@ int Session::FrameRecvCallback(nghttp2_session*, const nghttp2_frame* frame,
 
 int Session::DataChunkCallback(nghttp2_session*, uint8_t, int32_t stream_id,
                                const uint8_t* data, size_t len, void* user) {
-  return Self(user)->OnDataChunk(stream_id, data, len);
+  Session* self = Self(user);
+  self->NoteDataForBdp(len);
+  return self->OnDataChunk(stream_id, data, len);
 }
 
 int Session::FrameSendCallback(nghttp2_session*, const nghttp2_frame* frame,

@@ -17,6 +17,7 @@
 #include "transport/core/message_deframer.h"
 #include "transport/core/peer_identity.h"
 #include "transport/core/status.h"
+#include "transport/http2/bdp_estimator.h"
 #include "transport/http2/keepalive.h"
 #include "transport/http2/nghttp2_compat.h"
 #include "transport/http2/nghttp2_memory_pool.h"
@@ -70,6 +71,21 @@ struct ConnectionOptions {
   uint32_t initial_stream_window = 1 << 20;
   // Our connection-level receive window. Bytes.
   uint32_t connection_window = 16 << 20;
+  // Receive windows sized by the path's bandwidth-delay product (gRPC's
+  // BDP probing, GRPC_ARG_HTTP2_BDP_PROBE): while DATA arrives the
+  // connection times PING round trips and, when a round trip's worth of
+  // DATA fills most of the window, raises SETTINGS_INITIAL_WINDOW_SIZE (the
+  // window of every open and new stream) to twice that, up to
+  // max_receive_window, and the connection window with it when it is
+  // smaller; after 10 s without DATA both go back. false: the windows stay
+  // initial_stream_window and connection_window.
+  bool bdp_probe = true;
+  // The largest stream window BDP probing grows to: by default twice
+  // connection_window, so that a 16 MiB message can cross a long path in one
+  // round trip. Servers grow no window past connection_window, so a
+  // server's memory bounds (see memory_quota_share) do not change with it.
+  // At or below initial_stream_window: no probing. Bytes.
+  uint32_t max_receive_window = 32 << 20;
   // SETTINGS_MAX_FRAME_SIZE we advertise. Bytes.
   uint32_t max_frame_size = 16384;
   // SETTINGS_MAX_HEADER_LIST_SIZE we advertise (decoded size, 32 bytes of
@@ -352,6 +368,14 @@ class Session : public io::ByteSession, private KeepalivePinger::Delegate {
   // The server's own SETTINGS frame as nghttp2 serialized it: rewrites the
   // SETTINGS_MAX_CONCURRENT_STREAMS value to the advertised limit.
   void PatchAdvertisedSettings(uint8_t* frame, size_t length);
+  // `bytes` of DATA arrived: feeds the BDP estimator, which may ask for a
+  // PING or, after an idle spell, for the windows to shrink back.
+  void NoteDataForBdp(size_t bytes);
+  // Sends the BDP estimator's PING.
+  void SendBdpPing(io::MonotonicTime now);
+  // Advertises bdp_.window(): SETTINGS_INITIAL_WINDOW_SIZE (every open and
+  // new stream) and the connection window when it is the larger.
+  void ApplyReceiveWindow();
   // Servers: brings the charge of nghttp2's own memory (its stream state,
   // queued frames and HPACK tables, through memory_) to the connection's
   // memory share up to date, after nghttp2 read or wrote.
@@ -405,6 +429,9 @@ class Session : public io::ByteSession, private KeepalivePinger::Delegate {
   MemberTimer<&Session::OnGoAwayPingTimer> goaway_ping_timer_{this};
   KeepalivePinger keepalive_;
   PingAbusePolicy ping_policy_;
+  // Receive windows sized by the path (ConnectionOptions::bdp_probe); set
+  // up by InitSession.
+  BdpEstimator bdp_{0, 0};
   bool server_ = false;
   bool handshake_done_ = false;
   bool idle_ = true;

@@ -7,6 +7,7 @@
 
 #include <nghttp2/nghttp2.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "test/util/raw_frames.h"
+#include "transport/http2/bdp_estimator.h"
 #include "transport/http2/client_session.h"
 #include "transport/http2/server_session.h"
 #include "transport/http2/testing/server_session_fixture.h"
@@ -614,6 +616,235 @@ TEST_F(SessionTest, TheGoAwayPingBoundIsTwentySecondsAtMost) {
   EXPECT_EQ(GoAways().size(), 1u);
   Advance(absl::Nanoseconds(1));
   EXPECT_EQ(GoAways().size(), 2u);
+}
+
+
+// Receive windows sized by BDP probing (ConnectionOptions::bdp_probe).
+
+constexpr absl::string_view kBdpPing = "bdpprobe";
+
+// The SETTINGS_INITIAL_WINDOW_SIZE values of the SETTINGS frames (not ACKs)
+// in `frames`, in order.
+std::vector<uint32_t> InitialWindowSettingsIn(
+    const std::vector<RawFrame>& frames) {
+  std::vector<uint32_t> values;
+  for (const RawFrame& frame : frames) {
+    if (frame.type != NGHTTP2_SETTINGS || (frame.flags & NGHTTP2_FLAG_ACK)) {
+      continue;
+    }
+    const absl::string_view payload = frame.payload;
+    for (size_t i = 0; i + 6 <= payload.size(); i += 6) {
+      if (payload[i] == 0 &&
+          payload[i + 1] == NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE) {
+        values.push_back(ReadUint32(payload.substr(i + 2)));
+      }
+    }
+  }
+  return values;
+}
+
+// The increments of the connection-level WINDOW_UPDATE frames in `frames`.
+std::vector<uint32_t> ConnectionWindowUpdatesIn(
+    const std::vector<RawFrame>& frames) {
+  std::vector<uint32_t> increments;
+  for (const RawFrame& frame : frames) {
+    if (frame.type == NGHTTP2_WINDOW_UPDATE && frame.stream_id == 0) {
+      increments.push_back(ReadUint32(frame.payload) & 0x7fffffffu);
+    }
+  }
+  return increments;
+}
+
+// `bytes` of gRPC messages on `stream_id` (whole DATA frames of 16 KiB, each
+// one message), fed in pieces so the receiver's window updates go out as
+// they would on a wire.
+std::string MessagesOf(uint32_t stream_id, size_t bytes) {
+  std::string out;
+  constexpr size_t kFrame = 16384;
+  for (size_t sent = 0; sent < bytes; sent += kFrame) {
+    out += EncodeFrame(NGHTTP2_DATA, 0, stream_id,
+                       Framed(std::string(kFrame - 5, 'b')));
+  }
+  return out;
+}
+
+class BdpTest : public SessionTest {
+ protected:
+  static constexpr uint32_t kInitial = 1 << 20;
+
+  // Opens stream 1 (a call that takes its messages at once).
+  void OpenCall() {
+    Handshake();
+    HoldCall(1);
+  }
+  // Sends `bytes` of DATA on stream 1, 256 KiB per read.
+  void SendData(size_t bytes) {
+    for (size_t sent = 0; sent < bytes; sent += 256 << 10) {
+      Feed(MessagesOf(1, std::min<size_t>(256 << 10, bytes - sent)));
+    }
+  }
+  // The BDP PINGs the server sent so far.
+  size_t BdpPings() const {
+    size_t n = 0;
+    for (const std::string& opaque : Pings()) n += opaque == kBdpPing;
+    return n;
+  }
+  // Sends DATA on stream 1 a frame at a time until the server sends a BDP
+  // PING (at most 8 MiB).
+  void SendUntilPing() {
+    const size_t pings = BdpPings();
+    for (size_t sent = 0; BdpPings() == pings && sent < (8u << 20);
+         sent += 16384) {
+      Feed(MessagesOf(1, 16384));
+    }
+    ASSERT_EQ(BdpPings(), pings + 1);
+  }
+  // One round trip of `rtt` bringing `bytes` after the BDP PING, then its
+  // ACK.
+  void RoundTrip(size_t bytes, absl::Duration rtt) {
+    SendUntilPing();
+    Advance(rtt / 2);
+    SendData(bytes);
+    Advance(rtt / 2);
+    Feed(PingAck(kBdpPing));
+  }
+};
+
+TEST_F(BdpTest, AWindowLimitedSampleRaisesTheStreamWindowWithSettings) {
+  OpenCall();
+  EXPECT_EQ(InitialWindowSettingsIn(frames_).size(), 1u);  // at start
+  RoundTrip(kInitial, absl::Milliseconds(20));
+  // A whole window in one round trip: the window is the limit, so the
+  // server asks for twice the sample (and keeps its connection window,
+  // which is larger).
+  EXPECT_THAT(InitialWindowSettingsIn(frames_),
+              ::testing::ElementsAre(kInitial, 2 * kInitial));
+  const size_t updates = ConnectionWindowUpdatesIn(frames_).size();
+  // The peer may now send on stream 1 past the old window once it has
+  // acknowledged the SETTINGS: 1.5 windows unread are accepted.
+  dispatcher_.hold_messages = true;
+  Feed(EncodeFrame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0, ""));
+  SendData(kInitial + kInitial / 2);
+  EXPECT_TRUE(GoAways().empty());
+  EXPECT_EQ(ConnectionWindowUpdatesIn(frames_).size(), updates);
+}
+
+TEST_F(BdpTest, ServerWindowsNeverPassTheConnectionWindow) {
+  options_.connection_window = 3 << 20;
+  OpenCall();
+  RoundTrip(4 * kInitial, absl::Milliseconds(20));
+  Feed(EncodeFrame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0, ""));
+  // 4 MiB per round trip asks for 8 MiB; the server stops at its
+  // connection window, which does not grow, and pings no more.
+  Advance(absl::Seconds(1));
+  SendData(8 * kInitial);
+  EXPECT_THAT(InitialWindowSettingsIn(frames_),
+              ::testing::ElementsAre(kInitial, 3u << 20));
+  EXPECT_EQ(BdpPings(), 1u);
+  for (uint32_t increment : ConnectionWindowUpdatesIn(frames_)) {
+    EXPECT_LE(increment, 3u << 20);
+  }
+  for (const GoAway& goaway : GoAways()) {
+    ADD_FAILURE() << goaway.error_code << " " << goaway.debug_data;
+  }
+}
+
+TEST_F(BdpTest, AfterTenIdleSecondsTheWindowGoesBack) {
+  OpenCall();
+  RoundTrip(kInitial, absl::Milliseconds(20));
+  Feed(EncodeFrame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0, ""));
+  ASSERT_EQ(InitialWindowSettingsIn(frames_).back(), 2 * kInitial);
+  Advance(BdpEstimator::kIdleReset);
+  Feed(MessagesOf(1, 16384));
+  EXPECT_THAT(InitialWindowSettingsIn(frames_),
+              ::testing::ElementsAre(kInitial, 2 * kInitial, kInitial));
+}
+
+TEST_F(BdpTest, AFewSmallMessagesNeverPing) {
+  OpenCall();
+  // 15 KiB in 1 KiB messages: less than a full frame's worth, so no PING
+  // however long it takes.
+  for (int i = 0; i < 15; ++i) {
+    Feed(EncodeFrame(NGHTTP2_DATA, 0, 1, Framed(std::string(1019, 's'))));
+    Advance(absl::Seconds(1));
+  }
+  EXPECT_EQ(BdpPings(), 0u);
+  Feed(EncodeFrame(NGHTTP2_DATA, 0, 1, Framed(std::string(1019, 's'))));
+  EXPECT_EQ(BdpPings(), 1u);
+}
+
+TEST_F(BdpTest, PeersPingsAndStrayAcksAreNotSamples) {
+  OpenCall();
+  SendUntilPing();
+  // The peer's own PING with our opaque data is answered, not taken as
+  // the ACK.
+  SendData(kInitial);
+  Feed(Ping(kBdpPing));
+  EXPECT_THAT(InitialWindowSettingsIn(frames_),
+              ::testing::ElementsAre(kInitial));
+  // Our ACK ends the sample.
+  Feed(PingAck(kBdpPing));
+  EXPECT_EQ(InitialWindowSettingsIn(frames_).size(), 2u);
+}
+
+TEST_F(BdpTest, OffMeansFixedWindowsAndNoPing) {
+  options_.bdp_probe = false;
+  OpenCall();
+  SendData(4 * kInitial);
+  EXPECT_EQ(BdpPings(), 0u);
+  EXPECT_EQ(InitialWindowSettingsIn(frames_).size(), 1u);
+}
+
+TEST(ClientBdpTest, AClientGrowsItsStreamAndConnectionWindows) {
+  io::FakeScheduler scheduler;
+  ConnectionOptions options;
+  options.connection_window = 1 << 20;
+  testing::RecordingClientListener listener;
+  testing::RecordingCall call;
+  ClientSession session(&scheduler, "test-server", options, &listener);
+  testing::MemoryWire wire(&session);
+  wire.Start();
+  wire.Feed(
+      absl::StrCat(EncodeFrame(NGHTTP2_SETTINGS, 0, 0, ""),
+                   EncodeFrame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0, "")));
+  call.stream.description.method_path = call.path;
+  call.stream.description.authority = "test-server";
+  call.stream.outgoing().buffer() = Framed("request");
+  call.stream.outgoing().set_end_of_data();
+  session.StartCall(&call.stream);
+  std::string output = wire.TakeOutput();
+  wire.Feed(EncodeFrame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, 1,
+                        EncodeLiteralHeaderBlock(
+                            {{":status", "200"},
+                             {"content-type", "application/grpc"}})));
+  auto feed = [&](size_t bytes) {
+    for (size_t sent = 0; sent < bytes; sent += 16384) {
+      wire.Feed(MessagesOf(1, 16384));
+      output += wire.TakeOutput();
+    }
+  };
+  auto bdp_pings = [&] {
+    const std::vector<std::string> pings =
+        PingsIn(ParseFrames(output.substr(kClientPreface.size())));
+    return std::count(pings.begin(), pings.end(), kBdpPing);
+  };
+  for (int i = 0; bdp_pings() == 0 && i < 512; ++i) feed(16384);
+  ASSERT_EQ(bdp_pings(), 1);
+  scheduler.AdvanceBy(absl::Milliseconds(10));
+  feed(1 << 20);
+  scheduler.AdvanceBy(absl::Milliseconds(10));
+  wire.Feed(PingAck(kBdpPing));
+  output += wire.TakeOutput();
+  const std::vector<RawFrame> frames =
+      ParseFrames(output.substr(kClientPreface.size()));
+  // 1 MiB in one round trip: stream windows of 2 MiB, and the connection
+  // window (1 MiB) raised to match with one WINDOW_UPDATE of 1 MiB.
+  EXPECT_THAT(InitialWindowSettingsIn(frames),
+              ::testing::ElementsAre(1u << 20, 2u << 20));
+  EXPECT_THAT(ConnectionWindowUpdatesIn(frames),
+              ::testing::Contains(1u << 20));
+  EXPECT_FALSE(call.closed);
+  session.Close(Status(StatusCode::kUnavailable, "test over"));
 }
 
 }  // namespace
