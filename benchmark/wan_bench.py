@@ -7,9 +7,10 @@ benchmain --target clients (on --client_cpus); for every row the stacks run
 back to back (h2rpc client to h2rpc server, gRPC C++ to gRPC C++), so each
 pair is measured under the same conditions. Prints a Markdown table with p50
 latency (unary) or throughput (streaming), and for unary rows the ideal: the
-relay's round trip plus the response's size over the relay's throughput
-(measured once per rate cap with a plain TCP transfer through a relay
-without delay), and for streaming rows with a cap the share of the cap.
+relay's round trip plus the time the same transfer takes through the relay
+without delay (the best stack's p50 at 0 ms, with the same cap: the relay's
+throughput for that size, measured), and for streaming rows with a cap the
+share of the cap.
 Writes every run's benchmain result to --out as JSON; --table_from prints
 the table of such a file again.
 
@@ -19,7 +20,6 @@ the table of such a file again.
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -45,7 +45,7 @@ ROWS = {
 
 
 # A client run that has not ended by then is killed and reported so.
-CLIENT_TIMEOUT_S = 180
+CLIENT_TIMEOUT_S = 60
 
 # name -> (benchmain stack, extra flags for its client and server)
 STACKS = {
@@ -79,51 +79,6 @@ def Stop(process):
         process.stdin.close()
     process.terminate()
     process.wait()
-
-
-# Reads one connection to its end and prints the bytes and the seconds from
-# its first byte to its last.
-SINK = """
-import socket, sys, time
-sink = socket.socket()
-sink.bind(("127.0.0.1", 0))
-sink.listen(1)
-print(sink.getsockname()[1], flush=True)
-connection, _ = sink.accept()
-received, first = 0, None
-while True:
-    chunk = connection.recv(1 << 20)
-    if not chunk:
-        break
-    if first is None:
-        first = time.monotonic()
-    received += len(chunk)
-print(received, time.monotonic() - first, flush=True)
-"""
-
-
-def RelayThroughput(bin_dir, rate):
-    """Bytes per second one TCP stream gets through a relay without delay."""
-    size = 256 << 20 if not rate else min(256 << 20, int(rate * 1e6 / 8 * 2))
-    sink = subprocess.Popen([sys.executable, "-c", SINK],
-                            stdout=subprocess.PIPE, text=True)
-    sink_port = int(sink.stdout.readline())
-    relay, port = StartAndReadPort(
-        [os.path.join(bin_dir, "benchmark/delay_relay"),
-         "--target_port=%d" % sink_port, "--rate_mbit=%g" % rate],
-        "delay_relay: listening on ")
-    try:
-        source = socket.create_connection(("127.0.0.1", port))
-        block = b"x" * (1 << 20)
-        for _ in range(size >> 20):
-            source.sendall(block)
-        source.shutdown(socket.SHUT_WR)
-        received, seconds = sink.stdout.readline().split()
-        source.close()
-    finally:
-        Stop(relay)
-        sink.wait()
-    return int(received) / float(seconds)
 
 
 def RunClient(bin_dir, stack, port, row_flags, args):
@@ -192,7 +147,6 @@ def PrintTable(result):
     print("| " + " | ".join(header) + " |")
     print("|" + " --- |" * len(header))
     for rate in Ordered("rate_mbit"):
-        throughput = result["relay_throughput_Bps"][str(rate)]
         for delay in Ordered("delay_ms"):
             for row in rows:
                 kind = ROWS[row][1]
@@ -200,14 +154,16 @@ def PrintTable(result):
                 cells = [row, "%d ms" % delay,
                          "%g Mbit/s" % rate if rate else "none"]
                 cells += [Format(values[s], kind) for s in stacks]
-                if both and None not in (values["h2rpc"], values["grpcpp"]):
+                if both:
                     # A time ratio for p50 (below 1: h2rpc faster), a speed
                     # ratio for MB/s and qps (above 1: h2rpc faster).
-                    cells.append("%.2f" % (values["h2rpc"] / values["grpcpp"]))
-                if kind == "p50":
-                    size = int(ROWS[row][0][-1].split("=")[1])
-                    cells.append(Format(2 * delay + size / throughput * 1e3,
-                                        kind))
+                    measured = None not in (values["h2rpc"], values["grpcpp"])
+                    cells.append("%.2f" % (values["h2rpc"] / values["grpcpp"])
+                                 if measured else "")
+                undelayed = [table.get((rate, 0, row, s)) for s in stacks]
+                undelayed = [t for t in undelayed if t is not None]
+                if kind == "p50" and undelayed:
+                    cells.append(Format(2 * delay + min(undelayed), kind))
                 elif kind == "MB/s" and rate:
                     cells.append(", ".join(
                         "%s %.0f%%" % (s, values[s] / (rate / 8) * 100)
@@ -252,14 +208,9 @@ def main():
              "--server_stack=" + benchmain_stack,
              "--server_cpus=" + args.server_cpus] + stack_flags,
             "listening on port ", stdin=subprocess.PIPE)
-    result = {"format": "h2rpc-wan/1", "argv": sys.argv,
-              "relay_throughput_Bps": {}, "runs": []}
+    result = {"format": "h2rpc-wan/1", "argv": sys.argv, "runs": []}
     try:
         for rate in rates:
-            throughput = RelayThroughput(bin_dir, rate)
-            result["relay_throughput_Bps"][str(rate)] = throughput
-            print("relay throughput at %g Mbit/s: %.0f MB/s" %
-                  (rate, throughput / 1e6), file=sys.stderr)
             for delay in delays:
                 relays = {}
                 for stack in stacks:
