@@ -101,8 +101,8 @@ struct ServerConfig {
   bool secure = false;
   std::string pem_private_key;
   std::string pem_cert_chain;
-  int interceptors = 0;  // h2rpc only
-  int busy_poll_us = 0;  // h2rpc only: ServerOptions::busy_poll_us
+  int interceptors = 0;   // h2rpc only
+  int busy_poll_us = 0;   // h2rpc only: ServerOptions::busy_poll_us
   bool bdp_probe = true;  // h2rpc only: ConnectionOptions::bdp_probe
 };
 

@@ -82,8 +82,8 @@ struct Pipe {
   int from;
   int to;
   DelayLine line;
-  FrameTracer tracer;  // with --trace_frames
-  const bool up;       // client to server
+  FrameTracer tracer;        // with --trace_frames
+  const bool up;             // client to server
   bool read_ended = false;   // `from` gave EOF; the end is in `line`
   bool write_ended = false;  // the end left: `to` is shut for writing
   bool write_blocked = false;
@@ -146,7 +146,8 @@ class Relay {
           const short write_events = pipe->write_blocked ? POLLOUT : 0;
           fds.push_back({pipe->from, read_events, 0});
           fds.push_back({pipe->to, write_events, 0});
-          if (!pipe->write_blocked) wake = std::min(wake, pipe->line.NextRelease());
+          if (!pipe->write_blocked)
+            wake = std::min(wake, pipe->line.NextRelease());
         }
       }
       timespec timeout{};
@@ -193,8 +194,8 @@ class Relay {
       }
       SetNonBlockingNoDelay(client);
       SetNonBlockingNoDelay(server);
-      connections_.push_back(std::make_unique<Connection>(
-          client, server, options_, ++accepted_));
+      connections_.push_back(
+          std::make_unique<Connection>(client, server, options_, ++accepted_));
     }
   }
 

@@ -18,8 +18,8 @@ uint32_t Read32(absl::string_view bytes, size_t at) {
 
 const char* TypeName(uint8_t type) {
   static const char* const kNames[] = {
-      "DATA",       "HEADERS", "PRIORITY", "RST_STREAM",   "SETTINGS",
-      "PUSH_PROMISE", "PING",  "GOAWAY",   "WINDOW_UPDATE", "CONTINUATION"};
+      "DATA",         "HEADERS", "PRIORITY", "RST_STREAM",    "SETTINGS",
+      "PUSH_PROMISE", "PING",    "GOAWAY",   "WINDOW_UPDATE", "CONTINUATION"};
   return type < 10 ? kNames[type] : "UNKNOWN";
 }
 
@@ -68,20 +68,19 @@ std::string FrameTracer::Describe() const {
   const uint8_t flags = static_cast<uint8_t>(header_[4]);
   const uint32_t stream = Read32(header_, 5) & 0x7fffffffu;
   const uint32_t length = Read32(header_, 0) >> 8;
-  std::string line = absl::StrCat(TypeName(type), " stream=", stream,
-                                  " len=", length, " flags=0x",
-                                  absl::Hex(flags));
+  std::string line =
+      absl::StrCat(TypeName(type), " stream=", stream, " len=", length,
+                   " flags=0x", absl::Hex(flags));
   const absl::string_view payload = payload_;
   if (type == 8 && payload.size() >= 4) {
     absl::StrAppend(&line, " increment=", Read32(payload, 0) & 0x7fffffffu);
   } else if ((type == 3 || type == 7) && payload.size() >= 4) {
-    absl::StrAppend(&line, " error=",
-                    Read32(payload, type == 7 ? 4 : 0));
+    absl::StrAppend(&line, " error=", Read32(payload, type == 7 ? 4 : 0));
   } else if (type == 4) {
     for (size_t i = 0; i + 6 <= payload.size(); i += 6) {
-      const uint16_t id = static_cast<uint16_t>(
-          static_cast<uint8_t>(payload[i]) << 8 |
-          static_cast<uint8_t>(payload[i + 1]));
+      const uint16_t id =
+          static_cast<uint16_t>(static_cast<uint8_t>(payload[i]) << 8 |
+                                static_cast<uint8_t>(payload[i + 1]));
       absl::StrAppend(&line, " ", id, "=", Read32(payload, i + 2));
     }
   } else if (type == 6 && payload.size() >= 8) {

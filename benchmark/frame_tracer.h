@@ -32,8 +32,8 @@ class FrameTracer {
   std::string Describe() const;
 
   size_t preface_left_;
-  std::string header_;      // the current frame's header, up to 9 bytes
-  std::string payload_;     // a described frame's payload, while gathered
+  std::string header_;   // the current frame's header, up to 9 bytes
+  std::string payload_;  // a described frame's payload, while gathered
   size_t payload_left_ = 0;
   bool gather_payload_ = false;
 };

@@ -15,15 +15,12 @@ using ::testing::IsEmpty;
 std::string Frame(uint8_t type, uint8_t flags, uint32_t stream,
                   const std::string& payload) {
   const uint32_t length = payload.size();
-  std::string frame = {static_cast<char>(length >> 16),
-                       static_cast<char>(length >> 8),
-                       static_cast<char>(length),
-                       static_cast<char>(type),
-                       static_cast<char>(flags),
-                       static_cast<char>(stream >> 24),
-                       static_cast<char>(stream >> 16),
-                       static_cast<char>(stream >> 8),
-                       static_cast<char>(stream)};
+  std::string frame = {
+      static_cast<char>(length >> 16), static_cast<char>(length >> 8),
+      static_cast<char>(length),       static_cast<char>(type),
+      static_cast<char>(flags),        static_cast<char>(stream >> 24),
+      static_cast<char>(stream >> 16), static_cast<char>(stream >> 8),
+      static_cast<char>(stream)};
   return frame + payload;
 }
 
@@ -61,9 +58,9 @@ TEST(FrameTracerTest, ServerToClientHasNoPrefaceAndWaitsForWholeHeaders) {
   EXPECT_THAT(tracer.Feed(data.substr(0, 5)), IsEmpty());
   EXPECT_THAT(tracer.Feed(data.substr(5, 100)),
               ElementsAre("DATA stream=1 len=16384 flags=0x0"));
-  EXPECT_THAT(tracer.Feed(data.substr(105) + Frame(7, 0, 0, Be32(3) +
-                                                               Be32(11))),
-              ElementsAre("GOAWAY stream=0 len=8 flags=0x0 error=11"));
+  EXPECT_THAT(
+      tracer.Feed(data.substr(105) + Frame(7, 0, 0, Be32(3) + Be32(11))),
+      ElementsAre("GOAWAY stream=0 len=8 flags=0x0 error=11"));
 }
 
 }  // namespace

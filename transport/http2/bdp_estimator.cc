@@ -28,12 +28,11 @@ bool BdpEstimator::OnPingAck(io::MonotonicTime now) {
       std::max(absl::ToDoubleSeconds(now - ping_sent_), 1e-6);
   const double sample = static_cast<double>(sample_bytes);
   const double rate = sample / seconds;
-  if (sample > estimate_ * 2 / 3 && rate > rate_ &&
-      window_ < max_window_) {
+  if (sample > estimate_ * 2 / 3 && rate > rate_ && window_ < max_window_) {
     estimate_ = std::max(sample, estimate_ * 2);
     rate_ = rate;
-    window_ = static_cast<uint32_t>(
-        std::min<double>(estimate_ * 2, max_window_));
+    window_ =
+        static_cast<uint32_t>(std::min<double>(estimate_ * 2, max_window_));
     backoff_ = absl::ZeroDuration();
     next_ping_ = now;
     return true;

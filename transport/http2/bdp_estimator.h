@@ -20,11 +20,12 @@ namespace h2rpc::transport::http2 {
 // sender with data then always holds a round trip's worth of credit.
 //
 // Bounds: window() stays within [initial_window, max_window]; one PING at a
-// time, only after a full frame's worth of DATA, and after a sample that does not grow the estimate the next waits
-// 100 ms, doubling up to 10 s while nothing grows; only the ACK of the
-// connection's own PING is a sample (the caller tells them apart). After
-// kIdleReset without DATA the estimate returns to the initial window's
-// (ResetIfIdle, which the connection asks when a stream opens).
+// time, only after a full frame's worth of DATA, and after a sample that does
+// not grow the estimate the next waits 100 ms, doubling up to 10 s while
+// nothing grows; only the ACK of the connection's own PING is a sample (the
+// caller tells them apart). After kIdleReset without DATA the estimate returns
+// to the initial window's (ResetIfIdle, which the connection asks before it
+// counts new DATA).
 //
 // Pure bookkeeping on times the caller passes (tests drive it with a fake
 // clock); no allocation. Not thread-safe: the connection's thread.

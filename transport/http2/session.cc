@@ -99,12 +99,14 @@ Session::~Session() {
 
 void Session::InitSession(bool server) {
   server_ = server;
-  // A server's windows stay within connection_window, which its memory
-  // bounds already count (ConnectionOptions::memory_quota_share).
+  // A server's stream windows stay within a quarter of connection_window:
+  // its memory bounds count connection_window, which does not grow, and a
+  // stream waiting for a memory grant alone never passes the waiting limit
+  // (ConnectionOptions::memory_quota_share).
   uint32_t max_window = 0;
   if (options_.bdp_probe) {
     max_window = server ? std::min(options_.max_receive_window,
-                                   options_.connection_window)
+                                   options_.connection_window / 4)
                         : options_.max_receive_window;
   }
   bdp_ = BdpEstimator(options_.initial_stream_window, max_window);
@@ -321,8 +323,7 @@ void Session::OnKeepaliveTimeout() {
 int Session::OnPing(const nghttp2_frame* frame) {
   if ((frame->hd.flags & NGHTTP2_FLAG_ACK) != 0) {
     keepalive_.OnPingAck(scheduler_->Now());
-    if (std::memcmp(frame->ping.opaque_data, kBdpPing, sizeof(kBdpPing)) ==
-            0 &&
+    if (std::memcmp(frame->ping.opaque_data, kBdpPing, sizeof(kBdpPing)) == 0 &&
         bdp_.OnPingAck(scheduler_->Now())) {
       ApplyReceiveWindow();
     }
@@ -563,9 +564,9 @@ void Session::NoteDataForBdp(size_t bytes) {
 }
 
 void Session::SendBdpPing(io::MonotonicTime now) {
-  if (closed() || !Submitted(nghttp2_submit_ping(session_, NGHTTP2_FLAG_NONE,
-                                                 kBdpPing),
-                             "nghttp2_submit_ping")) {
+  if (closed() ||
+      !Submitted(nghttp2_submit_ping(session_, NGHTTP2_FLAG_NONE, kBdpPing),
+                 "nghttp2_submit_ping")) {
     return;
   }
   bdp_.OnPingSent(now);
@@ -582,9 +583,9 @@ void Session::ApplyReceiveWindow() {
   // sends before any DATA that needs it. The connection window (servers:
   // never above connection_window) changes at once: up with a
   // WINDOW_UPDATE, down by withholding the next updates.
-  if (!Submitted(nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE,
-                                         &setting, 1),
-                 "nghttp2_submit_settings") ||
+  if (!Submitted(
+          nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, &setting, 1),
+          "nghttp2_submit_settings") ||
       !Submitted(nghttp2_session_set_local_window_size(
                      session_, NGHTTP2_FLAG_NONE, 0,
                      std::max(options_.connection_window, window)),

@@ -82,8 +82,9 @@ struct ConnectionOptions {
   bool bdp_probe = true;
   // The largest stream window BDP probing grows to: by default twice
   // connection_window, so that a 16 MiB message can cross a long path in one
-  // round trip. Servers grow no window past connection_window, so a
-  // server's memory bounds (see memory_quota_share) do not change with it.
+  // round trip. Servers grow no stream window past a quarter of
+  // connection_window (4 MiB by default) and never grow connection_window,
+  // so a server's memory bounds (see memory_quota_share) do not change.
   // At or below initial_stream_window: no probing. Bytes.
   uint32_t max_receive_window = 32 << 20;
   // SETTINGS_MAX_FRAME_SIZE we advertise. Bytes.

@@ -367,38 +367,50 @@ TEST_F(KeepaliveTest, AnAckKeepsTheConnection) {
   EXPECT_FALSE(dispatcher_.calls[0]->cancelled);
 }
 
-TEST(ClientKeepaliveTest, NoAnswerFailsTheCallsWithUnavailable) {
+// A client session on a fake clock whose server's SETTINGS (and the ACK of
+// its own) have arrived, with one call started.
+struct ClientWithOneCall {
+  explicit ClientWithOneCall(const ConnectionOptions& options)
+      : session(&scheduler, "test-server", options, &listener), wire(&session) {
+    wire.Start();
+    wire.Feed(
+        absl::StrCat(EncodeFrame(NGHTTP2_SETTINGS, 0, 0, ""),
+                     EncodeFrame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0, "")));
+    call.stream.description.method_path = call.path;
+    call.stream.description.authority = "test-server";
+    call.stream.outgoing().buffer() = Framed("request");
+    call.stream.outgoing().set_end_of_data();
+    session.StartCall(&call.stream);
+  }
+
   io::FakeScheduler scheduler;
+  testing::RecordingClientListener listener;
+  testing::RecordingCall call;
+  ClientSession session;
+  testing::MemoryWire wire;
+};
+
+TEST(ClientKeepaliveTest, NoAnswerFailsTheCallsWithUnavailable) {
   ConnectionOptions options;
   options.keepalive.time = absl::Seconds(10);
   options.keepalive.timeout = absl::Seconds(3);
   options.keepalive.permit_without_calls = true;
-  testing::RecordingClientListener listener;
-  testing::RecordingCall call;
-  ClientSession session(&scheduler, "test-server", options, &listener);
-  testing::MemoryWire wire(&session);
-  wire.Start();
-  wire.Feed(
-      absl::StrCat(EncodeFrame(NGHTTP2_SETTINGS, 0, 0, ""),
-                   EncodeFrame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0, "")));
-  call.stream.description.method_path = call.path;
-  call.stream.description.authority = "test-server";
-  call.stream.outgoing().buffer() = Framed("ping");
-  call.stream.outgoing().set_end_of_data();
-  session.StartCall(&call.stream);
-  std::string output = wire.TakeOutput();
-  scheduler.AdvanceBy(absl::Seconds(10));
-  output += wire.TakeOutput();
+  ClientWithOneCall client(options);
+  std::string output = client.wire.TakeOutput();
+  client.scheduler.AdvanceBy(absl::Seconds(10));
+  output += client.wire.TakeOutput();
   ASSERT_GE(output.size(), kClientPreface.size());
   EXPECT_EQ(PingsIn(ParseFrames(output.substr(kClientPreface.size()))).size(),
             1u);
-  scheduler.AdvanceBy(absl::Seconds(3));
-  EXPECT_TRUE(wire.closed());
-  EXPECT_TRUE(listener.closed);
-  ASSERT_TRUE(call.closed);
-  EXPECT_EQ(call.status.code(), StatusCode::kUnavailable);
-  EXPECT_THAT(call.status.message(), HasSubstr("keepalive watchdog timeout"));
-  EXPECT_THAT(call.status.message(), HasSubstr("keepalive_timeout (3s)"));
+  client.scheduler.AdvanceBy(absl::Seconds(3));
+  EXPECT_TRUE(client.wire.closed());
+  EXPECT_TRUE(client.listener.closed);
+  ASSERT_TRUE(client.call.closed);
+  EXPECT_EQ(client.call.status.code(), StatusCode::kUnavailable);
+  EXPECT_THAT(client.call.status.message(),
+              HasSubstr("keepalive watchdog timeout"));
+  EXPECT_THAT(client.call.status.message(),
+              HasSubstr("keepalive_timeout (3s)"));
 }
 
 // PING enforcement.
@@ -618,7 +630,6 @@ TEST_F(SessionTest, TheGoAwayPingBoundIsTwentySecondsAtMost) {
   EXPECT_EQ(GoAways().size(), 2u);
 }
 
-
 // Receive windows sized by BDP probing (ConnectionOptions::bdp_probe).
 
 constexpr absl::string_view kBdpPing = "bdpprobe";
@@ -729,20 +740,20 @@ TEST_F(BdpTest, AWindowLimitedSampleRaisesTheStreamWindowWithSettings) {
   EXPECT_EQ(ConnectionWindowUpdatesIn(frames_).size(), updates);
 }
 
-TEST_F(BdpTest, ServerWindowsNeverPassTheConnectionWindow) {
-  options_.connection_window = 3 << 20;
+TEST_F(BdpTest, ServerWindowsNeverPassAQuarterOfTheConnectionWindow) {
+  options_.connection_window = 12 << 20;
   OpenCall();
   RoundTrip(4 * kInitial, absl::Milliseconds(20));
   Feed(EncodeFrame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0, ""));
-  // 4 MiB per round trip asks for 8 MiB; the server stops at its
-  // connection window, which does not grow, and pings no more.
+  // 4 MiB per round trip asks for 8 MiB; the server stops at a quarter of
+  // its connection window, which does not grow, and pings no more.
   Advance(absl::Seconds(1));
   SendData(8 * kInitial);
   EXPECT_THAT(InitialWindowSettingsIn(frames_),
               ::testing::ElementsAre(kInitial, 3u << 20));
   EXPECT_EQ(BdpPings(), 1u);
   for (uint32_t increment : ConnectionWindowUpdatesIn(frames_)) {
-    EXPECT_LE(increment, 3u << 20);
+    EXPECT_LE(increment, 12u << 20);
   }
   for (const GoAway& goaway : GoAways()) {
     ADD_FAILURE() << goaway.error_code << " " << goaway.debug_data;
@@ -796,31 +807,18 @@ TEST_F(BdpTest, OffMeansFixedWindowsAndNoPing) {
 }
 
 TEST(ClientBdpTest, AClientGrowsItsStreamAndConnectionWindows) {
-  io::FakeScheduler scheduler;
   ConnectionOptions options;
   options.connection_window = 1 << 20;
-  testing::RecordingClientListener listener;
-  testing::RecordingCall call;
-  ClientSession session(&scheduler, "test-server", options, &listener);
-  testing::MemoryWire wire(&session);
-  wire.Start();
-  wire.Feed(
-      absl::StrCat(EncodeFrame(NGHTTP2_SETTINGS, 0, 0, ""),
-                   EncodeFrame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0, "")));
-  call.stream.description.method_path = call.path;
-  call.stream.description.authority = "test-server";
-  call.stream.outgoing().buffer() = Framed("request");
-  call.stream.outgoing().set_end_of_data();
-  session.StartCall(&call.stream);
-  std::string output = wire.TakeOutput();
-  wire.Feed(EncodeFrame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, 1,
-                        EncodeLiteralHeaderBlock(
-                            {{":status", "200"},
-                             {"content-type", "application/grpc"}})));
+  ClientWithOneCall client(options);
+  std::string output = client.wire.TakeOutput();
+  client.wire.Feed(EncodeFrame(
+      NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, 1,
+      EncodeLiteralHeaderBlock(
+          {{":status", "200"}, {"content-type", "application/grpc"}})));
   auto feed = [&](size_t bytes) {
     for (size_t sent = 0; sent < bytes; sent += 16384) {
-      wire.Feed(MessagesOf(1, 16384));
-      output += wire.TakeOutput();
+      client.wire.Feed(MessagesOf(1, 16384));
+      output += client.wire.TakeOutput();
     }
   };
   auto bdp_pings = [&] {
@@ -830,21 +828,20 @@ TEST(ClientBdpTest, AClientGrowsItsStreamAndConnectionWindows) {
   };
   for (int i = 0; bdp_pings() == 0 && i < 512; ++i) feed(16384);
   ASSERT_EQ(bdp_pings(), 1);
-  scheduler.AdvanceBy(absl::Milliseconds(10));
+  client.scheduler.AdvanceBy(absl::Milliseconds(10));
   feed(1 << 20);
-  scheduler.AdvanceBy(absl::Milliseconds(10));
-  wire.Feed(PingAck(kBdpPing));
-  output += wire.TakeOutput();
+  client.scheduler.AdvanceBy(absl::Milliseconds(10));
+  client.wire.Feed(PingAck(kBdpPing));
+  output += client.wire.TakeOutput();
   const std::vector<RawFrame> frames =
       ParseFrames(output.substr(kClientPreface.size()));
   // 1 MiB in one round trip: stream windows of 2 MiB, and the connection
   // window (1 MiB) raised to match with one WINDOW_UPDATE of 1 MiB.
   EXPECT_THAT(InitialWindowSettingsIn(frames),
               ::testing::ElementsAre(1u << 20, 2u << 20));
-  EXPECT_THAT(ConnectionWindowUpdatesIn(frames),
-              ::testing::Contains(1u << 20));
-  EXPECT_FALSE(call.closed);
-  session.Close(Status(StatusCode::kUnavailable, "test over"));
+  EXPECT_THAT(ConnectionWindowUpdatesIn(frames), ::testing::Contains(1u << 20));
+  EXPECT_FALSE(client.call.closed);
+  client.session.Close(Status(StatusCode::kUnavailable, "test over"));
 }
 
 }  // namespace
