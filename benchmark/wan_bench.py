@@ -44,9 +44,6 @@ ROWS = {
 }
 
 
-# A client run that has not ended by then is killed and reported so.
-CLIENT_TIMEOUT_S = 60
-
 # name -> (benchmain stack, extra flags for its client and server)
 STACKS = {
     "h2rpc": ("h2rpc", []),
@@ -95,7 +92,7 @@ def RunClient(bin_dir, stack, port, row_flags, args):
                  "--req_size_bytes=1024"] + row_flags +
                 ["--result_file=" + result.name],
                 check=True, stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL, timeout=CLIENT_TIMEOUT_S)
+                stderr=subprocess.DEVNULL, timeout=args.client_timeout_s)
         except subprocess.TimeoutExpired:
             return None
         return json.load(open(result.name))["runs"][0]
@@ -186,6 +183,9 @@ def main():
     parser.add_argument("--warmup", default="1s")
     parser.add_argument("--server_cpus", default="0")
     parser.add_argument("--client_cpus", default="1")
+    parser.add_argument("--client_timeout_s", type=float, default=60,
+                        help="A client run that has not ended by then (warm-up "
+                        "and benchtime included) is killed and reported so.")
     parser.add_argument("--out", default="",
                         help="Writes every run's result here (JSON).")
     parser.add_argument("--table_from", default="",
