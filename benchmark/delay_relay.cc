@@ -13,7 +13,6 @@
 //
 //   delay_relay --target_port=5000 --delay=25ms [--rate_mbit=100]
 
-#include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -35,6 +34,7 @@
 #include "absl/time/time.h"
 #include "benchmark/delay_line.h"
 #include "benchmark/frame_tracer.h"
+#include "test/util/loopback_socket.h"
 
 ABSL_FLAG(int, port, 0, "Port to listen on, on 127.0.0.1 (0: any).");
 ABSL_FLAG(int, target_port, 0, "Port of the server on 127.0.0.1.");
@@ -56,14 +56,6 @@ constexpr size_t kReadSize = 256 << 10;
 [[noreturn]] void Die(const char* what) {
   std::fprintf(stderr, "delay_relay: %s: %s\n", what, std::strerror(errno));
   std::exit(1);
-}
-
-sockaddr_in Loopback(int port) {
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  return address;
 }
 
 void SetNonBlockingNoDelay(int fd) {
@@ -119,19 +111,12 @@ class Relay {
   }
 
   int Listen(int port) {
-    listener_ = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-    const int one = 1;
-    setsockopt(listener_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    sockaddr_in address = Loopback(port);
-    if (listener_ < 0 ||
-        bind(listener_, reinterpret_cast<sockaddr*>(&address),
-             sizeof(address)) != 0 ||
-        listen(listener_, 128) != 0) {
+    listener_ = testing::ListenOnLoopback(port);
+    if (listener_ < 0 || fcntl(listener_, F_SETFL,
+                               fcntl(listener_, F_GETFL) | O_NONBLOCK) != 0) {
       Die("listen");
     }
-    socklen_t length = sizeof(address);
-    getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length);
-    return ntohs(address.sin_port);
+    return testing::LocalPort(listener_);
   }
 
   [[noreturn]] void Run() {
@@ -182,13 +167,10 @@ class Relay {
     for (;;) {
       const int client = accept4(listener_, nullptr, nullptr, SOCK_NONBLOCK);
       if (client < 0) return;
-      const int server = socket(AF_INET, SOCK_STREAM, 0);
-      sockaddr_in address = Loopback(target_port_);
-      if (server < 0 || connect(server, reinterpret_cast<sockaddr*>(&address),
-                                sizeof(address)) != 0) {
+      const int server = testing::ConnectToLoopback(target_port_);
+      if (server < 0) {
         std::fprintf(stderr, "delay_relay: connect to port %d: %s\n",
                      target_port_, std::strerror(errno));
-        if (server >= 0) close(server);
         close(client);
         continue;
       }
