@@ -2,6 +2,7 @@
 // Empty messages keep protobuf's own allocations out of the figure, so what is
 // left is the transport's: h2rpc's goal is (close to) none. Every test runs
 // over plaintext and over TLS, with the same expectations.
+#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -115,26 +116,41 @@ class UnaryAllocationTest : public ::testing::TestWithParam<bool> {
     return CountPerCall(call, warmup, calls);
   }
 
-  // Allocations per `call()` on each side, after `warmup` calls.
+  // Allocations per `call()` on each side, after `warmup` calls: the fewest
+  // of kWindows windows of `calls` calls, per side. What every call costs
+  // shows in every window; a one-off does not: a connection-level frame
+  // (the BDP estimator's PING, or the ACK of the peer's) that happens to be
+  // queued with a call's frames grows nghttp2's block pool by one block
+  // (Nghttp2MemoryPool), once, at a moment the timing decides.
   template <class Call>
   PerRpc CountPerCall(Call call, int warmup, int calls) {
+    constexpr int kWindows = 3;
     for (int i = 0; i < warmup; ++i) call();
-    const auto client0 = AllocationsByRole(ThreadRole::kClient);
-    const auto other0 = AllocationsByRole(ThreadRole::kOther);
-    const auto server0 = AllocationsByRole(ThreadRole::kServer);
-    const int64_t openssl0 = testing::OpenSslAllocationsInProcess();
-    for (int i = 0; i < calls; ++i) call();
-    openssl_per_rpc_ =
-        static_cast<double>(testing::OpenSslAllocationsInProcess() - openssl0) /
-        calls;
-    const auto client1 = AllocationsByRole(ThreadRole::kClient);
-    const auto other1 = AllocationsByRole(ThreadRole::kOther);
-    const auto server1 = AllocationsByRole(ThreadRole::kServer);
-    return {
-        static_cast<double>(client1.allocations - client0.allocations +
-                            other1.allocations - other0.allocations) /
-            calls,
-        static_cast<double>(server1.allocations - server0.allocations) / calls};
+    PerRpc fewest{1e9, 1e9};
+    openssl_per_rpc_ = 1e9;
+    for (int window = 0; window < kWindows; ++window) {
+      const auto client0 = AllocationsByRole(ThreadRole::kClient);
+      const auto other0 = AllocationsByRole(ThreadRole::kOther);
+      const auto server0 = AllocationsByRole(ThreadRole::kServer);
+      const int64_t openssl0 = testing::OpenSslAllocationsInProcess();
+      for (int i = 0; i < calls; ++i) call();
+      const int64_t openssl1 = testing::OpenSslAllocationsInProcess();
+      const auto client1 = AllocationsByRole(ThreadRole::kClient);
+      const auto other1 = AllocationsByRole(ThreadRole::kOther);
+      const auto server1 = AllocationsByRole(ThreadRole::kServer);
+      fewest.client = std::min(
+          fewest.client,
+          static_cast<double>(client1.allocations - client0.allocations +
+                              other1.allocations - other0.allocations) /
+              calls);
+      fewest.server = std::min(
+          fewest.server,
+          static_cast<double>(server1.allocations - server0.allocations) /
+              calls);
+      openssl_per_rpc_ = std::min(
+          openssl_per_rpc_, static_cast<double>(openssl1 - openssl0) / calls);
+    }
+    return fewest;
   }
 
   int port_ = 0;
