@@ -9,7 +9,10 @@
 //       --client_stack=h2rpc,grpcpp --server_stack=h2rpc,grpcpp
 //       --benchtime=10s --result_file=/tmp/new.json
 //
-// List-valued flags run every combination. By default both sides run in one
+// List-valued flags run every combination; the client→server pairings of
+// one configuration run one after the other (--pairings=matched: h2rpc to
+// h2rpc and gRPC C++ to gRPC C++ only; the README's main job,
+// benchmark/main_job.sh, runs those). By default both sides run in one
 // process (server threads on --server_cpus, client threads on
 // --client_cpus), and allocations and CPU time are attributed by thread. Two
 // gRPC C++ sides would share gRPC's internal threads, so that pairing runs
@@ -79,6 +82,11 @@ ABSL_FLAG(std::string, server_stack, "h2rpc",
           "h2rpc (callback handlers on the event loops), h2rpc_sync "
           "(synchronous handlers on worker threads, a thread per call or "
           "stream in progress: at most 256) and/or grpcpp.");
+ABSL_FLAG(std::string, pairings, "all",
+          "all: every --client_stack with every --server_stack; matched: "
+          "each client with the servers of its own library only (h2rpc with "
+          "h2rpc and h2rpc_sync, grpcpp with grpcpp). The pairings of one "
+          "configuration run one after the other.");
 ABSL_FLAG(absl::Duration, benchtime, absl::Seconds(10),
           "Measured time per run.");
 ABSL_FLAG(absl::Duration, warmup, absl::Seconds(1),
@@ -163,6 +171,11 @@ bool IntList(const std::string& name, const std::string& value,
 
 bool IsServerStack(const std::string& name) {
   return name == "h2rpc" || name == "h2rpc_sync" || name == "grpcpp";
+}
+
+// The client stack of the library a server stack belongs to.
+std::string ServerLibrary(const std::string& server_stack) {
+  return server_stack == "grpcpp" ? "grpcpp" : "h2rpc";
 }
 
 // --busy_poll_us within what h2rpc's options accept, or false after
@@ -568,6 +581,28 @@ int Main(int argc, char** argv) {
     }
   }
 
+  const std::string pairing_rule = absl::GetFlag(FLAGS_pairings);
+  if (pairing_rule != "all" && pairing_rule != "matched") {
+    std::fprintf(stderr, "bad --pairings '%s'\n", pairing_rule.c_str());
+    return 2;
+  }
+  // (client stack, server stack), in flag order: server, then client.
+  std::vector<std::pair<std::string, std::string>> pairings;
+  for (const std::string& server_stack : server_stacks) {
+    for (const std::string& client_stack : client_stacks) {
+      if (pairing_rule == "all" || server_stack == "remote" ||
+          ServerLibrary(server_stack) == client_stack) {
+        pairings.emplace_back(client_stack, server_stack);
+      }
+    }
+  }
+  if (pairings.empty()) {
+    std::fprintf(stderr,
+                 "--pairings=matched: no client of a server's "
+                 "library among the stacks\n");
+    return 2;
+  }
+
   std::printf("%s\n", TableHeader().c_str());
   std::vector<RunResult> results;
   bool failed = false;
@@ -585,58 +620,56 @@ int Main(int argc, char** argv) {
                      compression_name.c_str());
         return 2;
       }
-      for (const std::string& server_stack : server_stacks) {
-        for (const std::string& client_stack : client_stacks) {
-          for (int concurrency : concurrencies) {
-            for (int req_size : req_sizes) {
-              for (int resp_size : resp_sizes) {
-                for (int conns : connections) {
-                  // One connection per op whatever --connections says: the
-                  // first entry only.
-                  if (workload == Workload::kHandshake &&
-                      conns != connections.front()) {
-                    continue;
-                  }
-                  RunFeatures f;
-                  f.workload = workload_name;
-                  f.client_stack = client_stack;
-                  f.server_stack = server_stack;
-                  f.max_concurrent_calls = concurrency;
-                  f.req_size_bytes = req_size;
-                  f.resp_size_bytes = resp_size;
-                  f.compression = compression_name;
-                  f.connections =
-                      workload == Workload::kHandshake ? 1 : std::max(1, conns);
-                  f.secure = secure;
-                  f.benchtime = absl::GetFlag(FLAGS_benchtime);
-                  f.servers = plan.servers;
-                  f.lb_policy = plan.lb_policy;
-                  f.interceptors = absl::GetFlag(FLAGS_interceptors);
-                  f.busy_poll_us = absl::GetFlag(FLAGS_busy_poll_us);
-                  f.two_processes =
-                      plan.target.empty() &&
-                      (plan.process == "two" || plan.servers > 1 ||
-                       (plan.process == "auto" && client_stack == "grpcpp" &&
-                        server_stack == "grpcpp"));
-                  RunResult result;
-                  if (!RunOne(f, workload, compression, plan, &result)) {
-                    return 1;
-                  }
-                  std::printf("%s\n", TableRow(result).c_str());
-                  const std::string backends_line = BackendsLine(result);
-                  if (!backends_line.empty()) {
-                    std::printf("%s\n", backends_line.c_str());
-                  }
-                  std::fflush(stdout);
-                  if (result.stats.errors > 0) {
-                    std::fprintf(stderr, "%s: %lld errors, first: %s\n",
-                                 f.Title().c_str(),
-                                 static_cast<long long>(result.stats.errors),
-                                 result.stats.first_error.c_str());
-                  }
-                  failed |= result.stats.errors > 0 || result.total_ops() == 0;
-                  results.push_back(std::move(result));
+      for (int concurrency : concurrencies) {
+        for (int req_size : req_sizes) {
+          for (int resp_size : resp_sizes) {
+            for (int conns : connections) {
+              for (const auto& [client_stack, server_stack] : pairings) {
+                // One connection per op whatever --connections says: the
+                // first entry only.
+                if (workload == Workload::kHandshake &&
+                    conns != connections.front()) {
+                  continue;
                 }
+                RunFeatures f;
+                f.workload = workload_name;
+                f.client_stack = client_stack;
+                f.server_stack = server_stack;
+                f.max_concurrent_calls = concurrency;
+                f.req_size_bytes = req_size;
+                f.resp_size_bytes = resp_size;
+                f.compression = compression_name;
+                f.connections =
+                    workload == Workload::kHandshake ? 1 : std::max(1, conns);
+                f.secure = secure;
+                f.benchtime = absl::GetFlag(FLAGS_benchtime);
+                f.servers = plan.servers;
+                f.lb_policy = plan.lb_policy;
+                f.interceptors = absl::GetFlag(FLAGS_interceptors);
+                f.busy_poll_us = absl::GetFlag(FLAGS_busy_poll_us);
+                f.two_processes =
+                    plan.target.empty() &&
+                    (plan.process == "two" || plan.servers > 1 ||
+                     (plan.process == "auto" && client_stack == "grpcpp" &&
+                      server_stack == "grpcpp"));
+                RunResult result;
+                if (!RunOne(f, workload, compression, plan, &result)) {
+                  return 1;
+                }
+                std::printf("%s\n", TableRow(result).c_str());
+                const std::string backends_line = BackendsLine(result);
+                if (!backends_line.empty()) {
+                  std::printf("%s\n", backends_line.c_str());
+                }
+                std::fflush(stdout);
+                if (result.stats.errors > 0) {
+                  std::fprintf(stderr, "%s: %lld errors, first: %s\n",
+                               f.Title().c_str(),
+                               static_cast<long long>(result.stats.errors),
+                               result.stats.first_error.c_str());
+                }
+                failed |= result.stats.errors > 0 || result.total_ops() == 0;
+                results.push_back(std::move(result));
               }
             }
           }
