@@ -58,6 +58,16 @@ constexpr int kStreams = 100;
 // The default max_receive_message_size: the largest message a stream may
 // declare.
 constexpr uint32_t kDeclared = 4 << 20;
+// What the default options make of the streams. The connection's quota
+// share (memory_quota_share, 32 MiB) also carries the connection's nghttp2
+// memory, so it grants 7 of the 4 MiB messages, not 8: those streams send
+// every byte and wait for their last. Every other stream waits for a grant
+// with its credit withheld, and the waiting streams together may hold at
+// most a quarter of connection_window (16 MiB): each holds a full stream
+// window (1 MiB, grown by BDP probing up to that quarter), so as many as
+// fit in the quarter stay open, stalled, and the rest are refused.
+constexpr int kGranted = 7;
+constexpr size_t kWaitingLimit = (16 << 20) / 4;
 // The server may grow by at most this much under the attack (it held 420 MB
 // before the quota). With the default options it holds at most its quota
 // share (32 MiB of granted messages) plus the bytes sent without credit
@@ -164,8 +174,11 @@ TEST_F(PartialMessageMemoryTest, HundredStreamsOfAlmostFourMiBStallTheSender) {
   ASSERT_FALSE(attacker->closed()) << attacker->error();
 
   const int64_t growth = ProcessMemoryBytes() - rss_before;
-  int stalled = 0;  // open, with bytes it could not send
-  int refused = 0;  // failed by the server for lack of memory
+  int granted = 0;            // open, every byte sent
+  int stalled = 0;            // open, with bytes it could not send
+  int refused = 0;            // failed by the server for lack of memory
+  int other = 0;              // ended otherwise
+  size_t stalled_window = 0;  // what each stalled stream sent
   for (int32_t id : ids) {
     const RawResponse response = attacker->Response(id);
     if (response.stream_closed || response.end_stream_received) {
@@ -174,20 +187,39 @@ TEST_F(PartialMessageMemoryTest, HundredStreamsOfAlmostFourMiBStallTheSender) {
         EXPECT_THAT(response.Trailer("grpc-message").value_or(""),
                     HasSubstr("memory"))
             << response.DebugString();
+      } else {
+        ++other;
+        ADD_FAILURE() << "stream " << id << ": " << response.DebugString();
       }
       continue;
     }
-    if (response.request_bytes_sent < full) ++stalled;
+    if (response.request_bytes_sent == full) {
+      ++granted;
+      continue;
+    }
+    ++stalled;
+    if (stalled_window == 0) stalled_window = response.request_bytes_sent;
+    EXPECT_EQ(response.request_bytes_sent, stalled_window)
+        << "stream " << id << ": stalled streams hold unequal windows";
   }
   std::printf(
-      "attacker sent %zu of %zu bytes; %d streams stalled, %d refused; "
-      "server RSS grew by %lld bytes (limit %lld)\n",
-      total_sent(), full * kStreams, stalled, refused,
+      "attacker sent %zu of %zu bytes; %d streams granted, %d stalled with "
+      "%zu bytes each, %d refused; server RSS grew by %lld bytes (limit "
+      "%lld)\n",
+      total_sent(), full * kStreams, granted, stalled, stalled_window, refused,
       static_cast<long long>(growth), static_cast<long long>(kMaxGrowth));
   RecordProperty("rss_growth_bytes", std::to_string(growth));
   EXPECT_LT(total_sent(), full * kStreams)
       << "the server credited every byte of the partial messages";
-  EXPECT_GT(stalled, 0) << "no stream is held back by flow control";
+  EXPECT_EQ(granted, kGranted);
+  ASSERT_GT(stalled, 0) << "no stream is held back by flow control";
+  // Each stalled stream exhausted its window; one more would have passed
+  // the waiting limit.
+  EXPECT_GE(stalled_window, size_t{1} << 20);
+  EXPECT_LE(stalled_window, kWaitingLimit);
+  EXPECT_EQ(stalled, static_cast<int>(kWaitingLimit / stalled_window));
+  EXPECT_EQ(refused, kStreams - kGranted - stalled);
+  EXPECT_EQ(other, 0);
   EXPECT_LT(growth, kMaxGrowth);
 
   // The stalled connection is alive, and other clients are served meanwhile.
