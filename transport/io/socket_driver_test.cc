@@ -85,8 +85,9 @@ class EchoSession final : public ByteSession {
 
 // A driver on one end of a socketpair, with `session`; `input` is written
 // by the peer before the driver starts. `peer_send_buffer` (bytes; 0: the
-// default) sizes the peer's send buffer, which bounds the bytes in flight,
-// with SO_SNDBUFFORCE (see CanForceSendBuffer).
+// default) asks for the peer's send buffer, which bounds the bytes in
+// flight, with SO_SNDBUF: the kernel caps it at net.core.wmem_max and
+// doubles it (see peer_send_buffer()).
 class DriverOnSocketPair {
  public:
   DriverOnSocketPair(EventLoop* loop, ByteSession* session,
@@ -96,7 +97,7 @@ class DriverOnSocketPair {
     EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fds), 0);
     peer_ = fds[1];
     if (peer_send_buffer > 0) {
-      EXPECT_EQ(setsockopt(peer_, SOL_SOCKET, SO_SNDBUFFORCE, &peer_send_buffer,
+      EXPECT_EQ(setsockopt(peer_, SOL_SOCKET, SO_SNDBUF, &peer_send_buffer,
                            sizeof(peer_send_buffer)),
                 0);
     }
@@ -121,6 +122,13 @@ class DriverOnSocketPair {
     close(peer_);
   }
   int peer() const { return peer_; }
+  // The peer's send buffer as the kernel sized it (bytes).
+  int peer_send_buffer() const {
+    int size = 0;
+    socklen_t length = sizeof(size);
+    EXPECT_EQ(getsockopt(peer_, SOL_SOCKET, SO_SNDBUF, &size, &length), 0);
+    return size;
+  }
 
  private:
   EventLoop* const loop_;
@@ -370,36 +378,16 @@ TEST(SocketDriverPiecesTest, AReadAfterWhichTheLoopMustYieldReadsNoMore) {
   loop.Stop();
 }
 
-// Whether this process may size a socket's send buffer past the system's
-// maximum (SO_SNDBUFFORCE needs CAP_NET_ADMIN).
-bool CanForceSendBuffer() {
-  int fds[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM, 0, fds) != 0) return false;
-  const int size = 4 << 20;
-  const bool forced =
-      setsockopt(fds[0], SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof(size)) == 0;
-  close(fds[0]);
-  close(fds[1]);
-  return forced;
-}
-
-// Records what it is fed; expects large input or not as told. When first
-// fed, posts a task that records how much was fed by the time it runs: at
-// the end of the readiness event's iteration. Loop thread, except the
-// getters after `all_fed_`.
+// Records what it is fed; expects large input or not as told. Loop thread,
+// except the getters after `all_fed_`.
 class LargeInputSession final : public ByteSession {
  public:
-  LargeInputSession(EventLoop* loop, bool expects_large_input,
-                    size_t expected_bytes)
-      : loop_(loop),
-        expects_large_input_(expects_large_input),
+  LargeInputSession(bool expects_large_input, size_t expected_bytes)
+      : expects_large_input_(expects_large_input),
         expected_bytes_(expected_bytes) {}
 
   void Start(Wire* wire) override { wire_ = wire; }
   void Feed(absl::string_view bytes) override {
-    if (fed_.empty()) {
-      loop_->Post([this] { fed_in_first_event_ = fed_.size(); });
-    }
     fed_.append(bytes.data(), bytes.size());
     largest_feed_ = std::max(largest_feed_, bytes.size());
     if (fed_.size() == expected_bytes_) all_fed_.Notify();
@@ -413,16 +401,13 @@ class LargeInputSession final : public ByteSession {
   Notification all_fed_;
   const std::string& fed() const { return fed_; }
   size_t largest_feed() const { return largest_feed_; }
-  size_t fed_in_first_event() const { return fed_in_first_event_; }
 
  private:
-  EventLoop* const loop_;
   const bool expects_large_input_;
   const size_t expected_bytes_;
   Wire* wire_ = nullptr;
   std::string fed_;
   size_t largest_feed_ = 0;
-  size_t fed_in_first_event_ = 0;
 };
 
 TEST(SocketDriverLargeInputTest, LargeInputIsReadInLargerChunks) {
@@ -430,7 +415,7 @@ TEST(SocketDriverLargeInputTest, LargeInputIsReadInLargerChunks) {
   ASSERT_TRUE(loop.Start("driver-test").ok());
   const std::string input = Pattern(160 << 10);
   for (bool large : {false, true}) {
-    LargeInputSession session(&loop, large, input.size());
+    LargeInputSession session(large, input.size());
     {
       DriverOnSocketPair pair(&loop, &session, input);
       ASSERT_TRUE(
@@ -448,26 +433,105 @@ TEST(SocketDriverLargeInputTest, LargeInputIsReadInLargerChunks) {
   loop.Stop();
 }
 
-TEST(SocketDriverLargeInputTest, AReadinessEventReadsAtMost512KiB) {
-  if (!CanForceSendBuffer()) {
-    GTEST_SKIP() << "needs SO_SNDBUFFORCE to hold more than 512 KiB in a "
-                    "socket";
+// Keeps the socket as full as it was while the first readiness event
+// reads: each Feed() until that event's iteration ends writes as many bytes
+// into the peer's end as it was fed, so every read of the event fills its
+// buffer and only the driver's per-event caps end the event. Counts the
+// reads and bytes of that event. Loop thread, except set_peer() (before
+// any input) and the getters (after `first_event_done_`).
+class RefillingSession final : public ByteSession {
+ public:
+  RefillingSession(EventLoop* loop, bool expects_large_input)
+      : loop_(loop), expects_large_input_(expects_large_input) {}
+
+  void set_peer(int fd) { peer_.store(fd); }
+
+  void Start(Wire* wire) override { wire_ = wire; }
+  void Feed(absl::string_view bytes) override {
+    if (!refilling_) return;
+    if (reads_in_first_event_ == 0) {
+      loop_->Post([this] {
+        refilling_ = false;
+        first_event_done_.Notify();
+      });
+    }
+    ++reads_in_first_event_;
+    bytes_in_first_event_ += bytes.size();
+    EXPECT_EQ(write(peer_.load(), bytes.data(), bytes.size()),
+              static_cast<ssize_t>(bytes.size()));
   }
+  void OnPeerClosed() override {}
+  void OnWireError(const Status& why) override { wire_->CloseWire(false); }
+  absl::string_view PendingOutput() override { return {}; }
+  void ConsumeOutput(size_t n) override {}
+  bool ExpectsLargeInput() const override { return expects_large_input_; }
+
+  Notification first_event_done_;
+  int reads_in_first_event() const { return reads_in_first_event_; }
+  size_t bytes_in_first_event() const { return bytes_in_first_event_; }
+
+ private:
+  EventLoop* const loop_;
+  const bool expects_large_input_;
+  std::atomic<int> peer_{-1};
+  Wire* wire_ = nullptr;
+  bool refilling_ = true;
+  int reads_in_first_event_ = 0;
+  size_t bytes_in_first_event_ = 0;
+};
+
+// One readiness event on a socket that never runs dry, in reads of
+// `read_size` (a full buffer each): the driver's caps alone end it.
+struct FirstEvent {
+  int reads;
+  size_t bytes;
+};
+FirstEvent FirstEventOnASocketThatStaysFull(bool large_reads,
+                                            size_t read_size) {
   EventLoop loop;
-  ASSERT_TRUE(loop.Start("driver-test").ok());
-  // All readable at once, in large reads: the first event stops at the
-  // byte budget, the rest comes in later events.
-  const std::string input = Pattern(2 << 20);
-  LargeInputSession session(&loop, true, input.size());
+  EXPECT_TRUE(loop.Start("driver-test").ok());
+  RefillingSession session(&loop, large_reads);
   {
-    DriverOnSocketPair pair(&loop, &session, input, 8 << 20);
-    ASSERT_TRUE(
-        session.all_fed_.WaitForNotificationWithTimeout(absl::Seconds(30)));
+    // A read's worth and more, within what SO_SNDBUF gives without
+    // privileges (net.core.wmem_max is 208 KiB by default: 416 KiB).
+    const size_t held = read_size + (64 << 10);
+    DriverOnSocketPair pair(&loop, &session, "", 4 << 20);
+    EXPECT_GE(static_cast<size_t>(pair.peer_send_buffer()), held + (64 << 10))
+        << "net.core.wmem_max is too small for this test";
+    session.set_peer(pair.peer());
+    // The loop waits while the peer's end fills, so its first readiness
+    // event finds all of it.
+    Notification loop_held;
+    Notification filled;
+    loop.Post([&] {
+      loop_held.Notify();
+      filled.WaitForNotification();
+    });
+    loop_held.WaitForNotification();
+    const std::string input = Pattern(held);
+    EXPECT_EQ(write(pair.peer(), input.data(), input.size()),
+              static_cast<ssize_t>(input.size()));
+    filled.Notify();
+    EXPECT_TRUE(session.first_event_done_.WaitForNotificationWithTimeout(
+        absl::Seconds(30)));
   }
-  EXPECT_TRUE(session.fed() == input);
-  EXPECT_GT(session.fed_in_first_event(), 256u << 10);
-  EXPECT_LE(session.fed_in_first_event(), 512u << 10);
   loop.Stop();
+  return {session.reads_in_first_event(), session.bytes_in_first_event()};
+}
+
+TEST(SocketDriverLargeInputTest, AReadinessEventTakesAtMost16Reads) {
+  // 32 KiB reads: the 16th read reaches both caps.
+  const FirstEvent event = FirstEventOnASocketThatStaysFull(false, 32 << 10);
+  EXPECT_EQ(event.reads, 16);
+  EXPECT_EQ(event.bytes, 512u << 10);
+}
+
+TEST(SocketDriverLargeInputTest, AReadinessEventReadsAtMost512KiB) {
+  // Large reads of the loop's shared buffer: the second reaches 512 KiB.
+  const FirstEvent event =
+      FirstEventOnASocketThatStaysFull(true, EventLoop::kLargeReadBufferSize);
+  EXPECT_EQ(event.reads, 2);
+  EXPECT_EQ(event.bytes, 512u << 10);
 }
 
 }  // namespace
