@@ -1,11 +1,13 @@
 // Connection-level behaviour every session shares (Session), driven frame
 // by frame through a server session: the handshake deadline, fatal errors
 // with their GOAWAY and linger, floods, max_connection_idle, a failed
-// submit, keepalive PINGs and their timeout, PING enforcement, connection
-// age and the graceful double-GOAWAY sequence.
+// submit, output in pieces, the output queue's bound on adopted bodies
+// (from write_buffer_limit), keepalive PINGs and their timeout, PING
+// enforcement, connection age and the graceful double-GOAWAY sequence.
 #include "transport/http2/session.h"
 
 #include <nghttp2/nghttp2.h>
+#include <sys/uio.h>
 
 #include <algorithm>
 #include <memory>
@@ -19,6 +21,7 @@
 #include "transport/http2/bdp_estimator.h"
 #include "transport/http2/client_session.h"
 #include "transport/http2/server_session.h"
+#include "transport/http2/stream_base.h"
 #include "transport/http2/testing/server_session_fixture.h"
 #include "transport/http2/testing/session_harness.h"
 #include "transport/io/fake_scheduler.h"
@@ -34,6 +37,7 @@ using ::h2rpc::testing::kClientPreface;
 using ::h2rpc::testing::ParseFrames;
 using ::h2rpc::testing::RawFrame;
 using ::h2rpc::testing::RawHeaders;
+using testing::EchoDispatcher;
 using testing::Framed;
 using ::testing::HasSubstr;
 
@@ -279,6 +283,67 @@ TEST_F(SessionTest, OutputIsTakenInPiecesAndWaitsForThePeersWindows) {
   const std::string all = echoed();
   EXPECT_EQ(all.size(), message.size());
   EXPECT_TRUE(all == message);
+}
+
+// A response of 32 KiB (lent to the output queue: a finished body in a
+// buffer of `capacity` bytes) and its trailers, produced in one round; the
+// call ends, so the stream clears its body while the queue still holds its
+// bytes. Whether the queue adopted the buffer (the bytes stay where they
+// are) or copied them (past its bound, from write_buffer_limit).
+class AdoptionTest : public SessionTest {
+ protected:
+  bool QueueAdoptsABodyOf(size_t capacity) {
+    Handshake();
+    HoldCall(1);
+    EXPECT_EQ(dispatcher_.calls.size(), 1u);
+    if (dispatcher_.calls.size() != 1) return false;
+    EchoDispatcher::Call& call = *dispatcher_.calls[0];
+    OutgoingData& outgoing = call.stream()->outgoing();
+    const std::string message = Framed(std::string(32 << 10, 'r'));
+    outgoing.buffer().reserve(capacity);
+    outgoing.buffer().assign(message);
+    EXPECT_GE(outgoing.buffer().capacity(), capacity);
+    const char* const body = outgoing.buffer().data();
+    const size_t size = outgoing.buffer().size();
+    EXPECT_TRUE(outgoing.ChargeAppended().ok());
+    call.stream()->ResumeSend();
+    call.Finish(Status());
+    iovec pieces[64];
+    const size_t count = session_->PendingOutputPieces(pieces, 64);
+    EXPECT_TRUE(call.released);
+    EXPECT_TRUE(outgoing.buffer().empty());
+    bool in_body = false;
+    for (size_t i = 0; i < count; ++i) {
+      const char* const at = static_cast<const char*>(pieces[i].iov_base);
+      if (at >= body && at < body + size) in_body = true;
+    }
+    // Whatever the queue did, the peer gets the message.
+    Take();
+    std::string data;
+    for (const RawFrame& frame : frames_) {
+      if (frame.type == NGHTTP2_DATA && frame.stream_id == 1) {
+        data += frame.payload;
+      }
+    }
+    EXPECT_TRUE(data == message);
+    return in_body;
+  }
+};
+
+TEST_F(AdoptionTest, TheDefaultWriteBufferLimitAdopts2MiBBodies) {
+  // 16 x 256 KiB: 4 MiB of adopted buffers.
+  EXPECT_TRUE(QueueAdoptsABodyOf(2 << 20));
+}
+
+TEST_F(AdoptionTest, ASmallerWriteBufferLimitCopiesFromThem) {
+  // 16 x 64 KiB: 1 MiB.
+  options_.write_buffer_limit = 64 << 10;
+  EXPECT_FALSE(QueueAdoptsABodyOf(2 << 20));
+}
+
+TEST_F(AdoptionTest, ASmallerWriteBufferLimitAdoptsWhatFitsItsBound) {
+  options_.write_buffer_limit = 64 << 10;
+  EXPECT_TRUE(QueueAdoptsABodyOf(512 << 10));
 }
 
 // Keepalive (server side; the rules are the same for clients).
