@@ -135,6 +135,10 @@ ABSL_FLAG(std::string, server_address, "",
           "For --server_only: where to listen instead of 0.0.0.0:--port, e.g. "
           "unix:/tmp/bench.sock or unix-abstract:bench (any stack).");
 ABSL_FLAG(std::string, result_file, "", "Writes the results as JSON.");
+ABSL_FLAG(std::string, source_commit, "",
+          "Recorded in the result file as versions.commit: the commit the "
+          "binary was built from (benchmark/results/record.sh passes git's "
+          "HEAD).");
 ABSL_FLAG(bool, secure, false,
           "TLS (ALPN h2) on every connection, with gRPC's interop test "
           "credentials (see --tls_credentials_dir); clients verify the "
@@ -683,7 +687,7 @@ int Main(int argc, char** argv) {
   const std::string result_file = absl::GetFlag(FLAGS_result_file);
   if (!result_file.empty()) {
     std::ofstream out(result_file);
-    out << ResultFileJson(command, results);
+    out << ResultFileJson(command, absl::GetFlag(FLAGS_source_commit), results);
     if (!out) {
       std::fprintf(stderr, "cannot write %s\n", result_file.c_str());
       return 1;

@@ -3,17 +3,35 @@
 #include <nghttp2/nghttp2.h>
 
 #include <algorithm>
+#include <fstream>
 #include <thread>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "google/protobuf/stubs/common.h"
 #include "grpcpp/grpcpp.h"
+#include "rpc/version.h"
 
 namespace h2rpc::benchmark {
 namespace {
+
+// The first "model name" of /proc/cpuinfo, or "" where there is none.
+std::string CpuModel() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (absl::StartsWith(line, "model name")) {
+      const size_t colon = line.find(':');
+      if (colon == std::string::npos) break;
+      return std::string(absl::StripAsciiWhitespace(line.substr(colon + 1)));
+    }
+  }
+  return "";
+}
 
 double PerOp(double value, int64_t ops) {
   return ops > 0 ? value / static_cast<double>(ops) : 0.0;
@@ -180,17 +198,23 @@ std::string BackendsLine(const RunResult& r) {
 }
 
 std::string ResultFileJson(const std::string& command,
+                           const std::string& source_commit,
                            const std::vector<RunResult>& results) {
   std::vector<std::string> runs;
   for (const RunResult& r : results) runs.push_back(RunJson(r));
+  const std::string commit =
+      source_commit.empty()
+          ? ""
+          : absl::StrCat(", \"commit\": ", JsonString(source_commit));
   return absl::StrCat(
       "{\n  \"format\": \"h2rpc-benchmain/1\",\n", "  \"started\": ",
       JsonString(absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::Now(),
                                   absl::UTCTimeZone())),
       ",\n  \"command\": ", JsonString(command), ",\n",
-      absl::StrFormat("  \"versions\": {\"h2rpc\": \"0.1\", \"nghttp2\": %s, "
+      absl::StrFormat("  \"versions\": {\"h2rpc\": %s%s, \"nghttp2\": %s, "
                       "\"protobuf\": %s, \"grpcpp\": %s, \"compiler\": %s, "
                       "\"build\": %s},\n",
+                      JsonString(kH2rpcVersion), commit,
                       JsonString(nghttp2_version(0)->version_str),
                       JsonString(google::protobuf::internal::VersionString(
                           GOOGLE_PROTOBUF_VERSION)),
@@ -201,8 +225,9 @@ std::string ResultFileJson(const std::string& command,
                       JsonString("dbg")
 #endif
                           ),
-      absl::StrFormat("  \"machine\": {\"cpus\": %d},\n",
-                      std::thread::hardware_concurrency()),
+      absl::StrFormat("  \"machine\": {\"cpus\": %d, \"cpu_model\": %s},\n",
+                      std::thread::hardware_concurrency(),
+                      JsonString(CpuModel())),
       "  \"runs\": [\n", absl::StrJoin(runs, ",\n"), "\n  ]\n}\n");
 }
 

@@ -69,8 +69,10 @@ std::string TableRow(const RunResult& result);
 // otherwise.
 std::string BackendsLine(const RunResult& result);
 
-// The whole result file (docs/benchmark_results.md).
+// The whole result file (docs/benchmark_results.md). `source_commit`, when
+// not empty, is recorded as versions.commit.
 std::string ResultFileJson(const std::string& command,
+                           const std::string& source_commit,
                            const std::vector<RunResult>& results);
 
 }  // namespace h2rpc::benchmark

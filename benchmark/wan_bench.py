@@ -26,6 +26,9 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
+# The "format" of what --out writes.
+FORMAT = "h2rpc-wan/1"
+
 # name -> (benchmain flags, what the table shows)
 ROWS = {
     "unary_64KiB": (["--workloads=unary", "--max_concurrent_calls=1",
@@ -208,7 +211,7 @@ def main():
              "--server_stack=" + benchmain_stack,
              "--server_cpus=" + args.server_cpus] + stack_flags,
             "listening on port ", stdin=subprocess.PIPE)
-    result = {"format": "h2rpc-wan/1", "argv": sys.argv, "runs": []}
+    result = {"format": FORMAT, "argv": sys.argv, "runs": []}
     try:
         for rate in rates:
             for delay in delays:
