@@ -459,7 +459,9 @@ TEST(EventLoopTest, NowIsCachedForTheIteration) {
   MonotonicTime first, second, next_iteration;
   RunOnLoop(loop, [&] {
     first = loop.Now();
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    // The clock moves on while the task runs.
+    while (MonotonicTime::Now() < first + absl::Milliseconds(2)) {
+    }
     second = loop.Now();
   });
   RunOnLoop(loop, [&] { next_iteration = loop.Now(); });
@@ -747,21 +749,41 @@ TEST(EventLoopTest, StopFromInsideATaskEndsTheLoopAfterQueuedWork) {
               ElementsAre("stopper", "end of iteration", "posted after stop"));
 }
 
+// Notifies `latch` when destroyed.
+class RaisesOnDestruction {
+ public:
+  explicit RaisesOnDestruction(Latch* latch) : latch_(latch) {}
+  ~RaisesOnDestruction() { latch_->Notify(); }
+
+ private:
+  Latch* const latch_;
+};
+
 TEST(EventLoopTest, DestructorStopsJoinsAndRunsQueuedTasks) {
   std::atomic<int> runs{0};
   std::thread::id ran_on;
+  Latch first_running;
+  Latch destroying;
+  bool destroyed_while_running = false;
   {
     EventLoop loop;
     ASSERT_TRUE(loop.Start("destructor").ok());
+    // Runs until the loop's destruction has begun.
     loop.Post([&] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      first_running.Notify();
+      destroyed_while_running = destroying.Wait();
       runs.fetch_add(1);
     });
+    ASSERT_TRUE(first_running.Wait());
+    // Queued behind the running task when the destructor starts.
     loop.Post([&] {
       ran_on = std::this_thread::get_id();
       runs.fetch_add(1);
     });
+    // Destroyed first, right before `loop`.
+    RaisesOnDestruction about_to_destroy_loop(&destroying);
   }
+  EXPECT_TRUE(destroyed_while_running);
   EXPECT_EQ(runs.load(), 2);
   EXPECT_NE(ran_on, std::this_thread::get_id());
 }
