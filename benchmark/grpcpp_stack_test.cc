@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "benchmark/bench_stack.h"
 #include "benchmark/brief_run.h"
 #include "gtest/gtest.h"
+#include "test/util/wait_for.h"
 
 namespace h2rpc::benchmark {
 namespace {
@@ -136,7 +136,8 @@ TEST(GrpcppStackTest, DestroyWithoutStop) {
     std::unique_ptr<BenchClient> client =
         NewGrpcppClient(BriefConfig(server->port(), workload), &stats);
     client->Start();
-    absl::SleepFor(absl::Milliseconds(50));
+    // Destroyed running: operations complete, and more are in flight.
+    ASSERT_TRUE(h2rpc::testing::WaitFor([&] { return Ops(&stats) > 0; }));
     client.reset();
     EXPECT_EQ(stats.Take().errors, 0);
   }
