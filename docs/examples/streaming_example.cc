@@ -1,7 +1,7 @@
-// README's streaming example: a bidirectional stream (TestService's
-// FullDuplexCall, generated from proto/grpc/testing/test.proto), synchronous
-// on the server (blocking reads and writes on a worker thread) and blocking
-// on the client. Built and run by `tools/bazel test //docs/examples:all`.
+// A bidirectional stream (TestService's FullDuplexCall, generated from
+// proto/grpc/testing/test.proto), synchronous on the server (blocking reads
+// and writes on a worker thread) and blocking on the client. Built and run
+// by `tools/bazel test //docs/examples:all`.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -15,7 +15,6 @@ using grpc::testing::StreamingOutputCallRequest;
 using grpc::testing::StreamingOutputCallResponse;
 using grpc::testing::TestService;
 
-// --- README example starts here ---
 class EchoService final : public TestService::Service {
  public:
   h2rpc::Status FullDuplexCall(
@@ -33,7 +32,6 @@ class EchoService final : public TestService::Service {
     return h2rpc::Status();
   }
 };
-// --- README example ends here ---
 
 int main() {
   EchoService service;
@@ -47,7 +45,6 @@ int main() {
   std::shared_ptr<h2rpc::Channel> channel =
       h2rpc::CreateChannel("127.0.0.1:" + std::to_string(port));
   TestService::Stub stub(channel);
-  // --- README example starts here ---
   h2rpc::ClientContext context;
   context.set_timeout(absl::Seconds(5));
   auto stream = stub.FullDuplexCall(&context);  // a ClientReaderWriter
@@ -60,7 +57,6 @@ int main() {
   }
   stream->WritesDone();  // half-close: the server's Read returns false
   status = stream->Finish();
-  // --- README example ends here ---
 
   if (!status.ok() || response.payload().body() != "pong") {
     std::fprintf(stderr, "unexpected: %s, '%s'\n", status.ToString().c_str(),

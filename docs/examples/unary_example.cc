@@ -1,6 +1,8 @@
 // README's example: an h2rpc server and a client calling it, through the
 // code generated from proto/grpc/testing/test.proto (TestService; see
 // docs/codegen.md). Built and run by `tools/bazel test //docs/examples:all`.
+// README.md shows the code between the markers: the two parts, unindented,
+// with a blank line between them (test/docs/docs_check_test.py checks it).
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -25,8 +27,10 @@ class EchoService final : public TestService::Service {
     return h2rpc::Status();  // OK
   }
 };
+// --- README example ends here ---
 
 int main() {
+  // --- README example starts here ---
   EchoService service;  // must outlive the server
   int port = 0;
   h2rpc::Status status;
@@ -44,8 +48,8 @@ int main() {
   request.mutable_payload()->set_body("hello");
   SimpleResponse response;
   status = stub.UnaryCall(&context, request, &response);
+  // --- README example ends here ---
   std::printf("%s: %s\n", status.ToString().c_str(),
               response.payload().body().c_str());  // OK: hello
-  // --- README example ends here ---
   return status.ok() && response.payload().body() == "hello" ? 0 : 1;
 }

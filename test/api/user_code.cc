@@ -1,7 +1,7 @@
-// What an application writes (README's example, every kind of call, a
-// server and a client, blocking and reactor forms), for public_headers_test:
-// it must compile with the public headers alone. Never built or run as a
-// program.
+// What an application writes (a server and a client, every kind of call,
+// blocking and reactor forms, options, metadata, compression and a generic
+// call), for public_headers_test: it must compile with the public headers
+// alone. Never built or run as a program.
 #include <memory>
 #include <string>
 
