@@ -1,8 +1,8 @@
 // ServerContext::IsCancelled() and TryCancel() from threads other than the
-// handler's. IsCancelled() used to read the call's transport stream, which
-// the loop nulls when the call ends: a thread watching a context while the
-// handler finished raced that write (ThreadSanitizer) and could dereference
-// null. It now reads an atomic flag.
+// handler's. IsCancelled() reads an atomic flag, not the call's transport
+// stream, which the loop nulls when the call ends: a thread watching a
+// context while the handler finishes neither races that write
+// (ThreadSanitizer) nor dereferences null.
 #include "rpc/server_context.h"
 
 #include <atomic>

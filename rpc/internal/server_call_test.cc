@@ -242,9 +242,9 @@ TEST_F(ServerCallTest, DoneMovedToAnotherThreadCompletesTheCall) {
   EXPECT_EQ(response.payload().body(), "ping");
 }
 
-// Hazard: UnaryDone was copyable and a second call completed the call
-// twice (a second Run on an ended call, the object pooled twice). Now the
-// second call is reported; in optimized builds it is ignored.
+// Hazard: a UnaryDone called twice would complete the call twice (a second
+// Run on an ended call, the object pooled twice). The second call is
+// reported; in optimized builds it is ignored.
 TEST_F(ServerCallTest, DoneCalledTwiceIsIgnoredWhenMisuseIsNotFatal) {
   SetMisuseIsFatalForTest(false);
   for (int i = 0; i < 3; ++i) {
@@ -275,8 +275,8 @@ TEST_F(ServerCallTest, DoneCalledTwiceAbortsNamingTheMethodInDebugBuilds) {
                "/h2rpc.test.Calls/DoneTwice was called twice");
 }
 
-// Hazard: a UnaryDone destroyed without being called left the call (and
-// Server::Shutdown) waiting for ever. Now the call fails with INTERNAL.
+// Hazard: a UnaryDone destroyed without being called would leave the call
+// (and Server::Shutdown) waiting for ever; the call fails with INTERNAL.
 TEST_F(ServerCallTest, DroppedDoneFailsTheCallWithInternal) {
   SetMisuseIsFatalForTest(false);
   const Status status = Call(kDropDone);

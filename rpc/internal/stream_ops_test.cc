@@ -1,9 +1,9 @@
 // The streaming operations engine (rpc/internal/stream_ops.h), on both sides,
-// against misuse: a second read or write while one is outstanding used to
-// count an operation whose duplicate task was dropped, so the call never
-// completed and the server's count of live calls leaked (Shutdown then hung).
-// Now it is reported naming the method, and fails the call with INTERNAL
-// (in optimized builds; a debug build aborts).
+// against misuse: a second read or write while one is outstanding is
+// reported naming the method, and fails the call with INTERNAL (in
+// optimized builds; a debug build aborts). Counted as an operation whose
+// task never runs, it would keep the call from completing and leak the
+// server's count of live calls (Shutdown would hang).
 #include "rpc/internal/stream_ops.h"
 
 #include <cstdio>

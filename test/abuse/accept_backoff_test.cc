@@ -1,9 +1,8 @@
-// Descriptor exhaustion (issue 13, item 3): a server whose RLIMIT_NOFILE is
-// 64 is sent 100 connections that stay open, so accept() fails with EMFILE
-// while connections are still pending on its level-triggered listener. The
-// server must back off instead of spinning on accept() (logging the episode
-// once), keep its CPU use low while the connections are held, and serve
-// again once they have closed.
+// Descriptor exhaustion: a server whose RLIMIT_NOFILE is 64 is sent 100
+// connections that stay open, so accept() fails with EMFILE while connections
+// are still pending on its level-triggered listener. The server must back off
+// instead of spinning on accept() (logging the episode once), keep its CPU use
+// low while the connections are held, and serve again once they have closed.
 #include <netinet/in.h>
 #include <sys/socket.h>
 

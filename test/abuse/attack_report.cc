@@ -1,8 +1,7 @@
-// Measures one hostile-peer attack (issues 13 and 31) against an interop server
-// running as a child process, and prints one result line: whether the
-// server survived, its peak memory and thread count, the CPU it used, and
-// what the attacker saw. docs/security.md tabulates these lines for h2rpc
-// and for gRPC C++.
+// Measures one hostile-peer attack against an interop server running as a child
+// process, and prints one result line: whether the server survived, its peak
+// memory and thread count, the CPU it used, and what the attacker saw.
+// docs/security.md tabulates these lines for h2rpc and for gRPC C++.
 //
 //   attack_report --server=h2rpc|grpcpp --attack=NAME [--server_binary=PATH]
 //   attack_report --attack=list

@@ -1,11 +1,11 @@
-// Idle streams pinning synchronous handler threads (issue 13, item 2): a
-// synchronous streaming handler holds a thread for the whole call, so with a
-// fixed pool, 64 idle full-duplex streams would leave every later call, unary
-// included, queued for ever. Asserted: the pool grows on demand and a unary
-// call is answered; past ServerOptions::max_sync_threads a call fails at
-// once with RESOURCE_EXHAUSTED instead of waiting; and one connection gets
-// at most ServerOptions::max_sync_threads_per_connection of the threads, so
-// another client's calls are still answered.
+// Idle streams pinning synchronous handler threads: a synchronous streaming
+// handler holds a thread for the whole call, so with a fixed pool, 64 idle
+// full-duplex streams would leave every later call, unary included, queued for
+// ever. Asserted: the pool grows on demand and a unary call is answered; past
+// ServerOptions::max_sync_threads a call fails at once with RESOURCE_EXHAUSTED
+// instead of waiting; and one connection gets at most
+// ServerOptions::max_sync_threads_per_connection of the threads, so another
+// client's calls are still answered.
 #include <atomic>
 #include <memory>
 #include <string>

@@ -1,6 +1,6 @@
-// ServerOptions::max_connections (issue 13, item 6): at the limit the server
-// stops accepting, so a further client is not served until a connection
-// closes, and then it is, on the connection it already opened.
+// ServerOptions::max_connections: at the limit the server stops accepting, so a
+// further client is not served until a connection closes, and then it is, on
+// the connection it already opened.
 #include <memory>
 #include <string>
 #include <vector>

@@ -1,9 +1,9 @@
-// A peer asking for a response larger than the server may or can send
-// (issue 13, item 1): a 10-byte UnaryCall with response_size = 2147483647
-// makes the handler build a 2 GiB response, which protobuf would abort the
-// process rather than serialize (it stops at INT_MAX bytes). Asserted: that
-// call alone fails with RESOURCE_EXHAUSTED and the server keeps serving; the
-// same for max_send_message_size on the server and on a Channel.
+// A peer asking for a response larger than the server may or can send: a
+// 10-byte UnaryCall with response_size = 2147483647 makes the handler build
+// a 2 GiB response, which protobuf would abort the process rather than
+// serialize (it stops at INT_MAX bytes). Asserted: that call alone fails with
+// RESOURCE_EXHAUSTED and the server keeps serving; the same for
+// max_send_message_size on the server and on a Channel.
 #include <atomic>
 #include <climits>
 #include <memory>

@@ -1,8 +1,8 @@
 // Partial messages pinning memory: one connection opens 100 streams, each
 // declaring a 4 MiB request message and sending all of it but its last
-// byte, and never ending. Bytes of a message being gathered used to be
-// credited back to the peer at once, so the server held all 420 MB. Now
-// they are credited only while the memory quota grants the message
+// byte, and never ending. A server that credited the bytes of a message
+// being gathered back to the peer at once would hold all 420 MB. h2rpc
+// credits them only while the memory quota grants the message
 // (ServerOptions::memory_quota, ConnectionOptions::memory_quota_share): the
 // peer stalls with its bytes unsent, the server's resident memory stays
 // bounded, and once the streams are reset the server serves as before.

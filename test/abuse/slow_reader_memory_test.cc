@@ -1,10 +1,10 @@
 // Slow readers pinning memory: 64 clients each ask for a 16 MiB unary
-// response and then never read. The responses used to wait whole in the
-// server's send buffers (1.24 GB, 0.8 GB of it still resident after the
-// clients left). Now bytes waiting to be sent count against the memory
-// quota (ServerOptions::memory_quota): responses beyond it fail their call
-// with RESOURCE_EXHAUSTED instead of being buffered, new calls are refused
-// while it is exhausted, and the memory is given back once the clients go.
+// response and then never read. A server that buffered the responses whole
+// would hold 1 GiB for them. h2rpc counts bytes waiting to be sent against
+// the memory quota (ServerOptions::memory_quota): responses beyond it fail
+// their call with RESOURCE_EXHAUSTED instead of being buffered, new calls
+// are refused while it is exhausted, and the memory is given back once the
+// clients go.
 //
 // The server runs in this process: its memory is this process's (see
 // ProcessMemoryBytes: VmRSS, after malloc_trim). The clients are plain

@@ -1,10 +1,10 @@
-// Call lifetimes under stress (issue 14): client threads start calls of all
-// four kinds (unary, client, server and bidi streaming; synchronous and
-// callback handlers), and end them every way there is: they finish, the
-// client cancels (ClientContext::TryCancel from another thread), the server
-// cancels (ServerContext::TryCancel from another thread, racing the
-// handler's work or its reactor's Finish), the deadline passes, or the
-// server shuts down with a deadline while they run.
+// Call lifetimes under stress: client threads start calls of all four kinds
+// (unary, client, server and bidi streaming; synchronous and callback
+// handlers), and end them every way there is: they finish, the client cancels
+// (ClientContext::TryCancel from another thread), the server cancels
+// (ServerContext::TryCancel from another thread, racing the handler's work or
+// its reactor's Finish), the deadline passes, or the server shuts down with a
+// deadline while they run.
 //
 // Checked: no sanitizer report (run it under --config=tsan and
 // --config=asan); every call ends with a status its story allows, and a call

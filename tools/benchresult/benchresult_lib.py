@@ -118,8 +118,7 @@ class Run:
         """Returns the requests each backend served, in target order.
 
         A list of numbers from the run's "backends", or None when the run
-        has none (a remote server, or a file from before benchmain's
-        --servers).
+        has none (a remote server, or a file without "backends").
         """
         backends = self.data.get("backends")
         if not backends:
@@ -391,11 +390,10 @@ def _run(index, run, path):
     for name in _OBJECT_FIELDS:
         if run.get(name) is not None and not isinstance(run[name], dict):
             raise InputError(f'{where}: "{name}" is not an object or null')
-    # Files from before benchmain's --secure ran plaintext only, and those
-    # from before --servers and --lb_policy ran one server with pick_first,
-    # and those from before --interceptors none, and those from before
-    # --busy_poll_us never polled:
-    # they pair with runs that say so.
+    # A feature a file lacks has the default of benchmain's flag: plaintext
+    # (--secure), one server (--servers) with pick_first (--lb_policy), no
+    # interceptors (--interceptors), no busy polling (--busy_poll_us). Such
+    # runs pair with runs that say so.
     features.setdefault("secure", False)
     features.setdefault("servers", 1)
     features.setdefault("lb_policy", "pick_first")

@@ -141,8 +141,8 @@ void SocketDriver::ReadAvailable() {
     // Sends what this chunk produced (responses, window updates) now rather
     // than at the end of the iteration, so the peer starts on them while
     // this side works through the next chunk. With one send per iteration,
-    // 120 calls in flight moved between the two sides as one batch, each
-    // side idle while the other worked (docs/performance.md).
+    // the calls in flight would move between the two sides as one batch,
+    // each side idle while the other works.
     if (flush_requested_) {
       loop_->CancelEndOfIteration(&flush_task_);
       Flush();
