@@ -37,8 +37,7 @@ directory, so a new doc is checked without a change here):
    the same document's shell code or earlier on the same line. Comments
    (`#` at a line's start or after a blank) and single-quoted strings are
    not read; a `$` after a backslash is not a use; positional parameters
-   (`$1`, `$@`) are not checked. Documents in
-   UNDEFINED_VARIABLES_NOT_CHECKED are skipped.
+   (`$1`, `$@`) are not checked.
 
 A path or label that is a pattern or a placeholder is skipped: one
 containing `*`, `?`, `<`, `>`, `{`, `}`, `$`, `...`, or a component
@@ -61,12 +60,6 @@ import re
 import sys
 import textwrap
 import unittest
-
-# Documents whose shell code the undefined-variable check skips.
-# docs/performance.md is being rewritten (its commands use $A, $B, $N,
-# $PORT, $METHOD, $stack and $SERVER_PID that it never assigns); remove it
-# from here once it defines them.
-UNDEFINED_VARIABLES_NOT_CHECKED = frozenset({"docs/performance.md"})
 
 # Whole words standing for a value the reader chooses.
 _PLACEHOLDER = re.compile(
@@ -305,8 +298,6 @@ class DocsCheckTest(unittest.TestCase):
 
     def test_shell_variables_are_defined(self):
         for doc in self.docs:
-            if doc in UNDEFINED_VARIABLES_NOT_CHECKED:
-                continue
             with self.subTest(doc=doc):
                 problems = undefined_variables(self._read(doc))
                 self.assertEqual(

@@ -230,24 +230,33 @@ class PairingGroup:
                      if (pairing.client, pairing.server) == (client, server)),
                     None)
 
-    def _ratio(self, path, numerator, denominator):
-        """Ratio of the median at `path` of two (client, server) pairings."""
-        top, bottom = self.find(*numerator), self.find(*denominator)
+    def h2rpc_pairing(self):
+        """h2rpc→h2rpc, else h2rpc→h2rpc_sync, else None."""
+        return self.find("h2rpc", "h2rpc") or self.find("h2rpc", "h2rpc_sync")
+
+    def _ratio(self, path, top, bottom):
+        """Ratio of the median at `path` of two Pairings (None if absent)."""
         if top is None or bottom is None:
             return None
         return ratio(top.median(path), bottom.median(path))
 
     def qps_ratio(self):
-        """Median QPS of h2rpc→h2rpc over grpcpp→grpcpp, or None."""
-        return self._ratio(("qps",), ("h2rpc", "h2rpc"), ("grpcpp", "grpcpp"))
+        """Median QPS of h2rpc's pairing over grpcpp→grpcpp, or None.
+
+        h2rpc's pairing is h2rpc→h2rpc, or h2rpc→h2rpc_sync in a group
+        without it (h2rpc_pairing).
+        """
+        return self._ratio(("qps",), self.h2rpc_pairing(),
+                           self.find("grpcpp", "grpcpp"))
 
     def p50_ratio(self):
-        """Median p50 of grpcpp→grpcpp over h2rpc→h2rpc, or None.
+        """Median p50 of grpcpp→grpcpp over h2rpc's pairing, or None.
 
         How many times lower h2rpc's median latency is.
         """
-        return self._ratio(("latency_ns", "p50"), ("grpcpp", "grpcpp"),
-                           ("h2rpc", "h2rpc"))
+        return self._ratio(("latency_ns", "p50"),
+                           self.find("grpcpp", "grpcpp"),
+                           self.h2rpc_pairing())
 
 
 @dataclasses.dataclass

@@ -923,6 +923,13 @@ class SyncServerStackTest(unittest.TestCase):
         self.assertEqual(text_report.format_ratio(groups[0].qps_ratio()),
                          "3.00x")
 
+    def test_ratio_without_the_callback_server_is_the_sync_one(self):
+        path = repetitions_file(self.tmp.name, "sync_only.json",
+                                SYNC_RUNS[:4], 5.0)
+        (group,) = lib.group_pairings([lib.load(path)])
+        self.assertEqual(text_report.format_ratio(group.qps_ratio()),
+                         "1.67x")
+
     def test_table(self):
         status, out, err = run_main(["--pairings", self.path])
         self.assertEqual((status, err), (0, ""))

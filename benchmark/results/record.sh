@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# Records the result files behind docs/performance.md and the README's
+# main-job table, from this checkout (tools/perfdoc renders them):
+#
+#   benchmark/results/record.sh [topic ...]
+#
+# Topics (default: all): main_job (one run of the README's main job),
+# microbenchmarks (one run of //benchmark:core_microbenchmarks),
+# unary, streaming, large, tls, sync, h2load (three repetitions each, written as
+# <topic>_1.json .. <topic>_3.json; the repetitions of the topics interleave,
+# so a slow minute of the machine does not fall on one topic only). Every
+# run puts the server on CPU 0 and the client on CPU 1 (benchmain's
+# default on a machine with 2 or more CPUs). The wide-area files
+# (wan_*.json) come from benchmark/wan_bench.py. h2load is the raw HTTP/2
+# reference: nghttp2's h2load against nghttpd serving a 1 KiB file to 1 KiB
+# POSTs on one connection, at 1 and 120 requests in flight, pinned like
+# benchmain (Debian's nghttp2-server and nghttp2-client, installed here when
+# missing). Takes about 15 minutes.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+out=benchmark/results
+topics=("$@")
+if ((${#topics[@]} == 0)); then
+  topics=(main_job microbenchmarks unary streaming large tls sync h2load)
+fi
+if [[ " ${topics[*]} " == *" h2load "* ]] &&
+   ! { command -v h2load && command -v nghttpd; } >/dev/null; then
+  sudo_cmd=()
+  if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq \
+    --no-install-recommends nghttp2-server nghttp2-client
+fi
+
+tools/bazel build -c opt //benchmark:benchmain //benchmark:core_microbenchmarks \
+  //tools/benchresult
+bin=$(tools/bazel info -c opt bazel-bin 2>/dev/null)
+benchmain=$bin/benchmark/benchmain
+commit=$(git rev-parse --short=12 HEAD)
+if [[ -n $(git status --porcelain -- rpc transport benchmark proto) ]]; then
+  commit+="-dirty"
+fi
+both=(--client_stack=h2rpc,grpcpp --server_stack=h2rpc,grpcpp)
+common=(--source_commit="$commit" --benchtime=5s)
+
+# One repetition of the raw HTTP/2 reference, as JSON (format
+# h2rpc-h2load/1): h2load's req/s at 1 and 120 requests in flight.
+run_h2load() {
+  local file=$1 dir port=18080 runs=() line
+  dir=$(mktemp -d)
+  head -c 1024 /dev/zero | tr '\0' x >"$dir/resp1k"
+  head -c 1024 /dev/zero | tr '\0' y >"$dir/req1k"
+  taskset -c 0 nghttpd --no-tls -d "$dir" "$port" &
+  local server=$!
+  for _ in $(seq 100); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+    sleep 0.1
+  done
+  for m in 1 120; do
+    local n=$((m == 1 ? 50000 : 1000000))
+    line=$(taskset -c 1 h2load -n "$n" -c 1 -m "$m" -t 1 -d "$dir/req1k" \
+      "http://127.0.0.1:$port/resp1k" | grep -E '^finished in')
+    runs+=("{\"requests_in_flight\": $m, \"req_per_s\": $(
+      sed -E 's/.*, ([0-9.]+) req\/s.*/\1/' <<<"$line")}")
+  done
+  kill "$server"
+  wait "$server" 2>/dev/null || true
+  rm -rf "$dir"
+  local IFS=,
+  printf '{"format": "h2rpc-h2load/1", "started": "%s", "commit": "%s", "command": "h2load -c 1 -m M -t 1 -d req1k http://127.0.0.1:%s/resp1k (nghttpd --no-tls, 1 KiB file)", "version": "%s", "runs": [%s]}\n' \
+    "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$commit" "$port" \
+    "$(h2load --version | head -1)" "${runs[*]}" >"$file"
+}
+
+# One repetition of a topic: its benchmain command.
+run_topic() {
+  local topic=$1 file=$2
+  case $topic in
+    unary)
+      "$benchmain" "${common[@]}" "${both[@]}" --workloads=unary \
+        --max_concurrent_calls=1,8,64,120 --result_file="$file" ;;
+    streaming)
+      "$benchmain" "${common[@]}" "${both[@]}" --pairings=matched \
+        --workloads=streaming --max_concurrent_calls=1,64 \
+        --result_file="$file" ;;
+    large)
+      "$benchmain" "${common[@]}" "${both[@]}" --pairings=matched \
+        --workloads=unary --req_size_bytes=1048576 \
+        --resp_size_bytes=1048576 --max_concurrent_calls=1,8 \
+        --result_file="$file" ;;
+    tls)
+      "$benchmain" "${common[@]}" "${both[@]}" --pairings=matched --secure \
+        --workloads=unary --max_concurrent_calls=1,64 \
+        --result_file="$file" ;;
+    sync)
+      "$benchmain" "${common[@]}" --client_stack=h2rpc,grpcpp \
+        --server_stack=h2rpc_sync,grpcpp --pairings=matched \
+        --workloads=unary --max_concurrent_calls=1,64 \
+        --result_file="$file" ;;
+    h2load) run_h2load "$file" ;;
+    *)
+      echo "unknown topic '$topic'" >&2
+      return 2 ;;
+  esac
+}
+
+for topic in "${topics[@]}"; do
+  if [[ $topic == microbenchmarks ]]; then
+    # Google Benchmark's JSON, one run.
+    "$bin/benchmark/core_microbenchmarks" --benchmark_min_time=0.2 \
+      --benchmark_out="$out/core_microbenchmarks.json" \
+      --benchmark_out_format=json >/dev/null
+  fi
+  if [[ $topic == main_job ]]; then
+    # The README's command, as README gives it.
+    tools/bazel run -c opt //benchmark:main_job -- \
+      --source_commit="$commit" --result_file="$out/main_job.json"
+  fi
+done
+for i in 1 2 3; do
+  for topic in "${topics[@]}"; do
+    [[ $topic == main_job || $topic == microbenchmarks ]] && continue
+    echo "== $topic, repetition $i"
+    run_topic "$topic" "$out/${topic}_$i.json"
+  done
+done
