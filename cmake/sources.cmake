@@ -239,6 +239,9 @@ set(H2RPC_ABSL_MODULES
 set(H2RPC_TEST_transport_core_base64_test_SOURCES
   test/util/allocation_counter.cc
   test/util/allocation_counter.h
+  test/util/allocation_record.h
+  test/util/glibc_heap_hooks.cc
+  test/util/sanitizer_heap_hooks.cc
   transport/core/base64_test.cc
 )
 set(H2RPC_TEST_transport_core_base64_test_PROTOS
@@ -247,8 +250,11 @@ set(H2RPC_TEST_transport_core_base64_test_PROTOS
 set(H2RPC_TEST_transport_core_call_setup_test_SOURCES
   test/util/allocation_counter.cc
   test/util/allocation_counter.h
+  test/util/allocation_record.h
+  test/util/glibc_heap_hooks.cc
   test/util/h2_header_exchange.cc
   test/util/h2_header_exchange.h
+  test/util/sanitizer_heap_hooks.cc
   transport/core/call_setup_test.cc
 )
 set(H2RPC_TEST_transport_core_call_setup_test_PROTOS
@@ -257,6 +263,9 @@ set(H2RPC_TEST_transport_core_call_setup_test_PROTOS
 set(H2RPC_TEST_transport_core_grpc_message_test_SOURCES
   test/util/allocation_counter.cc
   test/util/allocation_counter.h
+  test/util/allocation_record.h
+  test/util/glibc_heap_hooks.cc
+  test/util/sanitizer_heap_hooks.cc
   transport/core/grpc_message_test.cc
 )
 set(H2RPC_TEST_transport_core_grpc_message_test_PROTOS
@@ -265,6 +274,9 @@ set(H2RPC_TEST_transport_core_grpc_message_test_PROTOS
 set(H2RPC_TEST_transport_core_header_list_test_SOURCES
   test/util/allocation_counter.cc
   test/util/allocation_counter.h
+  test/util/allocation_record.h
+  test/util/glibc_heap_hooks.cc
+  test/util/sanitizer_heap_hooks.cc
   transport/core/header_list_test.cc
 )
 set(H2RPC_TEST_transport_core_header_list_test_PROTOS
@@ -273,6 +285,9 @@ set(H2RPC_TEST_transport_core_header_list_test_PROTOS
 set(H2RPC_TEST_transport_core_large_buffer_cache_test_SOURCES
   test/util/allocation_counter.cc
   test/util/allocation_counter.h
+  test/util/allocation_record.h
+  test/util/glibc_heap_hooks.cc
+  test/util/sanitizer_heap_hooks.cc
   transport/core/large_buffer_cache_test.cc
 )
 set(H2RPC_TEST_transport_core_large_buffer_cache_test_PROTOS
@@ -281,6 +296,9 @@ set(H2RPC_TEST_transport_core_large_buffer_cache_test_PROTOS
 set(H2RPC_TEST_transport_core_memory_quota_test_SOURCES
   test/util/allocation_counter.cc
   test/util/allocation_counter.h
+  test/util/allocation_record.h
+  test/util/glibc_heap_hooks.cc
+  test/util/sanitizer_heap_hooks.cc
   transport/core/memory_quota_test.cc
 )
 set(H2RPC_TEST_transport_core_memory_quota_test_PROTOS
@@ -289,6 +307,9 @@ set(H2RPC_TEST_transport_core_memory_quota_test_PROTOS
 set(H2RPC_TEST_transport_core_message_deframer_test_SOURCES
   test/util/allocation_counter.cc
   test/util/allocation_counter.h
+  test/util/allocation_record.h
+  test/util/glibc_heap_hooks.cc
+  test/util/sanitizer_heap_hooks.cc
   transport/core/message_deframer_test.cc
 )
 set(H2RPC_TEST_transport_core_message_deframer_test_PROTOS
@@ -297,6 +318,9 @@ set(H2RPC_TEST_transport_core_message_deframer_test_PROTOS
 set(H2RPC_TEST_transport_core_message_framer_test_SOURCES
   test/util/allocation_counter.cc
   test/util/allocation_counter.h
+  test/util/allocation_record.h
+  test/util/glibc_heap_hooks.cc
+  test/util/sanitizer_heap_hooks.cc
   transport/core/message_framer_test.cc
 )
 set(H2RPC_TEST_transport_core_message_framer_test_PROTOS
@@ -305,6 +329,9 @@ set(H2RPC_TEST_transport_core_message_framer_test_PROTOS
 set(H2RPC_TEST_transport_core_metadata_test_SOURCES
   test/util/allocation_counter.cc
   test/util/allocation_counter.h
+  test/util/allocation_record.h
+  test/util/glibc_heap_hooks.cc
+  test/util/sanitizer_heap_hooks.cc
   transport/core/metadata_test.cc
 )
 set(H2RPC_TEST_transport_core_metadata_test_PROTOS
@@ -313,6 +340,9 @@ set(H2RPC_TEST_transport_core_metadata_test_PROTOS
 set(H2RPC_TEST_transport_core_received_headers_test_SOURCES
   test/util/allocation_counter.cc
   test/util/allocation_counter.h
+  test/util/allocation_record.h
+  test/util/glibc_heap_hooks.cc
+  test/util/sanitizer_heap_hooks.cc
   transport/core/received_headers_test.cc
 )
 set(H2RPC_TEST_transport_core_received_headers_test_PROTOS
@@ -321,8 +351,11 @@ set(H2RPC_TEST_transport_core_received_headers_test_PROTOS
 set(H2RPC_TEST_transport_core_response_setup_test_SOURCES
   test/util/allocation_counter.cc
   test/util/allocation_counter.h
+  test/util/allocation_record.h
+  test/util/glibc_heap_hooks.cc
   test/util/h2_header_exchange.cc
   test/util/h2_header_exchange.h
+  test/util/sanitizer_heap_hooks.cc
   transport/core/response_setup_test.cc
 )
 set(H2RPC_TEST_transport_core_response_setup_test_PROTOS
@@ -331,6 +364,9 @@ set(H2RPC_TEST_transport_core_response_setup_test_PROTOS
 set(H2RPC_TEST_transport_core_status_synthesis_test_SOURCES
   test/util/allocation_counter.cc
   test/util/allocation_counter.h
+  test/util/allocation_record.h
+  test/util/glibc_heap_hooks.cc
+  test/util/sanitizer_heap_hooks.cc
   transport/core/status_synthesis_test.cc
 )
 set(H2RPC_TEST_transport_core_status_synthesis_test_PROTOS
@@ -339,6 +375,9 @@ set(H2RPC_TEST_transport_core_status_synthesis_test_PROTOS
 set(H2RPC_TEST_transport_core_status_test_SOURCES
   test/util/allocation_counter.cc
   test/util/allocation_counter.h
+  test/util/allocation_record.h
+  test/util/glibc_heap_hooks.cc
+  test/util/sanitizer_heap_hooks.cc
   transport/core/status_test.cc
 )
 set(H2RPC_TEST_transport_core_status_test_PROTOS
@@ -347,6 +386,9 @@ set(H2RPC_TEST_transport_core_status_test_PROTOS
 set(H2RPC_TEST_transport_core_timeout_test_SOURCES
   test/util/allocation_counter.cc
   test/util/allocation_counter.h
+  test/util/allocation_record.h
+  test/util/glibc_heap_hooks.cc
+  test/util/sanitizer_heap_hooks.cc
   transport/core/timeout_test.cc
 )
 set(H2RPC_TEST_transport_core_timeout_test_PROTOS
@@ -355,6 +397,9 @@ set(H2RPC_TEST_transport_core_timeout_test_PROTOS
 set(H2RPC_TEST_tools_protoc_gen_h2rpc_layout_test_SOURCES
   test/util/allocation_counter.cc
   test/util/allocation_counter.h
+  test/util/allocation_record.h
+  test/util/glibc_heap_hooks.cc
+  test/util/sanitizer_heap_hooks.cc
   tools/protoc-gen-h2rpc/layout.cc
   tools/protoc-gen-h2rpc/layout.h
   tools/protoc-gen-h2rpc/layout_test.cc
@@ -365,6 +410,9 @@ set(H2RPC_TEST_tools_protoc_gen_h2rpc_layout_test_PROTOS
 set(H2RPC_TEST_tools_protoc_gen_h2rpc_names_test_SOURCES
   test/util/allocation_counter.cc
   test/util/allocation_counter.h
+  test/util/allocation_record.h
+  test/util/glibc_heap_hooks.cc
+  test/util/sanitizer_heap_hooks.cc
   tools/protoc-gen-h2rpc/names.cc
   tools/protoc-gen-h2rpc/names.h
   tools/protoc-gen-h2rpc/names_test.cc
@@ -376,6 +424,9 @@ set(H2RPC_TEST_rpc_cancel_gate_test_SOURCES
   rpc/internal/cancel_gate_test.cc
   test/util/allocation_counter.cc
   test/util/allocation_counter.h
+  test/util/allocation_record.h
+  test/util/glibc_heap_hooks.cc
+  test/util/sanitizer_heap_hooks.cc
 )
 set(H2RPC_TEST_rpc_cancel_gate_test_PROTOS
 )
@@ -384,7 +435,10 @@ set(H2RPC_TEST_rpc_channel_test_SOURCES
   rpc/channel_test.cc
   test/util/allocation_counter.cc
   test/util/allocation_counter.h
+  test/util/allocation_record.h
+  test/util/glibc_heap_hooks.cc
   test/util/notification.h
+  test/util/sanitizer_heap_hooks.cc
   test/util/wait_for.h
 )
 set(H2RPC_TEST_rpc_channel_test_PROTOS
@@ -395,6 +449,9 @@ set(H2RPC_TEST_rpc_client_context_test_SOURCES
   rpc/client_context_test.cc
   test/util/allocation_counter.cc
   test/util/allocation_counter.h
+  test/util/allocation_record.h
+  test/util/glibc_heap_hooks.cc
+  test/util/sanitizer_heap_hooks.cc
 )
 set(H2RPC_TEST_rpc_client_context_test_PROTOS
 )
@@ -403,6 +460,9 @@ set(H2RPC_TEST_rpc_connection_backoff_test_SOURCES
   rpc/internal/connection_backoff_test.cc
   test/util/allocation_counter.cc
   test/util/allocation_counter.h
+  test/util/allocation_record.h
+  test/util/glibc_heap_hooks.cc
+  test/util/sanitizer_heap_hooks.cc
   transport/io/fake_scheduler.cc
   transport/io/fake_scheduler.h
 )
@@ -413,6 +473,9 @@ set(H2RPC_TEST_rpc_json_document_test_SOURCES
   rpc/internal/json_document_test.cc
   test/util/allocation_counter.cc
   test/util/allocation_counter.h
+  test/util/allocation_record.h
+  test/util/glibc_heap_hooks.cc
+  test/util/sanitizer_heap_hooks.cc
 )
 set(H2RPC_TEST_rpc_json_document_test_PROTOS
 )
@@ -422,6 +485,9 @@ set(H2RPC_TEST_rpc_pick_first_test_SOURCES
   rpc/internal/pick_first_test.cc
   test/util/allocation_counter.cc
   test/util/allocation_counter.h
+  test/util/allocation_record.h
+  test/util/glibc_heap_hooks.cc
+  test/util/sanitizer_heap_hooks.cc
 )
 set(H2RPC_TEST_rpc_pick_first_test_PROTOS
 )
@@ -430,6 +496,9 @@ set(H2RPC_TEST_rpc_received_messages_test_SOURCES
   rpc/internal/received_messages_test.cc
   test/util/allocation_counter.cc
   test/util/allocation_counter.h
+  test/util/allocation_record.h
+  test/util/glibc_heap_hooks.cc
+  test/util/sanitizer_heap_hooks.cc
   test/util/zlib_reference.cc
   test/util/zlib_reference.h
 )
@@ -440,6 +509,9 @@ set(H2RPC_TEST_rpc_retry_test_SOURCES
   rpc/internal/retry_test.cc
   test/util/allocation_counter.cc
   test/util/allocation_counter.h
+  test/util/allocation_record.h
+  test/util/glibc_heap_hooks.cc
+  test/util/sanitizer_heap_hooks.cc
 )
 set(H2RPC_TEST_rpc_retry_test_PROTOS
 )
@@ -449,6 +521,9 @@ set(H2RPC_TEST_rpc_round_robin_test_SOURCES
   rpc/internal/round_robin_test.cc
   test/util/allocation_counter.cc
   test/util/allocation_counter.h
+  test/util/allocation_record.h
+  test/util/glibc_heap_hooks.cc
+  test/util/sanitizer_heap_hooks.cc
 )
 set(H2RPC_TEST_rpc_round_robin_test_PROTOS
 )
@@ -457,6 +532,9 @@ set(H2RPC_TEST_rpc_serialize_framed_test_SOURCES
   rpc/internal/serialize_framed_test.cc
   test/util/allocation_counter.cc
   test/util/allocation_counter.h
+  test/util/allocation_record.h
+  test/util/glibc_heap_hooks.cc
+  test/util/sanitizer_heap_hooks.cc
 )
 set(H2RPC_TEST_rpc_serialize_framed_test_PROTOS
 )
@@ -465,11 +543,14 @@ set(H2RPC_TEST_rpc_server_test_SOURCES
   rpc/server_test.cc
   test/util/allocation_counter.cc
   test/util/allocation_counter.h
+  test/util/allocation_record.h
+  test/util/glibc_heap_hooks.cc
   test/util/notification.h
   test/util/raw_frames.cc
   test/util/raw_frames.h
   test/util/raw_h2_client.cc
   test/util/raw_h2_client.h
+  test/util/sanitizer_heap_hooks.cc
   test/util/wait_for.h
 )
 set(H2RPC_TEST_rpc_server_test_PROTOS
@@ -480,6 +561,9 @@ set(H2RPC_TEST_rpc_service_config_test_SOURCES
   rpc/internal/service_config_test.cc
   test/util/allocation_counter.cc
   test/util/allocation_counter.h
+  test/util/allocation_record.h
+  test/util/glibc_heap_hooks.cc
+  test/util/sanitizer_heap_hooks.cc
 )
 set(H2RPC_TEST_rpc_service_config_test_PROTOS
 )
@@ -488,6 +572,9 @@ set(H2RPC_TEST_rpc_target_test_SOURCES
   rpc/internal/target_test.cc
   test/util/allocation_counter.cc
   test/util/allocation_counter.h
+  test/util/allocation_record.h
+  test/util/glibc_heap_hooks.cc
+  test/util/sanitizer_heap_hooks.cc
 )
 set(H2RPC_TEST_rpc_target_test_PROTOS
 )
@@ -496,6 +583,9 @@ set(H2RPC_TEST_rpc_version_test_SOURCES
   rpc/version_test.cc
   test/util/allocation_counter.cc
   test/util/allocation_counter.h
+  test/util/allocation_record.h
+  test/util/glibc_heap_hooks.cc
+  test/util/sanitizer_heap_hooks.cc
 )
 set(H2RPC_TEST_rpc_version_test_PROTOS
 )

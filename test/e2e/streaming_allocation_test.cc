@@ -1,15 +1,19 @@
 // Heap allocations per message on a warm bidi stream (ping-pong: one write
 // and one read on each side), counted (not timed). Empty messages keep
 // protobuf's own allocations out of the figure: what is left is h2rpc's, and
-// its goal is none.
+// its goal is none. Over plaintext and TLS, where OpenSSL's own
+// per-record allocations add to it (TlsRecords()).
 #include <memory>
 #include <string>
+#include <tuple>
 
 #include "gtest/gtest.h"
 #include "proto/grpc/testing/empty.pb.h"
 #include "rpc/channel.h"
+#include "rpc/credentials.h"
 #include "rpc/server.h"
 #include "test/util/allocation_counter.h"
+#include "transport/tls/testing/test_pki.h"
 
 namespace h2rpc {
 namespace {
@@ -45,9 +49,26 @@ class PingPongReactor final : public ServerBidiReactor<Empty, Empty> {
   Empty message_;
 };
 
-class StreamingAllocationTest : public ::testing::TestWithParam<const char*> {
+// The parameters: the method (synchronous or callback handler), and
+// whether the connection is TLS.
+class StreamingAllocationTest
+    : public ::testing::TestWithParam<std::tuple<const char*, bool>> {
  protected:
   void SetUp() override {
+    std::shared_ptr<ServerCredentials> server_credentials =
+        InsecureServerCredentials();
+    std::shared_ptr<ChannelCredentials> channel_credentials =
+        InsecureChannelCredentials();
+    if (tls()) {
+      const auto& pki = transport::tls::testing::GetTestPki();
+      SslServerCredentialsOptions server_tls;
+      server_tls.pem_key_cert_pairs.push_back(
+          {pki.server.private_key_pem, pki.server.cert_chain_pem});
+      server_credentials = SslServerCredentials(server_tls);
+      SslCredentialsOptions channel_tls;
+      channel_tls.pem_root_certs = pki.ca_pem;
+      channel_credentials = SslCredentials(channel_tls);
+    }
     ServerOptions options;
     options.num_loops = 1;
     options.min_sync_threads = 1;
@@ -55,7 +76,7 @@ class StreamingAllocationTest : public ::testing::TestWithParam<const char*> {
     server_ =
         Server::Builder()
             .SetOptions(options)
-            .AddListeningPort("127.0.0.1:0", &port_)
+            .AddListeningPort("127.0.0.1:0", server_credentials, &port_)
             .RegisterBidiStreaming<Empty, Empty>(
                 kSync,
                 [](ServerContext*, ServerReaderWriter<Empty, Empty>* stream) {
@@ -69,17 +90,26 @@ class StreamingAllocationTest : public ::testing::TestWithParam<const char*> {
                 kCallback, [](ServerContext*) { return new PingPongReactor; })
             .BuildAndStart(&status);
     ASSERT_TRUE(status.ok()) << status.ToString();
-    channel_ = CreateChannel("127.0.0.1:" + std::to_string(port_));
+    channel_ = CreateChannel("127.0.0.1:" + std::to_string(port_),
+                             channel_credentials);
   }
+
+  const char* method() const { return std::get<0>(GetParam()); }
+  bool tls() const { return std::get<1>(GetParam()); }
+  // What OpenSSL 3.0 itself mallocs (and frees) per ping-pong on each side
+  // over TLS: the bookkeeping of its packet writer (WPACKET,
+  // crypto/packet.c), 3 per record written and 1 per record read; each side
+  // writes a message's record and reads one.
+  int64_t TlsRecords() const { return tls() ? 4 : 0; }
 
   int port_ = 0;
   std::unique_ptr<Server> server_;
   std::shared_ptr<Channel> channel_;
 };
 
-TEST_P(StreamingAllocationTest, WarmPingPongDoesNotAllocate) {
+TEST_P(StreamingAllocationTest, WarmPingPongAllocatesNothingButTlsRecords) {
   ClientContext context;
-  auto stream = channel_->BidiStreamingCall<Empty, Empty>(&context, GetParam());
+  auto stream = channel_->BidiStreamingCall<Empty, Empty>(&context, method());
   Empty message;
   auto ping_pong = [&] {
     ASSERT_TRUE(stream->Write(message));
@@ -97,14 +127,21 @@ TEST_P(StreamingAllocationTest, WarmPingPongDoesNotAllocate) {
   const auto server1 = AllocationsByRole(ThreadRole::kServer);
   EXPECT_EQ(client1.allocations - client0.allocations + other1.allocations -
                 other0.allocations,
-            0);
-  EXPECT_EQ(server1.allocations - server0.allocations, 0);
+            kMessages * TlsRecords());
+  EXPECT_EQ(server1.allocations - server0.allocations,
+            kMessages * TlsRecords());
   ASSERT_TRUE(stream->WritesDone());
   EXPECT_TRUE(stream->Finish().ok());
 }
 
-INSTANTIATE_TEST_SUITE_P(SyncAndCallback, StreamingAllocationTest,
-                         ::testing::Values(kSync, kCallback));
+INSTANTIATE_TEST_SUITE_P(
+    SyncAndCallback, StreamingAllocationTest,
+    ::testing::Combine(::testing::Values(kSync, kCallback), ::testing::Bool()),
+    [](const ::testing::TestParamInfo<std::tuple<const char*, bool>>& info) {
+      return std::string(std::get<0>(info.param) == kSync ? "Sync"
+                                                          : "Callback") +
+             (std::get<1>(info.param) ? "Tls" : "Plaintext");
+    });
 
 }  // namespace
 }  // namespace h2rpc

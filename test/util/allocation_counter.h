@@ -1,22 +1,34 @@
 #ifndef H2RPC_TEST_UTIL_ALLOCATION_COUNTER_H_
 #define H2RPC_TEST_UTIL_ALLOCATION_COUNTER_H_
 
-#include <cstddef>
-#include <cstdint>
-
-namespace h2rpc::testing {
-
-// Counts calls into the global allocator (every form of operator new) made by
-// the current thread while an instance is alive. Linking
-// //test/util:allocation_counter replaces the global operator new/delete, so
-// only tests and benchmarks link it.
+// Counts every heap allocation of the process, per thread and per role of
+// the allocating thread, for tests and benchmarks. Linking
+// //test/util:allocation_counter puts the counting under every heap entry
+// point: malloc, calloc, realloc, reallocarray, posix_memalign,
+// aligned_alloc, memalign, valloc, pvalloc, and every form of operator new
+// (which reaches them), called from any library: h2rpc, libstdc++,
+// protobuf, nghttp2, zlib, OpenSSL, libc, gRPC. A realloc counts as one
+// allocation of its new size. Only tests and benchmarks link it.
 //
 //   AllocationCounter counter;
 //   BuildSomething();
 //   EXPECT_EQ(counter.allocations(), 1);
 //
-// Counting is per thread and deterministic; it does not see malloc() called
-// directly by C libraries (nghttp2 and zlib are given allocators that count).
+// In a plain build the executable interposes those functions and forwards
+// them to glibc's own (__libc_malloc and the rest). Under AddressSanitizer
+// or ThreadSanitizer, whose runtimes interpose them, the sanitizer's
+// allocation hooks (__sanitizer_install_malloc_and_free_hooks) count
+// instead: the same calls, the same figures.
+//
+// Counting costs an allocating thread a few increments of its own
+// counters: no lock, no shared cache line.
+
+#include <cstdint>
+
+namespace h2rpc::testing {
+
+// Counts the allocations (and bytes requested) of the current thread while
+// it is alive. Deterministic: other threads do not change it.
 class AllocationCounter {
  public:
   AllocationCounter();
@@ -32,20 +44,39 @@ class AllocationCounter {
   int64_t start_bytes_;
 };
 
-// Process-wide counts by the role of the allocating thread, for benchmarks
-// that run client and server in one process: threads named "h2rpc-channel*"
-// are the client, "h2rpc-server*" and "h2rpc-worker*" the server, any other
-// thread is kOther.
+// Who an allocation is for, in a process that runs client and server side
+// by side. A thread's role is the one it declared (SetThisThreadRole), else
+// the one its name gives: "h2rpc-channel*" the client, "h2rpc-server*" and
+// "h2rpc-worker*" the server; else the process's default role
+// (SetDefaultRole; kOther unless set). A thread named within its first 64
+// allocations counts for its name's role from its next one on; a thread
+// named after its first n allocations, from its 2n+1th at the latest
+// (while it has no role its name is read again, less and less often).
 enum class ThreadRole { kClient = 0, kServer = 1, kOther = 2 };
+
+// Any thread. The role of threads that neither declared one nor have an
+// h2rpc name, e.g. the server for gRPC C++'s threads when a gRPC C++
+// server shares the process with an h2rpc client. Applies to their
+// allocations from now on.
+void SetDefaultRole(ThreadRole role);
+// The calling thread's role from now on, whatever its name.
+void SetThisThreadRole(ThreadRole role);
+
+// Allocations (and bytes requested) counted so far for `role`, by every
+// thread of the process, including threads that have exited. Any thread.
 struct AllocationTotals {
   int64_t allocations = 0;
   int64_t bytes = 0;
 };
 AllocationTotals AllocationsByRole(ThreadRole role);
 
-// Process-wide bytes currently held through operator new, and the peak since
-// the last ResetPeakLiveBytes(). Uses malloc_usable_size, so figures include
-// the allocator's rounding.
+// Heap bytes the process holds now (allocated and not yet freed, by any
+// thread, as the allocator sized them: malloc_usable_size, or the
+// requested size under a sanitizer), and the most it held at once since
+// the last ResetPeakLiveHeapBytes() (before the first: LiveHeapBytes()).
+// Exact while no other thread allocates during ResetPeakLiveHeapBytes();
+// tracking the peak makes every allocation and free touch one shared
+// counter from the first ResetPeakLiveHeapBytes() on.
 int64_t LiveHeapBytes();
 int64_t PeakLiveHeapBytes();
 void ResetPeakLiveHeapBytes();
