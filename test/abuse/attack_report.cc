@@ -4,6 +4,7 @@
 // docs/security.md tabulates these lines for h2rpc and for gRPC C++.
 //
 //   attack_report --server=h2rpc|grpcpp --attack=NAME [--server_binary=PATH]
+//                 [--format=line|json]
 //   attack_report --attack=list
 //
 // --server picks //test/interop:h2rpc_interop_server or
@@ -13,7 +14,9 @@
 // options; only the "emfile" attack changes its environment (RLIMIT_NOFILE,
 // set in the child before exec).
 //
-// The result line is key=value pairs:
+// The result line is key=value pairs (with --format=json, one JSON object
+// with the same keys in the same order: the numbers below as JSON numbers,
+// null where the line has "?", everything else as strings):
 //   attack, server
 //   survived   "yes" when the child still runs and answers a fresh UnaryCall
 //              on a new connection within 10 s after the attack; otherwise
@@ -23,8 +26,22 @@
 //              (attacks that hold something), else "-"
 //   peak_rss_mib  the child's VmHWM after the attack (its lifetime peak;
 //              the most VmRSS sampled during the attack if it died)
-//   base_rss_mib  its VmRSS just before the attack (after one warm call)
+//   base_rss_mib  its VmRSS just before the attack (after one warm call),
+//              to the KiB (four decimals)
 //   after_rss_mib its VmRSS once the survival call was answered
+//   held, rss_start_mib, rss_held_mib, per_unit_kib
+//              only from the attacks measuring memory per unit:
+//              idle_connections (per connection that completed the HTTP/2
+//              handshake) and open_streams (per FullDuplexCall stream open
+//              on one connection). held is the units open when rss_held_mib
+//              was sampled; rss_start_mib is the child's VmRSS just before
+//              the first unit was opened (for idle_connections nothing was
+//              done since base_rss_mib; open_streams has made its one
+//              connection, so its cost is left out), rss_held_mib its VmRSS
+//              with all of them held, each once it has not changed for
+//              300 ms (at most 5 s), to the KiB; per_unit_kib =
+//              (rss_held - rss_start) / held in KiB. VmRSS is the process's
+//              own memory: the kernel's socket buffers are not in it.
 //   threads    base/most seen (the child's Threads: sampled every 5 ms)
 //   cpu_s      user + system CPU the child used during the attack
 //   wall_s     the attack's duration
@@ -74,6 +91,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "absl/types/optional.h"
+#include "nlohmann/json.hpp"
 #include "proto/grpc/testing/messages.pb.h"
 #include "test/util/child_process.h"
 #include "test/util/loopback_socket.h"
@@ -86,6 +104,9 @@ ABSL_FLAG(std::string, attack, "",
           "The attack to run; --attack=list prints the names.");
 ABSL_FLAG(std::string, server_binary, "",
           "Server binary to run instead of the one --server names.");
+ABSL_FLAG(std::string, format, "line",
+          "line: the result as one line of key=value pairs; json: as one "
+          "JSON object with the same keys.");
 
 namespace h2rpc::testing {
 namespace {
@@ -213,6 +234,55 @@ std::string Seconds(absl::Duration d) {
 // `bytes` in MiB with one decimal; "?" when unknown (negative).
 std::string Mib(int64_t bytes) {
   return bytes < 0 ? "?" : absl::StrFormat("%.1f", bytes / kMiB);
+}
+
+// `bytes` in MiB to the KiB (four decimals); "?" when unknown (negative).
+std::string MibToKib(int64_t bytes) {
+  return bytes < 0 ? "?" : absl::StrFormat("%.4f", bytes / kMiB);
+}
+
+// One key of the result.
+struct ResultField {
+  enum Kind {
+    kString,  // quoted on the line; a JSON string
+    kNumber,  // bare on the line; a JSON number, null when "?" (unknown)
+    kWord,    // bare on the line; a JSON string
+  };
+  std::string key;
+  std::string value;  // as on the line
+  Kind kind;
+};
+
+// attack=idle_streams server=h2rpc survived="yes" ...
+std::string ResultLine(const std::vector<ResultField>& fields) {
+  std::vector<std::string> parts;
+  for (const ResultField& field : fields) {
+    parts.push_back(field.kind == ResultField::kString
+                        ? absl::StrCat(field.key, "=\"", field.value, "\"")
+                        : absl::StrCat(field.key, "=", field.value));
+  }
+  return absl::StrJoin(parts, " ");
+}
+
+// {"attack":"idle_streams","server":"h2rpc","survived":"yes",...}, keys in
+// the line's order; bytes that are not UTF-8 become U+FFFD.
+std::string ResultJson(const std::vector<ResultField>& fields) {
+  nlohmann::ordered_json object = nlohmann::ordered_json::object();
+  for (const ResultField& field : fields) {
+    double number = 0;
+    if (field.kind != ResultField::kNumber) {
+      object[field.key] = field.value;
+    } else if (field.value.find('.') != std::string::npos &&
+               absl::SimpleAtod(field.value, &number)) {
+      object[field.key] = number;
+    } else if (int64_t integer = 0; absl::SimpleAtoi(field.value, &integer)) {
+      object[field.key] = integer;
+    } else {
+      object[field.key] = nullptr;  // "?"
+    }
+  }
+  return object.dump(-1, ' ', false,
+                     nlohmann::ordered_json::error_handler_t::replace);
 }
 
 // A big-endian 32-bit value: the first 4 bytes of `bytes` (at least 4).
@@ -487,6 +557,47 @@ class PeakSampler {
   std::thread thread_;  // last: started once the members above exist
 };
 
+// Samples `sample` after each `wait()` until its value has not changed for
+// `quiet`, or until `limit` has passed; returns the last value, with
+// `*steady` (when non-null) saying whether it held still for `quiet`.
+int64_t WaitUntilSteady(const std::function<int64_t()>& sample,
+                        const std::function<void()>& wait, absl::Duration quiet,
+                        absl::Duration limit, bool* steady = nullptr) {
+  int64_t value = sample();
+  absl::Time changed = absl::Now();
+  const absl::Time give_up = absl::Now() + limit;
+  while (absl::Now() - changed < quiet && absl::Now() < give_up) {
+    wait();
+    const int64_t now = sample();
+    if (now != value) {
+      value = now;
+      changed = absl::Now();
+    }
+  }
+  if (steady != nullptr) *steady = absl::Now() - changed >= quiet;
+  return value;
+}
+
+// Once the handlers of new streams have started: the child's thread count
+// has not changed for 500 ms (sampled every 20 ms; at most 10 s).
+void WaitForThreadsToSettle(pid_t pid) {
+  WaitUntilSteady(
+      [pid] { return int64_t{ReadProcStatus(pid).threads}; },
+      [] { absl::SleepFor(absl::Milliseconds(20)); },  // the sampling period
+      absl::Milliseconds(500), absl::Seconds(10));
+}
+
+// The default pause between samples of SettledRss.
+void SleepBetweenRssSamples() { absl::SleepFor(absl::Milliseconds(10)); }
+
+// The child's VmRSS once it has not changed for 300 ms (sampled after each
+// `wait()`), or after 5 s; `*settled` says which.
+int64_t SettledRss(pid_t pid, bool* settled,
+                   const std::function<void()>& wait = SleepBetweenRssSamples) {
+  return WaitUntilSteady([pid] { return ReadProcStatus(pid).rss; }, wait,
+                         absl::Milliseconds(300), absl::Seconds(5), settled);
+}
+
 // ---------------------------------------------------------------------------
 // Attacker helpers
 
@@ -609,6 +720,13 @@ std::string DescribeGoAway(const std::vector<RawFrame>& frames) {
 struct AttackOutcome {
   std::string attacker;  // what the attacker saw
   std::string during = "-";
+  // The attacks measuring memory per unit (idle_connections, open_streams):
+  // the units open when `rss_held` was sampled, and the child's settled
+  // VmRSS just before the first unit was opened and with all of them held
+  // (bytes). held < 0: not such an attack.
+  int held = -1;
+  int64_t rss_start = -1;
+  int64_t rss_held = -1;
 };
 
 struct Attack {
@@ -639,6 +757,52 @@ AttackOutcome HugeResponse(ServerProcess* server) {
   return outcome;
 }
 
+// Starts `count` FullDuplexCall streams on `client` that send their headers
+// and nothing more; their ids (fewer when the client could not start one).
+std::vector<int32_t> StartIdleStreams(RawH2Client* client, int count) {
+  std::vector<int32_t> ids;
+  for (int i = 0; i < count; ++i) {
+    RawRequest request;
+    request.headers = GrpcRequestHeaders(kFullDuplexCall, client->port());
+    request.end_stream = false;
+    const int32_t id = client->Start(request);
+    if (id < 0) break;
+    ids.push_back(id);
+  }
+  return ids;
+}
+
+// Of the streams `ids`, those neither closed nor reset, nor on a closed
+// connection; the others' ends tallied in `ends` (when non-null).
+int OpenStreamCount(const RawH2Client& client, const std::vector<int32_t>& ids,
+                    Tally* ends = nullptr) {
+  int open = 0;
+  for (int32_t id : ids) {
+    const RawResponse response = client.Response(id);
+    if (response.stream_closed || response.rst_received ||
+        response.connection_closed) {
+      if (ends != nullptr) {
+        ends->Add(Describe(response, false), Describe(response));
+      }
+    } else {
+      ++open;
+    }
+  }
+  return open;
+}
+
+// "64 streams opened (headers only); 64 still open", plus how the others
+// ended and whether the PING sent after their HEADERS was answered.
+std::string DescribeIdleStreams(const RawH2Client& client,
+                                const std::vector<int32_t>& ids, bool pinged) {
+  Tally ends;
+  const int open = OpenStreamCount(client, ids, &ends);
+  return absl::StrCat(ids.size(), " streams opened (headers only)",
+                      pinged ? "" : ", PING not answered", "; ", open,
+                      " still open",
+                      ends.total() == 0 ? "" : "; ended: ", ends.ToString());
+}
+
 // 2. 64 FullDuplexCall streams that send their headers and nothing more,
 // then a UnaryCall on another connection, given 5 s.
 AttackOutcome IdleStreams(ServerProcess* server) {
@@ -652,52 +816,17 @@ AttackOutcome IdleStreams(ServerProcess* server) {
     outcome.attacker = absl::StrCat("cannot connect: ", error);
     return outcome;
   }
-  std::vector<int32_t> ids;
-  for (int i = 0; i < kStreams; ++i) {
-    RawRequest request;
-    request.headers = GrpcRequestHeaders(kFullDuplexCall, server->port());
-    request.end_stream = false;
-    const int32_t id = attacker->Start(request);
-    if (id < 0) break;
-    ids.push_back(id);
-  }
+  const std::vector<int32_t> ids = StartIdleStreams(attacker.get(), kStreams);
   // The PING's ACK comes after the server has read every HEADERS frame.
   const bool pinged = attacker->Ping();
-  // Let the handlers start: wait until the thread count has not changed
-  // for 500 ms (at most 10 s).
-  int threads = ReadProcStatus(server->pid()).threads;
-  absl::Time changed = absl::Now();
-  const absl::Time give_up = absl::Now() + absl::Seconds(10);
-  while (absl::Now() - changed < absl::Milliseconds(500) &&
-         absl::Now() < give_up) {
-    absl::SleepFor(absl::Milliseconds(20));
-    const int now = ReadProcStatus(server->pid()).threads;
-    if (now != threads) {
-      threads = now;
-      changed = absl::Now();
-    }
-  }
+  WaitForThreadsToSettle(server->pid());  // the handlers start
   absl::Duration took;
   const RawResponse fresh =
       FreshUnaryCall(server->port(), kCallDeadline, &took);
   outcome.during = DescribeFreshCall(fresh, took, kCallDeadline);
   // What the idle streams got meanwhile.
   attacker->RunUntil([] { return false; }, absl::Milliseconds(200));
-  Tally ends;
-  int open = 0;
-  for (int32_t id : ids) {
-    const RawResponse response = attacker->Response(id);
-    if (response.stream_closed || response.rst_received ||
-        response.connection_closed) {
-      ends.Add(Describe(response, false), Describe(response));
-    } else {
-      ++open;
-    }
-  }
-  outcome.attacker = absl::StrCat(
-      ids.size(), " streams opened (headers only)",
-      pinged ? "" : ", PING not answered", "; ", open, " still open",
-      ends.total() == 0 ? "" : "; ended: ", ends.ToString());
+  outcome.attacker = DescribeIdleStreams(*attacker, ids, pinged);
   return outcome;
 }
 
@@ -1856,6 +1985,236 @@ AttackOutcome RefusedStreamFlood(ServerProcess* server, bool ack) {
   return outcome;
 }
 
+// 12. Memory per idle connection: 1000 connections (fewer if RLIMIT_NOFILE
+// is low) that complete the HTTP/2 handshake and then stay idle, held
+// while the child's RSS settles; then a UnaryCall on another connection.
+
+// A connection making the HTTP/2 handshake by hand and then idling: it
+// sends the preface and an empty SETTINGS, acknowledges the server's
+// SETTINGS once they arrive (and answers PINGs), and sends nothing else.
+struct IdleConnection {
+  HeldSocket socket;
+  bool got_settings = false;  // the server's SETTINGS arrived (ACK sent)
+  bool got_ack = false;       // the server acknowledged ours
+  std::vector<RawFrame> goaways;
+
+  bool established() const { return got_settings && got_ack && !socket.closed; }
+
+  // Reads what the server has sent and answers it.
+  void Service(absl::Time since) {
+    socket.ReadAvailable(since);
+    const std::vector<RawFrame> frames = ParseFrames(socket.received);
+    size_t consumed = 0;
+    std::string reply;
+    for (const RawFrame& frame : frames) {
+      consumed += 9 + frame.payload.size();
+      const bool ack = (frame.flags & NGHTTP2_FLAG_ACK) != 0;
+      if (frame.type == NGHTTP2_SETTINGS && ack) {
+        got_ack = true;
+      } else if (frame.type == NGHTTP2_SETTINGS) {
+        got_settings = true;
+        reply += EncodeFrame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0, "");
+      } else if (frame.type == NGHTTP2_PING && !ack) {
+        reply += EncodeFrame(NGHTTP2_PING, NGHTTP2_FLAG_ACK, 0, frame.payload);
+      } else if (frame.type == NGHTTP2_GOAWAY) {
+        goaways.push_back(frame);
+      }
+    }
+    socket.received.erase(0, consumed);
+    if (!reply.empty() && !socket.closed && !WriteAll(socket.fd, reply)) {
+      socket.closed = true;
+      socket.reset = true;
+      socket.closed_after = absl::Now() - since;
+    }
+  }
+};
+
+// Waits up to `wait` for any of `connections` to have something to read,
+// and services those that do.
+void ServiceIdleConnections(std::vector<IdleConnection>* connections,
+                            absl::Time since, absl::Duration wait) {
+  std::vector<pollfd> fds;
+  std::vector<IdleConnection*> polled;
+  for (IdleConnection& connection : *connections) {
+    if (connection.socket.closed) continue;
+    fds.push_back({connection.socket.fd, POLLIN, 0});
+    polled.push_back(&connection);
+  }
+  if (fds.empty()) {
+    absl::SleepFor(wait);  // nothing left to watch
+    return;
+  }
+  const int ready = poll(fds.data(), fds.size(),
+                         static_cast<int>(absl::ToInt64Milliseconds(
+                             absl::Ceil(wait, absl::Milliseconds(1)))));
+  if (ready <= 0) return;
+  for (size_t i = 0; i < fds.size(); ++i) {
+    if (fds[i].revents != 0) polled[i]->Service(since);
+  }
+}
+
+AttackOutcome IdleConnections(ServerProcess* server) {
+  constexpr int kWanted = 1000;
+  constexpr absl::Duration kHandshakeDeadline = absl::Seconds(30);
+  // Descriptors kept free of the held connections, in this process and in
+  // the child (which inherits this process's RLIMIT_NOFILE): the listener,
+  // the fresh calls' connections, the child's own files.
+  constexpr rlim_t kSpareDescriptors = 64;
+  AttackOutcome outcome;
+  int wanted = kWanted;
+  rlimit files;
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 &&
+      files.rlim_cur < kWanted + kSpareDescriptors) {
+    wanted = static_cast<int>(files.rlim_cur > kSpareDescriptors
+                                  ? files.rlim_cur - kSpareDescriptors
+                                  : 0);
+  }
+  bool start_settled = false;
+  outcome.rss_start = SettledRss(server->pid(), &start_settled);
+
+  const absl::Time start = absl::Now();
+  const std::string handshake =
+      absl::StrCat(kClientPreface, EncodeFrame(NGHTTP2_SETTINGS, 0, 0, ""));
+  std::vector<IdleConnection> connections;
+  connections.reserve(static_cast<size_t>(wanted));
+  int failed = 0;
+  for (int i = 0; i < wanted; ++i) {
+    IdleConnection connection;
+    connection.socket.fd = ConnectToLoopback(server->port());
+    if (connection.socket.fd < 0 ||
+        !WriteAll(connection.socket.fd, handshake)) {
+      if (connection.socket.fd >= 0) close(connection.socket.fd);
+      ++failed;
+      continue;
+    }
+    connections.push_back(std::move(connection));
+  }
+  // Until every connection has the server's SETTINGS and the ACK of ours,
+  // or has been closed; at most kHandshakeDeadline.
+  auto count = [&connections](bool (*pred)(const IdleConnection&)) {
+    return static_cast<int>(
+        std::count_if(connections.begin(), connections.end(), pred));
+  };
+  auto settled_handshake = [](const IdleConnection& c) {
+    return c.established() || c.socket.closed;
+  };
+  const absl::Time handshake_deadline = start + kHandshakeDeadline;
+  while (count(settled_handshake) < static_cast<int>(connections.size()) &&
+         absl::Now() < handshake_deadline) {
+    ServiceIdleConnections(
+        &connections, start,
+        std::min(absl::Milliseconds(50), handshake_deadline - absl::Now()));
+  }
+  const absl::Duration handshakes = absl::Now() - start;
+  const int established =
+      count([](const IdleConnection& c) { return c.established(); });
+
+  // Held idle (still answering the server) while the RSS settles.
+  bool held_settled = false;
+  outcome.rss_held = SettledRss(server->pid(), &held_settled, [&] {
+    ServiceIdleConnections(&connections, start, absl::Milliseconds(10));
+  });
+  ServiceIdleConnections(&connections, start, absl::ZeroDuration());
+  outcome.held = count([](const IdleConnection& c) { return c.established(); });
+
+  absl::Duration took;
+  const RawResponse fresh =
+      FreshUnaryCall(server->port(), kSurvivalDeadline, &took);
+  outcome.during = DescribeFreshCall(fresh, took, kSurvivalDeadline);
+  ServiceIdleConnections(&connections, start, absl::ZeroDuration());
+  const int open_after_call =
+      count([](const IdleConnection& c) { return !c.socket.closed; });
+  int closed = 0;
+  std::map<std::string, int> goaways;
+  for (IdleConnection& connection : connections) {
+    if (!connection.socket.closed) continue;
+    ++closed;
+    ++goaways[DescribeGoAway(connection.goaways)];
+  }
+  std::vector<std::string> goaway_parts;
+  for (const auto& [what, n] : goaways) {
+    goaway_parts.push_back(absl::StrCat(n, " with ", what));
+  }
+  for (IdleConnection& connection : connections) {
+    close(connection.socket.fd);
+  }
+  outcome.attacker = absl::StrCat(
+      connections.size(), " of ", wanted, " connections made (", failed,
+      " failed to connect)",
+      wanted < kWanted ? ", fewer for RLIMIT_NOFILE" : "", "; ", established,
+      " completed the handshake (the server's SETTINGS received and "
+      "acknowledged, ours acknowledged) in ",
+      Seconds(handshakes), "; RSS ",
+      held_settled ? "settled" : "still changing after 5 s", " with ",
+      outcome.held, " held idle",
+      start_settled ? "" : " (RSS before them still changing after 5 s)", "; ",
+      open_after_call, " still open after the UnaryCall, ", closed,
+      " closed by the server",
+      closed == 0 ? ""
+                  : absl::StrCat(" (", absl::StrJoin(goaway_parts, ", "), ")"));
+  return outcome;
+}
+
+// 13. Memory per open stream: one connection, then 100 FullDuplexCall
+// streams (fewer if the server's SETTINGS_MAX_CONCURRENT_STREAMS is lower)
+// that send their headers and nothing more, held while the child's RSS
+// settles; then a UnaryCall on another connection. The connection is made
+// and settled first, so the figure per stream leaves out its cost.
+AttackOutcome OpenStreams(ServerProcess* server) {
+  constexpr uint32_t kWanted = 100;
+  AttackOutcome outcome;
+  const std::vector<RawFrame> settings = ServerSettings(server->port());
+  if (settings.empty()) {
+    outcome.attacker = "no SETTINGS from the server within 10 s";
+    return outcome;
+  }
+  const absl::optional<uint32_t> limit =
+      SettingValue(settings, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
+  const int streams =
+      static_cast<int>(limit.has_value() ? std::min(kWanted, *limit) : kWanted);
+  std::string error;
+  std::unique_ptr<RawH2Client> attacker =
+      RawH2Client::Connect(server->port(), &error);
+  if (attacker == nullptr) {
+    outcome.attacker = absl::StrCat("cannot connect: ", error);
+    return outcome;
+  }
+  // Its ACK comes once the server has the connection set up.
+  if (!attacker->Ping()) {
+    outcome.attacker =
+        absl::StrCat("the connection's first PING was not answered: ",
+                     Clip(attacker->error()));
+    return outcome;
+  }
+  bool start_settled = false;
+  outcome.rss_start = SettledRss(server->pid(), &start_settled);
+
+  const std::vector<int32_t> ids = StartIdleStreams(attacker.get(), streams);
+  // The PING's ACK comes after the server has read every HEADERS frame.
+  const bool pinged = attacker->Ping();
+  WaitForThreadsToSettle(server->pid());  // the handlers start
+  bool held_settled = false;
+  outcome.rss_held = SettledRss(server->pid(), &held_settled);
+  attacker->Ping();  // reads what the server sent meanwhile
+  outcome.held = OpenStreamCount(*attacker, ids);
+
+  absl::Duration took;
+  const RawResponse fresh =
+      FreshUnaryCall(server->port(), kSurvivalDeadline, &took);
+  outcome.during = DescribeFreshCall(fresh, took, kSurvivalDeadline);
+  // What the idle streams got meanwhile.
+  attacker->RunUntil([] { return false; }, absl::Milliseconds(200));
+  outcome.attacker = absl::StrCat(
+      "MAX_CONCURRENT_STREAMS ",
+      limit.has_value() ? absl::StrCat(*limit) : "not advertised", ", so ",
+      streams, " streams on one connection: ",
+      DescribeIdleStreams(*attacker, ids, pinged), "; RSS ",
+      held_settled ? "settled" : "still changing after 5 s", " with ",
+      outcome.held, " held open",
+      start_settled ? "" : " (RSS before them still changing after 5 s)");
+  return outcome;
+}
+
 const std::vector<Attack>& Attacks() {
   static const auto* const attacks = new std::vector<Attack>{
       {"unary_2g", "UnaryCall with response_size 2147483647", HugeResponse},
@@ -1884,6 +2243,12 @@ const std::vector<Attack>& Attacks() {
       {"refused_stream_flood_noack",
        "1024 streams + 400000 HEADERS unread, SETTINGS never acknowledged",
        [](ServerProcess* server) { return RefusedStreamFlood(server, false); }},
+      {"idle_connections",
+       "1000 idle connections after the handshake: RSS per connection",
+       IdleConnections},
+      {"open_streams",
+       "100 idle FullDuplexCall streams on one connection: RSS per stream",
+       OpenStreams},
   };
   return *attacks;
 }
@@ -1931,6 +2296,13 @@ std::string RecoveryAfterFailedCheck(ServerProcess* server) {
 int Run(const char* argv0) {
   const std::string server_name = absl::GetFlag(FLAGS_server);
   const std::string attack_name = absl::GetFlag(FLAGS_attack);
+  const std::string format = absl::GetFlag(FLAGS_format);
+  if (format != "line" && format != "json") {
+    std::fprintf(stderr,
+                 "attack_report: --format must be line or json (got %s)\n",
+                 format.c_str());
+    return 2;
+  }
   if (attack_name == "list") {
     for (const Attack& attack : Attacks()) {
       std::printf("%-20s %s\n", attack.name, attack.summary);
@@ -2021,15 +2393,45 @@ int Run(const char* argv0) {
   } else {
     survived = absl::StrCat("no: ", how);
   }
-  std::printf(
-      "attack=%s server=%s survived=\"%s\" during=\"%s\" peak_rss_mib=%s "
-      "base_rss_mib=%s after_rss_mib=%s threads=%d/%d cpu_s=%.2f wall_s=%.1f "
-      "log_lines=%d log_last=\"%s\" attacker=\"%s\"\n",
-      attack->name, server_name.c_str(), survived.c_str(),
-      outcome.during.c_str(), Mib(std::max(peak.hwm, max_rss)).c_str(),
-      Mib(base.rss).c_str(), Mib(after.rss).c_str(), base.threads, max_threads,
-      absl::ToDoubleSeconds(cpu), absl::ToDoubleSeconds(wall), logged,
-      last_log.c_str(), outcome.attacker.c_str());
+  const bool per_unit = outcome.held >= 0;
+  std::vector<ResultField> fields = {
+      {"attack", attack->name, ResultField::kWord},
+      {"server", server_name, ResultField::kWord},
+      {"survived", survived, ResultField::kString},
+      {"during", outcome.during, ResultField::kString},
+      {"peak_rss_mib", Mib(std::max(peak.hwm, max_rss)), ResultField::kNumber},
+      {"base_rss_mib", MibToKib(base.rss), ResultField::kNumber},
+      {"after_rss_mib", Mib(after.rss), ResultField::kNumber},
+  };
+  if (per_unit) {
+    const bool known =
+        outcome.held > 0 && outcome.rss_start >= 0 && outcome.rss_held >= 0;
+    fields.insert(
+        fields.end(),
+        {{"held", absl::StrCat(outcome.held), ResultField::kNumber},
+         {"rss_start_mib", MibToKib(outcome.rss_start), ResultField::kNumber},
+         {"rss_held_mib", MibToKib(outcome.rss_held), ResultField::kNumber},
+         {"per_unit_kib",
+          known
+              ? absl::StrFormat("%.1f", (outcome.rss_held - outcome.rss_start) /
+                                            1024.0 / outcome.held)
+              : "?",
+          ResultField::kNumber}});
+  }
+  fields.insert(
+      fields.end(),
+      {{"threads", absl::StrCat(base.threads, "/", max_threads),
+        ResultField::kWord},
+       {"cpu_s", absl::StrFormat("%.2f", absl::ToDoubleSeconds(cpu)),
+        ResultField::kNumber},
+       {"wall_s", absl::StrFormat("%.1f", absl::ToDoubleSeconds(wall)),
+        ResultField::kNumber},
+       {"log_lines", absl::StrCat(logged), ResultField::kNumber},
+       {"log_last", last_log, ResultField::kString},
+       {"attacker", outcome.attacker, ResultField::kString}});
+  const std::string result =
+      format == "json" ? ResultJson(fields) : ResultLine(fields);
+  std::printf("%s\n", result.c_str());
   std::fflush(stdout);
   return 0;
 }
