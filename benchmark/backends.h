@@ -23,7 +23,8 @@ class Backends {
     // Request messages each backend has received, in addresses() order.
     std::vector<int64_t> requests;
     // The child processes' usage, summed; unset for a server in this
-    // process (whose usage is its threads', see malloc_counter.h).
+    // process (whose usage is its threads', see
+    // test/util/allocation_counter.h).
     std::optional<SideUsage> usage;
   };
 

@@ -60,13 +60,13 @@
 #include "absl/time/clock.h"
 #include "benchmark/backends.h"
 #include "benchmark/bench_stack.h"
-#include "benchmark/malloc_counter.h"
 #include "benchmark/run_result.h"
 #include "benchmark/server_process.h"
 #include "benchmark/thread_cpu.h"
 #include "benchmark/tls_credentials.h"
 #include "rpc/compression.h"
 #include "rpc/connection_options.h"
+#include "test/util/allocation_counter.h"
 
 ABSL_FLAG(std::string, workloads, "unary",
           "unary, streaming (ping-pong), unconstrained and/or handshake (a new "
@@ -153,6 +153,12 @@ ABSL_FLAG(std::string, tls_credentials_dir, "",
 namespace h2rpc::benchmark {
 namespace {
 
+using ::h2rpc::testing::AllocationsByRole;
+using ::h2rpc::testing::AllocationTotals;
+using ::h2rpc::testing::SetDefaultRole;
+using ::h2rpc::testing::SetThisThreadRole;
+using ::h2rpc::testing::ThreadRole;
+
 // The most --servers: each is a process with its own threads.
 constexpr int kMaxServers = 64;
 
@@ -235,6 +241,7 @@ class ProgressReporter {
       : title_(std::move(title)), stats_(stats), start_(absl::Now()) {
     thread_ = std::thread([this] {
       pthread_setname_np(pthread_self(), "bench-progress");
+      SetThisThreadRole(ThreadRole::kOther);
       while (!stop_.load()) {
         absl::SleepFor(absl::Milliseconds(100));
         if (absl::Now() - last_ < absl::Seconds(1)) continue;
@@ -294,9 +301,9 @@ void SetServerTls(const TlsCredentialFiles& tls, ServerConfig* config) {
   config->pem_cert_chain = tls.server_cert;
 }
 
-SideUsage UsageOf(Role role, const ThreadCpuSnapshot& cpu0,
-                  const ThreadCpuSnapshot& cpu1, AllocationCount a0,
-                  AllocationCount a1) {
+SideUsage UsageOf(ThreadRole role, const ThreadCpuSnapshot& cpu0,
+                  const ThreadCpuSnapshot& cpu1, AllocationTotals a0,
+                  AllocationTotals a1) {
   return {a1.allocations - a0.allocations, a1.bytes - a0.bytes,
           cpu1.RoleNanosSince(cpu0, role)};
 }
@@ -369,11 +376,11 @@ bool RunOne(const RunFeatures& features, Workload workload,
 
   // Threads without an h2rpc name belong to the gRPC C++ side of the
   // process (both sides are never gRPC C++ in one process).
-  Role unnamed = Role::kHarness;
+  ThreadRole unnamed = ThreadRole::kOther;
   if (server != nullptr && features.server_stack == "grpcpp") {
-    unnamed = Role::kServer;
+    unnamed = ThreadRole::kServer;
   } else if (features.client_stack == "grpcpp") {
-    unnamed = Role::kClient;
+    unnamed = ThreadRole::kClient;
   }
   SetDefaultRole(unnamed);
 
@@ -408,8 +415,8 @@ bool RunOne(const RunFeatures& features, Workload workload,
     const absl::Time start = absl::Now();
     const ThreadCpuSnapshot cpu0 = ThreadCpuSnapshot::Take(unnamed);
     const int64_t process_cpu0 = ProcessCpuNanos();
-    const AllocationCount client0 = AllocationsOf(Role::kClient);
-    const AllocationCount server0 = AllocationsOf(Role::kServer);
+    const AllocationTotals client0 = AllocationsByRole(ThreadRole::kClient);
+    const AllocationTotals server0 = AllocationsByRole(ThreadRole::kServer);
     Backends::Snapshot backends0;
     const bool backends_ok0 = backends != nullptr && backends->Take(&backends0);
 
@@ -419,8 +426,8 @@ bool RunOne(const RunFeatures& features, Workload workload,
     result->duration = absl::Now() - start;
     const ThreadCpuSnapshot cpu1 = ThreadCpuSnapshot::Take(unnamed);
     const int64_t process_cpu1 = ProcessCpuNanos();
-    const AllocationCount client1 = AllocationsOf(Role::kClient);
-    const AllocationCount server1 = AllocationsOf(Role::kServer);
+    const AllocationTotals client1 = AllocationsByRole(ThreadRole::kClient);
+    const AllocationTotals server1 = AllocationsByRole(ThreadRole::kServer);
     Backends::Snapshot backends1;
     if (backends_ok0 && backends->Take(&backends1)) {
       for (size_t i = 0; i < backends1.requests.size(); ++i) {
@@ -432,9 +439,10 @@ bool RunOne(const RunFeatures& features, Workload workload,
         result->server = Minus(*backends1.usage, *backends0.usage);
       }
     }
-    result->client = UsageOf(Role::kClient, cpu0, cpu1, client0, client1);
+    result->client = UsageOf(ThreadRole::kClient, cpu0, cpu1, client0, client1);
     if (server != nullptr) {
-      result->server = UsageOf(Role::kServer, cpu0, cpu1, server0, server1);
+      result->server =
+          UsageOf(ThreadRole::kServer, cpu0, cpu1, server0, server1);
     }
     if (workload == Workload::kHandshake) {
       // An h2rpc channel's loop thread lives for one op, and threads that
@@ -442,7 +450,7 @@ bool RunOne(const RunFeatures& features, Workload workload,
       // process's less that of the other sides, whose threads live through
       // the run.
       const int64_t others =
-          cpu1.RoleNanosSince(cpu0, Role::kHarness) +
+          cpu1.RoleNanosSince(cpu0, ThreadRole::kOther) +
           (server != nullptr ? result->server->cpu_nanos : 0);
       result->client->cpu_nanos =
           std::max<int64_t>(0, process_cpu1 - process_cpu0 - others);
@@ -454,8 +462,8 @@ bool RunOne(const RunFeatures& features, Workload workload,
 
 // --server_only: one server until stdin closes.
 int ServeOnly() {
-  SetThisThreadRole(Role::kServer);
-  SetDefaultRole(Role::kServer);
+  SetThisThreadRole(ThreadRole::kServer);
+  SetDefaultRole(ThreadRole::kServer);
   CompressionAlgorithm compression;
   if (!ParseCompression(absl::GetFlag(FLAGS_compression), &compression)) {
     std::fprintf(stderr, "bad --compression\n");
@@ -496,7 +504,7 @@ int ServeOnly() {
   }
   BenchServer* const server = backends->in_process();
   ServeUsageRequests(server->port(), [server] {
-    const AllocationCount a = AllocationsOf(Role::kServer);
+    const AllocationTotals a = AllocationsByRole(ThreadRole::kServer);
     return ServerReport{SideUsage{a.allocations, a.bytes, ProcessCpuNanos()},
                         server->requests()};
   });
@@ -507,7 +515,7 @@ int Main(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);
   const std::string command = absl::StrJoin(args, " ");
   if (absl::GetFlag(FLAGS_server_only)) return ServeOnly();
-  SetThisThreadRole(Role::kHarness);
+  SetThisThreadRole(ThreadRole::kOther);
 
   Plan plan;
   if (!Cpus("client_cpus", absl::GetFlag(FLAGS_client_cpus), 1,
@@ -680,9 +688,6 @@ int Main(int argc, char** argv) {
         }
       }
     }
-  }
-  if (!MallocCounterAvailable()) {
-    std::printf("(allocation counting is off in sanitizer builds)\n");
   }
   const std::string result_file = absl::GetFlag(FLAGS_result_file);
   if (!result_file.empty()) {

@@ -291,7 +291,7 @@ class BothWaysClient final
 // destroy its own channel; the opener thread destroys each finished channel
 // (stopping its loop and closing the connection) and opens the next. The
 // opener is named as a channel thread so that its allocations and CPU time
-// count as the client's (see benchmark/malloc_counter.h).
+// count as the client's (see test/util/allocation_counter.h).
 class HandshakeLoops {
  public:
   explicit HandshakeLoops(ClientShared* shared) : shared_(shared) {

@@ -2,9 +2,9 @@
 // "h2rpc_sync"): the generated BenchmarkService::Service, as most
 // applications write it. Each call's handler runs on one of the server's
 // worker threads ("h2rpc-worker", counted as the server's, see
-// malloc_counter.h): a unary call is handed from its loop to a worker and
-// back; a stream holds a worker for its whole life, so a run needs a worker
-// per stream (ServerOptions::max_sync_threads, 256, bounds the streams).
+// test/util/allocation_counter.h): a unary call is handed from its loop to a
+// worker and back; a stream holds a worker for its whole life, so a run needs a
+// worker per stream (ServerOptions::max_sync_threads, 256, bounds the streams).
 #include <pthread.h>
 
 #include <atomic>

@@ -16,6 +16,8 @@
 namespace h2rpc::benchmark {
 namespace {
 
+using ::h2rpc::testing::ThreadRole;
+
 bool ReadSmallFile(const std::string& path, std::string* out) {
   FILE* f = std::fopen(path.c_str(), "r");
   if (f == nullptr) return false;
@@ -26,12 +28,14 @@ bool ReadSmallFile(const std::string& path, std::string* out) {
   return true;
 }
 
-Role RoleOf(const std::string& name, int tid, Role default_role) {
-  if (tid == getpid() || name.rfind("bench-", 0) == 0) return Role::kHarness;
-  if (name.rfind("h2rpc-channel", 0) == 0) return Role::kClient;
+ThreadRole RoleOf(const std::string& name, int tid, ThreadRole default_role) {
+  if (tid == getpid() || name.rfind("bench-", 0) == 0) {
+    return ThreadRole::kOther;
+  }
+  if (name.rfind("h2rpc-channel", 0) == 0) return ThreadRole::kClient;
   if (name.rfind("h2rpc-server", 0) == 0 ||
       name.rfind("h2rpc-worker", 0) == 0) {
-    return Role::kServer;
+    return ThreadRole::kServer;
   }
   return default_role;
 }
@@ -54,7 +58,7 @@ int64_t StatCpuNanos(const std::string& stat) {
 
 }  // namespace
 
-ThreadCpuSnapshot ThreadCpuSnapshot::Take(Role default_role) {
+ThreadCpuSnapshot ThreadCpuSnapshot::Take(ThreadRole default_role) {
   ThreadCpuSnapshot snapshot;
   DIR* dir = opendir("/proc/self/task");
   if (dir == nullptr) return snapshot;
@@ -76,7 +80,7 @@ ThreadCpuSnapshot ThreadCpuSnapshot::Take(Role default_role) {
 }
 
 int64_t ThreadCpuSnapshot::RoleNanosSince(const ThreadCpuSnapshot& earlier,
-                                          Role role) const {
+                                          ThreadRole role) const {
   int64_t total = 0;
   for (const auto& [tid, now] : threads_) {
     if (now.role != role) continue;

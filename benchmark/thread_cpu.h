@@ -4,25 +4,28 @@
 #include <cstdint>
 #include <map>
 
-#include "benchmark/malloc_counter.h"
+#include "test/util/allocation_counter.h"
 
 namespace h2rpc::benchmark {
 
 // CPU time (user + system, nanoseconds) of this process's threads, by the
-// role their name gives them (see malloc_counter.h: h2rpc-channel* client,
-// h2rpc-server* and h2rpc-worker* server, "bench-*" and the main thread the
-// harness, any other thread `default_role`), from /proc/self/task/*/stat.
+// role their name gives them (as for allocations, see
+// test/util/allocation_counter.h: h2rpc-channel* client, h2rpc-server* and
+// h2rpc-worker* server; here "bench-*" and the main thread too are kOther,
+// the harness; any other thread `default_role`), from
+// /proc/self/task/*/stat.
 // Per-thread figures let a later snapshot count only what each thread spent
 // since the earlier one; threads that exit in between are lost.
 class ThreadCpuSnapshot {
  public:
-  static ThreadCpuSnapshot Take(Role default_role);
+  static ThreadCpuSnapshot Take(::h2rpc::testing::ThreadRole default_role);
   // CPU nanoseconds of `role`'s threads between `earlier` and this snapshot.
-  int64_t RoleNanosSince(const ThreadCpuSnapshot& earlier, Role role) const;
+  int64_t RoleNanosSince(const ThreadCpuSnapshot& earlier,
+                         ::h2rpc::testing::ThreadRole role) const;
 
  private:
   struct ThreadCpu {
-    Role role;
+    ::h2rpc::testing::ThreadRole role;
     int64_t nanos;
   };
   std::map<int, ThreadCpu> threads_;  // by tid

@@ -637,8 +637,6 @@ set(H2RPC_BENCHMAIN_SOURCES
   benchmark/h2rpc_stack.cc
   benchmark/h2rpc_sync_stack.cc
   benchmark/latency_histogram.h
-  benchmark/malloc_counter.cc
-  benchmark/malloc_counter.h
   benchmark/op_stats.h
   benchmark/run_result.cc
   benchmark/run_result.h
@@ -648,6 +646,11 @@ set(H2RPC_BENCHMAIN_SOURCES
   benchmark/thread_cpu.h
   benchmark/tls_credentials.cc
   benchmark/tls_credentials.h
+  test/util/allocation_counter.cc
+  test/util/allocation_counter.h
+  test/util/allocation_record.h
+  test/util/glibc_heap_hooks.cc
+  test/util/sanitizer_heap_hooks.cc
 )
 set(H2RPC_BENCHMAIN_MESSAGE_PROTOS
   proto/grpc/testing/benchmark_service.proto
