@@ -2,13 +2,14 @@
 #define H2RPC_TRANSPORT_HTTP2_NGHTTP2_COMPAT_H_
 
 // The nghttp2 API h2rpc is written against: the ssize_t-based functions of
-// nghttp2 1.52 (Debian 12), the only version built and tested, plus
-// nghttp2_option_set_stream_reset_rate_limit (nghttp2 1.57, which Debian
-// backports to 1.52.0-1+deb12u1 and later). nghttp2 1.60 added `*2`
-// variants taking nghttp2_ssize and deprecated these, which it still
-// provides unless NGHTTP2_NO_SSIZE_T is defined; moving to the `*2` API
-// belongs with building against such a version. The aliases and wrappers
-// below are the only places that name the versioned API.
+// nghttp2 1.52 (Debian 12), the only version built and tested, and, where
+// the library has it, nghttp2_option_set_stream_reset_rate_limit (nghttp2
+// 1.57; Debian backports it to 1.52.0-1+deb12u1 and later, without changing
+// the version number). nghttp2 1.60 added `*2` variants taking
+// nghttp2_ssize and deprecated these, which it still provides unless
+// NGHTTP2_NO_SSIZE_T is defined; moving to the `*2` API belongs with
+// building against such a version. The aliases and wrappers below are the
+// only places that name the versioned API.
 
 #include <nghttp2/nghttp2.h>
 
@@ -18,6 +19,13 @@
 #if NGHTTP2_VERSION_NUM < 0x013400
 #error "h2rpc needs nghttp2 1.52 or newer"
 #endif
+
+// Declared here as well, for headers of a 1.52 without the backport, and
+// weak: a library without it leaves the address null (and has no limit on
+// incoming RST_STREAM frames to turn off).
+extern "C" void nghttp2_option_set_stream_reset_rate_limit(
+    nghttp2_option* option, uint64_t burst, uint64_t rate)
+    __attribute__((weak));
 
 namespace h2rpc::transport::http2 {
 
@@ -42,10 +50,18 @@ inline int SubmitResponse(nghttp2_session* s, int32_t stream_id,
   return nghttp2_submit_response(s, stream_id, nva, nvlen, data);
 }
 
+// Whether the nghttp2 the process runs has a limit on incoming RST_STREAM
+// frames (nghttp2_option_set_stream_reset_rate_limit).
+inline bool HasStreamResetRateLimit() {
+  return nghttp2_option_set_stream_reset_rate_limit != nullptr;
+}
+
 // Turns off nghttp2's limit on incoming RST_STREAM frames (on a server
-// session; a client's has none).
+// session; a client's has none), where the library has one.
 inline void DisableStreamResetRateLimit(nghttp2_option* option) {
-  nghttp2_option_set_stream_reset_rate_limit(option, UINT64_MAX, UINT64_MAX);
+  if (HasStreamResetRateLimit()) {
+    nghttp2_option_set_stream_reset_rate_limit(option, UINT64_MAX, UINT64_MAX);
+  }
 }
 
 }  // namespace h2rpc::transport::http2
