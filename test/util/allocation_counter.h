@@ -20,8 +20,10 @@
 // allocation hooks (__sanitizer_install_malloc_and_free_hooks) count
 // instead: the same calls, the same figures.
 //
-// Counting costs an allocating thread a few increments of its own
-// counters: no lock, no shared cache line.
+// Counting costs an allocating (or freeing) thread a few increments of its
+// own counters: no lock, no shared cache line. Only threads past the first
+// 4096 alive at once, and every thread while peak tracking is on
+// (ResetPeakLiveHeapBytes), also update shared atomic counters.
 
 #include <cstdint>
 
