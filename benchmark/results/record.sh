@@ -4,24 +4,35 @@
 #
 #   benchmark/results/record.sh [topic ...]
 #
-# Topics (default: all): main_job (one run of the README's main job),
-# microbenchmarks (one run of //benchmark:core_microbenchmarks),
-# unary, streaming, large, tls, sync, h2load (three repetitions each, written as
-# <topic>_1.json .. <topic>_3.json; the repetitions of the topics interleave,
-# so a slow minute of the machine does not fall on one topic only). Every
-# run puts the server on CPU 0 and the client on CPU 1 (benchmain's
-# default on a machine with 2 or more CPUs). The wide-area files
-# (wan_*.json) come from benchmark/wan_bench.py. h2load is the raw HTTP/2
+# Topics (default: all):
+#   main_job         one run of the README's main job
+#   microbenchmarks  one run of //benchmark:core_microbenchmarks
+#   memory           //test/abuse:attack_report's idle_connections and
+#                    open_streams against h2rpc's and gRPC C++'s interop
+#                    servers, three runs each (memory.json)
+#   attacks          every other attack of //test/abuse:attack_report
+#                    against both servers, once (attacks.json;
+#                    docs/security.md's tables)
+#   unary, streaming, large, tls, sync, h2load, scaling
+#                    three repetitions each, written as <topic>_1.json ..
+#                    <topic>_3.json (scaling: scaling_s<N>_<repetition>.json
+#                    for 1, 2 and 3 server processes); the repetitions of
+#                    the topics interleave, so a slow minute of the machine
+#                    does not fall on one topic only
+# Every run puts the server on CPU 0 and the client on CPU 1 (benchmain's
+# default on a machine with 2 or more CPUs). h2load is the raw HTTP/2
 # reference: nghttp2's h2load against nghttpd serving a 1 KiB file to 1 KiB
 # POSTs on one connection, at 1 and 120 requests in flight, pinned like
 # benchmain (Debian's nghttp2-server and nghttp2-client, installed here when
-# missing). Takes about 15 minutes.
+# missing). The wide-area files (wan_*.json) come from
+# benchmark/wan_bench.py. Takes about 17 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=benchmark/results
 topics=("$@")
 if ((${#topics[@]} == 0)); then
-  topics=(main_job microbenchmarks unary streaming large tls sync h2load)
+  topics=(main_job microbenchmarks memory attacks unary streaming large tls
+          sync h2load scaling)
 fi
 if [[ " ${topics[*]} " == *" h2load "* ]] &&
    ! { command -v h2load && command -v nghttpd; } >/dev/null; then
@@ -32,7 +43,7 @@ if [[ " ${topics[*]} " == *" h2load "* ]] &&
 fi
 
 tools/bazel build -c opt //benchmark:benchmain //benchmark:core_microbenchmarks \
-  //tools/benchresult
+  //test/abuse:attack_report //tools/benchresult
 bin=$(tools/bazel info -c opt bazel-bin 2>/dev/null)
 benchmain=$bin/benchmark/benchmain
 commit=$(git rev-parse --short=12 HEAD)
@@ -41,6 +52,34 @@ if [[ -n $(git status --porcelain -- rpc transport benchmark proto) ]]; then
 fi
 both=(--client_stack=h2rpc,grpcpp --server_stack=h2rpc,grpcpp)
 common=(--source_commit="$commit" --benchtime=5s)
+
+# attack_report's JSON lines for `servers` x `attacks`, `runs` times each
+# (servers alternating), as one file (format h2rpc-attacks/1). Where the
+# cgroup v1 pids controller can be written, each attack runs in a cgroup of
+# at most 30000 tasks: gRPC C++'s server starts a thread per stream under
+# refused_stream_flood, and would otherwise take every pid of the machine
+# (pid_max is 32768 here), leaving none for anything else.
+pids_cgroup=/sys/fs/cgroup/pids/h2rpc-attacks
+run_attacks() {
+  local file=$1 runs=$2 attacks=("${@:3}") lines=() attack server i
+  local confine=()
+  if mkdir -p "$pids_cgroup" 2>/dev/null &&
+     echo 30000 >"$pids_cgroup/pids.max" 2>/dev/null; then
+    confine=(bash -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$pids_cgroup")
+  fi
+  for attack in "${attacks[@]}"; do
+    for ((i = 0; i < runs; ++i)); do
+      for server in h2rpc grpcpp; do
+        echo "== attack_report --server=$server --attack=$attack" >&2
+        lines+=("$("${confine[@]}" "$bin/test/abuse/attack_report" \
+          --server="$server" --attack="$attack" --format=json)")
+      done
+    done
+  done
+  local IFS=,
+  printf '{"format": "h2rpc-attacks/1", "started": "%s", "commit": "%s", "runs": [%s]}\n' \
+    "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$commit" "${lines[*]}" >"$file"
+}
 
 # One repetition of the raw HTTP/2 reference, as JSON (format
 # h2rpc-h2load/1): h2load's req/s at 1 and 120 requests in flight.
@@ -97,6 +136,15 @@ run_topic() {
         --workloads=unary --max_concurrent_calls=1,64 \
         --result_file="$file" ;;
     h2load) run_h2load "$file" ;;
+    scaling)
+      # One channel balanced (round_robin) over 1, 2 and 3 server processes:
+      # scaling_s<N>_<repetition>.json.
+      for n in 1 2 3; do
+        "$benchmain" "${common[@]}" "${both[@]}" --pairings=matched \
+          --workloads=unary --max_concurrent_calls=64 --servers="$n" \
+          --lb_policy=round_robin \
+          --result_file="${file/scaling_/scaling_s${n}_}"
+      done ;;
     *)
       echo "unknown topic '$topic'" >&2
       return 2 ;;
@@ -110,6 +158,14 @@ for topic in "${topics[@]}"; do
       --benchmark_out="$out/core_microbenchmarks.json" \
       --benchmark_out_format=json >/dev/null
   fi
+  if [[ $topic == memory ]]; then
+    run_attacks "$out/memory.json" 3 idle_connections open_streams
+  fi
+  if [[ $topic == attacks ]]; then
+    mapfile -t all < <("$bin/test/abuse/attack_report" --attack=list |
+      awk '$1 != "idle_connections" && $1 != "open_streams" {print $1}')
+    run_attacks "$out/attacks.json" 1 "${all[@]}"
+  fi
   if [[ $topic == main_job ]]; then
     # The README's command, as README gives it.
     tools/bazel run -c opt //benchmark:main_job -- \
@@ -118,7 +174,7 @@ for topic in "${topics[@]}"; do
 done
 for i in 1 2 3; do
   for topic in "${topics[@]}"; do
-    [[ $topic == main_job || $topic == microbenchmarks ]] && continue
+    case $topic in main_job | microbenchmarks | memory | attacks) continue ;; esac
     echo "== $topic, repetition $i"
     run_topic "$topic" "$out/${topic}_$i.json"
   done

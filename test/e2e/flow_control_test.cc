@@ -493,8 +493,8 @@ class FlowControlTest : public ::testing::Test {
   Notification produce_returned_;
   Notification sink_returned_;
 
-  // Prints the figures docs/performance.md quotes and records them in the
-  // test's XML output.
+  // Prints the peak heap and its bound, and records them in the test's XML
+  // output.
   void ReportPeak(const char* what, int64_t messages, int64_t peak,
                   int64_t bound) {
     std::printf("%s: %lld messages, peak heap %lld bytes, bound %lld\n", what,

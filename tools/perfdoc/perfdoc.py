@@ -19,6 +19,11 @@ A generated block is the text between a marker line and `<!-- /perfdoc -->`:
       topic), with h2rpc→h2rpc unary QPS from unary_*.json beside it
   <!-- perfdoc gbench core_microbenchmarks.json -->
       a Google Benchmark JSON file: time per iteration and counters
+  <!-- perfdoc memory memory.json -->
+      server memory per idle connection and per open stream
+      (//test/abuse:attack_report's idle_connections and open_streams)
+  <!-- perfdoc attacks attacks.json ATTACK... -->
+      attack_report's result for each named attack, both servers
 
 File names are relative to benchmark/results/. Outside the blocks, a
 figure that compares or measures (see FIGURE_PATTERNS) must be one that the
@@ -44,6 +49,8 @@ import wan_bench
 
 RESULTS_DIR = os.path.join("benchmark", "results")
 H2LOAD_FORMAT = "h2rpc-h2load/1"
+ATTACKS_FORMAT = "h2rpc-attacks/1"
+SERVER_NAMES = {"h2rpc": "h2rpc", "grpcpp": "gRPC C++"}
 BEGIN = re.compile(r"^<!-- perfdoc (\w+) (.+?) -->$")
 END = "<!-- /perfdoc -->"
 
@@ -197,6 +204,64 @@ def _gbench_block(root, names):
     return "\n".join(lines) + "\n"
 
 
+def _attack_lead(document, name):
+    return (f'Recorded {document["started"][:10]} from commit '
+            f'`{document["commit"]}` (`benchmark/results/{name}`).\n')
+
+
+def _memory_block(root, names):
+    (name,) = names
+    document = _json(root, name)
+    lines = [_attack_lead(document, name),
+             "| measurement | " + " | ".join(SERVER_NAMES.values()) + " |",
+             "| --- |" + " --- |" * len(SERVER_NAMES)]
+    for attack, what in (("idle_connections", "per idle connection"),
+                         ("open_streams", "per open stream")):
+        cells = []
+        for server in SERVER_NAMES:
+            runs = [r for r in document["runs"]
+                    if r["attack"] == attack and r["server"] == server]
+            values = sorted(r["per_unit_kib"] for r in runs)
+            if not values:
+                cells.append("n/a")
+                continue
+            held = runs[0]["held"]
+            cells.append(f"{statistics.median(values):.1f} KiB "
+                         f"[{values[0]:.1f}–{values[-1]:.1f}], {held} held")
+        lines.append(f"| {what} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _attacks_block(root, names):
+    name, attacks = names[0], names[1:]
+    document = _json(root, name)
+    lines = [_attack_lead(document, name),
+             "| attack | server | survived | a call during it | peak RSS "
+             "(before) | threads (before/most) | CPU | what the attacker saw |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for attack in attacks:
+        runs = [r for r in document["runs"] if r["attack"] == attack]
+        if not runs:
+            raise ValueError(f"{name}: no run of attack '{attack}'")
+        for run in runs:
+            peak, base = run.get("peak_rss_mib"), run.get("base_rss_mib")
+            memory = ("n/a" if peak is None else f"{peak:.1f} MiB") + (
+                "" if base is None else f" ({base:.1f})")
+            survived = run["survived"]
+            if survived == "yes":
+                survived = "**yes**"
+            if run.get("log_lines"):
+                survived += f'; log: "{run["log_last"]}"'
+            cells = [attack, SERVER_NAMES.get(run["server"], run["server"]),
+                     survived, run.get("during", "-"), memory,
+                     str(run.get("threads", "?")),
+                     f'{run.get("cpu_s", 0):.2f} s', run.get("attacker", "")]
+            lines.append("| " + " | ".join(
+                str(cell).replace("|", r"\|").replace("\n", " ")
+                for cell in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 # Google Benchmark's own fields of a benchmark entry (the rest: counters).
 _GBENCH_FIELDS = frozenset({
     "name", "family_index", "per_family_instance_index", "run_name",
@@ -206,7 +271,8 @@ _GBENCH_FIELDS = frozenset({
 
 BLOCKS = {"pairings": _pairings_block, "main_job": _main_job_block,
           "wan": _wan_block, "h2load": _h2load_block,
-          "gbench": _gbench_block}
+          "gbench": _gbench_block, "memory": _memory_block,
+          "attacks": _attacks_block}
 
 
 def render(root, text, path="<text>"):
