@@ -237,6 +237,49 @@ TEST_F(PartialMessageMemoryTest, HundredStreamsOfAlmostFourMiBStallTheSender) {
   ExpectEchoWorks("after the attack");
 }
 
+// Three times as many streams: once more than
+// ServerSession::kMaxMemoryRefusals (256) of them are refused while no
+// message arrives, the server ends the connection with
+// GOAWAY(ENHANCE_YOUR_CALM), its memory bounded all along, and serves
+// others as before.
+TEST_F(PartialMessageMemoryTest, RefusalsWithoutWorkEndTheConnection) {
+  constexpr int kManyStreams = 3 * kStreams;
+  ExpectEchoWorks("warm");
+  auto body = std::make_shared<std::string>(GrpcPrefix(0, kDeclared));
+  body->append(kDeclared - 1, 'x');
+  const int64_t rss_before = ProcessMemoryBytes();
+  ASSERT_GT(rss_before, 0);
+
+  std::string error;
+  std::unique_ptr<RawH2Client> attacker = RawH2Client::Connect(port_, &error);
+  ASSERT_NE(attacker, nullptr) << error;
+  std::vector<int32_t> ids;
+  for (int i = 0; i < kManyStreams; ++i) {
+    RawRequest request;
+    request.headers = GrpcRequestHeaders(kEcho, port_);
+    request.shared_body = body;
+    request.end_stream = false;
+    const int32_t id = attacker->Start(request);
+    ASSERT_GT(id, 0) << attacker->error();
+    ids.push_back(id);
+  }
+  ASSERT_TRUE(attacker->RunUntil([&] { return attacker->goaway_received(); },
+                                 absl::Seconds(120)))
+      << "no GOAWAY; " << attacker->error();
+  const RawResponse last = attacker->Response(ids.back());
+  EXPECT_EQ(last.goaway_error_code, NGHTTP2_ENHANCE_YOUR_CALM)
+      << last.DebugString();
+  int refused = 0;
+  for (int32_t id : ids) {
+    if (attacker->Response(id).Trailer("grpc-status") == std::string("8")) {
+      ++refused;
+    }
+  }
+  EXPECT_GE(refused, 256);
+  EXPECT_LT(ProcessMemoryBytes() - rss_before, kMaxGrowth);
+  ExpectEchoWorks("after the connection ended");
+}
+
 // A quota that could never grant a message of the largest accepted size
 // would stall such a message for ever: the server refuses to start.
 TEST(MemoryQuotaOptionsTest, QuotaThatCannotHoldALargestMessageIsRefused) {

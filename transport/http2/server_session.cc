@@ -531,9 +531,11 @@ int ServerSession::OnDataChunk(int32_t stream_id, const uint8_t* data,
         stream->observer, stream->receive_encoding_,
         options().max_receive_message_size, &stream->delivering_wire_size_);
     MessageDeframer& deframer = stream->deframer_;
+    const uint64_t delivered = deframer.messages_delivered();
     const Status status = deframer.Feed(
         absl::string_view(reinterpret_cast<const char*>(data), size), listener);
     NoteMessageInput(deframer);
+    if (deframer.messages_delivered() != delivered) memory_refusals_ = 0;
     if (!status.ok()) {
       stream->Abort(status);
     } else if (deframer.waiting_for_grant()) {
@@ -544,6 +546,17 @@ int ServerSession::OnDataChunk(int32_t stream_id, const uint8_t* data,
                                    deframer.ungranted_bytes();
       if (waiting_bytes > options().connection_window / 4) {
         stream->Abort(WaitingLimitStatus(stream, waiting_bytes));
+        if (++memory_refusals_ > kMaxMemoryRefusals) {
+          Fail(NGHTTP2_ENHANCE_YOUR_CALM,
+               Status(StatusCode::kUnavailable,
+                      absl::StrCat("too_many_memory_refusals: more than ",
+                                   kMaxMemoryRefusals, " calls from ", peer(),
+                                   " failed for this connection's memory "
+                                   "while none of its messages arrived")),
+               "too_many_memory_refusals");
+          // What follows in this read is not processed.
+          return NGHTTP2_ERR_CALLBACK_FAILURE;
+        }
       }
     }
   }

@@ -264,6 +264,16 @@ class ServerSession : public Session {
   // acknowledged never reaches it.
   static constexpr uint32_t kMaxRefusedStreams = 100;
 
+  // Calls a peer's messages may make fail for this connection's memory
+  // while none of its messages reaches a handler: RESOURCE_EXHAUSTED
+  // because the messages waiting for memory would hold more than a quarter
+  // of connection_window. One more ends the connection with
+  // GOAWAY(ENHANCE_YOUR_CALM, debug data "too_many_memory_refusals"): such
+  // a peer makes the server hold memory and refuse calls, and gets no work
+  // done. A message delivered on any stream starts the count again. A fixed
+  // limit.
+  static constexpr uint32_t kMaxMemoryRefusals = 256;
+
   // RST_STREAM frames a peer may send (HEADERS then RST_STREAM makes the
   // server set up calls for nothing, CVE-2023-44487): kResetBurst at once,
   // then kResetsPerSecond, on the scheduler's clock; one more ends the
@@ -325,6 +335,9 @@ class ServerSession : public Session {
   // the streams it opened past the limit since.
   bool settings_acked_ = false;
   uint32_t refused_after_ack_ = 0;
+  // Calls failed for memory since a message last reached a handler
+  // (kMaxMemoryRefusals).
+  uint32_t memory_refusals_ = 0;
   // RST_STREAM frames the peer may still send (kResetBurst at most), and
   // when the last token was added (or the bucket last became full).
   int reset_tokens_ = kResetBurst;

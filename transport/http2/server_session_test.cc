@@ -379,6 +379,67 @@ TEST_F(ServerSessionTest, StreamsRefusedBeforeTheAcknowledgementDoNotCount) {
   EXPECT_EQ(GoAwayErrorCode(frames_), absl::nullopt);
 }
 
+// A call on `stream_id` that declares a 256 KiB message and sends 80 KiB of
+// it (MemoryRefusalTest: the 512 KiB memory_quota_share grants one such
+// message; for any other, the 80 KiB waiting for memory pass a quarter of
+// the 256 KiB connection_window).
+std::string PartialCall(uint32_t stream_id) {
+  std::string bytes =
+      EncodeFrame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, stream_id,
+                  EncodeLiteralHeaderBlock(GrpcRequestHeaders(kHold, 1)));
+  std::string body = std::string(1, '\0') + Uint32(256 << 10);
+  body.resize(80 << 10, 'm');
+  for (size_t at = 0; at < body.size(); at += 16384) {
+    bytes += EncodeFrame(NGHTTP2_DATA, 0, stream_id, body.substr(at, 16384));
+  }
+  return bytes;
+}
+
+class MemoryRefusalTest : public ServerSessionTest {
+ protected:
+  void SetUp() override {
+    options_.connection_window = 256 << 10;
+    options_.initial_stream_window = 128 << 10;
+    options_.memory_quota_share = 512 << 10;
+    options_.bdp_probe = false;
+    dispatcher_.hold_messages = true;
+    Handshake();
+    // The one message the share grants, left unfinished.
+    Feed(PartialCall(1));
+    ASSERT_EQ(GrpcStatus(1), "");
+  }
+  // kMaxMemoryRefusals calls from `*next_id` on, each failed for memory.
+  void RefuseAsManyAsAllowed(uint32_t* next_id) {
+    for (uint32_t i = 0; i < ServerSession::kMaxMemoryRefusals;
+         ++i, *next_id += 2) {
+      Feed(PartialCall(*next_id));
+      ASSERT_EQ(GrpcStatus(*next_id), "8") << *next_id;
+      ASSERT_EQ(GoAwayErrorCode(frames_), absl::nullopt) << *next_id;
+    }
+  }
+};
+
+TEST_F(MemoryRefusalTest, RefusalsWithoutAMessageEndTheConnection) {
+  uint32_t id = 3;
+  RefuseAsManyAsAllowed(&id);
+  // One more.
+  Feed(PartialCall(id));
+  EXPECT_EQ(GoAwayErrorCode(frames_), NGHTTP2_ENHANCE_YOUR_CALM);
+  EXPECT_EQ(GoAwayDebugData(frames_), "too_many_memory_refusals");
+}
+
+TEST_F(MemoryRefusalTest, AMessageThatArrivesStartsTheCountAgain) {
+  uint32_t id = 3;
+  RefuseAsManyAsAllowed(&id);
+  Request(id, kHold, Framed("a message"), /*end_stream=*/false);
+  id += 2;
+  ASSERT_FALSE(dispatcher_.calls.empty());
+  ASSERT_EQ(dispatcher_.calls.back()->messages.size(), 1u);
+  RefuseAsManyAsAllowed(&id);
+  Feed(PartialCall(id));
+  EXPECT_EQ(GoAwayDebugData(frames_), "too_many_memory_refusals");
+}
+
 // HEADERS then RST_STREAM(CANCEL) on `count` new streams from `*next_id`.
 std::string OpenAndReset(int count, uint32_t* next_id) {
   const std::string headers =
