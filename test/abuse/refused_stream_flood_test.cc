@@ -40,6 +40,7 @@
 #include "test/abuse/process_memory.h"
 #include "test/util/loopback_socket.h"
 #include "test/util/raw_frames.h"
+#include "test/util/raw_h2_client.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 extern "C" const char* __asan_default_options() {
@@ -54,6 +55,10 @@ using grpc::testing::SimpleRequest;
 using grpc::testing::SimpleResponse;
 using ::h2rpc::testing::ConnectToLoopback;
 using ::h2rpc::testing::EncodeFrame;
+using ::h2rpc::testing::GoAwayDebugData;
+using ::h2rpc::testing::GoAwayErrorCode;
+using ::h2rpc::testing::ParseFrames;
+using ::h2rpc::testing::RawFrame;
 using ::h2rpc::testing::kClientPreface;
 using ::h2rpc::testing::ProcessMemoryBytes;
 
@@ -125,11 +130,41 @@ struct FloodResult {
   bool stalled = false;  // the server took nothing for kStall
   int error = 0;         // errno of a failed send (the server closed)
   int64_t growth = 0;    // of this process's memory when it ended
+  // With `read_after`: the frames the server sent, read once the flood
+  // ended until the server closed the connection (or 30 s passed).
+  std::vector<RawFrame> frames;
+  bool closed_by_server = false;
 };
 
+// Reads `fd` until the peer closes it (EOF or a reset) or `timeout` passes;
+// returns what was read, and whether the peer closed.
+std::string ReadUntilClosed(int fd, absl::Duration timeout, bool* closed) {
+  std::string bytes;
+  const absl::Time deadline = absl::Now() + timeout;
+  *closed = false;
+  while (absl::Now() < deadline) {
+    pollfd p = {fd, POLLIN, 0};
+    const int ready = poll(
+        &p, 1,
+        static_cast<int>(absl::ToInt64Milliseconds(deadline - absl::Now())));
+    if (ready <= 0) continue;
+    char buffer[16384];
+    const ssize_t n = recv(fd, buffer, sizeof(buffer), MSG_DONTWAIT);
+    if (n > 0) {
+      bytes.append(buffer, static_cast<size_t>(n));
+    } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+      *closed = true;
+      break;
+    }
+  }
+  return bytes;
+}
+
 // Writes the preface, SETTINGS (acknowledging the server's when `ack`),
-// kOpenStreams streams and then up to kExcessStreams more, never reading.
-FloodResult Flood(int port, bool ack, int64_t memory_before) {
+// kOpenStreams streams and then up to kExcessStreams more, never reading;
+// then, with `read_after`, reads what the server sent until it closes.
+FloodResult Flood(int port, bool ack, int64_t memory_before,
+                  bool read_after = false) {
   FloodResult result;
   // A small window: the server's answers fill the path soon.
   const int fd = ConnectToLoopback(port, /*receive_buffer=*/4096);
@@ -169,6 +204,10 @@ FloodResult Flood(int port, bool ack, int64_t memory_before) {
       encoded - static_cast<int>((pending.size() + frame_bytes - 1) /
                                  std::max<size_t>(frame_bytes, 1));
   result.growth = ProcessMemoryBytes() - memory_before;
+  if (read_after) {
+    result.frames = ParseFrames(
+        ReadUntilClosed(fd, absl::Seconds(30), &result.closed_by_server));
+  }
   close(fd);
   return result;
 }
@@ -216,14 +255,31 @@ class RefusedStreamFloodTest : public ::testing::Test {
 TEST_F(RefusedStreamFloodTest, AClientThatKnowsTheLimitIsSentAway) {
   const int64_t memory_before = ProcessMemoryBytes();
   ASSERT_GT(memory_before, 0);
-  const FloodResult result = Flood(port_, /*ack=*/true, memory_before);
+  const FloodResult result =
+      Flood(port_, /*ack=*/true, memory_before, /*read_after=*/true);
   std::printf("sent %d streams; stalled %d, error %d; memory grew by %lld\n",
               result.streams_sent, result.stalled, result.error,
               static_cast<long long>(result.growth));
-  // The server closed the connection (after its GOAWAY) long before the
-  // flood was over.
-  EXPECT_NE(result.error, 0);
-  EXPECT_LT(result.streams_sent, kOpenStreams + kExcessStreams);
+  // The server sent GOAWAY(ENHANCE_YOUR_CALM) and closed the connection.
+  // The socket buffers may have taken the whole flood by then; the GOAWAY's
+  // last stream id says where the server stopped: right after the streams
+  // it may refuse.
+  EXPECT_TRUE(result.error != 0 || result.closed_by_server);
+  EXPECT_EQ(GoAwayErrorCode(result.frames),
+            absl::make_optional<uint32_t>(NGHTTP2_ENHANCE_YOUR_CALM));
+  EXPECT_EQ(GoAwayDebugData(result.frames),
+            absl::make_optional<std::string>("too_many_refused_streams"));
+  for (const RawFrame& frame : result.frames) {
+    if (frame.type != NGHTTP2_GOAWAY || frame.payload.size() < 4) continue;
+    const uint32_t last_stream_id =
+        (static_cast<uint32_t>(static_cast<uint8_t>(frame.payload[0])) << 24 |
+         static_cast<uint32_t>(static_cast<uint8_t>(frame.payload[1])) << 16 |
+         static_cast<uint32_t>(static_cast<uint8_t>(frame.payload[2])) << 8 |
+         static_cast<uint32_t>(static_cast<uint8_t>(frame.payload[3]))) &
+        0x7fffffff;
+    // Stream ids 1, 3, ...: the open ones, then the 100 refused, then one.
+    EXPECT_LE(last_stream_id, 2u * (kOpenStreams + 101) - 1);
+  }
   EXPECT_LT(result.growth, kMaxGrowth);
   const Status echo = Echo();
   EXPECT_TRUE(echo.ok()) << echo.ToString();
