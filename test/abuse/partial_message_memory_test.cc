@@ -114,6 +114,22 @@ class PartialMessageMemoryTest : public ::testing::Test {
     EXPECT_EQ(echoed.payload().body(), text);
   }
 
+  // Starts `count` open-ended Echo streams on `client`, each sending
+  // `body`; their ids go to `ids`.
+  void StartStreams(RawH2Client* client,
+                    const std::shared_ptr<const std::string>& body, int count,
+                    std::vector<int32_t>* ids) {
+    for (int i = 0; i < count; ++i) {
+      RawRequest request;
+      request.headers = GrpcRequestHeaders(kEcho, port_);
+      request.shared_body = body;
+      request.end_stream = false;
+      const int32_t id = client->Start(request);
+      ASSERT_GT(id, 0) << client->error();
+      ids->push_back(id);
+    }
+  }
+
   int port_ = 0;
   std::unique_ptr<Server> server_;
 };
@@ -132,15 +148,7 @@ TEST_F(PartialMessageMemoryTest, HundredStreamsOfAlmostFourMiBStallTheSender) {
   std::unique_ptr<RawH2Client> attacker = RawH2Client::Connect(port_, &error);
   ASSERT_NE(attacker, nullptr) << error;
   std::vector<int32_t> ids;
-  for (int i = 0; i < kStreams; ++i) {
-    RawRequest request;
-    request.headers = GrpcRequestHeaders(kEcho, port_);
-    request.shared_body = body;
-    request.end_stream = false;
-    const int32_t id = attacker->Start(request);
-    ASSERT_GT(id, 0) << attacker->error();
-    ids.push_back(id);
-  }
+  ASSERT_NO_FATAL_FAILURE(StartStreams(attacker.get(), body, kStreams, &ids));
   auto total_sent = [&] {
     size_t sent = 0;
     for (int32_t id : ids) sent += attacker->Response(id).request_bytes_sent;
@@ -254,15 +262,8 @@ TEST_F(PartialMessageMemoryTest, RefusalsWithoutWorkEndTheConnection) {
   std::unique_ptr<RawH2Client> attacker = RawH2Client::Connect(port_, &error);
   ASSERT_NE(attacker, nullptr) << error;
   std::vector<int32_t> ids;
-  for (int i = 0; i < kManyStreams; ++i) {
-    RawRequest request;
-    request.headers = GrpcRequestHeaders(kEcho, port_);
-    request.shared_body = body;
-    request.end_stream = false;
-    const int32_t id = attacker->Start(request);
-    ASSERT_GT(id, 0) << attacker->error();
-    ids.push_back(id);
-  }
+  ASSERT_NO_FATAL_FAILURE(
+      StartStreams(attacker.get(), body, kManyStreams, &ids));
   ASSERT_TRUE(attacker->RunUntil([&] { return attacker->goaway_received(); },
                                  absl::Seconds(120)))
       << "no GOAWAY; " << attacker->error();

@@ -57,10 +57,10 @@ using ::h2rpc::testing::ConnectToLoopback;
 using ::h2rpc::testing::EncodeFrame;
 using ::h2rpc::testing::GoAwayDebugData;
 using ::h2rpc::testing::GoAwayErrorCode;
-using ::h2rpc::testing::ParseFrames;
-using ::h2rpc::testing::RawFrame;
 using ::h2rpc::testing::kClientPreface;
+using ::h2rpc::testing::ParseFrames;
 using ::h2rpc::testing::ProcessMemoryBytes;
+using ::h2rpc::testing::RawFrame;
 
 constexpr int64_t kMiB = 1 << 20;
 constexpr char kNeverRead[] = "/test.Flood/NeverRead";
