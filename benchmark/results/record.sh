@@ -19,6 +19,10 @@
 #                    for 1, 2 and 3 server processes); the repetitions of
 #                    the topics interleave, so a slow minute of the machine
 #                    does not fall on one topic only
+#   soak             the soak under faults for 30 minutes (soak.json,
+#                    docs/security.md's soak figures): tools/soak
+#                    --duration=30m --result_file=benchmark/results/soak.json;
+#                    not in the default topics
 # Every run puts the server on CPU 0 and the client on CPU 1 (benchmain's
 # default on a machine with 2 or more CPUs). h2load is the raw HTTP/2
 # reference: nghttp2's h2load against nghttpd serving a 1 KiB file to 1 KiB
@@ -166,6 +170,9 @@ for topic in "${topics[@]}"; do
       awk '$1 != "idle_connections" && $1 != "open_streams" {print $1}')
     run_attacks "$out/attacks.json" 1 "${all[@]}"
   fi
+  if [[ $topic == soak ]]; then
+    tools/soak --duration=30m --result_file="$out/soak.json"
+  fi
   if [[ $topic == main_job ]]; then
     # The README's command, as README gives it.
     tools/bazel run -c opt //benchmark:main_job -- \
@@ -174,7 +181,9 @@ for topic in "${topics[@]}"; do
 done
 for i in 1 2 3; do
   for topic in "${topics[@]}"; do
-    case $topic in main_job | microbenchmarks | memory | attacks) continue ;; esac
+    case $topic in
+      main_job | microbenchmarks | memory | attacks | soak) continue ;;
+    esac
     echo "== $topic, repetition $i"
     run_topic "$topic" "$out/${topic}_$i.json"
   done

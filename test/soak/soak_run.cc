@@ -203,6 +203,8 @@ class TempDir {
 
 SoakReport RunSoak(const SoakOptions& options) {
   SoakReport report;
+  report.started = absl::Now();
+  report.seed = options.faults.seed;
   std::vector<std::string>& failures = report.failures;
   auto log = [&options](const std::string& line) {
     if (options.log) options.log(line);
@@ -351,6 +353,7 @@ SoakReport RunSoak(const SoakOptions& options) {
       continue;
     }
     absl::StrAppend(&memory, "    ", trend.ToString(), "\n");
+    report.rss.push_back(trend);
     if (!trend.complete()) {
       if (trend.label == "client" || trend.label == cluster.name(0)) {
         failures.push_back(absl::StrCat("no RSS samples through the soak: ",
@@ -367,6 +370,8 @@ SoakReport RunSoak(const SoakOptions& options) {
                                       ": ", trend.ToString()));
     }
   }
+  report.restarted_backends = restarted;
+  report.restarted_peak_rss = restarted_peak;
   absl::StrAppend(&memory, "    ", restarted,
                   " backend processes started during the soak: peak ",
                   Mib(static_cast<double>(restarted_peak)), "\n");
@@ -378,6 +383,16 @@ SoakReport RunSoak(const SoakOptions& options) {
     failures.push_back(absl::StrCat("graceful shutdown at the end: ", how));
   }
 
+  report.ran = end - start;
+  report.plaintext = plain_tally;
+  report.tls = tls_tally;
+  report.faults = faults;
+  for (int i = 0; i < BackendCluster::kBackends; ++i) {
+    report.backend_starts.push_back(cluster.starts(i));
+  }
+  report.probes = probes;
+  report.quiet_start = base;
+  report.quiet_end = last;
   report.figures = absl::StrCat(
       "soak of ",
       absl::FormatDuration(absl::Trunc(end - start, absl::Seconds(1))),

@@ -3,12 +3,17 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "absl/time/time.h"
+#include "test/soak/call_tally.h"
 #include "test/soak/fault_driver.h"
 #include "test/soak/mixed_load.h"
+#include "test/soak/probe_driver.h"
+#include "test/soak/process_sample.h"
+#include "test/soak/rss_trend.h"
 
 namespace h2rpc::testing {
 
@@ -43,6 +48,32 @@ struct SoakReport {
   // The figures: calls by kind and status, faults, probes, memory,
   // descriptors and threads.
   std::string figures;
+
+  // The same figures one by one (soak_main's --result_file). When the soak
+  // failed before its load began, only `started` and `seed` are set.
+  //
+  // When RunSoak began.
+  absl::Time started;
+  uint32_t seed = 0;
+  // From the load's start to its end (once every call had ended), the span
+  // whose thirds the RSS trends compare; zero if the load never began.
+  absl::Duration ran;
+  CallTally plaintext;
+  CallTally tls;
+  FaultDriver::Counts faults;
+  // Processes started per backend (b0, b1, b2), the first included.
+  std::vector<int> backend_starts;
+  ProbeDriver::Report probes;
+  // The processes alive since the start (client, b0, the first b1 and b2).
+  std::vector<RssTrend> rss;
+  // Backend processes started during the soak (those sampled), and the
+  // highest RSS one of them reached (-1: none).
+  int restarted_backends = 0;
+  int64_t restarted_peak_rss = -1;
+  // Descriptors and threads by process ("client", "b0", ...) at the quiet
+  // points before and after the load.
+  std::map<std::string, ProcessSample> quiet_start;
+  std::map<std::string, ProcessSample> quiet_end;
 };
 
 // Runs the soak (see test/soak/BUILD.bazel): three backend processes behind

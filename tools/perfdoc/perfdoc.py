@@ -24,6 +24,10 @@ A generated block is the text between a marker line and `<!-- /perfdoc -->`:
       (//test/abuse:attack_report's idle_connections and open_streams)
   <!-- perfdoc attacks attacks.json ATTACK... -->
       attack_report's result for each named attack, both servers
+  <!-- perfdoc soak soak.json -->
+      a run of the soak under faults (tools/soak --result_file): calls by
+      kind and status per channel, faults, probes, RSS trends, descriptors
+      and threads at the quiet points
 
 File names are relative to benchmark/results/. Outside the blocks, a
 figure that compares or measures (see FIGURE_PATTERNS) must be one that the
@@ -50,6 +54,7 @@ import wan_bench
 RESULTS_DIR = os.path.join("benchmark", "results")
 H2LOAD_FORMAT = "h2rpc-h2load/1"
 ATTACKS_FORMAT = "h2rpc-attacks/1"
+SOAK_FORMAT = "h2rpc-soak/1"
 SERVER_NAMES = {"h2rpc": "h2rpc", "grpcpp": "gRPC C++"}
 BEGIN = re.compile(r"^<!-- perfdoc (\w+) (.+?) -->$")
 END = "<!-- /perfdoc -->"
@@ -262,6 +267,148 @@ def _attacks_block(root, names):
     return "\n".join(lines) + "\n"
 
 
+# The soak's call kinds and processes (test/soak), as the soak block names
+# them.
+SOAK_KINDS = {"unary": "unary", "unary_wait_for_ready": "unary, wait_for_ready",
+              "server_streaming": "server streaming",
+              "bidi_streaming": "bidi streaming"}
+SOAK_PROCESSES = {"client": "client (channels, proxies, drivers)",
+                  "b0": "b0 (never restarted)", "b1": "b1, first process",
+                  "b2": "b2, first process"}
+SANITIZER_CONFIGS = {"address": "asan", "thread": "tsan"}
+
+
+def _minutes_and_seconds(seconds):
+    minutes, seconds = divmod(round(seconds), 60)
+    if not minutes:
+        return f"{seconds} s"
+    return f"{minutes} min" + (f" {seconds} s" if seconds else "")
+
+
+def _mib(value):
+    return "?" if value is None else f"{value / (1 << 20):.1f} MiB"
+
+
+def _soak_calls(kind):
+    """A calls cell: "8,636,228, all OK" or "837,550: 49 UNAVAILABLE"."""
+    if kind is None:
+        return "none"
+    text = f'{kind["ended"]:,}'
+    if kind["started"] != kind["ended"]:
+        text = f'{kind["started"]:,} started, {kind["ended"]:,} ended'
+    not_ok = [f"{count:,} {code}" for code, count in sorted(
+        kind["not_ok"].items(), key=lambda item: -item[1])]
+    text += ": " + ", ".join(not_ok) if not_ok else ", all OK"
+    if kind["wrong_answers"]:
+        text += f'; {kind["wrong_answers"]:,} wrong answers'
+    return text
+
+
+def _soak_windows(windows):
+    """ "10–20 min → 20–30 min" (seconds under ten minutes)."""
+    if windows[-1][-1] >= 600:
+        unit, scale = "min", 60
+    else:
+        unit, scale = "s", 1
+    return " → ".join(f"{round(a / scale)}–{round(b / scale)} {unit}"
+                      for a, b in windows)
+
+
+def _soak_counts(counts):
+    """ "client 54 / 13, each backend 12 / 7" (or every backend named)."""
+    def pair(sample):
+        return " / ".join("?" if sample[key] is None else str(sample[key])
+                          for key in ("fds", "threads"))
+    if not counts:
+        return "not reached"
+    backends = {name: pair(sample) for name, sample in counts.items()
+                if name != "client"}
+    parts = [f'client {pair(counts["client"])}'] if "client" in counts else []
+    if len(set(backends.values())) == 1 and len(backends) > 1:
+        parts.append(f"each backend {next(iter(backends.values()))}")
+    else:
+        parts.extend(f"{name} {value}" for name, value in
+                     sorted(backends.items()))
+    return ", ".join(parts)
+
+
+def _soak_block(root, names):
+    (name,) = names
+    document = _json(root, name)
+    if document.get("format") != SOAK_FORMAT:
+        raise ValueError(f"{name}: not a {SOAK_FORMAT} file")
+    config = SANITIZER_CONFIGS.get(document.get("sanitizer"))
+    minutes, seconds = divmod(round(document["requested_duration_s"]), 60)
+    duration = (f"{minutes}m" if minutes else "") + (
+        f"{seconds}s" if seconds or not minutes else "")
+    command = f'    tools/soak --duration={duration} --seed={document["seed"]}'
+    if config:
+        command += f" --config={config}"
+    lines = [command, "",
+             f'Recorded {document["started"][:10]}, '
+             f'{_minutes_and_seconds(document["duration_s"])} of load, seed '
+             f'{document["seed"]}'
+             + (f", {config} build" if config else "") + ", "
+             + ("passed" if document["passed"] else "**failed**")
+             + f" (`benchmark/results/{name}`).", ""]
+    for failure in document["failures"]:
+        lines.append("- failure: " + failure.replace("\n", " "))
+    if document["failures"]:
+        lines.append("")
+
+    calls, channels = document["calls"], document["calls"]["channels"]
+    lines += ["| calls | plaintext | TLS |", "| --- | --- | --- |"]
+    for kind, label in SOAK_KINDS.items():
+        lines.append(f"| {label} | "
+                     + " | ".join(_soak_calls(channels[channel].get(kind))
+                                  for channel in ("plaintext", "tls")) + " |")
+    ended = ("every one ended" if calls["ended"] == calls["total"] else
+             f'{calls["total"] - calls["ended"]:,} never ended')
+    faults, probes = document["faults"], document["probes"]
+    started = sum(document["backend_starts"]) - len(
+        document["backend_starts"])
+    lines += ["", f'{calls["total"]:,} calls, {ended}. Faults: '
+              f'{faults["kills"]:,} kills (SIGKILL), '
+              f'{faults["graceful_restarts"]:,} graceful restarts (SIGTERM), '
+              f'{faults["proxy_resets"]:,} proxy resets, '
+              f'{faults["proxy_stalls"]:,} proxy stalls; {started:,} backend '
+              f'processes started after the first three. '
+              f'{probes["total"]:,} probes:', "",
+              "| probe | runs | what the attacker saw the last time |",
+              "| --- | --- | --- |"]
+    for probe, run in probes["by_kind"].items():
+        outcome = run["last_outcome"].replace("|", r"\|").replace("\n", " ")
+        lines.append(f'| {probe} | {run["runs"]:,} | {outcome} |')
+
+    rss = document["rss"]
+    lines += ["", "| process | median RSS, "
+              f'{_soak_windows(rss["windows_s"])} | per hour | peak |',
+              "| --- | --- | --- | --- |"]
+    for row in rss["processes"]:
+        label = SOAK_PROCESSES.get(row["process"], row["process"])
+        if row["earlier_median_bytes"] is None or row[
+                "later_median_bytes"] is None:
+            median, hourly = "not alive through both windows", "-"
+        else:
+            median = (f'{row["earlier_median_bytes"] / (1 << 20):.1f} → '
+                      f'{_mib(row["later_median_bytes"])}')
+            hourly = f'{row["growth_per_hour_bytes"] / (1 << 20):+.1f} MiB'
+        lines.append(f'| {label} | {median} | {hourly} | '
+                     f'{_mib(row["peak_bytes"])} |')
+    restarted = rss["restarted_backends"]
+    lines.append(f'| {restarted["processes"]:,} backend processes started '
+                 f"during the run (those sampled) | | | "
+                 + ("none sampled" if restarted["peak_bytes"] is None else
+                    f'{_mib(restarted["peak_bytes"])} at most') + " |")
+
+    quiet = document["quiet_points"]
+    start, end = _soak_counts(quiet["start"]), _soak_counts(quiet["end"])
+    lines += ["", "Descriptors / threads at the quiet points, " + (
+        f"start and end alike: {start}." if start == end else
+        f"start: {start}; end: {end}.")]
+    return "\n".join(lines) + "\n"
+
+
 # Google Benchmark's own fields of a benchmark entry (the rest: counters).
 _GBENCH_FIELDS = frozenset({
     "name", "family_index", "per_family_instance_index", "run_name",
@@ -272,7 +419,7 @@ _GBENCH_FIELDS = frozenset({
 BLOCKS = {"pairings": _pairings_block, "main_job": _main_job_block,
           "wan": _wan_block, "h2load": _h2load_block,
           "gbench": _gbench_block, "memory": _memory_block,
-          "attacks": _attacks_block}
+          "attacks": _attacks_block, "soak": _soak_block}
 
 
 def render(root, text, path="<text>"):
