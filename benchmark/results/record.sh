@@ -29,7 +29,7 @@
 # POSTs on one connection, at 1 and 120 requests in flight, pinned like
 # benchmain (Debian's nghttp2-server and nghttp2-client, installed here when
 # missing). The wide-area files (wan_*.json) come from
-# benchmark/wan_bench.py. Takes about 17 minutes.
+# benchmark/wan_bench.py. The default topics take about 25 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=benchmark/results
