@@ -75,6 +75,9 @@ constexpr size_t kWaitingLimit = (16 << 20) / 4;
 // connection window, in buffers at most twice that), plus allocator and
 // nghttp2 overhead.
 constexpr int64_t kMaxGrowth = 128 * kMiB;
+// How long a PING may take to be answered: the server works through what
+// the attacker sent first, slowly under the sanitizers on a loaded machine.
+constexpr absl::Duration kPingTimeout = absl::Seconds(60);
 
 class PartialMessageMemoryTest : public ::testing::Test {
  protected:
@@ -161,7 +164,7 @@ TEST_F(PartialMessageMemoryTest, HundredStreamsOfAlmostFourMiBStallTheSender) {
   // WINDOW_UPDATEs to let it send more. Or until every byte is sent.
   const absl::Time give_up = absl::Now() + absl::Seconds(300);
   for (size_t before = 0;; before = total_sent()) {
-    ASSERT_TRUE(attacker->Ping()) << attacker->error();
+    ASSERT_TRUE(attacker->Ping(kPingTimeout)) << attacker->error();
     size_t last_sent = total_sent();
     absl::Time last_progress = absl::Now();
     attacker->RunUntil(
@@ -231,7 +234,7 @@ TEST_F(PartialMessageMemoryTest, HundredStreamsOfAlmostFourMiBStallTheSender) {
   EXPECT_LT(growth, kMaxGrowth);
 
   // The stalled connection is alive, and other clients are served meanwhile.
-  EXPECT_TRUE(attacker->Ping());
+  EXPECT_TRUE(attacker->Ping(kPingTimeout));
   ExpectEchoWorks("during the attack");
 
   // The attacker gives up: its streams are reset, their memory returns.
@@ -241,7 +244,7 @@ TEST_F(PartialMessageMemoryTest, HundredStreamsOfAlmostFourMiBStallTheSender) {
       attacker->ResetStream(id, NGHTTP2_CANCEL);
     }
   }
-  EXPECT_TRUE(attacker->Ping());
+  EXPECT_TRUE(attacker->Ping(kPingTimeout));
   ExpectEchoWorks("after the attack");
 }
 
