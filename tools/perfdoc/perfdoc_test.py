@@ -4,6 +4,7 @@ the block and figure rules on small texts."""
 import os
 import unittest
 
+import figures
 import perfdoc
 
 
@@ -28,12 +29,11 @@ class CheckedInDocsTest(unittest.TestCase):
 class FigureRulesTest(unittest.TestCase):
 
     def setUp(self):
-        self.figures = perfdoc.Figures(ratios={5.18, 1.66}, qps={210464.0},
+        self.figures = figures.Figures(ratios={5.18, 1.66}, qps={210464.0},
                                        cpu_us={3.92}, allocs={2.0, 3.0})
 
     def problems(self, text):
-        return perfdoc.unsupported_figures(_root(), text, self.figures,
-                                           "doc.md")
+        return figures.unsupported_figures(text, self.figures, "doc.md")
 
     def test_figures_within_rounding_pass(self):
         self.assertEqual(self.problems(
