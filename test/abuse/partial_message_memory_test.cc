@@ -117,6 +117,14 @@ class PartialMessageMemoryTest : public ::testing::Test {
     EXPECT_EQ(echoed.payload().body(), text);
   }
 
+  // What every attacking stream sends: a kDeclared-byte message's prefix
+  // and all of it but its last byte.
+  static std::shared_ptr<const std::string> AllButTheLastByte() {
+    auto body = std::make_shared<std::string>(GrpcPrefix(0, kDeclared));
+    body->append(kDeclared - 1, 'x');
+    return body;
+  }
+
   // Starts `count` open-ended Echo streams on `client`, each sending
   // `body`; their ids go to `ids`.
   void StartStreams(RawH2Client* client,
@@ -139,9 +147,7 @@ class PartialMessageMemoryTest : public ::testing::Test {
 
 TEST_F(PartialMessageMemoryTest, HundredStreamsOfAlmostFourMiBStallTheSender) {
   ExpectEchoWorks("warm");
-  // Every stream sends this: a 4 MiB prefix and all but the last byte.
-  auto body = std::make_shared<std::string>(GrpcPrefix(0, kDeclared));
-  body->append(kDeclared - 1, 'x');
+  const std::shared_ptr<const std::string> body = AllButTheLastByte();
   const size_t full = body->size();
 
   const int64_t rss_before = ProcessMemoryBytes();
@@ -256,8 +262,7 @@ TEST_F(PartialMessageMemoryTest, HundredStreamsOfAlmostFourMiBStallTheSender) {
 TEST_F(PartialMessageMemoryTest, RefusalsWithoutWorkEndTheConnection) {
   constexpr int kManyStreams = 3 * kStreams;
   ExpectEchoWorks("warm");
-  auto body = std::make_shared<std::string>(GrpcPrefix(0, kDeclared));
-  body->append(kDeclared - 1, 'x');
+  const std::shared_ptr<const std::string> body = AllButTheLastByte();
   const int64_t rss_before = ProcessMemoryBytes();
   ASSERT_GT(rss_before, 0);
 
