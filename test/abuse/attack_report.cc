@@ -1288,19 +1288,28 @@ AttackOutcome ContinuationFlood(ServerProcess* server) {
   return outcome;
 }
 
+// The server's SETTINGS_MAX_CONCURRENT_STREAMS, read on a connection of its
+// own, into `*limit` (nullopt when not advertised). False, with
+// `outcome->attacker` saying so, when no SETTINGS came within 10 s.
+bool ReadStreamLimit(int port, absl::optional<uint32_t>* limit,
+                     AttackOutcome* outcome) {
+  const std::vector<RawFrame> settings = ServerSettings(port);
+  if (settings.empty()) {
+    outcome->attacker = "no SETTINGS from the server within 10 s";
+    return false;
+  }
+  *limit = SettingValue(settings, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
+  return true;
+}
+
 // 9. SETTINGS_MAX_CONCURRENT_STREAMS + 1 UnaryCall streams opened at once on
 // one connection (HEADERS without END_STREAM), then the first N send their
 // request and end. With no limit advertised, 1025 streams, all completed.
 AttackOutcome StreamsPastTheLimit(ServerProcess* server) {
   constexpr uint32_t kUnadvertisedStreams = 1025;
   AttackOutcome outcome;
-  const std::vector<RawFrame> settings = ServerSettings(server->port());
-  if (settings.empty()) {
-    outcome.attacker = "no SETTINGS from the server within 10 s";
-    return outcome;
-  }
-  const absl::optional<uint32_t> limit =
-      SettingValue(settings, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
+  absl::optional<uint32_t> limit;
+  if (!ReadStreamLimit(server->port(), &limit, &outcome)) return outcome;
   if (limit.has_value() && *limit > 100000) {
     outcome.attacker = absl::StrCat("MAX_CONCURRENT_STREAMS ", *limit,
                                     ": too many streams to open");
@@ -2163,13 +2172,8 @@ AttackOutcome IdleConnections(ServerProcess* server) {
 AttackOutcome OpenStreams(ServerProcess* server) {
   constexpr uint32_t kWanted = 100;
   AttackOutcome outcome;
-  const std::vector<RawFrame> settings = ServerSettings(server->port());
-  if (settings.empty()) {
-    outcome.attacker = "no SETTINGS from the server within 10 s";
-    return outcome;
-  }
-  const absl::optional<uint32_t> limit =
-      SettingValue(settings, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
+  absl::optional<uint32_t> limit;
+  if (!ReadStreamLimit(server->port(), &limit, &outcome)) return outcome;
   const int streams =
       static_cast<int>(limit.has_value() ? std::min(kWanted, *limit) : kWanted);
   std::string error;
