@@ -18,13 +18,21 @@ namespace h2rpc::benchmark {
 // that every pairing runs the same workload; the h2rpc server comes twice,
 // with callback handlers and reactors (server stack "h2rpc") and with
 // synchronous handlers on worker threads ("h2rpc_sync"). The service is
-// grpc.testing.BenchmarkService: UnaryCall, StreamingCall (ping-pong) and
-// StreamingBothWays (each side streams independently). kHandshake makes
+// grpc.testing.BenchmarkService: UnaryCall, StreamingCall (ping-pong),
+// StreamingBothWays (each side streams independently) and StreamingFromServer
+// (one request, then the server writes until the client cancels: each
+// received message is an op). kHandshake makes
 // UnaryCalls, each on a connection of its own: an op opens a channel (TCP
 // connect, TLS handshake when secure, HTTP/2 preface), completes one call on
 // it and closes it.
 
-enum class Workload { kUnary, kStreaming, kUnconstrained, kHandshake };
+enum class Workload {
+  kUnary,
+  kStreaming,
+  kUnconstrained,
+  kStreamingFromServer,
+  kHandshake
+};
 
 // Counts a client's streams and calls still running, so that Stop() can
 // wait for them.

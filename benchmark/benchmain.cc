@@ -69,8 +69,10 @@
 #include "test/util/allocation_counter.h"
 
 ABSL_FLAG(std::string, workloads, "unary",
-          "unary, streaming (ping-pong), unconstrained and/or handshake (a new "
-          "connection per unary call; --connections does not apply).");
+          "unary, streaming (ping-pong), unconstrained, streaming_from_server "
+          "(one request, then the server writes back to back) and/or "
+          "handshake (a new connection per unary call; --connections does not "
+          "apply).");
 ABSL_FLAG(std::string, max_concurrent_calls, "1,8,64,120",
           "Calls (unary) or streams in flight.");
 ABSL_FLAG(std::string, req_size_bytes, "1024", "Request payload sizes.");
@@ -227,6 +229,8 @@ bool ParseWorkload(const std::string& name, Workload* out) {
     *out = Workload::kStreaming;
   else if (name == "unconstrained")
     *out = Workload::kUnconstrained;
+  else if (name == "streaming_from_server")
+    *out = Workload::kStreamingFromServer;
   else if (name == "handshake")
     *out = Workload::kHandshake;
   else

@@ -37,8 +37,8 @@ table="$TEST_TMPDIR/table.txt"
 "$benchmain" --workloads=unary,streaming --client_stack=$gzip_stacks \
   --server_stack=$gzip_stacks --compression=gzip --max_concurrent_calls=2 \
   "${common[@]}" | tee -a "$table"
-"$benchmain" --workloads=unconstrained --client_stack=$both \
-  --server_stack=$both --compression=off --max_concurrent_calls=2 \
+"$benchmain" --workloads=unconstrained,streaming_from_server \
+  --client_stack=$both --server_stack=$both --compression=off --max_concurrent_calls=2 \
   "${common[@]}" | tee -a "$table"
 # gRPC C++ 1.51 livelocks on compressed unconstrained streams (benchmain
 # refuses that run, checked below), so only h2rpc's client runs them.
@@ -60,12 +60,13 @@ secure_result="${TEST_TMPDIR:-/tmp}/benchmain_secure.json"
 "$benchmain" --workloads=handshake --client_stack=$tls_stacks \
   --server_stack=$tls_stacks --secure "${brief[@]}" | tee -a "$table"
 
-# Rows: uncompressed, 3 workloads x 4 pairings; gzip, 2 workloads x 4
+# Rows: uncompressed, 4 workloads x 4 pairings; gzip, 2 workloads x 4
 # pairings plus 2 unconstrained (under TSan 2 x 1 plus 1); plaintext
 # handshake, 4 pairings; TLS, 3 workloads x 4 pairings (under TSan x 1).
-expected=$((3 * 4 + 2 * 4 + 2 + 4 + 3 * tls_pairings))
-[[ $gzip_stacks == h2rpc ]] && expected=$((3 * 4 + 2 * 1 + 1 + 4 + 3 * 1))
-rows=$(grep -cE '^(unary|streaming|unconstrained|handshake) ' "$table")
+expected=$((4 * 4 + 2 * 4 + 2 + 4 + 3 * tls_pairings))
+[[ $gzip_stacks == h2rpc ]] && expected=$((4 * 4 + 2 * 1 + 1 + 4 + 3 * 1))
+rows=$(grep -cE \
+  '^(unary|streaming|unconstrained|streaming_from_server|handshake) ' "$table")
 [[ $rows -eq $expected ]] ||
   { echo "expected $expected rows, got $rows"; exit 1; }
 

@@ -153,14 +153,21 @@ std::string RunFeatures::Title() const {
 }
 
 int64_t RunResult::send_ops() const {
-  return features.workload == "unconstrained" ? stats.sends
-                                              : stats.histogram.count();
+  return features.workload == "unconstrained" ||
+                 features.workload == "streaming_from_server"
+             ? stats.sends
+             : stats.histogram.count();
 }
 int64_t RunResult::recv_ops() const {
-  return features.workload == "unconstrained" ? stats.recvs
-                                              : stats.histogram.count();
+  return features.workload == "unconstrained" ||
+                 features.workload == "streaming_from_server"
+             ? stats.recvs
+             : stats.histogram.count();
 }
 int64_t RunResult::total_ops() const {
+  // A server-streaming run's ops are the messages the server sent; its
+  // client sent each stream's one request before the measured time.
+  if (features.workload == "streaming_from_server") return recv_ops();
   return std::min(send_ops(), recv_ops());
 }
 double RunResult::qps() const {

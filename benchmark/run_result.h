@@ -54,7 +54,7 @@ struct RunResult {
   std::vector<BackendRequests> backends;
 
   // unary, streaming: round trips; unconstrained: messages each way (the
-  // smaller count).
+  // smaller count); streaming_from_server: messages received.
   int64_t total_ops() const;
   int64_t send_ops() const;
   int64_t recv_ops() const;

@@ -179,17 +179,39 @@ size_t WireBytes(size_t body) {
 // The most heap a bulk transfer may hold at once, from the options of its
 // receiving and sending ends (one stream on one connection each way).
 // `message` is the wire size of one message.
+// The largest stream window `receiver` grants: BDP probing may grow it from
+// initial_stream_window up to max_receive_window (a server's, to a quarter
+// of its connection_window).
+int64_t LargestStreamWindow(const ConnectionOptions& receiver,
+                            bool receiver_is_server) {
+  int64_t window = receiver.initial_stream_window;
+  if (receiver.bdp_probe) {
+    const int64_t max = receiver_is_server
+                            ? std::min<int64_t>(receiver.max_receive_window,
+                                                receiver.connection_window / 4)
+                            : receiver.max_receive_window;
+    window = std::max(window, max);
+  }
+  return window;
+}
+
 int64_t BulkTransferHeapBound(const ConnectionOptions& receiver,
+                              bool receiver_is_server,
                               const ConnectionOptions& sender,
                               size_t sender_stream_write_buffer,
                               size_t message) {
   // Receiver: messages held unread fill at most the stream's window (the
-  // connection window binds too, but is larger), plus the one completing
-  // it (a message's bytes are returned while gathered and held once
-  // complete), one being gathered by the deframer, one parsed into the read
-  // target.
-  const int64_t receive = std::min<int64_t>(receiver.initial_stream_window,
-                                            receiver.connection_window) +
+  // connection window binds too, and grows with it on a client), plus the
+  // one completing it (a message's bytes are returned while gathered and
+  // held once complete), one being gathered by the deframer, one parsed into
+  // the read target.
+  const int64_t stream_window =
+      LargestStreamWindow(receiver, receiver_is_server);
+  const int64_t connection_window =
+      receiver_is_server
+          ? static_cast<int64_t>(receiver.connection_window)
+          : std::max<int64_t>(receiver.connection_window, stream_window);
+  const int64_t receive = std::min(stream_window, connection_window) +
                           3 * static_cast<int64_t>(message);
   // Sender: the message object being written, and the stream's send buffer
   // (up to stream_write_buffer plus the message just appended).
@@ -228,6 +250,12 @@ class FlowControlTest : public ::testing::Test {
              ChannelOptions channel_options = ChannelOptions()) {
     server_options.num_loops = 1;
     server_options.min_sync_threads = 4;
+    // BDP probing may grow the windows (the bounds below count it) up to
+    // twice their initial size: the bounds stay tight.
+    server_options.connection.max_receive_window =
+        2 * server_options.connection.initial_stream_window;
+    channel_options.connection.max_receive_window =
+        2 * channel_options.connection.initial_stream_window;
     server_options_ = server_options;
     channel_options_ = channel_options;
     Status status;
@@ -516,8 +544,8 @@ TEST_F(FlowControlTest, GibibyteDownloadToSlowReaderStaysWithinWindows) {
   Start();
   const size_t wire = WireBytes<StreamingOutputCallResponse>(kBulkMessageBytes);
   const int64_t bound = BulkTransferHeapBound(
-      channel_options_.connection, server_options_.connection,
-      server_options_.stream_write_buffer, wire);
+      channel_options_.connection, /*receiver_is_server=*/false,
+      server_options_.connection, server_options_.stream_write_buffer, wire);
 
   const int64_t base = LiveHeapBytes();
   ResetPeakLiveHeapBytes();
@@ -554,8 +582,8 @@ TEST_F(FlowControlTest, GibibyteUploadToSlowReaderStaysWithinWindows) {
   Start();
   const size_t wire = WireBytes<StreamingInputCallRequest>(kBulkMessageBytes);
   const int64_t bound = BulkTransferHeapBound(
-      server_options_.connection, channel_options_.connection,
-      channel_options_.stream_write_buffer, wire);
+      server_options_.connection, /*receiver_is_server=*/true,
+      channel_options_.connection, channel_options_.stream_write_buffer, wire);
 
   const int64_t base = LiveHeapBytes();
   ResetPeakLiveHeapBytes();
@@ -586,7 +614,10 @@ TEST_F(FlowControlTest, GibibyteUploadToSlowReaderStaysWithinWindows) {
 // A client that does not read stops the server's writes once the stream
 // window and the send buffer are full; reading then delivers everything.
 TEST_F(FlowControlTest, ReaderThatStopsReadingStopsTheSender) {
-  Start();
+  // Fixed windows: the test waits for the client to hold exactly one.
+  ChannelOptions channel_options;
+  channel_options.connection.bdp_probe = false;
+  Start(ServerOptions(), channel_options);
   const size_t wire = WireBytes<StreamingOutputCallResponse>(kBulkMessageBytes);
   const size_t window =
       std::min<size_t>(channel_options_.connection.initial_stream_window,

@@ -11,7 +11,7 @@
 // gRPC, Abseil, OpenSSL or libstdc++ frame are suppressed here (TSan asks
 // every binary for these through this hook). Accesses by interceptors
 // (memcpy, recvmsg, malloc) called from gRPC or OpenSSL are ignored too, as
-// in benchmark/grpcpp_tsan_suppressions.cc: otherwise every TLS record
+// in benchmark/grpcpp/tsan_suppressions.cc: otherwise every TLS record
 // OpenSSL copies is a report that TSan must match against these
 // suppressions, which slows a TLS call of a few hundred KiB to seconds.
 // Races elsewhere, including in any h2rpc binary paired with these peers,

@@ -48,6 +48,10 @@ void RunBriefly(Stack client_stack, const ClientConfig& config) {
     EXPECT_GT(result.sends, 0);
     EXPECT_GT(result.recvs, 0);
     EXPECT_EQ(result.histogram.count(), 0);
+  } else if (config.workload == Workload::kStreamingFromServer) {
+    EXPECT_EQ(result.sends, 0);
+    EXPECT_GT(result.recvs, 0);
+    EXPECT_EQ(result.histogram.count(), 0);
   } else {
     EXPECT_GT(result.histogram.count(), 0);
     EXPECT_EQ(result.sends, 0);
@@ -59,7 +63,8 @@ void RunAllWorkloads(Stack client_stack, Stack server_stack) {
       StartServer(server_stack, ServerConfig());
   ASSERT_NE(server, nullptr);
   for (Workload workload :
-       {Workload::kUnary, Workload::kStreaming, Workload::kUnconstrained}) {
+       {Workload::kUnary, Workload::kStreaming, Workload::kUnconstrained,
+        Workload::kStreamingFromServer}) {
     SCOPED_TRACE(static_cast<int>(workload));
     RunBriefly(client_stack, BriefConfig(server->port(), workload));
   }
@@ -131,7 +136,8 @@ TEST(GrpcppStackTest, DestroyWithoutStop) {
       StartServer(Stack::kGrpcpp, ServerConfig());
   ASSERT_NE(server, nullptr);
   for (Workload workload :
-       {Workload::kUnary, Workload::kStreaming, Workload::kUnconstrained}) {
+       {Workload::kUnary, Workload::kStreaming, Workload::kUnconstrained,
+        Workload::kStreamingFromServer}) {
     OpStats stats;
     std::unique_ptr<BenchClient> client =
         NewGrpcppClient(BriefConfig(server->port(), workload), &stats);

@@ -1,5 +1,5 @@
-#ifndef H2RPC_BENCHMARK_H2RPC_SERVER_H_
-#define H2RPC_BENCHMARK_H2RPC_SERVER_H_
+#ifndef H2RPC_BENCHMARK_H2RPC_SERVER_START_H_
+#define H2RPC_BENCHMARK_H2RPC_SERVER_START_H_
 
 #include <functional>
 #include <memory>
@@ -94,4 +94,4 @@ std::unique_ptr<BenchServer> StartH2rpcServerOf(const ServerConfig& config,
 
 }  // namespace h2rpc::benchmark
 
-#endif  // H2RPC_BENCHMARK_H2RPC_SERVER_H_
+#endif  // H2RPC_BENCHMARK_H2RPC_SERVER_START_H_

@@ -49,6 +49,10 @@ void RunBriefly(bool grpcpp_client, const ClientConfig& config,
     // Messages still in flight when the client stops never reach the
     // server: it counted some, not necessarily all.
     EXPECT_GT(server->requests() - requests_before, 0);
+  } else if (config.workload == Workload::kStreamingFromServer) {
+    EXPECT_GT(result.recvs, 0);
+    // One request per stream.
+    EXPECT_EQ(server->requests() - requests_before, config.concurrency);
   } else {
     EXPECT_GT(result.histogram.count(), 0);
     EXPECT_GE(server->requests() - requests_before, result.histogram.count());
@@ -59,7 +63,8 @@ void RunAllWorkloads(bool grpcpp_client) {
   std::unique_ptr<BenchServer> server = StartSyncServer(ServerConfig());
   ASSERT_NE(server, nullptr);
   for (Workload workload :
-       {Workload::kUnary, Workload::kStreaming, Workload::kUnconstrained}) {
+       {Workload::kUnary, Workload::kStreaming, Workload::kUnconstrained,
+        Workload::kStreamingFromServer}) {
     SCOPED_TRACE(static_cast<int>(workload));
     RunBriefly(grpcpp_client, BriefConfig(server->port(), workload),
                server.get());

@@ -1,4 +1,4 @@
-#include "benchmark/h2rpc_server.h"
+#include "benchmark/h2rpc/server_start.h"
 
 #include <vector>
 

@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "benchmark/bench_stack.h"
-#include "benchmark/h2rpc_server.h"
+#include "benchmark/h2rpc/server_start.h"
 #include "proto/grpc/testing/benchmark_service.h2rpc.pb.h"
 #include "rpc/server.h"
 
@@ -24,7 +24,8 @@ using grpc::testing::SimpleRequest;
 using grpc::testing::SimpleResponse;
 using grpc::testing::h2rpc::BenchmarkService;
 
-// The three methods the workloads use; the other two answer UNIMPLEMENTED.
+// The four methods the workloads use; StreamingFromClient answers
+// UNIMPLEMENTED.
 // Every request received is counted in `requests`. The worker threads run
 // on the server's CPUs: StartH2rpcBenchServer builds the server on a thread
 // pinned to them, and every worker the pool starts gets the CPUs of the
@@ -55,6 +56,18 @@ class SyncBenchmarkHandlers final : public BenchmarkService::Service {
       }
     }
     return Status();
+  }
+
+  // Writes responses of the size the request asks for back to back until a
+  // write fails (the client cancelled the stream).
+  Status StreamingFromServer(ServerContext*, const SimpleRequest* request,
+                             ServerWriter<SimpleResponse>* writer) override {
+    requests_->Count();
+    SimpleResponse response;
+    FillResponse(*request, &response);
+    while (writer->Write(response)) {
+    }
+    return Status(StatusCode::kCancelled, "write failed");
   }
 
   // Reads and discards requests; once the first one gives the response

@@ -1,7 +1,6 @@
-// The benchmark's client and server on h2rpc: callback (loop-thread) handlers
-// and reactors, so neither side adds thread hand-offs of its own (except the
-// handshake workload's opener thread, see HandshakeLoops). The server with
-// synchronous handlers is h2rpc_sync_stack.cc's.
+// The benchmark's client on h2rpc: callback reactors, so the client adds no
+// thread hand-off of its own (except the handshake workload's opener
+// thread, see HandshakeLoops).
 #include <pthread.h>
 
 #include <atomic>
@@ -15,11 +14,10 @@
 #include "absl/time/clock.h"
 #include "benchmark/bench_stack.h"
 #include "benchmark/cpu_affinity.h"
-#include "benchmark/h2rpc_server.h"
 #include "proto/grpc/testing/benchmark_service.h2rpc.pb.h"
 #include "rpc/channel.h"
 #include "rpc/credentials.h"
-#include "rpc/server.h"
+#include "rpc/interceptor.h"
 #include "transport/io/mutex.h"
 
 namespace h2rpc::benchmark {
@@ -29,110 +27,8 @@ using grpc::testing::SimpleRequest;
 using grpc::testing::SimpleResponse;
 using grpc::testing::h2rpc::BenchmarkService;
 
-// ---------------------------------------------------------------------------
-// Server
-
-// StreamingCall: one response per request, until the client half-closes.
-class PingPongServer final
-    : public ServerBidiReactor<SimpleRequest, SimpleResponse> {
- public:
-  explicit PingPongServer(RequestCounter* requests) : requests_(requests) {
-    StartRead(&request_);
-  }
-  void OnReadDone(bool ok) override {
-    if (!ok) {
-      Finish(Status());
-      return;
-    }
-    requests_->Count();
-    FillResponse(request_, &response_);
-    StartWrite(&response_);
-  }
-  void OnWriteDone(bool ok) override {
-    if (ok) {
-      StartRead(&request_);
-    } else {
-      Finish(Status(StatusCode::kCancelled, "write failed"));
-    }
-  }
-  void OnDone() override { delete this; }
-
- private:
-  RequestCounter* const requests_;
-  SimpleRequest request_;
-  SimpleResponse response_;
-};
-
-// StreamingBothWays: reads and discards requests; once the first one gives
-// the response size, writes responses back to back until the client
-// half-closes. Loop thread only, so no locking.
-class BothWaysServer final
-    : public ServerBidiReactor<SimpleRequest, SimpleResponse> {
- public:
-  explicit BothWaysServer(RequestCounter* requests) : requests_(requests) {
-    StartRead(&request_);
-  }
-  void OnReadDone(bool ok) override {
-    if (!ok) {
-      reads_done_ = true;
-      if (!writing_) Finish(Status());
-      return;
-    }
-    requests_->Count();
-    if (!writing_) {
-      FillResponse(request_, &response_);
-      writing_ = true;
-      StartWrite(&response_);
-    }
-    StartRead(&request_);
-  }
-  void OnWriteDone(bool ok) override {
-    if (ok && !reads_done_) {
-      StartWrite(&response_);
-      return;
-    }
-    writing_ = false;
-    if (reads_done_) Finish(Status());
-  }
-  void OnDone() override { delete this; }
-
- private:
-  RequestCounter* const requests_;
-  SimpleRequest request_;
-  SimpleResponse response_;
-  bool writing_ = false;
-  bool reads_done_ = false;
-};
-
-// The three methods the workloads use; the other two answer UNIMPLEMENTED.
-// Every request received is counted in `requests`.
-class BenchmarkHandlers final : public BenchmarkService::CallbackService {
- public:
-  explicit BenchmarkHandlers(RequestCounter* requests) : requests_(requests) {}
-  void UnaryCall(ServerContext*, const SimpleRequest* request,
-                 SimpleResponse* response, UnaryDone done) override {
-    requests_->Count();
-    FillResponse(*request, response);
-    done(Status());
-  }
-  ServerBidiReactor<SimpleRequest, SimpleResponse>* StreamingCall(
-      ServerContext*) override {
-    return new PingPongServer(requests_);
-  }
-  ServerBidiReactor<SimpleRequest, SimpleResponse>* StreamingBothWays(
-      ServerContext*) override {
-    return new BothWaysServer(requests_);
-  }
-
- private:
-  RequestCounter* const requests_;
-};
-
 // An interceptor that does nothing: each hook is a virtual call and no more.
 class NoopClientInterceptor final : public ClientInterceptor {};
-
-// ---------------------------------------------------------------------------
-// Client
 
 struct ClientShared {
   const ClientConfig* config;
@@ -283,6 +179,45 @@ class BothWaysClient final
   ClientShared* const shared_;
   ClientContext context_;
   SimpleResponse response_;
+};
+
+// One server-streaming call: one request, then reads back to back. On
+// Stop(), the next completed read cancels the stream; the CANCELLED it ends
+// with is the expected end, not an error.
+class FromServerClient final : public ClientReadReactor<SimpleResponse> {
+ public:
+  FromServerClient(BenchmarkService::Stub* stub, ClientShared* shared)
+      : shared_(shared) {
+    context_.set_compression_algorithm(shared->config->compression);
+    stub->AsyncStreamingFromServer(&context_, shared->request, this);
+    StartRead(&response_);
+    StartCall();
+  }
+  void OnReadDone(bool ok) override {
+    if (!ok) return;
+    shared_->stats->CountRecv();
+    if (shared_->stopping.load(std::memory_order_relaxed)) {
+      cancelled_ = true;
+      context_.TryCancel();
+    } else {
+      StartRead(&response_);
+    }
+  }
+  void OnDone(const Status& status) override {
+    if (!status.ok() &&
+        !(cancelled_ && status.code() == StatusCode::kCancelled)) {
+      shared_->stats->RecordError(status.ToString());
+    }
+    ClientShared* shared = shared_;
+    delete this;
+    shared->outstanding.Done();
+  }
+
+ private:
+  ClientShared* const shared_;
+  ClientContext context_;
+  SimpleResponse response_;
+  bool cancelled_ = false;  // loop thread only
 };
 
 // Handshake: `concurrency` closed loops, each op opening a channel (its own
@@ -441,6 +376,9 @@ class H2rpcClient final : public BenchClient {
         case Workload::kUnconstrained:
           new BothWaysClient(stub, &shared_);
           break;
+        case Workload::kStreamingFromServer:
+          new FromServerClient(stub, &shared_);
+          break;
         case Workload::kHandshake:  // handshakes_
           break;
       }
@@ -462,11 +400,6 @@ class H2rpcClient final : public BenchClient {
 };
 
 }  // namespace
-
-std::unique_ptr<BenchServer> StartH2rpcServer(const ServerConfig& config,
-                                              std::string* error) {
-  return StartH2rpcServerOf<BenchmarkHandlers>(config, error);
-}
 
 std::unique_ptr<BenchClient> NewH2rpcClient(const ClientConfig& config,
                                             OpStats* stats) {

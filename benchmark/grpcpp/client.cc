@@ -1,17 +1,13 @@
-// The benchmark's client and server on gRPC C++ (Debian's 1.51) with its
-// fastest API, the asynchronous completion-queue API, as gRPC's own QPS
-// benchmark uses it: one completion queue per core, each polled by one
-// thread, and a state machine per call or stream driven by that thread.
-//
-// Every completion-queue tag is a Tag inside a per-call object that lives as
-// long as the client or server: objects are reused from call to call, so the
-// only per-operation allocations are gRPC's own (including a fresh
-// ClientContext per unary call, which the API demands; it is constructed in
-// place).
+// The benchmark's client on gRPC C++ (Debian's 1.51) with its fastest API,
+// the asynchronous completion-queue API, as gRPC's own QPS benchmark uses it
+// (test/cpp/qps/client_async.cc): one completion queue per core, each polled
+// by one thread, and a closed loop per call or stream driven by that thread.
+// Loop objects live as long as the client, so the only per-operation
+// allocations are gRPC's own (including a fresh ClientContext per unary
+// call, which the API demands; it is constructed in place).
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -20,12 +16,12 @@
 #include <thread>
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "benchmark/bench_stack.h"
 #include "benchmark/cpu_affinity.h"
+#include "benchmark/grpcpp/common.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/grpc/testing/benchmark_service.grpc.pb.h"
 
@@ -35,18 +31,6 @@ namespace {
 using grpc::testing::BenchmarkService;
 using grpc::testing::SimpleRequest;
 using grpc::testing::SimpleResponse;
-
-grpc_compression_algorithm ToGrpc(CompressionAlgorithm algorithm) {
-  switch (algorithm) {
-    case CompressionAlgorithm::kIdentity:
-      return GRPC_COMPRESS_NONE;
-    case CompressionAlgorithm::kDeflate:
-      return GRPC_COMPRESS_DEFLATE;
-    case CompressionAlgorithm::kGzip:
-      return GRPC_COMPRESS_GZIP;
-  }
-  return GRPC_COMPRESS_NONE;
-}
 
 const char* StatusCodeName(grpc::StatusCode code) {
   switch (code) {
@@ -95,405 +79,6 @@ std::string StatusText(const grpc::Status& status) {
   return absl::StrCat(StatusCodeName(status.error_code()), ": ",
                       status.error_message());
 }
-
-// Starts `body` on a new thread that first pins itself to `cpu` (-1: not
-// pinned). Returns once the thread is pinned; if it cannot be, the thread
-// exits without running `body` and an error is returned (empty on success).
-template <typename Body>
-std::string StartPinnedThread(int cpu, const char* role, Body body,
-                              std::vector<std::thread>* threads) {
-  struct Started {
-    std::mutex mu;
-    std::condition_variable cv;
-    bool done = false;
-    std::string error;
-  } started;
-  threads->emplace_back([cpu, &started, body = std::move(body)]() mutable {
-    std::string error =
-        cpu >= 0 ? PinThisThread(std::vector<int>{cpu}) : std::string();
-    const bool pinned = error.empty();
-    {
-      // `started` is gone once the starter has seen `done`.
-      std::lock_guard<std::mutex> lock(started.mu);
-      started.error = std::move(error);
-      started.done = true;
-      started.cv.notify_one();
-    }
-    if (pinned) body();
-  });
-  std::unique_lock<std::mutex> lock(started.mu);
-  started.cv.wait(lock, [&started] { return started.done; });
-  if (started.error.empty()) return std::string();
-  return absl::StrCat("gRPC C++ ", role,
-                      " completion queue thread: ", started.error);
-}
-
-// ---------------------------------------------------------------------------
-// Server
-
-void FillResponse(const SimpleRequest& request, SimpleResponse* response) {
-  response->mutable_payload()->mutable_body()->resize(
-      static_cast<size_t>(request.response_size()));
-}
-
-enum Method { kUnaryMethod = 0, kStreamingMethod, kBothWaysMethod };
-constexpr int kNumMethods = 3;
-
-// Calls requested per completion queue and per method at all times: a newly
-// matched call is replaced at once (by an idle call object, or a new one), so
-// that this many calls per queue can arrive together without waiting for a
-// polling thread. gRPC matches an incoming call with a request on any queue.
-constexpr int kRequestedCallsPerMethod = 128;
-
-class ServerQueue;
-
-// One server call's state machine, reused call after call. Only the polling
-// thread of its queue touches it once the server runs.
-class ServerRpc {
- public:
-  enum Event : uint8_t { kRequest, kRead, kWrite, kFinish };
-  struct Tag {
-    ServerRpc* rpc;
-    Event event;
-  };
-
-  virtual ~ServerRpc() = default;
-  ServerRpc(const ServerRpc&) = delete;
-  ServerRpc& operator=(const ServerRpc&) = delete;
-
-  // Asks the server for the next call of this method.
-  virtual void Request() = 0;
-  virtual void Proceed(Event event, bool ok) = 0;
-
- protected:
-  explicit ServerRpc(ServerQueue* queue) : queue_(queue) {}
-
-  ServerQueue* const queue_;
-  // Fresh for every call (emplaced by Request()).
-  std::optional<grpc::ServerContext> context_;
-  Tag request_tag_{this, kRequest};
-  Tag read_tag_{this, kRead};
-  Tag write_tag_{this, kWrite};
-  Tag finish_tag_{this, kFinish};
-};
-
-// A server completion queue with its polling thread's state: the call
-// objects of all methods and the idle ones, ready to request a call. Its
-// calls count every request they receive in `requests` (shared by the
-// server's queues).
-class ServerQueue {
- public:
-  ServerQueue(BenchmarkService::AsyncService* service,
-              std::unique_ptr<grpc::ServerCompletionQueue> cq,
-              RequestCounter* requests)
-      : service_(service), cq_(std::move(cq)), requests_(requests) {}
-
-  BenchmarkService::AsyncService* service() const { return service_; }
-  grpc::ServerCompletionQueue* cq() const { return cq_.get(); }
-  RequestCounter* requests() const { return requests_; }
-
-  // Requests a call of `method` with an idle object (a new one if none).
-  void RequestCall(Method method);
-  // `rpc` has finished its call.
-  void Recycle(Method method, ServerRpc* rpc) { idle_[method].push_back(rpc); }
-
-  // The polling thread: runs each event's state machine until Shutdown().
-  void Poll() {
-    void* tag;
-    bool ok;
-    while (cq_->Next(&tag, &ok)) {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (stopped_) continue;  // draining
-      ServerRpc::Tag* t = static_cast<ServerRpc::Tag*>(tag);
-      t->rpc->Proceed(t->event, ok);
-    }
-  }
-  // Once the server is shut down: no event is processed from now on (so no
-  // operation is started on the queue), then the queue is shut down.
-  void Shutdown() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stopped_ = true;
-    }
-    cq_->Shutdown();
-  }
-  // Drains a queue no thread polls (one whose thread could not be pinned);
-  // returns at once if already drained.
-  void Drain() {
-    void* tag;
-    bool ok;
-    while (cq_->Next(&tag, &ok)) {
-    }
-  }
-  // After Drain(): frees the call objects (and their calls).
-  void FreeCalls() {
-    for (std::vector<ServerRpc*>& idle : idle_) idle.clear();
-    rpcs_.clear();
-  }
-
- private:
-  BenchmarkService::AsyncService* const service_;
-  const std::unique_ptr<grpc::ServerCompletionQueue> cq_;
-  RequestCounter* const requests_;
-  std::mutex mu_;         // held while an event is processed
-  bool stopped_ = false;  // guarded by mu_
-  // Polling thread only (or before it starts, after it ends).
-  std::vector<std::unique_ptr<ServerRpc>> rpcs_;
-  std::vector<ServerRpc*> idle_[kNumMethods];
-};
-
-// UnaryCall.
-class UnaryRpc final : public ServerRpc {
- public:
-  explicit UnaryRpc(ServerQueue* queue) : ServerRpc(queue) {}
-  ~UnaryRpc() override { responder_.reset(); }
-
-  void Request() override {
-    responder_.reset();
-    context_.emplace();
-    responder_.emplace(&*context_);
-    queue_->service()->RequestUnaryCall(&*context_, &request_, &*responder_,
-                                        queue_->cq(), queue_->cq(),
-                                        &request_tag_);
-  }
-  void Proceed(Event event, bool ok) override {
-    switch (event) {
-      case kRequest:
-        if (!ok) return;  // the server is shutting down
-        queue_->RequestCall(kUnaryMethod);
-        queue_->requests()->Count();
-        FillResponse(request_, &response_);
-        responder_->Finish(response_, grpc::Status::OK, &finish_tag_);
-        return;
-      case kFinish:
-        queue_->Recycle(kUnaryMethod, this);
-        return;
-      default:
-        return;
-    }
-  }
-
- private:
-  std::optional<grpc::ServerAsyncResponseWriter<SimpleResponse>> responder_;
-  SimpleRequest request_;
-  SimpleResponse response_;
-};
-
-// StreamingCall: one response per request, until the client half-closes.
-class PingPongRpc final : public ServerRpc {
- public:
-  explicit PingPongRpc(ServerQueue* queue) : ServerRpc(queue) {}
-  ~PingPongRpc() override { stream_.reset(); }
-
-  void Request() override {
-    stream_.reset();
-    context_.emplace();
-    stream_.emplace(&*context_);
-    queue_->service()->RequestStreamingCall(&*context_, &*stream_, queue_->cq(),
-                                            queue_->cq(), &request_tag_);
-  }
-  void Proceed(Event event, bool ok) override {
-    switch (event) {
-      case kRequest:
-        if (!ok) return;  // the server is shutting down
-        queue_->RequestCall(kStreamingMethod);
-        stream_->Read(&request_, &read_tag_);
-        return;
-      case kRead:
-        if (!ok) {
-          stream_->Finish(grpc::Status::OK, &finish_tag_);
-          return;
-        }
-        queue_->requests()->Count();
-        FillResponse(request_, &response_);
-        stream_->Write(response_, &write_tag_);
-        return;
-      case kWrite:
-        if (ok) {
-          stream_->Read(&request_, &read_tag_);
-        } else {
-          stream_->Finish(
-              grpc::Status(grpc::StatusCode::CANCELLED, "write failed"),
-              &finish_tag_);
-        }
-        return;
-      case kFinish:
-        queue_->Recycle(kStreamingMethod, this);
-        return;
-    }
-  }
-
- private:
-  std::optional<grpc::ServerAsyncReaderWriter<SimpleResponse, SimpleRequest>>
-      stream_;
-  SimpleRequest request_;
-  SimpleResponse response_;
-};
-
-// StreamingBothWays: reads and discards requests; once the first one gives
-// the response size, writes responses back to back until the client
-// half-closes, then finishes once no write is outstanding.
-class BothWaysRpc final : public ServerRpc {
- public:
-  explicit BothWaysRpc(ServerQueue* queue) : ServerRpc(queue) {}
-  ~BothWaysRpc() override { stream_.reset(); }
-
-  void Request() override {
-    stream_.reset();
-    context_.emplace();
-    stream_.emplace(&*context_);
-    writing_ = false;
-    reads_done_ = false;
-    queue_->service()->RequestStreamingBothWays(
-        &*context_, &*stream_, queue_->cq(), queue_->cq(), &request_tag_);
-  }
-  void Proceed(Event event, bool ok) override {
-    switch (event) {
-      case kRequest:
-        if (!ok) return;  // the server is shutting down
-        queue_->RequestCall(kBothWaysMethod);
-        stream_->Read(&request_, &read_tag_);
-        return;
-      case kRead:
-        if (!ok) {
-          reads_done_ = true;
-          if (!writing_) stream_->Finish(grpc::Status::OK, &finish_tag_);
-          return;
-        }
-        queue_->requests()->Count();
-        if (!writing_) {
-          FillResponse(request_, &response_);
-          writing_ = true;
-          stream_->Write(response_, &write_tag_);
-        }
-        stream_->Read(&request_, &read_tag_);
-        return;
-      case kWrite:
-        if (ok && !reads_done_) {
-          stream_->Write(response_, &write_tag_);
-          return;
-        }
-        writing_ = false;
-        if (reads_done_) stream_->Finish(grpc::Status::OK, &finish_tag_);
-        return;
-      case kFinish:
-        queue_->Recycle(kBothWaysMethod, this);
-        return;
-    }
-  }
-
- private:
-  std::optional<grpc::ServerAsyncReaderWriter<SimpleResponse, SimpleRequest>>
-      stream_;
-  SimpleRequest request_;
-  SimpleResponse response_;
-  bool writing_ = false;
-  bool reads_done_ = false;
-};
-
-void ServerQueue::RequestCall(Method method) {
-  ServerRpc* rpc;
-  if (!idle_[method].empty()) {
-    rpc = idle_[method].back();
-    idle_[method].pop_back();
-  } else {
-    switch (method) {
-      case kUnaryMethod:
-        rpcs_.push_back(std::make_unique<UnaryRpc>(this));
-        break;
-      case kStreamingMethod:
-        rpcs_.push_back(std::make_unique<PingPongRpc>(this));
-        break;
-      case kBothWaysMethod:
-        rpcs_.push_back(std::make_unique<BothWaysRpc>(this));
-        break;
-    }
-    rpc = rpcs_.back().get();
-  }
-  rpc->Request();
-}
-
-class GrpcppServer final : public BenchServer {
- public:
-  GrpcppServer() = default;
-  ~GrpcppServer() override {
-    if (server_ != nullptr) {
-      server_->Shutdown(std::chrono::system_clock::now() +
-                        std::chrono::seconds(5));
-    }
-    for (auto& queue : queues_) queue->Shutdown();
-    for (std::thread& thread : threads_) thread.join();
-    for (auto& queue : queues_) queue->Drain();
-    // Calls first (their contexts hold the core calls), then the queues,
-    // then the server, then the service (declared first).
-    for (auto& queue : queues_) queue->FreeCalls();
-    queues_.clear();
-    server_.reset();
-  }
-  int port() const override { return port_; }
-  int64_t requests() const override { return requests_.Get(); }
-
-  // Empty on success.
-  std::string Start(const ServerConfig& config) {
-    const int num_queues =
-        config.cpus.empty() ? 1 : static_cast<int>(config.cpus.size());
-    {
-      ScopedAffinity affinity(config.cpus);
-      if (!affinity.error().empty()) return affinity.error();
-      std::shared_ptr<grpc::ServerCredentials> credentials =
-          grpc::InsecureServerCredentials();
-      if (config.secure) {
-        grpc::SslServerCredentialsOptions ssl;
-        ssl.pem_key_cert_pairs.push_back(
-            {config.pem_private_key, config.pem_cert_chain});
-        credentials = grpc::SslServerCredentials(ssl);
-      }
-      grpc::ServerBuilder builder;
-      builder.AddListeningPort(config.address, credentials, &port_);
-      builder.RegisterService(&service_);
-      builder.SetDefaultCompressionAlgorithm(ToGrpc(config.compression));
-      builder.SetMaxReceiveMessageSize(kMaxBenchMessageSize);
-      for (int i = 0; i < num_queues; ++i) {
-        queues_.push_back(std::make_unique<ServerQueue>(
-            &service_, builder.AddCompletionQueue(), &requests_));
-      }
-      server_ = builder.BuildAndStart();
-    }
-    const bool unix_socket = absl::StartsWith(config.address, "unix:") ||
-                             absl::StartsWith(config.address, "unix-abstract:");
-    if (server_ == nullptr || (port_ == 0 && !unix_socket)) {
-      return absl::StrCat("cannot start the gRPC C++ server on ",
-                          config.address, config.secure ? " (TLS)" : "");
-    }
-    if (unix_socket) port_ = 0;  // gRPC C++ reports 1
-    for (auto& queue : queues_) {
-      for (int method = 0; method < kNumMethods; ++method) {
-        for (int i = 0; i < kRequestedCallsPerMethod; ++i) {
-          queue->RequestCall(static_cast<Method>(method));
-        }
-      }
-    }
-    for (int i = 0; i < num_queues; ++i) {
-      ServerQueue* queue = queues_[i].get();
-      const int cpu = config.cpus.empty() ? -1 : config.cpus[i];
-      std::string error = StartPinnedThread(
-          cpu, "server", [queue] { queue->Poll(); }, &threads_);
-      if (!error.empty()) return error;
-    }
-    return std::string();
-  }
-
- private:
-  BenchmarkService::AsyncService service_;
-  RequestCounter requests_;  // outlives the queues
-  std::unique_ptr<grpc::Server> server_;
-  std::vector<std::unique_ptr<ServerQueue>> queues_;
-  std::vector<std::thread> threads_;
-  int port_ = 0;  // 0 on a unix-domain socket
-};
-
-// ---------------------------------------------------------------------------
-// Client
 
 struct ClientShared {
   OpStats* stats = nullptr;
@@ -812,6 +397,56 @@ class BothWaysLoop final : public StreamLoop {
   bool reading_ = false;
 };
 
+// Server streaming: one request, then reads back to back. On Stop(), the
+// next completed read cancels the stream; the CANCELLED it finishes with is
+// the expected end, not an error.
+class FromServerLoop final : public ClientLoop {
+ public:
+  using ClientLoop::ClientLoop;
+  ~FromServerLoop() override { reader_.reset(); }  // lives in the call's arena
+
+  void Start() override {
+    if (shared_->compression != GRPC_COMPRESS_NONE) {
+      context_.set_compression_algorithm(shared_->compression);
+    }
+    reader_ = stub_->AsyncStreamingFromServer(&context_, shared_->request, cq_,
+                                              &start_tag_);
+  }
+  void Proceed(Event event, bool ok) override {
+    switch (event) {
+      case kStart:
+      case kRead:
+        if (!ok) {
+          reader_->Finish(&status_, &finish_tag_);
+          return;
+        }
+        if (event == kRead) shared_->stats->CountRecv();
+        if (event == kRead && stopping() && !cancelled_) {
+          cancelled_ = true;
+          context_.TryCancel();
+        }
+        reader_->Read(&response_, &read_tag_);  // fails once cancelled
+        return;
+      case kFinish:
+        if (!status_.ok() && !(cancelled_ && status_.error_code() ==
+                                                 grpc::StatusCode::CANCELLED)) {
+          shared_->stats->RecordError(StatusText(status_));
+        }
+        shared_->outstanding.Done();  // the last touch of this loop
+        return;
+      default:
+        return;
+    }
+  }
+
+ private:
+  grpc::ClientContext context_;
+  std::unique_ptr<grpc::ClientAsyncReader<SimpleResponse>> reader_;
+  SimpleResponse response_;
+  grpc::Status status_;
+  bool cancelled_ = false;
+};
+
 class GrpcppClient final : public BenchClient {
  public:
   GrpcppClient(const ClientConfig& config, OpStats* stats) : config_(config) {
@@ -903,6 +538,10 @@ class GrpcppClient final : public BenchClient {
         case Workload::kUnconstrained:
           loops_.push_back(std::make_unique<BothWaysLoop>(stub, cq, &shared_));
           break;
+        case Workload::kStreamingFromServer:
+          loops_.push_back(
+              std::make_unique<FromServerLoop>(stub, cq, &shared_));
+          break;
         case Workload::kHandshake:
           loops_.push_back(std::make_unique<HandshakeLoop>(cq, &shared_));
           break;
@@ -957,17 +596,6 @@ class GrpcppClient final : public BenchClient {
 };
 
 }  // namespace
-
-std::unique_ptr<BenchServer> StartGrpcppServer(const ServerConfig& config,
-                                               std::string* error) {
-  auto server = std::make_unique<GrpcppServer>();
-  std::string start_error = server->Start(config);
-  if (!start_error.empty()) {
-    *error = std::move(start_error);
-    return nullptr;
-  }
-  return server;
-}
 
 std::unique_ptr<BenchClient> NewGrpcppClient(const ClientConfig& config,
                                              OpStats* stats) {
