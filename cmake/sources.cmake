@@ -8,6 +8,7 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/arena_options.h
   rpc/channel.cc
   rpc/channel.h
+  rpc/channel_options.h
   rpc/client_context.cc
   rpc/client_context.h
   rpc/client_stream.cc
@@ -27,46 +28,55 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/internal/channel_connector.h
   rpc/internal/channel_core.cc
   rpc/internal/channel_core.h
+  rpc/internal/channel_core_access.h
   rpc/internal/channel_options_check.cc
   rpc/internal/channel_options_check.h
   rpc/internal/client_call.cc
   rpc/internal/client_call.h
+  rpc/internal/client_context_access.cc
+  rpc/internal/client_context_access.h
   rpc/internal/client_stream_call.cc
   rpc/internal/client_stream_call.h
+  rpc/internal/config/json_document.cc
+  rpc/internal/config/json_document.h
+  rpc/internal/config/service_config.cc
+  rpc/internal/config/service_config.h
+  rpc/internal/config/target.cc
+  rpc/internal/config/target.h
   rpc/internal/connection_backoff.cc
   rpc/internal/connection_backoff.h
   rpc/internal/connection_options_conversion.cc
   rpc/internal/connection_options_conversion.h
   rpc/internal/connectivity_watch.cc
   rpc/internal/connectivity_watch.h
-  rpc/internal/context_access.cc
-  rpc/internal/context_access.h
   rpc/internal/credentials_access.h
   rpc/internal/health_watch.cc
   rpc/internal/health_watch.h
-  rpc/internal/json_document.cc
-  rpc/internal/json_document.h
-  rpc/internal/lb_policy.cc
-  rpc/internal/lb_policy.h
+  rpc/internal/lb/lb_policy.cc
+  rpc/internal/lb/lb_policy.h
+  rpc/internal/lb/pick_first.cc
+  rpc/internal/lb/pick_first.h
+  rpc/internal/lb/round_robin.cc
+  rpc/internal/lb/round_robin.h
+  rpc/internal/listening_port.h
   rpc/internal/member_task.h
+  rpc/internal/method.h
   rpc/internal/method_path_copy.h
   rpc/internal/misuse.cc
   rpc/internal/misuse.h
   rpc/internal/name_resolver_impl.h
   rpc/internal/op_waiter.h
-  rpc/internal/pick_first.cc
-  rpc/internal/pick_first.h
   rpc/internal/reactor_access.h
   rpc/internal/received_messages.cc
   rpc/internal/received_messages.h
   rpc/internal/retry.cc
   rpc/internal/retry.h
-  rpc/internal/round_robin.cc
-  rpc/internal/round_robin.h
   rpc/internal/serialize_framed.cc
   rpc/internal/serialize_framed.h
   rpc/internal/server_call.cc
   rpc/internal/server_call.h
+  rpc/internal/server_context_access.cc
+  rpc/internal/server_context_access.h
   rpc/internal/server_core.cc
   rpc/internal/server_core.h
   rpc/internal/server_interception.cc
@@ -77,15 +87,11 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/internal/server_loop.h
   rpc/internal/server_stream_call.cc
   rpc/internal/server_stream_call.h
-  rpc/internal/service_config.cc
-  rpc/internal/service_config.h
   rpc/internal/stream_ops.cc
   rpc/internal/stream_ops.h
   rpc/internal/subchannel.cc
   rpc/internal/subchannel.h
   rpc/internal/sync_task_count.h
-  rpc/internal/target.cc
-  rpc/internal/target.h
   rpc/internal/worker_pool.cc
   rpc/internal/worker_pool.h
   rpc/metadata.h
@@ -98,9 +104,12 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/server.h
   rpc/server_context.cc
   rpc/server_context.h
+  rpc/server_options.h
   rpc/server_stream.cc
   rpc/server_stream.h
   rpc/status.h
+  rpc/unary_done.cc
+  rpc/unary_done.h
   rpc/version.cc
   transport/compression/compression_algorithm.cc
   transport/compression/compression_algorithm.h
@@ -185,6 +194,7 @@ set(H2RPC_LIBRARY_PROTOS
 set(H2RPC_PUBLIC_HEADERS
   rpc/arena_options.h
   rpc/channel.h
+  rpc/channel_options.h
   rpc/client_context.h
   rpc/client_stream.h
   rpc/compression.h
@@ -193,6 +203,8 @@ set(H2RPC_PUBLIC_HEADERS
   rpc/credentials.h
   rpc/health_check_service.h
   rpc/interceptor.h
+  rpc/internal/listening_port.h
+  rpc/internal/method.h
   rpc/internal/op_waiter.h
   rpc/metadata.h
   rpc/name_resolver.h
@@ -200,8 +212,10 @@ set(H2RPC_PUBLIC_HEADERS
   rpc/reflection_service.h
   rpc/server.h
   rpc/server_context.h
+  rpc/server_options.h
   rpc/server_stream.h
   rpc/status.h
+  rpc/unary_done.h
   transport/compression/compression_algorithm.h
   transport/core/metadata.h
   transport/core/peer_identity.h
@@ -468,28 +482,28 @@ set(H2RPC_TEST_rpc_connection_backoff_test_SOURCES
 )
 set(H2RPC_TEST_rpc_connection_backoff_test_PROTOS
 )
-# //rpc:json_document_test
-set(H2RPC_TEST_rpc_json_document_test_SOURCES
-  rpc/internal/json_document_test.cc
+# //rpc/internal/config:json_document_test
+set(H2RPC_TEST_rpc_internal_config_json_document_test_SOURCES
+  rpc/internal/config/json_document_test.cc
   test/util/allocation_counter.cc
   test/util/allocation_counter.h
   test/util/allocation_record.h
   test/util/glibc_heap_hooks.cc
   test/util/sanitizer_heap_hooks.cc
 )
-set(H2RPC_TEST_rpc_json_document_test_PROTOS
+set(H2RPC_TEST_rpc_internal_config_json_document_test_PROTOS
 )
-# //rpc:pick_first_test
-set(H2RPC_TEST_rpc_pick_first_test_SOURCES
-  rpc/internal/fake_lb_helper.h
-  rpc/internal/pick_first_test.cc
+# //rpc/internal/lb:pick_first_test
+set(H2RPC_TEST_rpc_internal_lb_pick_first_test_SOURCES
+  rpc/internal/lb/fake_lb_helper.h
+  rpc/internal/lb/pick_first_test.cc
   test/util/allocation_counter.cc
   test/util/allocation_counter.h
   test/util/allocation_record.h
   test/util/glibc_heap_hooks.cc
   test/util/sanitizer_heap_hooks.cc
 )
-set(H2RPC_TEST_rpc_pick_first_test_PROTOS
+set(H2RPC_TEST_rpc_internal_lb_pick_first_test_PROTOS
 )
 # //rpc:received_messages_test
 set(H2RPC_TEST_rpc_received_messages_test_SOURCES
@@ -515,17 +529,17 @@ set(H2RPC_TEST_rpc_retry_test_SOURCES
 )
 set(H2RPC_TEST_rpc_retry_test_PROTOS
 )
-# //rpc:round_robin_test
-set(H2RPC_TEST_rpc_round_robin_test_SOURCES
-  rpc/internal/fake_lb_helper.h
-  rpc/internal/round_robin_test.cc
+# //rpc/internal/lb:round_robin_test
+set(H2RPC_TEST_rpc_internal_lb_round_robin_test_SOURCES
+  rpc/internal/lb/fake_lb_helper.h
+  rpc/internal/lb/round_robin_test.cc
   test/util/allocation_counter.cc
   test/util/allocation_counter.h
   test/util/allocation_record.h
   test/util/glibc_heap_hooks.cc
   test/util/sanitizer_heap_hooks.cc
 )
-set(H2RPC_TEST_rpc_round_robin_test_PROTOS
+set(H2RPC_TEST_rpc_internal_lb_round_robin_test_PROTOS
 )
 # //rpc:serialize_framed_test
 set(H2RPC_TEST_rpc_serialize_framed_test_SOURCES
@@ -556,27 +570,27 @@ set(H2RPC_TEST_rpc_server_test_SOURCES
 set(H2RPC_TEST_rpc_server_test_PROTOS
   proto/grpc/testing/messages.proto
 )
-# //rpc:service_config_test
-set(H2RPC_TEST_rpc_service_config_test_SOURCES
-  rpc/internal/service_config_test.cc
+# //rpc/internal/config:service_config_test
+set(H2RPC_TEST_rpc_internal_config_service_config_test_SOURCES
+  rpc/internal/config/service_config_test.cc
   test/util/allocation_counter.cc
   test/util/allocation_counter.h
   test/util/allocation_record.h
   test/util/glibc_heap_hooks.cc
   test/util/sanitizer_heap_hooks.cc
 )
-set(H2RPC_TEST_rpc_service_config_test_PROTOS
+set(H2RPC_TEST_rpc_internal_config_service_config_test_PROTOS
 )
-# //rpc:target_test
-set(H2RPC_TEST_rpc_target_test_SOURCES
-  rpc/internal/target_test.cc
+# //rpc/internal/config:target_test
+set(H2RPC_TEST_rpc_internal_config_target_test_SOURCES
+  rpc/internal/config/target_test.cc
   test/util/allocation_counter.cc
   test/util/allocation_counter.h
   test/util/allocation_record.h
   test/util/glibc_heap_hooks.cc
   test/util/sanitizer_heap_hooks.cc
 )
-set(H2RPC_TEST_rpc_target_test_PROTOS
+set(H2RPC_TEST_rpc_internal_config_target_test_PROTOS
 )
 # //rpc:version_test
 set(H2RPC_TEST_rpc_version_test_SOURCES
@@ -610,15 +624,15 @@ set(H2RPC_TESTS
   rpc_channel_test
   rpc_client_context_test
   rpc_connection_backoff_test
-  rpc_json_document_test
-  rpc_pick_first_test
+  rpc_internal_config_json_document_test
+  rpc_internal_lb_pick_first_test
   rpc_received_messages_test
   rpc_retry_test
-  rpc_round_robin_test
+  rpc_internal_lb_round_robin_test
   rpc_serialize_framed_test
   rpc_server_test
-  rpc_service_config_test
-  rpc_target_test
+  rpc_internal_config_service_config_test
+  rpc_internal_config_target_test
   rpc_version_test
 )
 
@@ -630,12 +644,15 @@ set(H2RPC_BENCHMAIN_SOURCES
   benchmark/benchmain.cc
   benchmark/cpu_affinity.cc
   benchmark/cpu_affinity.h
-  benchmark/grpcpp_stack.cc
-  benchmark/grpcpp_tsan_suppressions.cc
-  benchmark/h2rpc_server.cc
-  benchmark/h2rpc_server.h
-  benchmark/h2rpc_stack.cc
-  benchmark/h2rpc_sync_stack.cc
+  benchmark/grpcpp/client.cc
+  benchmark/grpcpp/common.h
+  benchmark/grpcpp/server.cc
+  benchmark/grpcpp/tsan_suppressions.cc
+  benchmark/h2rpc/callback_server.cc
+  benchmark/h2rpc/client.cc
+  benchmark/h2rpc/server_start.cc
+  benchmark/h2rpc/server_start.h
+  benchmark/h2rpc/sync_server.cc
   benchmark/latency_histogram.h
   benchmark/op_stats.h
   benchmark/run_result.cc

@@ -1,6 +1,5 @@
 #include "rpc/client_context.h"
 
-#include "rpc/internal/channel_call.h"
 #include "transport/io/monotonic_time.h"
 
 namespace h2rpc {

@@ -17,8 +17,17 @@
 namespace h2rpc {
 
 namespace internal {
-class ChannelCall;
 class ClientContextAccess;
+
+// What ClientContext::TryCancel reaches: the channel's call.
+class CancellableClientCall {
+ public:
+  // Any thread, under the context's mutex.
+  virtual void RequestCancel() = 0;
+
+ protected:
+  ~CancellableClientCall() = default;
+};
 }  // namespace internal
 
 // Per-call settings and results on the client, as in gRPC C++: a deadline,
@@ -130,7 +139,7 @@ class ClientContext {
   // Links TryCancel (any thread) to the call while it runs (see
   // ClientContextAccess::Bind and Unbind).
   transport::io::Mutex mu_;
-  internal::ChannelCall* call_ ABSL_GUARDED_BY(mu_) = nullptr;
+  internal::CancellableClientCall* call_ ABSL_GUARDED_BY(mu_) = nullptr;
   // TryCancel came before any call was linked.
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
   // A call linked here has ended: TryCancel does nothing unless another is

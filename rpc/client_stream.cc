@@ -1,8 +1,5 @@
 #include "rpc/client_stream.h"
 
-#include "rpc/internal/client_stream_call.h"
-#include "rpc/internal/reactor_access.h"
-
 namespace h2rpc {
 
 void ClientStreamReactor::StartCall() { call_->StartCall(); }
@@ -26,12 +23,12 @@ BlockingClientStream::~BlockingClientStream() {
     // The call stays allocated until ReleaseKeepAlive (see
     // ChannelCore::StartBlockingStream), and it cannot be done before the
     // discard has run, so the tasks these post run before it goes.
-    ClientReactorAccess::Call(*this)->RequestCancel();
-    ClientReactorAccess::Call(*this)->DiscardUnread();
+    call_->RequestCancel();
+    call_->DiscardUnread();
     transport::io::MutexLock lock(&mu_);
     while (!done_) changed_.Wait(&mu_);
   }
-  ClientReactorAccess::Call(*this)->ReleaseKeepAlive();
+  call_->ReleaseKeepAlive();
 }
 
 bool BlockingClientStream::done() {
@@ -66,7 +63,7 @@ void BlockingClientStream::WaitForInitialMetadata() {
 }
 
 Status BlockingClientStream::Finish() {
-  ClientReactorAccess::Call(*this)->DiscardUnread();
+  call_->DiscardUnread();
   transport::io::MutexLock lock(&mu_);
   while (!done_) changed_.Wait(&mu_);
   return status_;

@@ -18,7 +18,27 @@ namespace internal {
 class BlockingClientStream;
 class ChannelCore;
 class ClientReactorAccess;
-class ClientStreamCall;
+
+// What a ClientStreamReactor's operations reach: the channel's streaming
+// call. Any thread.
+class ClientStreamOperations {
+ public:
+  virtual void StartCall() = 0;
+  virtual void StartRead(google::protobuf::MessageLite* message) = 0;
+  virtual void StartWrite(const google::protobuf::MessageLite* message,
+                          WriteOptions options) = 0;
+  virtual void StartWritesDone() = 0;
+  // For the blocking wrapper, which holds a reference to the call (taken
+  // when the channel starts it) until ReleaseKeepAlive: cancels the call,
+  // drops its unread messages so that it ends as soon as its status is
+  // known.
+  virtual void RequestCancel() = 0;
+  virtual void DiscardUnread() = 0;
+  virtual void ReleaseKeepAlive() = 0;
+
+ protected:
+  ~ClientStreamOperations() = default;
+};
 }  // namespace internal
 
 // The events of a streaming call on the client, as in gRPC's callback API.
@@ -62,9 +82,11 @@ class ClientStreamReactor {
   void StartWritesDone();
 
  private:
-  // Binds the call (and lets the blocking stream reach it).
+  // The channel binds the call; the blocking stream reaches it to cancel
+  // and release it.
   friend class internal::ClientReactorAccess;
-  internal::ClientStreamCall* call_ = nullptr;
+  friend class internal::BlockingClientStream;
+  internal::ClientStreamOperations* call_ = nullptr;
 };
 
 // Bidirectional streaming: the reactor sends and reads freely.

@@ -1,11 +1,23 @@
 #include "rpc/server_stream.h"
 
-#include "rpc/internal/server_stream_call.h"
-
 namespace h2rpc {
+namespace internal {
+namespace {
+
+thread_local ServerStreamOperations* binding_server_stream = nullptr;
+
+}  // namespace
+
+ServerStreamOperations* BindingServerStream() { return binding_server_stream; }
+
+void SetBindingServerStream(ServerStreamOperations* call) {
+  binding_server_stream = call;
+}
+
+}  // namespace internal
 
 ServerStreamReactor::ServerStreamReactor()
-    : call_(internal::ServerStreamCall::BindingCall()) {}
+    : call_(internal::BindingServerStream()) {}
 
 void ServerStreamReactor::StartSendInitialMetadata() {
   call_->StartSendInitialMetadata();

@@ -10,7 +10,26 @@ namespace h2rpc {
 
 namespace internal {
 class BlockingServerStream;
-class ServerStreamCall;
+
+// What a ServerStreamReactor's operations reach: the server's streaming
+// call. Any thread, until the reactor's OnDone.
+class ServerStreamOperations {
+ public:
+  virtual void StartSendInitialMetadata() = 0;
+  virtual void Finish(const Status& status) = 0;
+  virtual void StartRead(google::protobuf::MessageLite* message) = 0;
+  virtual void StartWrite(const google::protobuf::MessageLite* message,
+                          WriteOptions options) = 0;
+
+ protected:
+  ~ServerStreamOperations() = default;
+};
+
+// The call whose reactor the current thread's factory is creating, if any
+// (see ServerStreamReactor's constructor): the server sets it around the
+// factory's run.
+ServerStreamOperations* BindingServerStream();
+void SetBindingServerStream(ServerStreamOperations* call);
 }  // namespace internal
 
 // The events of a streaming call on the server, as in gRPC's callback API.
@@ -59,7 +78,7 @@ class ServerStreamReactor {
 
  protected:
   // Bound to `call` (the blocking stream of a synchronous handler).
-  explicit ServerStreamReactor(internal::ServerStreamCall* call)
+  explicit ServerStreamReactor(internal::ServerStreamOperations* call)
       : call_(call) {}
 
   void StartReadMessage(google::protobuf::MessageLite* message);
@@ -67,7 +86,7 @@ class ServerStreamReactor {
                          WriteOptions options);
 
  private:
-  internal::ServerStreamCall* call_ = nullptr;
+  internal::ServerStreamOperations* call_ = nullptr;
 };
 
 // Bidirectional streaming.
@@ -105,7 +124,7 @@ namespace internal {
 // Write for a handler running on a worker thread.
 class BlockingServerStream final : public ServerStreamReactor {
  public:
-  explicit BlockingServerStream(ServerStreamCall* call)
+  explicit BlockingServerStream(ServerStreamOperations* call)
       : ServerStreamReactor(call) {}
 
   bool Read(google::protobuf::MessageLite* message);

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "rpc/internal/channel_core.h"
-#include "rpc/internal/context_access.h"
+#include "rpc/internal/client_context_access.h"
 #include "transport/io/monotonic_time.h"
 
 namespace h2rpc::internal {

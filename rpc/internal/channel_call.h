@@ -23,7 +23,7 @@ class ChannelCore;
 // Reference-counted: one reference for the call itself (dropped by the
 // derived class when its result has been consumed), one per queued cancel
 // task. The last reference calls OnLastUnref().
-class ChannelCall {
+class ChannelCall : public CancellableClientCall {
  public:
   // Loop thread: ends the call before it reached a stream.
   virtual void FailBeforeStream(const Status& status) = 0;
@@ -51,7 +51,7 @@ class ChannelCall {
   transport::http2::ClientStream& stream() { return stream_; }
 
   // Any thread (ClientContext::TryCancel, under the context's mutex).
-  void RequestCancel();
+  void RequestCancel() override;
 
   // The call's result, once: OnFinish of every interceptor whose OnStart
   // ran, innermost first. The thread that has the result.
@@ -93,7 +93,7 @@ class ChannelCall {
   // goes on, each time after the channel's reconnect backoff
   // (ChannelCore::TransparentRetryBackoff), until its deadline. False when
   // out of retries: the call then fails with UNAVAILABLE.
-  bool RetryTransparently();
+  [[nodiscard]] bool RetryTransparently();
   static constexpr int kImmediateTransparentRetries = 3;
 
   // Retries (gRPC's A6), for a call whose method has a retryPolicy. The call

@@ -17,9 +17,9 @@
 #include "rpc/internal/connection_options_conversion.h"
 #include "rpc/internal/credentials_access.h"
 #include "rpc/internal/name_resolver_impl.h"
-#include "rpc/internal/pick_first.h"
+#include "rpc/internal/lb/pick_first.h"
 #include "rpc/internal/reactor_access.h"
-#include "rpc/internal/round_robin.h"
+#include "rpc/internal/lb/round_robin.h"
 #include "transport/tls/tls_session.h"
 
 namespace h2rpc::internal {
@@ -326,23 +326,32 @@ void ChannelCore::AsyncGenericUnaryCall(
   call->Start();
 }
 
-void ChannelCore::BindStreamingCall(
+ClientStreamCall* ChannelCore::NewStreamingCall(
     ClientContext* context, absl::string_view method,
     const google::protobuf::MessageLite* request,
     google::protobuf::MessageLite* response, ClientStreamReactor* reactor) {
   auto* call = new ClientStreamCall(this, reactor);
   ClientReactorAccess::Bind(reactor, call);
   call->Prepare(context, method, request, response);
+  return call;
+}
+
+void ChannelCore::BindStreamingCall(
+    ClientContext* context, absl::string_view method,
+    const google::protobuf::MessageLite* request,
+    google::protobuf::MessageLite* response, ClientStreamReactor* reactor) {
+  NewStreamingCall(context, method, request, response, reactor);
 }
 
 void ChannelCore::StartBlockingStream(
     ClientContext* context, absl::string_view method,
     const google::protobuf::MessageLite* request,
     google::protobuf::MessageLite* response, BlockingClientStream* stream) {
-  BindStreamingCall(context, method, request, response, stream);
+  ClientStreamCall* call =
+      NewStreamingCall(context, method, request, response, stream);
   // Released by the wrapper's destructor, which may still reach the call.
-  ClientReactorAccess::Call(*stream)->KeepAlive();
-  stream->StartCall();
+  call->KeepAlive();
+  call->StartCall();
 }
 
 ConnectivityState ChannelCore::GetState(bool try_to_connect) {

@@ -14,20 +14,21 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "google/protobuf/message_lite.h"
-#include "rpc/channel.h"
+#include "rpc/channel_options.h"
 #include "rpc/client_context.h"
 #include "rpc/client_stream.h"
 #include "rpc/compression.h"
 #include "rpc/connectivity_state.h"
+#include "rpc/credentials.h"
 #include "rpc/internal/connection_backoff.h"
 #include "rpc/internal/connectivity_watch.h"
 #include "rpc/internal/health_watch.h"
-#include "rpc/internal/lb_policy.h"
+#include "rpc/internal/lb/lb_policy.h"
 #include "rpc/internal/member_task.h"
 #include "rpc/internal/retry.h"
-#include "rpc/internal/service_config.h"
+#include "rpc/internal/config/service_config.h"
 #include "rpc/internal/subchannel.h"
-#include "rpc/internal/target.h"
+#include "rpc/internal/config/target.h"
 #include "rpc/status.h"
 #include "transport/http2/client_session.h"
 #include "transport/http2/session.h"
@@ -42,6 +43,7 @@ namespace h2rpc::internal {
 
 class ChannelCall;
 class ClientCall;
+class ClientStreamCall;
 
 // Everything behind a Channel: the event loop, the target's resolution, the
 // load-balancing policy and its subchannels (one connection per backend
@@ -140,7 +142,7 @@ class ChannelCore final : private LbPolicy::Helper, private Subchannel::Host {
   // Any thread: counts `bytes` more request bytes kept for retries; false
   // (nothing counted) if that would exceed ChannelOptions::
   // retry_buffer_size.
-  bool ChargeRetryBuffer(size_t bytes);
+  [[nodiscard]] bool ChargeRetryBuffer(size_t bytes);
   void ReleaseRetryBuffer(size_t bytes);
 
   // The Channel's calls (see there for their contracts).
@@ -210,6 +212,11 @@ class ChannelCore final : private LbPolicy::Helper, private Subchannel::Host {
   };
 
   ClientCall* TakeCall();
+  // A streaming call bound to `reactor` and prepared, not yet started.
+  ClientStreamCall* NewStreamingCall(
+      ClientContext* context, absl::string_view method,
+      const google::protobuf::MessageLite* request,
+      google::protobuf::MessageLite* response, ClientStreamReactor* reactor);
   // A pooled call set up for `request` (or `request_bytes`), or null with
   // `*status` saying why the call cannot start.
   ClientCall* PrepareCall(ClientContext* context, absl::string_view method,
@@ -334,12 +341,6 @@ class ChannelCore final : private LbPolicy::Helper, private Subchannel::Host {
   // Idle unary calls, taken and returned from any thread.
   transport::io::Mutex pool_mu_;
   std::vector<ClientCall*> free_calls_ ABSL_GUARDED_BY(pool_mu_);
-};
-
-// Tests reach a Channel's core through it.
-class ChannelCoreAccess {
- public:
-  static ChannelCore& Core(Channel& channel) { return *channel.core_; }
 };
 
 }  // namespace h2rpc::internal

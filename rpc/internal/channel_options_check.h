@@ -1,7 +1,7 @@
 #ifndef H2RPC_RPC_INTERNAL_CHANNEL_OPTIONS_CHECK_H_
 #define H2RPC_RPC_INTERNAL_CHANNEL_OPTIONS_CHECK_H_
 
-#include "rpc/channel.h"
+#include "rpc/channel_options.h"
 #include "rpc/status.h"
 
 namespace h2rpc::internal {

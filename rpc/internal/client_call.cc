@@ -3,7 +3,7 @@
 #include <utility>
 
 #include "rpc/internal/channel_core.h"
-#include "rpc/internal/context_access.h"
+#include "rpc/internal/client_context_access.h"
 #include "rpc/internal/serialize_framed.h"
 #include "transport/compression/thread_codecs.h"
 

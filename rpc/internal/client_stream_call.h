@@ -7,7 +7,7 @@
 #include "rpc/client_context.h"
 #include "rpc/client_stream.h"
 #include "rpc/internal/channel_call.h"
-#include "rpc/internal/context_access.h"
+#include "rpc/internal/client_context_access.h"
 #include "rpc/internal/stream_ops.h"
 #include "rpc/status.h"
 #include "transport/http2/client_session.h"
@@ -18,6 +18,7 @@ namespace h2rpc::internal {
 // driving a ClientStreamReactor. Created when the call is bound to its
 // reactor, deleted after OnDone (and after any cancel task still queued).
 class ClientStreamCall final : public ChannelCall,
+                               public ClientStreamOperations,
                                public StreamOps,
                                public transport::http2::ClientStream::Observer {
  public:
@@ -31,16 +32,24 @@ class ClientStreamCall final : public ChannelCall,
   void Prepare(ClientContext* context, absl::string_view method,
                const google::protobuf::MessageLite* request,
                google::protobuf::MessageLite* response);
-  // Any thread.
-  void StartCall();
-  void StartWritesDone();
+  // ClientStreamOperations: any thread.
+  void StartCall() override;
+  void StartRead(google::protobuf::MessageLite* message) override {
+    StreamOps::StartRead(message);
+  }
+  void StartWrite(const google::protobuf::MessageLite* message,
+                  WriteOptions options) override {
+    StreamOps::StartWrite(message, options);
+  }
+  void StartWritesDone() override;
+  void RequestCancel() override { ChannelCall::RequestCancel(); }
+  // Unread messages are dropped, so the call ends as soon as its status is
+  // known (the blocking Finish).
+  void DiscardUnread() override;
+  void ReleaseKeepAlive() override { Unref(); }
   // Any thread. An extra reference for a blocking wrapper, which may still
   // call DiscardUnread() and RequestCancel() after OnDone.
   void KeepAlive() { Ref(); }
-  void ReleaseKeepAlive() { Unref(); }
-  // Any thread: unread messages are dropped, so the call ends as soon as its
-  // status is known (the blocking Finish).
-  void DiscardUnread();
 
  private:
   // StreamOps.

@@ -1,6 +1,6 @@
 #include "rpc/internal/connection_options_conversion.h"
 
-#include "rpc/server.h"
+#include "rpc/server_options.h"
 
 namespace h2rpc::internal {
 

@@ -4,7 +4,7 @@
 #include "gtest/gtest.h"
 #include "rpc/compression.h"
 #include "rpc/connection_options.h"
-#include "rpc/server.h"
+#include "rpc/server_options.h"
 #include "transport/http2/session.h"
 
 namespace h2rpc::internal {

@@ -5,16 +5,13 @@
 
 namespace h2rpc::internal {
 
-// The one way to a ClientStreamReactor's call: the channel binds the call
-// when it creates it, the blocking stream reaches it to cancel and release.
+// The one way to bind a ClientStreamReactor to its call, for the channel
+// that creates the call.
 class ClientReactorAccess {
  public:
   // User thread, before the reactor can start anything.
-  static void Bind(ClientStreamReactor* reactor, ClientStreamCall* call) {
+  static void Bind(ClientStreamReactor* reactor, ClientStreamOperations* call) {
     reactor->call_ = call;
-  }
-  static ClientStreamCall* Call(const ClientStreamReactor& reactor) {
-    return reactor.call_;
   }
 };
 

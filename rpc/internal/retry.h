@@ -6,7 +6,7 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/time/time.h"
 #include "absl/types/optional.h"
-#include "rpc/internal/service_config.h"
+#include "rpc/internal/config/service_config.h"
 #include "rpc/status.h"
 #include "transport/core/metadata.h"
 

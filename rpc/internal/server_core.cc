@@ -16,7 +16,7 @@
 #include "rpc/internal/server_listener.h"
 #include "rpc/internal/server_loop.h"
 #include "rpc/internal/server_stream_call.h"
-#include "rpc/internal/target.h"
+#include "rpc/internal/config/target.h"
 #include "rpc/internal/worker_pool.h"
 #include "transport/core/message_framer.h"
 #include "transport/http2/server_session.h"

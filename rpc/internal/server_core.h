@@ -14,7 +14,10 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/time/time.h"
 #include "rpc/compression.h"
-#include "rpc/server.h"
+#include "rpc/interceptor.h"
+#include "rpc/internal/listening_port.h"
+#include "rpc/internal/method.h"
+#include "rpc/server_options.h"
 #include "rpc/status.h"
 #include "transport/core/memory_quota.h"
 #include "transport/http2/session.h"
@@ -41,7 +44,7 @@ class WorkerPool;
 // own; the call, loop and listener interfaces below as each says.
 class ServerCore {
  public:
-  using MethodMap = std::map<std::string, std::unique_ptr<Method>, std::less<>>;
+  using MethodMap = internal::MethodMap;
 
   // What every call needs from the server to answer (fixed at start).
   struct CallSettings {

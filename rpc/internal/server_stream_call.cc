@@ -10,13 +10,9 @@
 namespace h2rpc::internal {
 namespace {
 
-thread_local ServerStreamCall* binding_call = nullptr;
-
 constexpr char kFinishTwice[] = "Finish called twice";
 
 }  // namespace
-
-ServerStreamCall* ServerStreamCall::BindingCall() { return binding_call; }
 
 ServerStreamCall::ServerStreamCall(ServerLoop* loop, ServerCore* server,
                                    const Method* method,
@@ -66,9 +62,9 @@ void ServerStreamCall::StartHandler() {
     if (!status.ok()) Finish(status);
     return;
   }
-  binding_call = this;
+  SetBindingServerStream(this);
   reactor_ = method_->CreateReactor(&context_, request_.get(), response_.get());
-  binding_call = nullptr;
+  SetBindingServerStream(nullptr);
   if (reactor_ == nullptr) {
     reactor_ = &blocking_;  // receives the remaining events
     // Unless a reactor the factory dropped has finished the call already.

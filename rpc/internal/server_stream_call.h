@@ -7,12 +7,12 @@
 #include "absl/strings/string_view.h"
 #include "google/protobuf/message_lite.h"
 #include "rpc/internal/cancel_gate.h"
-#include "rpc/internal/context_access.h"
+#include "rpc/internal/method.h"
+#include "rpc/internal/server_context_access.h"
 #include "rpc/internal/server_interception.h"
 #include "rpc/internal/stream_ops.h"
 #include "rpc/internal/sync_task_count.h"
 #include "rpc/internal/worker_pool.h"
-#include "rpc/server.h"
 #include "rpc/server_context.h"
 #include "rpc/server_stream.h"
 #include "rpc/status.h"
@@ -47,6 +47,7 @@ class ServerLoop;
 // object and ends the server's count of the call, runs exactly once per
 // call.
 class ServerStreamCall final : public StreamOps,
+                               public ServerStreamOperations,
                                public transport::http2::ServerStream::Observer,
                                public CancellableServerCall {
  public:
@@ -59,13 +60,18 @@ class ServerStreamCall final : public StreamOps,
   // request of a server-streaming call).
   void Start();
 
-  // The call whose reactor the current thread's factory is creating, if
-  // any (see ServerStreamReactor's constructor).
-  static ServerStreamCall* BindingCall();
+  // ServerStreamOperations: any thread, until OnDone. Finish once; initial
+  // metadata once at a time.
+  void StartSendInitialMetadata() override;
+  void Finish(const Status& status) override;
+  void StartRead(google::protobuf::MessageLite* message) override {
+    StreamOps::StartRead(message);
+  }
+  void StartWrite(const google::protobuf::MessageLite* message,
+                  WriteOptions options) override {
+    StreamOps::StartWrite(message, options);
+  }
 
-  // Any thread, until OnDone. Finish once; initial metadata once at a time.
-  void StartSendInitialMetadata();
-  void Finish(const Status& status);
   void RequestCancel() override;
 
  private:

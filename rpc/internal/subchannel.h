@@ -12,7 +12,7 @@
 #include "rpc/internal/channel_connector.h"
 #include "rpc/internal/connection_backoff.h"
 #include "rpc/internal/health_watch.h"
-#include "rpc/internal/lb_policy.h"
+#include "rpc/internal/lb/lb_policy.h"
 #include "rpc/status.h"
 #include "transport/http2/client_session.h"
 #include "transport/http2/session.h"

@@ -30,7 +30,7 @@
 #include "proto/grpc/testing/messages.pb.h"
 #include "rpc/channel.h"
 #include "rpc/connectivity_state.h"
-#include "rpc/internal/channel_core.h"
+#include "rpc/internal/channel_core_access.h"
 #include "rpc/server.h"
 #include "test/util/fake_tcp_server.h"
 #include "test/util/loopback_socket.h"

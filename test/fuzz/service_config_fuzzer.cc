@@ -1,4 +1,5 @@
-// Fuzzes rpc/internal/service_config: ParseServiceConfig on arbitrary text.
+// Fuzzes rpc/internal/config/service_config: ParseServiceConfig on arbitrary
+// text.
 // Invariants:
 //  * It never crashes, and parsing the same text twice gives the same result.
 //  * A failure is INVALID_ARGUMENT with a printable-ASCII message starting
@@ -15,7 +16,7 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "rpc/internal/service_config.h"
+#include "rpc/internal/config/service_config.h"
 #include "transport/core/status.h"
 #include "transport/core/status_code.h"
 

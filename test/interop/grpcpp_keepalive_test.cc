@@ -32,7 +32,7 @@
 #include "proto/grpc/testing/messages.pb.h"
 #include "proto/grpc/testing/test.grpc.pb.h"
 #include "rpc/channel.h"
-#include "rpc/internal/channel_core.h"
+#include "rpc/internal/channel_core_access.h"
 #include "rpc/server.h"
 #include "test/util/notification.h"
 #include "test/util/tcp_proxy.h"

@@ -68,7 +68,7 @@ class LargeBufferCache {
 
   // As Take(), but only from the cache: on a miss returns false with
   // `*buffer` untouched. Never allocates.
-  bool TakeCached(size_t capacity, std::string* buffer);
+  [[nodiscard]] bool TakeCached(size_t capacity, std::string* buffer);
 
   // Takes `*buffer` (storage, size and bytes) if its capacity is at least
   // kMinCapacity and the cache has room (else frees it); `*buffer` is left

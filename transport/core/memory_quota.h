@@ -45,13 +45,13 @@ class MemoryQuota {
   void AddListener(Listener* listener) { listeners_.push_back(listener); }
 
   // Any thread. Takes `bytes` if they fit under the limit; true if taken.
-  bool TryReserve(size_t bytes);
+  [[nodiscard]] bool TryReserve(size_t bytes);
   // Any thread. Takes `bytes` whether or not they fit: memory already
   // held (bounded elsewhere, e.g. by flow control) that must count, so that
   // later reservations see it. used() may then pass limit().
   void ForceReserve(size_t bytes);
-  // Any thread. Gives back bytes taken by TryReserve() or ForceReserve(). While a holder
-  // waits, tells every listener.
+  // Any thread. Gives back bytes taken by TryReserve() or ForceReserve(). While
+  // a holder waits, tells every listener.
   void Release(size_t bytes);
 
   // Any thread. A holder starts (stops) waiting for bytes to be released:
@@ -104,7 +104,7 @@ class MemoryQuotaShare {
   MemoryQuotaShare& operator=(const MemoryQuotaShare&) = delete;
 
   // Takes `bytes` if both the share and the server-wide quota have room.
-  bool TryReserve(size_t bytes);
+  [[nodiscard]] bool TryReserve(size_t bytes);
   // Takes `bytes` from both whether or not they fit (see
   // MemoryQuota::ForceReserve).
   void ForceReserve(size_t bytes);

@@ -48,7 +48,7 @@ class BdpEstimator {
   // over, and at least kSampleStart bytes arrived since the last sample
   // (so the PING goes out near the start of a burst, and a connection that
   // carries a few small messages never sends one).
-  bool OnDataReceived(size_t bytes, io::MonotonicTime now) {
+  [[nodiscard]] bool OnDataReceived(size_t bytes, io::MonotonicTime now) {
     if (!enabled_) return false;
     last_data_ = now;
     sample_bytes_ += bytes;
@@ -64,11 +64,11 @@ class BdpEstimator {
   }
   // The ACK of the estimator's PING arrived at `now`. True if window()
   // grew.
-  bool OnPingAck(io::MonotonicTime now);
+  [[nodiscard]] bool OnPingAck(io::MonotonicTime now);
 
   // No DATA since kIdleReset before `now`: the estimate goes back to the
   // initial window's. True if window() shrank.
-  bool ResetIfIdle(io::MonotonicTime now);
+  [[nodiscard]] bool ResetIfIdle(io::MonotonicTime now);
 
   // The receive window the path asks for, in [initial, max] window. Bytes.
   uint32_t window() const { return window_; }

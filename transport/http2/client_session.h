@@ -103,7 +103,7 @@ class ClientStream : private io::Timer {
   // with the same description and the request bytes sent so far, to be
   // sent again from the start (OutgoingData::Rewind); the received side is
   // cleared. False, changing nothing, if those bytes are gone.
-  bool PrepareRetry();
+  [[nodiscard]] bool PrepareRetry();
 
  private:
   friend class ClientSession;

@@ -304,7 +304,7 @@ class ServerSession : public Session {
   ServerStream* StreamFor(int32_t stream_id);
   // A RST_STREAM arrived: takes one of the peer's reset tokens. False when
   // none is left (see kResetBurst).
-  bool TakeResetToken();
+  [[nodiscard]] bool TakeResetToken();
   void OnRequestHeaders(ServerStream* stream, bool end_stream);
   // Answers a request the transport itself refuses.
   void Refuse(ServerStream* stream, const Status& status, int http_status);

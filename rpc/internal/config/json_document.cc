@@ -1,4 +1,4 @@
-#include "rpc/internal/json_document.h"
+#include "rpc/internal/config/json_document.h"
 
 #include <algorithm>
 #include <cstddef>

@@ -1,5 +1,5 @@
-#ifndef H2RPC_RPC_INTERNAL_JSON_DOCUMENT_H_
-#define H2RPC_RPC_INTERNAL_JSON_DOCUMENT_H_
+#ifndef H2RPC_RPC_INTERNAL_CONFIG_JSON_DOCUMENT_H_
+#define H2RPC_RPC_INTERNAL_CONFIG_JSON_DOCUMENT_H_
 
 #include <cstddef>
 #include <map>
@@ -64,4 +64,4 @@ std::string QuoteForMessage(absl::string_view text);
 
 }  // namespace h2rpc::internal
 
-#endif  // H2RPC_RPC_INTERNAL_JSON_DOCUMENT_H_
+#endif  // H2RPC_RPC_INTERNAL_CONFIG_JSON_DOCUMENT_H_

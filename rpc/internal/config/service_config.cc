@@ -1,4 +1,4 @@
-#include "rpc/internal/service_config.h"
+#include "rpc/internal/config/service_config.h"
 
 #include <algorithm>
 #include <cmath>
@@ -15,7 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "nlohmann/json.hpp"
-#include "rpc/internal/json_document.h"
+#include "rpc/internal/config/json_document.h"
 
 namespace h2rpc::internal {
 namespace {

@@ -1,5 +1,5 @@
-#ifndef H2RPC_RPC_INTERNAL_SERVICE_CONFIG_H_
-#define H2RPC_RPC_INTERNAL_SERVICE_CONFIG_H_
+#ifndef H2RPC_RPC_INTERNAL_CONFIG_SERVICE_CONFIG_H_
+#define H2RPC_RPC_INTERNAL_CONFIG_SERVICE_CONFIG_H_
 
 // gRPC's service config (doc/service_config.md; retries and hedging from
 // gRFC A6, health checking from A17), parsed from its JSON form into plain
@@ -164,4 +164,4 @@ Status ParseServiceConfig(absl::string_view json, ServiceConfig* out,
 
 }  // namespace h2rpc::internal
 
-#endif  // H2RPC_RPC_INTERNAL_SERVICE_CONFIG_H_
+#endif  // H2RPC_RPC_INTERNAL_CONFIG_SERVICE_CONFIG_H_

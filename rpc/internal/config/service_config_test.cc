@@ -1,4 +1,4 @@
-#include "rpc/internal/service_config.h"
+#include "rpc/internal/config/service_config.h"
 
 #include <cstdint>
 #include <initializer_list>

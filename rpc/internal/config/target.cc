@@ -1,4 +1,4 @@
-#include "rpc/internal/target.h"
+#include "rpc/internal/config/target.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -1,5 +1,5 @@
-#ifndef H2RPC_RPC_INTERNAL_TARGET_H_
-#define H2RPC_RPC_INTERNAL_TARGET_H_
+#ifndef H2RPC_RPC_INTERNAL_CONFIG_TARGET_H_
+#define H2RPC_RPC_INTERNAL_CONFIG_TARGET_H_
 
 #include <string>
 #include <vector>
@@ -74,4 +74,4 @@ Status ParseUnixTarget(absl::string_view target, bool* is_unix,
 
 }  // namespace h2rpc::internal
 
-#endif  // H2RPC_RPC_INTERNAL_TARGET_H_
+#endif  // H2RPC_RPC_INTERNAL_CONFIG_TARGET_H_

@@ -1,5 +1,5 @@
-#ifndef H2RPC_RPC_INTERNAL_FAKE_LB_HELPER_H_
-#define H2RPC_RPC_INTERNAL_FAKE_LB_HELPER_H_
+#ifndef H2RPC_RPC_INTERNAL_LB_FAKE_LB_HELPER_H_
+#define H2RPC_RPC_INTERNAL_LB_FAKE_LB_HELPER_H_
 
 #include <cstdint>
 #include <memory>
@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "rpc/connectivity_state.h"
-#include "rpc/internal/lb_policy.h"
+#include "rpc/internal/lb/lb_policy.h"
 #include "rpc/status.h"
 #include "transport/io/socket.h"
 
@@ -101,4 +101,4 @@ inline std::vector<transport::io::SocketAddress> LoopbackAddresses(
 
 }  // namespace h2rpc::internal
 
-#endif  // H2RPC_RPC_INTERNAL_FAKE_LB_HELPER_H_
+#endif  // H2RPC_RPC_INTERNAL_LB_FAKE_LB_HELPER_H_

@@ -1,4 +1,4 @@
-#include "rpc/internal/lb_policy.h"
+#include "rpc/internal/lb/lb_policy.h"
 
 #include <cstring>
 

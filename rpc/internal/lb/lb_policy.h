@@ -1,5 +1,5 @@
-#ifndef H2RPC_RPC_INTERNAL_LB_POLICY_H_
-#define H2RPC_RPC_INTERNAL_LB_POLICY_H_
+#ifndef H2RPC_RPC_INTERNAL_LB_LB_POLICY_H_
+#define H2RPC_RPC_INTERNAL_LB_LB_POLICY_H_
 
 #include <memory>
 #include <vector>
@@ -101,4 +101,4 @@ class LbPolicy {
 
 }  // namespace h2rpc::internal
 
-#endif  // H2RPC_RPC_INTERNAL_LB_POLICY_H_
+#endif  // H2RPC_RPC_INTERNAL_LB_LB_POLICY_H_

@@ -1,4 +1,4 @@
-#include "rpc/internal/pick_first.h"
+#include "rpc/internal/lb/pick_first.h"
 
 #include <algorithm>
 #include <random>

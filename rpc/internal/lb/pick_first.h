@@ -1,10 +1,10 @@
-#ifndef H2RPC_RPC_INTERNAL_PICK_FIRST_H_
-#define H2RPC_RPC_INTERNAL_PICK_FIRST_H_
+#ifndef H2RPC_RPC_INTERNAL_LB_PICK_FIRST_H_
+#define H2RPC_RPC_INTERNAL_LB_PICK_FIRST_H_
 
 #include <cstddef>
 #include <vector>
 
-#include "rpc/internal/lb_policy.h"
+#include "rpc/internal/lb/lb_policy.h"
 
 namespace h2rpc::internal {
 
@@ -49,4 +49,4 @@ class PickFirst final : public LbPolicy {
 
 }  // namespace h2rpc::internal
 
-#endif  // H2RPC_RPC_INTERNAL_PICK_FIRST_H_
+#endif  // H2RPC_RPC_INTERNAL_LB_PICK_FIRST_H_

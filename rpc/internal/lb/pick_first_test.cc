@@ -1,7 +1,7 @@
-#include "rpc/internal/pick_first.h"
+#include "rpc/internal/lb/pick_first.h"
 
 #include "gtest/gtest.h"
-#include "rpc/internal/fake_lb_helper.h"
+#include "rpc/internal/lb/fake_lb_helper.h"
 
 namespace h2rpc::internal {
 namespace {

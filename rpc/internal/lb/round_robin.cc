@@ -1,4 +1,4 @@
-#include "rpc/internal/round_robin.h"
+#include "rpc/internal/lb/round_robin.h"
 
 #include <utility>
 

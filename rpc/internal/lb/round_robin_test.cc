@@ -1,9 +1,9 @@
-#include "rpc/internal/round_robin.h"
+#include "rpc/internal/lb/round_robin.h"
 
 #include <map>
 
 #include "gtest/gtest.h"
-#include "rpc/internal/fake_lb_helper.h"
+#include "rpc/internal/lb/fake_lb_helper.h"
 #include "test/util/allocation_counter.h"
 
 namespace h2rpc::internal {

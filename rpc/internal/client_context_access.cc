@@ -1,0 +1,28 @@
+#include "rpc/internal/client_context_access.h"
+
+#include "transport/io/mutex.h"
+
+namespace h2rpc::internal {
+
+Status ClientContextAccess::Bind(ClientContext* context,
+                                 CancellableClientCall* call) {
+  transport::io::MutexLock lock(&context->mu_);
+  if (context->cancelled_) {
+    return Status(StatusCode::kCancelled, "the call was cancelled");
+  }
+  context->call_ = call;
+  return Status();
+}
+
+void ClientContextAccess::Unbind(ClientContext* context) {
+  transport::io::MutexLock lock(&context->mu_);
+  context->call_ = nullptr;
+  context->call_ended_ = true;
+}
+
+bool ClientContextAccess::CallBound(ClientContext* context) {
+  transport::io::MutexLock lock(&context->mu_);
+  return context->call_ != nullptr;
+}
+
+}  // namespace h2rpc::internal

@@ -1,0 +1,146 @@
+#ifndef H2RPC_RPC_SERVER_OPTIONS_H_
+#define H2RPC_RPC_SERVER_OPTIONS_H_
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "rpc/compression.h"
+#include "rpc/connection_options.h"
+#include "rpc/interceptor.h"
+
+namespace h2rpc {
+
+// Settings of a Server. Every field: default, unit.
+struct ServerOptions {
+  // HTTP/2 settings and message size limits of every connection.
+  ConnectionOptions connection;
+  // Event loop threads; connections are spread over them. 0: one per core.
+  int num_loops = 0;
+  // CPUs to pin the loop threads to, in order; empty: not pinned.
+  std::vector<int> loop_cpus;
+  // Busy-polling of every loop (EventLoop::set_busy_poll in
+  // transport/io/event_loop.h): whenever a loop runs out of work it polls
+  // without blocking for up to this long before it sleeps, so a request
+  // arriving meanwhile is handled without a wake-up from the kernel. Each
+  // loop thread keeps its core busy that long after each idle moment.
+  // 0: never. From 0 to 1,000,000 (one second); BuildAndStart refuses other
+  // values with INVALID_ARGUMENT. Microseconds.
+  int busy_poll_us = 0;
+  // Interceptors of every call, outermost first (rpc/interceptor.h);
+  // Builder::AddInterceptor appends to them.
+  std::vector<std::shared_ptr<ServerInterceptor>> interceptors;
+  // Threads running synchronous handlers; a synchronous streaming handler
+  // holds its thread for the whole call. A call whose handler finds no idle
+  // thread gets a new one, up to max_sync_threads; beyond that it fails at
+  // once with RESOURCE_EXHAUSTED ("all 256 synchronous handler threads are
+  // busy (ServerOptions::max_sync_threads)") rather than wait. Threads
+  // beyond min_sync_threads exit after sync_thread_idle_time without work.
+  //
+  // Threads started with the server and kept even when idle. 0: max(4,
+  // 2 x cores), at most max_sync_threads. Threads.
+  int min_sync_threads = 0;
+  // Most threads running synchronous handlers at once, so the most
+  // synchronous calls in progress. At least 1. Threads.
+  int max_sync_threads = 256;
+  // Most synchronous handlers running at once for the calls of one
+  // connection, so that one client cannot take every thread: a call beyond
+  // it fails at once with RESOURCE_EXHAUSTED ("this connection's 192
+  // synchronous handler threads are busy
+  // (ServerOptions::max_sync_threads_per_connection)"). A handler still
+  // running when its connection closes no longer counts against any
+  // connection. 0: three quarters of max_sync_threads (at least 1); else
+  // from 1 to max_sync_threads. Threads.
+  int max_sync_threads_per_connection = 0;
+  // How long a thread beyond min_sync_threads waits for work before it
+  // exits. At least zero. Duration.
+  absl::Duration sync_thread_idle_time = absl::Seconds(60);
+  // A streaming call's write completes once at most this many bytes wait
+  // in its send buffer (see ServerStreamReactor). Bytes.
+  size_t stream_write_buffer = 64 << 10;
+  // How responses are compressed unless the ServerContext says otherwise;
+  // only used for clients that accept it (see rpc/compression.h).
+  CompressionAlgorithm default_compression = CompressionAlgorithm::kIdentity;
+  // Bytes the server holds on its peers' behalf, all connections together:
+  // received messages being gathered (spanning DATA frames) and response
+  // bytes not yet written to a connection. Each connection takes at most
+  // connection.memory_quota_share of it (see there for how the bounds
+  // combine with the flow-control windows). A received message that does
+  // not fit waits, its sender stalled by flow control, until memory frees
+  // up; a response that does not fit fails its call with
+  // RESOURCE_EXHAUSTED; while less than 1/16 of it is free, new calls fail
+  // at once with RESOURCE_EXHAUSTED. Bytes.
+  size_t memory_quota = 256 << 20;
+  // Most connections open at once; 0: unlimited. Connections. At the limit
+  // the server stops accepting until one closes: new clients wait in the
+  // listen backlog (1024) and are served in order as connections close,
+  // their calls' deadlines bounding the wait. gRPC C++ accepts and closes
+  // them instead; not accepting costs the server nothing per excess connect
+  // (a flood of reconnects at the limit is not a loop of accept and close),
+  // and a waiting client is served without a reconnect back-off.
+  size_t max_connections = 0;
+  // Once Shutdown's deadline has cancelled the calls left, how long it waits
+  // for their handlers to return before it logs (to stderr) the methods of
+  // the calls still running, and then again after every further period
+  // while any runs (see Server::Shutdown). More than zero. Duration.
+  absl::Duration shutdown_grace_period = absl::Seconds(5);
+
+  // Connection management, with gRPC's names and defaults (gRPC's A8
+  // keepalive and A9 connection idleness and age; the gRPC C++ channel
+  // argument each corresponds to is named). Every connection applies them
+  // on its own; BuildAndStart refuses values out of range with
+  // INVALID_ARGUMENT naming the field.
+  //
+  // A graceful shutdown (max_connection_idle, max_connection_age, and
+  // Shutdown) is gRPC's double GOAWAY: GOAWAY with last stream id 2^31-1
+  // and a PING; streams the client opens meanwhile are served; once the
+  // PING's ACK arrives (or after keepalive_timeout, 20 s at most, without
+  // one) a second GOAWAY names the last stream accepted and later streams
+  // are refused (clients retry them elsewhere). The connection closes when
+  // its last call ends.
+  //
+  // Keepalive: after keepalive_time without a frame from the client, the
+  // server sends a PING; if nothing arrives within keepalive_timeout of it,
+  // the client is gone: the connection closes and its calls are cancelled
+  // (handlers see IsCancelled()). Only while calls are open, unless
+  // keepalive_permit_without_calls. InfiniteDuration: no PINGs. More than
+  // zero. Duration. GRPC_ARG_KEEPALIVE_TIME_MS (2 hours).
+  absl::Duration keepalive_time = absl::Hours(2);
+  // More than zero. Duration. GRPC_ARG_KEEPALIVE_TIMEOUT_MS (20 seconds).
+  absl::Duration keepalive_timeout = absl::Seconds(20);
+  // The server's keepalive PINGs go out on connections without calls too,
+  // and PING enforcement applies keepalive_min_time to such connections
+  // instead of two hours. GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS (false).
+  bool keepalive_permit_without_calls = false;
+  // PING enforcement: a client PING sooner than this after the previous
+  // one (sooner than two hours while the connection has no call, unless
+  // keepalive_permit_without_calls) is a strike; the server sending
+  // HEADERS or DATA clears the strikes. More than max_ping_strikes strikes
+  // end the connection: GOAWAY(ENHANCE_YOUR_CALM, debug data
+  // "too_many_pings"; gRPC clients then double their keepalive time), and
+  // its calls are cancelled. At least zero. Duration.
+  // GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS (5 minutes;
+  // grpc-go's EnforcementPolicy.MinTime).
+  absl::Duration keepalive_min_time = absl::Minutes(5);
+  // 0: any number of strikes. At least zero. PINGs.
+  // GRPC_ARG_HTTP2_MAX_PING_STRIKES (2).
+  int max_ping_strikes = 2;
+  // A connection without calls for this long is shut down gracefully.
+  // InfiniteDuration: never. More than zero. Duration.
+  // GRPC_ARG_MAX_CONNECTION_IDLE_MS (infinite).
+  absl::Duration max_connection_idle = absl::InfiniteDuration();
+  // A connection this old (give or take 10%, at random, so that
+  // connections opened together do not end together) is shut down
+  // gracefully. InfiniteDuration: never. More than zero. Duration.
+  // GRPC_ARG_MAX_CONNECTION_AGE_MS (infinite).
+  absl::Duration max_connection_age = absl::InfiniteDuration();
+  // Calls still open this long after max_connection_age are cancelled and
+  // the connection closed. InfiniteDuration: they may run for ever. At least
+  // zero. Duration. GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS (infinite).
+  absl::Duration max_connection_age_grace = absl::InfiniteDuration();
+};
+
+}  // namespace h2rpc
+
+#endif  // H2RPC_RPC_SERVER_OPTIONS_H_
