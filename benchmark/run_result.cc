@@ -138,6 +138,12 @@ std::string SideCells(const std::optional<SideUsage>& usage, int64_t ops) {
                          PerOp(usage->cpu_nanos, ops) / 1000.0);
 }
 
+// Streams whose sides run independently count messages, not round trips.
+bool CountsMessages(const RunFeatures& features) {
+  return features.workload == "unconstrained" ||
+         features.workload == "streaming_from_server";
+}
+
 }  // namespace
 
 std::string RunFeatures::Title() const {
@@ -153,16 +159,10 @@ std::string RunFeatures::Title() const {
 }
 
 int64_t RunResult::send_ops() const {
-  return features.workload == "unconstrained" ||
-                 features.workload == "streaming_from_server"
-             ? stats.sends
-             : stats.histogram.count();
+  return CountsMessages(features) ? stats.sends : stats.histogram.count();
 }
 int64_t RunResult::recv_ops() const {
-  return features.workload == "unconstrained" ||
-                 features.workload == "streaming_from_server"
-             ? stats.recvs
-             : stats.histogram.count();
+  return CountsMessages(features) ? stats.recvs : stats.histogram.count();
 }
 int64_t RunResult::total_ops() const {
   // A server-streaming run's ops are the messages the server sent; its
