@@ -21,6 +21,12 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/health_check_service.cc
   rpc/health_check_service.h
   rpc/interceptor.h
+  rpc/interceptors/latency_histogram.cc
+  rpc/interceptors/latency_histogram.h
+  rpc/interceptors/logging_interceptor.cc
+  rpc/interceptors/logging_interceptor.h
+  rpc/interceptors/metrics_interceptor.cc
+  rpc/interceptors/metrics_interceptor.h
   rpc/internal/cancel_gate.h
   rpc/internal/channel_call.cc
   rpc/internal/channel_call.h
@@ -203,6 +209,9 @@ set(H2RPC_PUBLIC_HEADERS
   rpc/credentials.h
   rpc/health_check_service.h
   rpc/interceptor.h
+  rpc/interceptors/latency_histogram.h
+  rpc/interceptors/logging_interceptor.h
+  rpc/interceptors/metrics_interceptor.h
   rpc/internal/listening_port.h
   rpc/internal/method.h
   rpc/internal/op_waiter.h
@@ -603,6 +612,17 @@ set(H2RPC_TEST_rpc_version_test_SOURCES
 )
 set(H2RPC_TEST_rpc_version_test_PROTOS
 )
+# //rpc/interceptors:latency_histogram_test
+set(H2RPC_TEST_rpc_interceptors_latency_histogram_test_SOURCES
+  rpc/interceptors/latency_histogram_test.cc
+  test/util/allocation_counter.cc
+  test/util/allocation_counter.h
+  test/util/allocation_record.h
+  test/util/glibc_heap_hooks.cc
+  test/util/sanitizer_heap_hooks.cc
+)
+set(H2RPC_TEST_rpc_interceptors_latency_histogram_test_PROTOS
+)
 set(H2RPC_TESTS
   transport_core_base64_test
   transport_core_call_setup_test
@@ -634,6 +654,7 @@ set(H2RPC_TESTS
   rpc_internal_config_service_config_test
   rpc_internal_config_target_test
   rpc_version_test
+  rpc_interceptors_latency_histogram_test
 )
 
 # //benchmark:benchmain

@@ -6,18 +6,24 @@
 # calls a gRPC C++ server of the same service and serves its client
 # (test/consumer/grpc, built first with Debian's libgrpc++).
 #
-#   test/consumer/run.sh [--install-deb] [-- CMAKE_ARGS...]
+#   test/consumer/run.sh [--install-deb] [--fresh-root] [-- CMAKE_ARGS...]
 #     Builds h2rpc with CMake for the prefix /usr (tools/cmake-build: ctest
 #     runs the unit tests and benchmain's smoke run; benchmain must build),
 #     installs it to a temporary prefix, checks the installed headers (only
 #     the public ones; test/api/public_headers_test.sh on the installed
 #     tree), then builds and runs, each with the gRPC C++ greeter, (a) a
-#     CMake project (find_package(h2rpc), h2rpc_generate), (b) a Makefile
-#     using pkg-config, (c) a Bazel workspace with local_repository(name =
-#     "h2rpc") and h2rpc_proto_library; then (d) makes the Debian package
-#     from the same build (cpack -G DEB). With --install-deb it installs the
-#     package on this machine (apt-get install ./*.deb), builds and runs (a)
-#     against it, and removes it again if it was not installed before.
+#     CMake project (find_package(h2rpc), h2rpc_generate), linking the
+#     shared library and then h2rpc::h2rpc_static, (b) a Makefile using
+#     pkg-config, shared and then `--static` with libh2rpc.a, (c) a Bazel
+#     workspace with local_repository(name = "h2rpc") and
+#     h2rpc_proto_library; then (d) makes the Debian packages from the same
+#     build (cpack -G DEB: libh2rpc<SOVERSION>, the shared library alone, and
+#     libh2rpc-dev). With --install-deb it installs both on this machine
+#     (apt-get install ./*.deb), builds and runs (a) against them, and
+#     removes those that were not installed before. With --fresh-root it
+#     makes a minimal Debian 12 root (mmdebstrap, from deb.debian.org),
+#     installs both packages there with apt, builds (a) in it and runs it,
+#     then removes libh2rpc-dev and the build tools and runs it again.
 #   test/consumer/run.sh --system
 #     Only (a), against h2rpc installed in the system.
 #
@@ -37,14 +43,17 @@ here="$src/test/consumer"
 
 system=0
 install_deb=0
+fresh_root=0
 cmake_args=()
 while (($#)); do
   case "$1" in
     --system) system=1 ;;
     --install-deb) install_deb=1 ;;
+    --fresh-root) fresh_root=1 ;;
     --) shift; cmake_args=("$@"); break ;;
     *)
-      echo "usage: $0 [--system | --install-deb] [-- CMAKE_ARGS...]" >&2
+      echo "usage: $0 [--system | [--install-deb] [--fresh-root]]" \
+        "[-- CMAKE_ARGS...]" >&2
       exit 2
       ;;
   esac
@@ -134,6 +143,14 @@ run_greeter() {
   serve_and_call "$1" "$1"
   serve_and_call "$grpc_greeter" "$1"
   serve_and_call "$1" "$grpc_greeter"
+}
+
+# expect_static PROGRAM: fails if PROGRAM loads libh2rpc.so.
+expect_static() {
+  if ldd "$1" | grep libh2rpc; then
+    echo "FAIL: $1 loads libh2rpc.so; it should hold libh2rpc.a's code"
+    return 1
+  fi
 }
 
 # The gRPC C++ greeter (test/consumer/grpc): the path in
@@ -233,12 +250,31 @@ build_grpc_greeter
 step "(a) CMake project: find_package(h2rpc), h2rpc_generate"
 cmake_consumer cmake -DCMAKE_PREFIX_PATH="$prefix"
 
+step "(a) CMake project linking h2rpc::h2rpc_static"
+dir="$(project cmake-static)"
+sed 's/h2rpc::h2rpc)/h2rpc::h2rpc_static)/' "$here/cmake/CMakeLists.txt" \
+  >"$dir/CMakeLists.txt"
+grep -q 'h2rpc::h2rpc_static)' "$dir/CMakeLists.txt"
+(
+  cd "$dir"
+  cmake -B build -DCMAKE_PREFIX_PATH="$prefix"
+  cmake --build build
+  expect_static build/greeter
+  run_greeter build/greeter
+)
+
 step "(b) Makefile with pkg-config"
 dir="$(project make "$here/make/Makefile")"
 pc_dir="$(dirname "$(find "$prefix" -name h2rpc.pc)")"
 (
   cd "$dir"
   PKG_CONFIG_PATH="$pc_dir" make
+  run_greeter ./greeter
+  # libh2rpc.a with what `pkg-config --static` says it needs.
+  make clean
+  static_libs="$(PKG_CONFIG_PATH="$pc_dir" pkg-config --static --libs h2rpc)"
+  PKG_CONFIG_PATH="$pc_dir" make LDLIBS="${static_libs/-lh2rpc/-l:libh2rpc.a}"
+  expect_static ./greeter
   run_greeter ./greeter
 )
 
@@ -255,31 +291,79 @@ sed "s|/path/to/h2rpc|$src|" "$here/bazel/WORKSPACE" >"$dir/WORKSPACE"
   run_greeter bazel-bin/greeter
 )
 
-step "(d) Debian package: tools/make-deb (cpack -G DEB) from the same build"
+step "(d) Debian packages: tools/make-deb (cpack -G DEB) from the same build"
 "$src/tools/make-deb" --build-dir "$build" "$work/deb"
-deb="$(echo "$work"/deb/libh2rpc-dev_*.deb)"
-dpkg-deb --info "$deb"
-dpkg-deb --contents "$deb"
+debs=("$work"/deb/libh2rpc*.deb)
+if ((${#debs[@]} != 2)); then
+  echo "FAIL: expected the runtime and the -dev package, got ${debs[*]}"
+  exit 1
+fi
+for deb in "${debs[@]}"; do
+  dpkg-deb --info "$deb"
+  dpkg-deb --contents "$deb"
+done
+# The runtime package holds the shared library and nothing to build with.
+runtime_deb="$(ls "$work"/deb/libh2rpc[0-9]*.deb)"
+runtime_files="$(dpkg-deb --contents "$runtime_deb")"
+if grep -E '\.(h|a|pc|cmake)$|/bin/' <<<"$runtime_files"; then
+  echo "FAIL: $runtime_deb holds files for building"
+  exit 1
+fi
+grep 'libh2rpc\.so\.[0-9.]*$' <<<"$runtime_files"
 
 if ((install_deb)); then
-  step "(d) apt-get install $deb; (a) against the system install"
+  step "(d) apt-get install ${debs[*]}; (a) against the system install"
   sudo_cmd=()
   if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
-  was_installed=0
-  if dpkg-query -W -f='${Status}' libh2rpc-dev 2>/dev/null |
-    grep -q "ok installed"; then
-    was_installed=1
-  fi
+  packages=()
+  for deb in "${debs[@]}"; do
+    package="$(dpkg-deb --field "$deb" Package)"
+    if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null |
+      grep -q "ok installed"; then
+      packages+=("$package")  # removed again at the end
+    fi
+  done
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y \
-    --no-install-recommends "$deb"
+    --no-install-recommends "${debs[@]}"
   rc=0
   # Its own process (set -e applies inside), with the gRPC C++ greeter.
   H2RPC_CONSUMER_GRPC_GREETER="$grpc_greeter" "$0" --system || rc=$?
-  if ((!was_installed)); then
+  if ((${#packages[@]})); then
     DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get remove -y \
-      libh2rpc-dev
+      "${packages[@]}"
   fi
   if ((rc != 0)); then exit "$rc"; fi
+fi
+
+if ((fresh_root)); then
+  step "(e) a fresh Debian 12 root: apt-get install ./libh2rpc*.deb, then (a)"
+  sudo_cmd=()
+  if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
+  if ! command -v mmdebstrap >/dev/null; then
+    DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y \
+      --no-install-recommends mmdebstrap
+  fi
+  dir="$(project fresh-root "$here/cmake/CMakeLists.txt")"
+  # A minimal bookworm (apt and what it needs) with the greeter's build
+  # tools; apt in it installs the packages from their files and pulls their
+  # dependencies from Debian. The greeter is built with getting-started's
+  # CMake commands and runs; then libh2rpc-dev goes, with everything
+  # installed for it and the build tools, and the greeter runs again with
+  # the runtime package alone. Nothing is kept (the root goes to
+  # /dev/null).
+  "${sudo_cmd[@]}" mmdebstrap --variant=apt --include=cmake,g++,make \
+    --customize-hook="copy-in $work/deb $dir /tmp" \
+    --customize-hook='chroot "$1" sh -exc "
+      cd /tmp/deb && apt-get install -y --no-install-recommends ./libh2rpc*.deb
+      cd /tmp/fresh-root && cmake -B build && cmake --build build
+      build/greeter
+      apt-get purge -y --autoremove libh2rpc-dev cmake g++ make
+      test ! -e /usr/include/h2rpc
+      build/greeter"' \
+    bookworm /dev/null \
+    "deb http://deb.debian.org/debian bookworm main" \
+    "deb http://deb.debian.org/debian bookworm-updates main" \
+    "deb http://deb.debian.org/debian-security bookworm-security main"
 fi
 
 print_times "consumer tests"
