@@ -30,8 +30,13 @@ void DelayLine::Push(absl::Time now, absl::string_view bytes) {
   const size_t piece = options_.bytes_per_second > 0 ? kPiece : bytes.size();
   while (!bytes.empty()) {
     const size_t size = std::min(bytes.size(), piece);
-    chunks_.push_back(
-        Chunk{ReleaseTime(now, size), std::string(bytes.substr(0, size)), 0});
+    std::string buffer;
+    if (!spare_buffers_.empty()) {
+      buffer = std::move(spare_buffers_.back());
+      spare_buffers_.pop_back();
+    }
+    buffer.assign(bytes.data(), size);  // in place when it has the capacity
+    chunks_.push_back(Chunk{ReleaseTime(now, size), std::move(buffer), 0});
     queued_bytes_ += size;
     bytes.remove_prefix(size);
   }
@@ -55,7 +60,10 @@ void DelayLine::Consume(size_t bytes) {
   queued_bytes_ -= bytes;
   Chunk& chunk = chunks_.front();
   chunk.offset += bytes;
-  if (chunk.offset == chunk.bytes.size()) chunks_.pop_front();
+  if (chunk.offset == chunk.bytes.size()) {
+    spare_buffers_.push_back(std::move(chunk.bytes));
+    chunks_.pop_front();
+  }
 }
 
 bool DelayLine::ended(absl::Time now) const {

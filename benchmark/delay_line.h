@@ -6,6 +6,7 @@
 #include <deque>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
@@ -18,6 +19,12 @@ namespace h2rpc::benchmark {
 // `bytes_per_second` has carried them (queued behind earlier bytes; 0: no
 // cap). Pure bookkeeping on times the caller passes, so a test drives it
 // with made-up times. Not thread-safe.
+//
+// Bytes are copied into buffers that are reused once their bytes left, so a
+// line that holds a delay's worth of a fast stream keeps writing into
+// memory it has touched before instead of faulting in fresh pages for every
+// read (which costs more than the copy: a 256 KiB read took about 1 ms).
+// It keeps as many buffers as it ever held at once.
 class DelayLine {
  public:
   struct Options {
@@ -65,6 +72,7 @@ class DelayLine {
   const Options options_;
   std::mt19937 random_;
   std::deque<Chunk> chunks_;
+  std::vector<std::string> spare_buffers_;  // of chunks that left
   size_t queued_bytes_ = 0;
   // When the link finishes carrying what was pushed so far.
   absl::Time link_free_ = absl::InfinitePast();

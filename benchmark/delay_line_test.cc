@@ -45,6 +45,16 @@ TEST(DelayLineTest, PartialWritesKeepTheRest) {
   EXPECT_EQ(Drain(line, kStart), "cdef");
 }
 
+TEST(DelayLineTest, AReusedBufferHoldsOnlyItsNewBytes) {
+  DelayLine line(DelayLine::Options{});
+  line.Push(kStart, "a longer first read");
+  EXPECT_EQ(Drain(line, kStart), "a longer first read");
+  line.Push(kStart, "short");  // into the first read's buffer
+  line.Push(kStart, "and new");
+  EXPECT_EQ(line.queued_bytes(), 12u);
+  EXPECT_EQ(Drain(line, kStart), "shortand new");
+}
+
 TEST(DelayLineTest, TheRateSpreadsBytesOverTime) {
   DelayLine::Options options;
   options.delay = absl::Milliseconds(10);
