@@ -50,9 +50,11 @@ void ReceivedMessages::Push(absl::string_view message, bool compressed,
     header_size += PutVarint(held_bytes, header + header_size);
   }
   const size_t record_size = header_size + message.size();
-  if (bytes_.size() + record_size > bytes_.capacity() && head_ > 0) {
-    // Moves the live records to the front rather than growing: at most as
-    // many bytes as were taken since the last move.
+  if (bytes_.size() + record_size > bytes_.capacity() && head_ > 0 &&
+      head_ >= bytes_.size() - head_) {
+    // Moves the live records to the front rather than growing, when they
+    // are no more than the taken bytes before them: each byte taken pays
+    // for at most one byte moved.
     bytes_.erase(0, head_);
     head_ = 0;
   }

@@ -23,12 +23,15 @@ namespace h2rpc::internal {
 // included): the queue holds at most what the peer sent within its
 // flow-control windows, however small its messages. A message that arrived
 // compressed is kept as received (compressed) and decompressed when taken,
-// for the same reason. The buffer keeps up to kRetainedCapacity of capacity
-// once drained, so a stream that queues messages of a steady size stops
-// allocating once warm; a larger one goes back to
-// transport::LargeBufferCache::Global() once drained, and a large message
-// queued alone takes its buffer from there. Nothing is allocated until the
-// first message is queued.
+// for the same reason. When the buffer is full, the live records move to
+// its front only if the taken bytes before them are as many (so each byte
+// taken pays for at most one byte moved, however deep the queue); else it
+// grows, to less than four times the live bytes. It keeps up to
+// kRetainedCapacity of capacity once drained, so a stream that queues
+// messages of a steady size stops allocating once warm; a larger one goes
+// back to transport::LargeBufferCache::Global() once drained, and a large
+// message queued alone takes its buffer from there. Nothing is allocated
+// until the first message is queued.
 class ReceivedMessages {
  public:
   ReceivedMessages() = default;

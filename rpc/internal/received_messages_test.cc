@@ -88,6 +88,29 @@ TEST(ReceivedMessagesTest, ASteadyStreamAllocatesNothingOnceWarm) {
   EXPECT_LE(queue.capacity_bytes(), ReceivedMessages::kRetainedCapacity);
 }
 
+TEST(ReceivedMessagesTest, LiveRecordsMoveOnlyOverAsManyTakenBytes) {
+  // A deep queue taken one message at a time, as a reader slower than the
+  // network takes it: moving the 63 live records to the front each time a
+  // record's worth is free would copy 63 bytes per byte taken; they move
+  // only once the taken bytes before them are as many, and the buffer grows
+  // until then.
+  ReceivedMessages queue;
+  const std::string message(1000, 'm');
+  for (int i = 0; i < 64; ++i) queue.Push(message, false, Wire(1000));
+  absl::string_view front;
+  ASSERT_TRUE(queue.TakeFront(&front).ok());
+  constexpr int kRounds = 10000;
+  int moves = 0;  // the front went back: the live records moved
+  for (int i = 0; i < kRounds; ++i) {
+    queue.Pop();
+    queue.Push(message, false, Wire(1000));
+    const char* before = front.data();
+    ASSERT_TRUE(queue.TakeFront(&front).ok());
+    moves += front.data() <= before;
+  }
+  EXPECT_LE(moves, kRounds / 64 + 8);
+}
+
 TEST(ReceivedMessagesTest, ALargeBufferGoesBackToTheCacheOnceDrained) {
   transport::LargeBufferCache& cache = transport::LargeBufferCache::Global();
   cache.Clear();

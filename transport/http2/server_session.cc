@@ -521,8 +521,7 @@ int ServerSession::OnDataChunk(int32_t stream_id, const uint8_t* data,
                                size_t size) {
   ServerStream* stream = StreamFor(stream_id);
   if (stream == nullptr) {
-    Submitted(nghttp2_session_consume(session(), stream_id, size),
-              "nghttp2_session_consume");
+    ReturnUntracked(stream_id, size);
     return 0;
   }
   stream->window_.Received(size);

@@ -175,22 +175,65 @@ MessageDeframer::Options Session::DeframerOptions(
 
 void Session::ReturnCredit(int32_t stream_id, ReceiveWindow* window) {
   const size_t credit = window->TakeCredit();
-  if (credit == 0 || closed_) return;
-  if (!Submitted(nghttp2_session_consume(session_, stream_id, credit),
+  if (credit == 0) return;
+  unreturned_bytes_ -= credit;
+  if (closed_ ||
+      !Submitted(nghttp2_session_consume(session_, stream_id, credit),
                  "nghttp2_session_consume")) {
     return;
   }
+  AnnounceReturned(stream_id, window->unreturned());
+  AnnounceReturned(0, unreturned_bytes_);
   RequestFlush();
 }
 
 void Session::ReturnAllCredit(ReceiveWindow* window) {
   const size_t credit = window->CloseAndTakeAll();
-  if (credit == 0 || closed_) return;
-  if (!Submitted(nghttp2_session_consume_connection(session_, credit),
+  if (credit == 0) return;
+  unreturned_bytes_ -= credit;
+  if (closed_ ||
+      !Submitted(nghttp2_session_consume_connection(session_, credit),
                  "nghttp2_session_consume_connection")) {
     return;
   }
+  AnnounceReturned(0, unreturned_bytes_);
   RequestFlush();
+}
+
+void Session::ReturnUntracked(int32_t stream_id, size_t bytes) {
+  unreturned_bytes_ -= bytes;
+  if (closed_ ||
+      !Submitted(nghttp2_session_consume(session_, stream_id, bytes),
+                 "nghttp2_session_consume")) {
+    return;
+  }
+  AnnounceReturned(0, unreturned_bytes_);
+}
+
+void Session::AnnounceReturned(int32_t stream_id, size_t unreturned) {
+  // Received and not announced: what we hold plus what we returned (and
+  // padding, which nghttp2 returns itself).
+  const int32_t unannounced =
+      stream_id == 0
+          ? nghttp2_session_get_effective_recv_data_length(session_)
+          : nghttp2_session_get_stream_effective_recv_data_length(session_,
+                                                                  stream_id);
+  const int32_t window =
+      stream_id == 0
+          ? nghttp2_session_get_effective_local_window_size(session_)
+          : nghttp2_session_get_stream_effective_local_window_size(session_,
+                                                                   stream_id);
+  if (unannounced <= 0 || window <= 0 ||
+      static_cast<size_t>(unannounced) <= unreturned) {
+    return;
+  }
+  const size_t returned = static_cast<size_t>(unannounced) - unreturned;
+  if (returned < static_cast<size_t>(window) / 4) return;
+  // At most what was received unannounced: the window does not grow.
+  Submitted(nghttp2_submit_window_update(session_, NGHTTP2_FLAG_NONE,
+                                         stream_id,
+                                         static_cast<int32_t>(returned)),
+            "nghttp2_submit_window_update");
 }
 
 void Session::Start(io::Wire* wire) {
@@ -796,6 +839,8 @@ int Session::DataChunkCallback(nghttp2_session*, uint8_t, int32_t stream_id,
                                const uint8_t* data, size_t len, void* user) {
   Session* self = Self(user);
   self->NoteDataForBdp(len);
+  // Unreturned until the stream's window or ReturnUntracked returns it.
+  self->unreturned_bytes_ += len;
   return self->OnDataChunk(stream_id, data, len);
 }
 

@@ -235,12 +235,17 @@ class Session : public io::ByteSession, private KeepalivePinger::Delegate {
   // nghttp2_submit_request / submit_response / submit_data).
   static Nghttp2DataProvider DataProvider(OutgoingData* data);
 
-  // Returns to the peer the bytes `window` allows (see ReceiveWindow):
-  // nghttp2 sends WINDOW_UPDATE once enough has been returned.
+  // Returns to the peer the bytes `window` allows (see ReceiveWindow), and
+  // announces returned bytes (WINDOW_UPDATE) once they reach a quarter of
+  // the stream's or the connection's window: a sender with data then holds
+  // at least three quarters of each window as credit (nghttp2 on its own
+  // waits for half). Only returned bytes are announced, so no window grows.
   void ReturnCredit(int32_t stream_id, ReceiveWindow* window);
   // The stream is closed: returns every byte it still holds to the
   // connection window.
   void ReturnAllCredit(ReceiveWindow* window);
+  // DATA of a stream the session does not track: returned at once.
+  void ReturnUntracked(int32_t stream_id, size_t bytes);
 
   // Options for a new stream's deframer: the receive limit, the connection's
   // memory quota share if it has one (servers), and whether messages may
@@ -374,6 +379,10 @@ class Session : public io::ByteSession, private KeepalivePinger::Delegate {
   void NoteDataForBdp(size_t bytes);
   // Sends the BDP estimator's PING.
   void SendBdpPing(io::MonotonicTime now);
+  // Queues WINDOW_UPDATE for what `stream_id` (0: the connection) received
+  // and returned but did not announce, once that is a quarter of its window;
+  // `unreturned` is what it received and still holds.
+  void AnnounceReturned(int32_t stream_id, size_t unreturned);
   // Advertises bdp_.window(): SETTINGS_INITIAL_WINDOW_SIZE (every open and
   // new stream) and the connection window when it is the larger.
   void ApplyReceiveWindow();
@@ -422,6 +431,9 @@ class Session : public io::ByteSession, private KeepalivePinger::Delegate {
   MemoryQuotaShare* memory_share_ = nullptr;
   // memory_.in_use_bytes() as last charged to memory_share_.
   size_t nghttp2_charged_ = 0;
+  // DATA payload bytes of tracked streams not yet returned (the sum of their
+  // ReceiveWindow::unreturned()), for the connection's WINDOW_UPDATEs.
+  size_t unreturned_bytes_ = 0;
   bool expects_large_input_ = false;  // NoteMessageInput()
   nghttp2_session* session_ = nullptr;
   MemberTimer<&Session::OnDeadline> deadline_timer_{this};

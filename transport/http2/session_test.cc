@@ -695,6 +695,104 @@ TEST_F(SessionTest, TheGoAwayPingBoundIsTwentySecondsAtMost) {
   EXPECT_EQ(GoAways().size(), 2u);
 }
 
+// The increments of the WINDOW_UPDATE frames for `stream_id` (0: the
+// connection) in `frames`.
+std::vector<uint32_t> WindowUpdatesIn(const std::vector<RawFrame>& frames,
+                                      uint32_t stream_id) {
+  std::vector<uint32_t> increments;
+  for (const RawFrame& frame : frames) {
+    if (frame.type == NGHTTP2_WINDOW_UPDATE && frame.stream_id == stream_id) {
+      increments.push_back(ReadUint32(frame.payload) & 0x7fffffffu);
+    }
+  }
+  return increments;
+}
+std::vector<uint32_t> ConnectionWindowUpdatesIn(
+    const std::vector<RawFrame>& frames) {
+  return WindowUpdatesIn(frames, 0);
+}
+
+// `bytes` of gRPC messages on `stream_id` (whole DATA frames of 16 KiB, each
+// one message), fed in pieces so the receiver's window updates go out as
+// they would on a wire.
+std::string MessagesOf(uint32_t stream_id, size_t bytes) {
+  std::string out;
+  constexpr size_t kFrame = 16384;
+  for (size_t sent = 0; sent < bytes; sent += kFrame) {
+    out += EncodeFrame(NGHTTP2_DATA, 0, stream_id,
+                       Framed(std::string(kFrame - 5, 'b')));
+  }
+  return out;
+}
+
+// WINDOW_UPDATEs: returned bytes are announced once they are a quarter of
+// a window; held bytes never are.
+
+class WindowUpdateTest : public SessionTest {
+ protected:
+  static constexpr uint32_t kWindow = 1 << 20;
+
+  void SetUp() override {
+    options_.bdp_probe = false;
+    options_.initial_stream_window = kWindow;
+    options_.connection_window = 4 * kWindow;
+  }
+  // The handshake, then forgets its frames (among them the WINDOW_UPDATE
+  // that opens the connection window).
+  void Start() {
+    Handshake();
+    output_.clear();
+    frames_.clear();
+  }
+  std::vector<uint32_t> Updates(uint32_t stream_id) const {
+    return WindowUpdatesIn(frames_, stream_id);
+  }
+};
+
+TEST_F(WindowUpdateTest, AQuarterOfAStreamWindowTakenIsAnnounced) {
+  Start();
+  HoldCall(1);
+  Feed(MessagesOf(1, kWindow / 4 - 16384));
+  EXPECT_THAT(Updates(1), ::testing::IsEmpty());
+  Feed(MessagesOf(1, 16384));
+  EXPECT_THAT(Updates(1), ::testing::ElementsAre(kWindow / 4));
+  Feed(MessagesOf(1, kWindow / 4));
+  EXPECT_THAT(Updates(1), ::testing::ElementsAre(kWindow / 4, kWindow / 4));
+}
+
+TEST_F(WindowUpdateTest, AQuarterOfTheConnectionWindowTakenIsAnnounced) {
+  Start();
+  HoldCall(1);
+  HoldCall(3);
+  HoldCall(5);
+  HoldCall(7);
+  // 240 KiB on each of four streams: below a quarter of each stream's
+  // window, and 960 KiB of the connection's 4 MiB.
+  for (uint32_t stream : {1, 3, 5, 7}) {
+    Feed(MessagesOf(stream, kWindow / 4 - 16384));
+  }
+  EXPECT_THAT(Updates(0), ::testing::IsEmpty());
+  // 64 KiB more on stream 1: a quarter of the connection window.
+  Feed(MessagesOf(1, 4 * 16384));
+  EXPECT_THAT(Updates(0), ::testing::ElementsAre(kWindow));
+  EXPECT_THAT(Updates(3), ::testing::IsEmpty());
+}
+
+TEST_F(WindowUpdateTest, HeldMessagesAreAnnouncedOnlyOnceTaken) {
+  Start();
+  HoldCall(1);
+  dispatcher_.hold_messages = true;
+  Feed(MessagesOf(1, kWindow / 2));
+  EXPECT_THAT(Updates(1), ::testing::IsEmpty());
+  EXPECT_THAT(Updates(0), ::testing::IsEmpty());
+  ASSERT_EQ(dispatcher_.calls.size(), 1u);
+  dispatcher_.calls[0]->ReleaseHeldMessages();
+  Take();
+  uint32_t announced = 0;
+  for (uint32_t increment : Updates(1)) announced += increment;
+  EXPECT_EQ(announced, kWindow / 2);
+}
+
 // Receive windows sized by BDP probing (ConnectionOptions::bdp_probe).
 
 constexpr absl::string_view kBdpPing = "bdpprobe";
@@ -717,31 +815,6 @@ std::vector<uint32_t> InitialWindowSettingsIn(
     }
   }
   return values;
-}
-
-// The increments of the connection-level WINDOW_UPDATE frames in `frames`.
-std::vector<uint32_t> ConnectionWindowUpdatesIn(
-    const std::vector<RawFrame>& frames) {
-  std::vector<uint32_t> increments;
-  for (const RawFrame& frame : frames) {
-    if (frame.type == NGHTTP2_WINDOW_UPDATE && frame.stream_id == 0) {
-      increments.push_back(ReadUint32(frame.payload) & 0x7fffffffu);
-    }
-  }
-  return increments;
-}
-
-// `bytes` of gRPC messages on `stream_id` (whole DATA frames of 16 KiB, each
-// one message), fed in pieces so the receiver's window updates go out as
-// they would on a wire.
-std::string MessagesOf(uint32_t stream_id, size_t bytes) {
-  std::string out;
-  constexpr size_t kFrame = 16384;
-  for (size_t sent = 0; sent < bytes; sent += kFrame) {
-    out += EncodeFrame(NGHTTP2_DATA, 0, stream_id,
-                       Framed(std::string(kFrame - 5, 'b')));
-  }
-  return out;
 }
 
 class BdpTest : public SessionTest {

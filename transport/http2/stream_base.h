@@ -197,6 +197,9 @@ class ReceiveWindow {
     credited_ = returnable;
     return credit;
   }
+  // Bytes received and not yet returned (held, ungranted, or returnable
+  // but not yet taken).
+  size_t unreturned() const { return closed_ ? 0 : received_ - credited_; }
   // The stream is gone: every byte not yet returned, for the connection
   // window. Later calls return nothing.
   size_t CloseAndTakeAll() {
