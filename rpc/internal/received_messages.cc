@@ -1,5 +1,8 @@
 #include "rpc/internal/received_messages.h"
 
+#include <algorithm>
+#include <cstring>
+
 #include "transport/core/message_framer.h"
 
 namespace h2rpc::internal {
@@ -43,11 +46,31 @@ void ReceivedMessages::Push(absl::string_view message, bool compressed,
   if (held_bytes != transport::kMessagePrefixSize + message.size()) {
     flags |= kExplicitHeld;
   }
+  const bool own_buffer = message.size() >= kOwnBufferSize;
+  if (own_buffer) flags |= kOwnBuffer;
   char header[20];
   size_t header_size = PutVarint(
       (static_cast<uint64_t>(message.size()) << kFlagBits) | flags, header);
   if (flags & kExplicitHeld) {
     header_size += PutVarint(held_bytes, header + header_size);
+  }
+  if (own_buffer) {
+    if (own_count_ == own_buffers_.size()) {
+      // Full: the ring becomes the front of a vector twice its size.
+      std::rotate(own_buffers_.begin(),
+                  own_buffers_.begin() + static_cast<ptrdiff_t>(own_head_),
+                  own_buffers_.end());
+      own_head_ = 0;
+      own_buffers_.resize(std::max<size_t>(4, 2 * own_buffers_.size()));
+    }
+    std::string& buffer =
+        own_buffers_[(own_head_ + own_count_) % own_buffers_.size()];
+    transport::LargeBufferCache::Global().Take(message.size(), &buffer);
+    // Writes past the size the buffer came with only (see LargeBufferCache).
+    buffer.resize(message.size());
+    std::memcpy(buffer.data(), message.data(), message.size());
+    ++own_count_;
+    message = absl::string_view();  // the record is its header alone
   }
   const size_t record_size = header_size + message.size();
   if (bytes_.size() + record_size > bytes_.capacity() && head_ > 0 &&
@@ -57,11 +80,6 @@ void ReceivedMessages::Push(absl::string_view message, bool compressed,
     // for at most one byte moved.
     bytes_.erase(0, head_);
     head_ = 0;
-  }
-  if (bytes_.empty() && record_size > kRetainedCapacity &&
-      record_size > bytes_.capacity()) {
-    transport::LargeBufferCache::Global().Take(record_size, &bytes_);
-    bytes_.clear();
   }
   bytes_.append(header, header_size);
   bytes_.append(message.data(), message.size());
@@ -78,7 +96,10 @@ ReceivedMessages::Record ReceivedMessages::Front() const {
                           ? static_cast<size_t>(GetVarint(bytes_, &pos))
                           : transport::kMessagePrefixSize + length;
   record.header_size = pos - head_;
-  record.message = absl::string_view(bytes_.data() + pos, length);
+  record.message =
+      (record.flags & kOwnBuffer)
+          ? absl::string_view(own_buffers_[own_head_].data(), length)
+          : absl::string_view(bytes_.data() + pos, length);
   return record;
 }
 
@@ -94,11 +115,23 @@ Status ReceivedMessages::TakeFront(absl::string_view* message) const {
 
 void ReceivedMessages::Pop() {
   const Record record = Front();
-  head_ += record.header_size + record.message.size();
+  if (record.flags & kOwnBuffer) {
+    transport::LargeBufferCache::Global().Give(&own_buffers_[own_head_]);
+    own_head_ = (own_head_ + 1) % own_buffers_.size();
+    --own_count_;
+    head_ += record.header_size;
+  } else {
+    head_ += record.header_size + record.message.size();
+  }
   if (--count_ == 0) Drop();
 }
 
 void ReceivedMessages::Drop() {
+  for (; own_count_ > 0; --own_count_) {
+    transport::LargeBufferCache::Global().Give(&own_buffers_[own_head_]);
+    own_head_ = (own_head_ + 1) % own_buffers_.size();
+  }
+  own_head_ = 0;
   if (bytes_.capacity() > kRetainedCapacity) {
     transport::LargeBufferCache::Global().Give(&bytes_);
   } else {

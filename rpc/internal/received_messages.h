@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 #include "transport/compression/compression_algorithm.h"
@@ -28,10 +29,16 @@ namespace h2rpc::internal {
 // taken pays for at most one byte moved, however deep the queue); else it
 // grows, to less than four times the live bytes. It keeps up to
 // kRetainedCapacity of capacity once drained, so a stream that queues
-// messages of a steady size stops allocating once warm; a larger one goes
-// back to transport::LargeBufferCache::Global() once drained, and a large
-// message queued alone takes its buffer from there. Nothing is allocated
-// until the first message is queued.
+// messages of a steady size stops allocating once warm.
+//
+// A message of kOwnBufferSize bytes or more keeps only its header in that
+// buffer; its bytes get a buffer of their own from
+// transport::LargeBufferCache::Global(), which gets it back when the
+// message is taken. So a deep queue of large messages (a reader slower
+// than a long, fast path) reuses memory the process has touched already
+// instead of growing one buffer into fresh pages on every burst, whose
+// page faults cost several times the copy. Nothing is allocated until the
+// first message is queued.
 class ReceivedMessages {
  public:
   ReceivedMessages() = default;
@@ -71,6 +78,9 @@ class ReceivedMessages {
 
   // Capacity the buffer keeps once drained. Bytes.
   static constexpr size_t kRetainedCapacity = 64 << 10;
+  // Messages this large (as queued) get a buffer of their own. Bytes.
+  static constexpr size_t kOwnBufferSize =
+      transport::LargeBufferCache::kMinCapacity;
 
  private:
   // Header flags, in the low bits of the first varint.
@@ -80,7 +90,9 @@ class ReceivedMessages {
   // A varint of the held bytes follows; without it they are the message's
   // wire size: its length plus the 5-byte gRPC prefix.
   static constexpr uint64_t kExplicitHeld = 4;
-  static constexpr int kFlagBits = 3;
+  // The message's bytes are in own_buffers_, not after the header.
+  static constexpr uint64_t kOwnBuffer = 8;
+  static constexpr int kFlagBits = 4;
 
   // The oldest record, decoded.
   struct Record {
@@ -90,13 +102,19 @@ class ReceivedMessages {
     absl::string_view message;
   };
   Record Front() const;
-  // Empties the buffer, keeping up to kRetainedCapacity of capacity.
+  // Empties the buffer, keeping up to kRetainedCapacity of capacity, and
+  // gives the own buffers back.
   void Drop();
 
   // bytes_[head_, bytes_.size()) holds count_ records.
   std::string bytes_;
   size_t head_ = 0;
   size_t count_ = 0;
+  // The bytes of the kOwnBuffer records, in order: a ring of
+  // own_count_ buffers from own_head_ (the vector keeps its slots).
+  std::vector<std::string> own_buffers_;
+  size_t own_head_ = 0;
+  size_t own_count_ = 0;
   transport::compression::CompressionAlgorithm encoding_ =
       transport::compression::CompressionAlgorithm::kIdentity;
   size_t max_size_ = 0;

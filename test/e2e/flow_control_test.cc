@@ -39,6 +39,7 @@
 #include "test/util/allocation_counter.h"
 #include "test/util/client_call_peer.h"
 #include "test/util/notification.h"
+#include "transport/core/large_buffer_cache.h"
 
 namespace h2rpc {
 namespace {
@@ -226,8 +227,12 @@ int64_t BulkTransferHeapBound(const ConnectionOptions& receiver,
                                sender.max_frame_size);
   // Margin: std::string / std::vector capacity may reach twice the content;
   // plus 1 MiB for per-call state (nghttp2 stream objects, call objects,
-  // metadata) and the test's own bookkeeping.
-  return 2 * (receive + send + coalesce) + static_cast<int64_t>(1 * kMiB);
+  // metadata) and the test's own bookkeeping; plus the large buffers the
+  // process keeps for reuse (LargeBufferCache, bounded by its
+  // max_retained_bytes, which the fixture keeps small).
+  return 2 * (receive + send + coalesce) + static_cast<int64_t>(1 * kMiB) +
+         static_cast<int64_t>(
+             transport::LargeBufferCache::Global().max_retained_bytes());
 }
 
 // The pause is the scenario (a reader slower than the sender), not a wait
@@ -242,7 +247,14 @@ void SlowDown(int64_t messages_read) {
 
 class FlowControlTest : public ::testing::Test {
  protected:
-  void SetUp() override { PatternPool(); }
+  void SetUp() override {
+    PatternPool();
+    transport::LargeBufferCache::Global().set_max_retained_bytes(2 * kMiB);
+  }
+  void TearDown() override {
+    transport::LargeBufferCache::Global().set_max_retained_bytes(
+        transport::LargeBufferCache::kDefaultMaxRetainedBytes);
+  }
 
   // Starts the server and the channel with the given options (the methods
   // below registered), and makes one small call so the connection is up.

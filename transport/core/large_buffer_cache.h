@@ -40,11 +40,11 @@ namespace h2rpc::transport {
 class LargeBufferCache {
  public:
   static constexpr size_t kMinCapacity = 64 << 10;
-  static constexpr size_t kMaxBuffers = 64;
+  static constexpr size_t kMaxBuffers = 512;
   static constexpr size_t kDefaultMaxRetainedBytes = 32 << 20;
   // Large requests (Take() and TakeCached() of at least kMinCapacity) a
   // cached buffer may see go by before it is freed.
-  static constexpr uint64_t kMaxIdleTakes = 32;
+  static constexpr uint64_t kMaxIdleTakes = 1024;
 
   // The process's cache, used by the HTTP/2 sessions' send buffers and
   // deframers. Never destroyed.
