@@ -36,13 +36,14 @@ struct ConnectionOptions {
   // smaller; after 10 s without DATA both go back. false: the windows stay
   // initial_stream_window and connection_window.
   bool bdp_probe = true;
-  // The largest stream window BDP probing grows to: by default twice
-  // connection_window, so that a 16 MiB message can cross a long path in one
-  // round trip. Servers grow no stream window past a quarter of
+  // The largest stream window BDP probing grows to: by default four times
+  // connection_window, so that one stream carries about 4 Gbit/s across a
+  // path of 100 ms round trip (three quarters of the window in flight, see
+  // docs/design.md). Servers grow no stream window past a quarter of
   // connection_window (4 MiB by default) and never grow connection_window,
   // so a server's memory bounds (see memory_quota_share) do not change.
   // At or below initial_stream_window: no probing. Bytes.
-  uint32_t max_receive_window = 32 << 20;
+  uint32_t max_receive_window = 64 << 20;
   // SETTINGS_MAX_FRAME_SIZE we advertise. Bytes.
   uint32_t max_frame_size = 16384;
   // SETTINGS_MAX_HEADER_LIST_SIZE we advertise (decoded size, 32 bytes of

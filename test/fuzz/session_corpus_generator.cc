@@ -149,6 +149,14 @@ std::vector<std::pair<std::string, Exchange>> Exchanges() {
     out.emplace_back("deadline", run.exchange());
   }
   {
+    // 128 KB each way: each side samples the path with a BDP PING, which
+    // the other acknowledges.
+    Run run;
+    run.Start(run.Call("/test.Echo/Echo", Messages(8, 16000)));
+    run.Pump();
+    out.emplace_back("bdp_sample", run.exchange());
+  }
+  {
     Run run;
     run.Start(run.Call("/test.Echo/Missing", Framed("?")));
     run.Pump();

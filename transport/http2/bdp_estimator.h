@@ -16,8 +16,9 @@ namespace h2rpc::transport::http2 {
 // when such a sample fills most of what the window allows, so the estimate
 // then grows (at least doubling), provided the bandwidth grew too (a
 // round trip inflated by queueing is not a larger path). window() is twice
-// the estimate: with WINDOW_UPDATE sent once half a window is consumed, a
-// sender with data then always holds a round trip's worth of credit.
+// the estimate: with WINDOW_UPDATE sent once a quarter of a window is
+// consumed, a sender with data then always holds more than a round trip's
+// worth of credit.
 //
 // Bounds: window() stays within [initial_window, max_window]; one PING at a
 // time, only after a full frame's worth of DATA, and after a sample that does
