@@ -27,7 +27,6 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/interceptors/logging_interceptor.h
   rpc/interceptors/metrics_interceptor.cc
   rpc/interceptors/metrics_interceptor.h
-  rpc/internal/cancel_gate.h
   rpc/internal/channel_call.cc
   rpc/internal/channel_call.h
   rpc/internal/channel_connector.cc
@@ -43,6 +42,16 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/internal/client_context_access.h
   rpc/internal/client_stream_call.cc
   rpc/internal/client_stream_call.h
+  rpc/internal/common/cancel_gate.h
+  rpc/internal/common/member_task.h
+  rpc/internal/common/misuse.cc
+  rpc/internal/common/misuse.h
+  rpc/internal/common/received_messages.cc
+  rpc/internal/common/received_messages.h
+  rpc/internal/common/serialize_framed.cc
+  rpc/internal/common/serialize_framed.h
+  rpc/internal/common/stream_ops.cc
+  rpc/internal/common/stream_ops.h
   rpc/internal/config/json_document.cc
   rpc/internal/config/json_document.h
   rpc/internal/config/service_config.cc
@@ -65,20 +74,13 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/internal/lb/round_robin.cc
   rpc/internal/lb/round_robin.h
   rpc/internal/listening_port.h
-  rpc/internal/member_task.h
   rpc/internal/method.h
   rpc/internal/method_path_copy.h
-  rpc/internal/misuse.cc
-  rpc/internal/misuse.h
   rpc/internal/name_resolver_impl.h
   rpc/internal/op_waiter.h
   rpc/internal/reactor_access.h
-  rpc/internal/received_messages.cc
-  rpc/internal/received_messages.h
   rpc/internal/retry.cc
   rpc/internal/retry.h
-  rpc/internal/serialize_framed.cc
-  rpc/internal/serialize_framed.h
   rpc/internal/server_call.cc
   rpc/internal/server_call.h
   rpc/internal/server_context_access.cc
@@ -93,8 +95,6 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/internal/server_loop.h
   rpc/internal/server_stream_call.cc
   rpc/internal/server_stream_call.h
-  rpc/internal/stream_ops.cc
-  rpc/internal/stream_ops.h
   rpc/internal/subchannel.cc
   rpc/internal/subchannel.h
   rpc/internal/sync_task_count.h
@@ -442,16 +442,16 @@ set(H2RPC_TEST_tools_protoc_gen_h2rpc_names_test_SOURCES
 )
 set(H2RPC_TEST_tools_protoc_gen_h2rpc_names_test_PROTOS
 )
-# //rpc:cancel_gate_test
-set(H2RPC_TEST_rpc_cancel_gate_test_SOURCES
-  rpc/internal/cancel_gate_test.cc
+# //rpc/internal/common:cancel_gate_test
+set(H2RPC_TEST_rpc_internal_common_cancel_gate_test_SOURCES
+  rpc/internal/common/cancel_gate_test.cc
   test/util/allocation_counter.cc
   test/util/allocation_counter.h
   test/util/allocation_record.h
   test/util/glibc_heap_hooks.cc
   test/util/sanitizer_heap_hooks.cc
 )
-set(H2RPC_TEST_rpc_cancel_gate_test_PROTOS
+set(H2RPC_TEST_rpc_internal_common_cancel_gate_test_PROTOS
 )
 # //rpc:channel_test
 set(H2RPC_TEST_rpc_channel_test_SOURCES
@@ -514,9 +514,9 @@ set(H2RPC_TEST_rpc_internal_lb_pick_first_test_SOURCES
 )
 set(H2RPC_TEST_rpc_internal_lb_pick_first_test_PROTOS
 )
-# //rpc:received_messages_test
-set(H2RPC_TEST_rpc_received_messages_test_SOURCES
-  rpc/internal/received_messages_test.cc
+# //rpc/internal/common:received_messages_test
+set(H2RPC_TEST_rpc_internal_common_received_messages_test_SOURCES
+  rpc/internal/common/received_messages_test.cc
   test/util/allocation_counter.cc
   test/util/allocation_counter.h
   test/util/allocation_record.h
@@ -525,7 +525,7 @@ set(H2RPC_TEST_rpc_received_messages_test_SOURCES
   test/util/zlib_reference.cc
   test/util/zlib_reference.h
 )
-set(H2RPC_TEST_rpc_received_messages_test_PROTOS
+set(H2RPC_TEST_rpc_internal_common_received_messages_test_PROTOS
 )
 # //rpc:retry_test
 set(H2RPC_TEST_rpc_retry_test_SOURCES
@@ -550,16 +550,16 @@ set(H2RPC_TEST_rpc_internal_lb_round_robin_test_SOURCES
 )
 set(H2RPC_TEST_rpc_internal_lb_round_robin_test_PROTOS
 )
-# //rpc:serialize_framed_test
-set(H2RPC_TEST_rpc_serialize_framed_test_SOURCES
-  rpc/internal/serialize_framed_test.cc
+# //rpc/internal/common:serialize_framed_test
+set(H2RPC_TEST_rpc_internal_common_serialize_framed_test_SOURCES
+  rpc/internal/common/serialize_framed_test.cc
   test/util/allocation_counter.cc
   test/util/allocation_counter.h
   test/util/allocation_record.h
   test/util/glibc_heap_hooks.cc
   test/util/sanitizer_heap_hooks.cc
 )
-set(H2RPC_TEST_rpc_serialize_framed_test_PROTOS
+set(H2RPC_TEST_rpc_internal_common_serialize_framed_test_PROTOS
 )
 # //rpc:server_test
 set(H2RPC_TEST_rpc_server_test_SOURCES
@@ -640,16 +640,16 @@ set(H2RPC_TESTS
   transport_core_timeout_test
   tools_protoc_gen_h2rpc_layout_test
   tools_protoc_gen_h2rpc_names_test
-  rpc_cancel_gate_test
+  rpc_internal_common_cancel_gate_test
   rpc_channel_test
   rpc_client_context_test
   rpc_connection_backoff_test
   rpc_internal_config_json_document_test
   rpc_internal_lb_pick_first_test
-  rpc_received_messages_test
+  rpc_internal_common_received_messages_test
   rpc_retry_test
   rpc_internal_lb_round_robin_test
-  rpc_serialize_framed_test
+  rpc_internal_common_serialize_framed_test
   rpc_server_test
   rpc_internal_config_service_config_test
   rpc_internal_config_target_test

@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/types/optional.h"
 #include "proto/grpc/health/v1/health.pb.h"
-#include "rpc/internal/misuse.h"
+#include "rpc/internal/common/misuse.h"
 #include "rpc/server_context.h"
 #include "rpc/server_stream.h"
 #include "rpc/status.h"

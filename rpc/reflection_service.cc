@@ -9,7 +9,7 @@
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/descriptor.pb.h"
 #include "proto/grpc/reflection/v1alpha/reflection.pb.h"
-#include "rpc/internal/misuse.h"
+#include "rpc/internal/common/misuse.h"
 #include "rpc/server_context.h"
 #include "rpc/server_stream.h"
 #include "rpc/status.h"

@@ -3,7 +3,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "rpc/internal/misuse.h"
+#include "rpc/internal/common/misuse.h"
 
 namespace h2rpc {
 

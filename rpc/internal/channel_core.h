@@ -24,7 +24,7 @@
 #include "rpc/internal/connectivity_watch.h"
 #include "rpc/internal/health_watch.h"
 #include "rpc/internal/lb/lb_policy.h"
-#include "rpc/internal/member_task.h"
+#include "rpc/internal/common/member_task.h"
 #include "rpc/internal/retry.h"
 #include "rpc/internal/config/service_config.h"
 #include "rpc/internal/subchannel.h"

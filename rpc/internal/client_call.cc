@@ -4,7 +4,7 @@
 
 #include "rpc/internal/channel_core.h"
 #include "rpc/internal/client_context_access.h"
-#include "rpc/internal/serialize_framed.h"
+#include "rpc/internal/common/serialize_framed.h"
 #include "transport/compression/thread_codecs.h"
 
 namespace h2rpc::internal {

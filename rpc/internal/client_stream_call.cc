@@ -3,7 +3,7 @@
 #include <utility>
 
 #include "rpc/internal/channel_core.h"
-#include "rpc/internal/serialize_framed.h"
+#include "rpc/internal/common/serialize_framed.h"
 
 namespace h2rpc::internal {
 

@@ -8,7 +8,7 @@
 #include "rpc/client_stream.h"
 #include "rpc/internal/channel_call.h"
 #include "rpc/internal/client_context_access.h"
-#include "rpc/internal/stream_ops.h"
+#include "rpc/internal/common/stream_ops.h"
 #include "rpc/status.h"
 #include "transport/http2/client_session.h"
 

@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "proto/grpc/health/v1/health.pb.h"
-#include "rpc/internal/serialize_framed.h"
+#include "rpc/internal/common/serialize_framed.h"
 
 namespace h2rpc::internal {
 

@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "rpc/internal/serialize_framed.h"
+#include "rpc/internal/common/serialize_framed.h"
 #include "rpc/internal/server_core.h"
 #include "rpc/internal/server_loop.h"
 

@@ -7,7 +7,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/time/time.h"
-#include "rpc/internal/member_task.h"
+#include "rpc/internal/common/member_task.h"
 #include "rpc/internal/sync_task_count.h"
 #include "rpc/internal/worker_pool.h"
 #include "rpc/status.h"

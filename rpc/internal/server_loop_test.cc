@@ -15,7 +15,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
-#include "rpc/internal/member_task.h"
+#include "rpc/internal/common/member_task.h"
 #include "rpc/internal/server_core.h"
 #include "rpc/internal/worker_pool.h"
 #include "rpc/server.h"

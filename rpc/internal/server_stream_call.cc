@@ -3,7 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "rpc/internal/serialize_framed.h"
+#include "rpc/internal/common/serialize_framed.h"
 #include "rpc/internal/server_core.h"
 #include "rpc/internal/server_loop.h"
 

@@ -6,11 +6,11 @@
 
 #include "absl/strings/string_view.h"
 #include "google/protobuf/message_lite.h"
-#include "rpc/internal/cancel_gate.h"
+#include "rpc/internal/common/cancel_gate.h"
 #include "rpc/internal/method.h"
 #include "rpc/internal/server_context_access.h"
 #include "rpc/internal/server_interception.h"
-#include "rpc/internal/stream_ops.h"
+#include "rpc/internal/common/stream_ops.h"
 #include "rpc/internal/sync_task_count.h"
 #include "rpc/internal/worker_pool.h"
 #include "rpc/server_context.h"

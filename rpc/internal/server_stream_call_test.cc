@@ -20,7 +20,7 @@
 #include "gtest/gtest.h"
 #include "proto/grpc/testing/messages.pb.h"
 #include "rpc/channel.h"
-#include "rpc/internal/misuse.h"
+#include "rpc/internal/common/misuse.h"
 #include "rpc/server.h"
 #include "test/util/notification.h"
 #include "test/util/wait_for.h"

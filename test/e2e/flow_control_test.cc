@@ -1,5 +1,5 @@
 // h2rpc client <-> h2rpc server over loopback: HTTP/2 flow control as
-// backpressure on streaming calls (rpc/internal/stream_ops.h).
+// backpressure on streaming calls (rpc/internal/common/stream_ops.h).
 //
 //  * A gibibyte streamed to a slow reader, each way, arrives whole and in
 //    order while the process holds only what the windows and send buffers

@@ -7,7 +7,7 @@
 
 #include "benchmark/benchmark.h"
 #include "proto/grpc/testing/messages.pb.h"
-#include "rpc/internal/serialize_framed.h"
+#include "rpc/internal/common/serialize_framed.h"
 #include "test/util/allocation_counter.h"
 #include "transport/core/large_buffer_cache.h"
 

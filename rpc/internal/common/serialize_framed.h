@@ -1,5 +1,5 @@
-#ifndef H2RPC_RPC_INTERNAL_SERIALIZE_FRAMED_H_
-#define H2RPC_RPC_INTERNAL_SERIALIZE_FRAMED_H_
+#ifndef H2RPC_RPC_INTERNAL_COMMON_SERIALIZE_FRAMED_H_
+#define H2RPC_RPC_INTERNAL_COMMON_SERIALIZE_FRAMED_H_
 
 #include <climits>
 #include <cstddef>
@@ -31,4 +31,4 @@ Status SerializeFramed(const google::protobuf::MessageLite& message,
 
 }  // namespace h2rpc::internal
 
-#endif  // H2RPC_RPC_INTERNAL_SERIALIZE_FRAMED_H_
+#endif  // H2RPC_RPC_INTERNAL_COMMON_SERIALIZE_FRAMED_H_

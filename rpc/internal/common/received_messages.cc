@@ -1,4 +1,4 @@
-#include "rpc/internal/received_messages.h"
+#include "rpc/internal/common/received_messages.h"
 
 #include <algorithm>
 #include <cstring>

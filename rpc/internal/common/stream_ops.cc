@@ -1,11 +1,11 @@
-#include "rpc/internal/stream_ops.h"
+#include "rpc/internal/common/stream_ops.h"
 
 #include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "rpc/internal/misuse.h"
-#include "rpc/internal/serialize_framed.h"
+#include "rpc/internal/common/misuse.h"
+#include "rpc/internal/common/serialize_framed.h"
 
 namespace h2rpc::internal {
 

@@ -1,4 +1,4 @@
-#include "rpc/internal/misuse.h"
+#include "rpc/internal/common/misuse.h"
 
 #include <atomic>
 #include <cstdio>

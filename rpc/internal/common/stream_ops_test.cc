@@ -1,10 +1,10 @@
-// The streaming operations engine (rpc/internal/stream_ops.h), on both sides,
+// The streaming operations engine (rpc/internal/common/stream_ops.h), on both sides,
 // against misuse: a second read or write while one is outstanding is
 // reported naming the method, and fails the call with INTERNAL (in
 // optimized builds; a debug build aborts). Counted as an operation whose
 // task never runs, it would keep the call from completing and leak the
 // server's count of live calls (Shutdown would hang).
-#include "rpc/internal/stream_ops.h"
+#include "rpc/internal/common/stream_ops.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -18,7 +18,7 @@
 #include "gtest/gtest.h"
 #include "proto/grpc/testing/messages.pb.h"
 #include "rpc/channel.h"
-#include "rpc/internal/misuse.h"
+#include "rpc/internal/common/misuse.h"
 #include "rpc/server.h"
 #include "test/util/notification.h"
 #include "test/util/wait_for.h"

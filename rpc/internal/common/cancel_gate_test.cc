@@ -1,4 +1,4 @@
-#include "rpc/internal/cancel_gate.h"
+#include "rpc/internal/common/cancel_gate.h"
 
 #include <atomic>
 #include <thread>

@@ -1,5 +1,5 @@
-#ifndef H2RPC_RPC_INTERNAL_MISUSE_H_
-#define H2RPC_RPC_INTERNAL_MISUSE_H_
+#ifndef H2RPC_RPC_INTERNAL_COMMON_MISUSE_H_
+#define H2RPC_RPC_INTERNAL_COMMON_MISUSE_H_
 
 #include <string>
 
@@ -24,4 +24,4 @@ void SetMisuseIsFatalForTest(bool fatal);
 
 }  // namespace h2rpc::internal
 
-#endif  // H2RPC_RPC_INTERNAL_MISUSE_H_
+#endif  // H2RPC_RPC_INTERNAL_COMMON_MISUSE_H_

@@ -1,4 +1,4 @@
-#include "rpc/internal/serialize_framed.h"
+#include "rpc/internal/common/serialize_framed.h"
 
 #include "absl/strings/str_cat.h"
 #include "transport/compression/thread_codecs.h"

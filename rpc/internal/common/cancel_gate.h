@@ -1,5 +1,5 @@
-#ifndef H2RPC_RPC_INTERNAL_CANCEL_GATE_H_
-#define H2RPC_RPC_INTERNAL_CANCEL_GATE_H_
+#ifndef H2RPC_RPC_INTERNAL_COMMON_CANCEL_GATE_H_
+#define H2RPC_RPC_INTERNAL_COMMON_CANCEL_GATE_H_
 
 #include <atomic>
 #include <cstdint>
@@ -66,4 +66,4 @@ class CancelGate {
 
 }  // namespace h2rpc::internal
 
-#endif  // H2RPC_RPC_INTERNAL_CANCEL_GATE_H_
+#endif  // H2RPC_RPC_INTERNAL_COMMON_CANCEL_GATE_H_

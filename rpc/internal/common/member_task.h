@@ -1,5 +1,5 @@
-#ifndef H2RPC_RPC_INTERNAL_MEMBER_TASK_H_
-#define H2RPC_RPC_INTERNAL_MEMBER_TASK_H_
+#ifndef H2RPC_RPC_INTERNAL_COMMON_MEMBER_TASK_H_
+#define H2RPC_RPC_INTERNAL_COMMON_MEMBER_TASK_H_
 
 #include "transport/io/event_loop.h"
 
@@ -19,4 +19,4 @@ class MemberTask : public transport::io::Task {
 
 }  // namespace h2rpc::internal
 
-#endif  // H2RPC_RPC_INTERNAL_MEMBER_TASK_H_
+#endif  // H2RPC_RPC_INTERNAL_COMMON_MEMBER_TASK_H_

@@ -1,5 +1,5 @@
-#ifndef H2RPC_RPC_INTERNAL_STREAM_OPS_H_
-#define H2RPC_RPC_INTERNAL_STREAM_OPS_H_
+#ifndef H2RPC_RPC_INTERNAL_COMMON_STREAM_OPS_H_
+#define H2RPC_RPC_INTERNAL_COMMON_STREAM_OPS_H_
 
 #include <atomic>
 #include <cstddef>
@@ -8,8 +8,8 @@
 #include "absl/strings/string_view.h"
 #include "google/protobuf/message_lite.h"
 #include "rpc/compression.h"
-#include "rpc/internal/member_task.h"
-#include "rpc/internal/received_messages.h"
+#include "rpc/internal/common/member_task.h"
+#include "rpc/internal/common/received_messages.h"
 #include "rpc/status.h"
 #include "transport/http2/stream_base.h"
 #include "transport/io/event_loop.h"
@@ -79,7 +79,7 @@ class StreamOps : private transport::http2::OutgoingData::DrainListener {
   virtual absl::string_view MethodName() const = 0;
 
   // Any thread: the application misused the call (`what`). Reports it,
-  // naming the method (a debug build aborts; see rpc/internal/misuse.h),
+  // naming the method (a debug build aborts; see rpc/internal/common/misuse.h),
   // then fails the call with INTERNAL on the loop (once; counted as an
   // operation, so the call outlives the report).
   void ReportOpMisuse(absl::string_view what);
@@ -175,4 +175,4 @@ class StreamOps : private transport::http2::OutgoingData::DrainListener {
 
 }  // namespace h2rpc::internal
 
-#endif  // H2RPC_RPC_INTERNAL_STREAM_OPS_H_
+#endif  // H2RPC_RPC_INTERNAL_COMMON_STREAM_OPS_H_
