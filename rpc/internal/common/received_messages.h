@@ -29,7 +29,8 @@ namespace h2rpc::internal {
 // taken pays for at most one byte moved, however deep the queue); else it
 // grows, to less than four times the live bytes. It keeps up to
 // kRetainedCapacity of capacity once drained, so a stream that queues
-// messages of a steady size stops allocating once warm.
+// messages of a steady size stops allocating once warm; a larger buffer
+// goes back to transport::LargeBufferCache::Global().
 //
 // A message of kOwnBufferSize bytes or more keeps only its header in that
 // buffer; its bytes get a buffer of their own from
