@@ -43,7 +43,11 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/internal/client_stream_call.cc
   rpc/internal/client_stream_call.h
   rpc/internal/common/cancel_gate.h
+  rpc/internal/common/connection_options_conversion.cc
+  rpc/internal/common/connection_options_conversion.h
+  rpc/internal/common/listening_port.h
   rpc/internal/common/member_task.h
+  rpc/internal/common/method.h
   rpc/internal/common/misuse.cc
   rpc/internal/common/misuse.h
   rpc/internal/common/received_messages.cc
@@ -60,8 +64,6 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/internal/config/target.h
   rpc/internal/connection_backoff.cc
   rpc/internal/connection_backoff.h
-  rpc/internal/connection_options_conversion.cc
-  rpc/internal/connection_options_conversion.h
   rpc/internal/connectivity_watch.cc
   rpc/internal/connectivity_watch.h
   rpc/internal/credentials_access.h
@@ -73,8 +75,6 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/internal/lb/pick_first.h
   rpc/internal/lb/round_robin.cc
   rpc/internal/lb/round_robin.h
-  rpc/internal/listening_port.h
-  rpc/internal/method.h
   rpc/internal/method_path_copy.h
   rpc/internal/name_resolver_impl.h
   rpc/internal/op_waiter.h
@@ -212,8 +212,8 @@ set(H2RPC_PUBLIC_HEADERS
   rpc/interceptors/latency_histogram.h
   rpc/interceptors/logging_interceptor.h
   rpc/interceptors/metrics_interceptor.h
-  rpc/internal/listening_port.h
-  rpc/internal/method.h
+  rpc/internal/common/listening_port.h
+  rpc/internal/common/method.h
   rpc/internal/op_waiter.h
   rpc/metadata.h
   rpc/name_resolver.h

@@ -17,7 +17,7 @@ inline constexpr int kMaxBusyPollUs = 1000000;
 // Limits and HTTP/2 settings of one connection, for ChannelOptions::connection
 // and ServerOptions::connection. Every field: default, unit. The transport
 // has a struct of the same shape (transport::http2::ConnectionOptions); the
-// two meet in one conversion (rpc/internal/connection_options_conversion.h),
+// two meet in one conversion (rpc/internal/common/connection_options_conversion.h),
 // whose test checks that every field and default carries over.
 struct ConnectionOptions {
   // SETTINGS_MAX_CONCURRENT_STREAMS we advertise (servers); a stream past

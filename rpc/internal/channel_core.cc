@@ -14,7 +14,7 @@
 #include "rpc/internal/channel_options_check.h"
 #include "rpc/internal/client_call.h"
 #include "rpc/internal/client_stream_call.h"
-#include "rpc/internal/connection_options_conversion.h"
+#include "rpc/internal/common/connection_options_conversion.h"
 #include "rpc/internal/credentials_access.h"
 #include "rpc/internal/name_resolver_impl.h"
 #include "rpc/internal/lb/pick_first.h"

@@ -10,7 +10,7 @@
 #include "rpc/arena_options.h"
 #include "rpc/internal/common/cancel_gate.h"
 #include "rpc/internal/common/member_task.h"
-#include "rpc/internal/method.h"
+#include "rpc/internal/common/method.h"
 #include "rpc/internal/server_context_access.h"
 #include "rpc/internal/server_interception.h"
 #include "rpc/internal/sync_task_count.h"

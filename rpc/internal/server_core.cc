@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "rpc/internal/connection_options_conversion.h"
+#include "rpc/internal/common/connection_options_conversion.h"
 #include "rpc/internal/credentials_access.h"
 #include "rpc/internal/server_call.h"
 #include "rpc/internal/server_listener.h"

@@ -7,7 +7,7 @@
 #include "absl/strings/string_view.h"
 #include "google/protobuf/message_lite.h"
 #include "rpc/internal/common/cancel_gate.h"
-#include "rpc/internal/method.h"
+#include "rpc/internal/common/method.h"
 #include "rpc/internal/server_context_access.h"
 #include "rpc/internal/server_interception.h"
 #include "rpc/internal/common/stream_ops.h"

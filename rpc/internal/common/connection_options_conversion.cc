@@ -1,4 +1,4 @@
-#include "rpc/internal/connection_options_conversion.h"
+#include "rpc/internal/common/connection_options_conversion.h"
 
 #include "rpc/server_options.h"
 

@@ -1,5 +1,5 @@
-#ifndef H2RPC_RPC_INTERNAL_CONNECTION_OPTIONS_CONVERSION_H_
-#define H2RPC_RPC_INTERNAL_CONNECTION_OPTIONS_CONVERSION_H_
+#ifndef H2RPC_RPC_INTERNAL_COMMON_CONNECTION_OPTIONS_CONVERSION_H_
+#define H2RPC_RPC_INTERNAL_COMMON_CONNECTION_OPTIONS_CONVERSION_H_
 
 #include "rpc/connection_options.h"
 #include "transport/http2/session.h"
@@ -27,4 +27,4 @@ transport::http2::ConnectionOptions ToServerTransportOptions(
 }  // namespace internal
 }  // namespace h2rpc
 
-#endif  // H2RPC_RPC_INTERNAL_CONNECTION_OPTIONS_CONVERSION_H_
+#endif  // H2RPC_RPC_INTERNAL_COMMON_CONNECTION_OPTIONS_CONVERSION_H_

@@ -1,5 +1,5 @@
-#ifndef H2RPC_RPC_INTERNAL_METHOD_H_
-#define H2RPC_RPC_INTERNAL_METHOD_H_
+#ifndef H2RPC_RPC_INTERNAL_COMMON_METHOD_H_
+#define H2RPC_RPC_INTERNAL_COMMON_METHOD_H_
 
 // The server's registered methods with their message types erased: what
 // Server::Builder's Register* calls make and the server's calls run.
@@ -195,4 +195,4 @@ using MethodMap = std::map<std::string, std::unique_ptr<Method>, std::less<>>;
 }  // namespace internal
 }  // namespace h2rpc
 
-#endif  // H2RPC_RPC_INTERNAL_METHOD_H_
+#endif  // H2RPC_RPC_INTERNAL_COMMON_METHOD_H_

@@ -1,5 +1,5 @@
-#ifndef H2RPC_RPC_INTERNAL_LISTENING_PORT_H_
-#define H2RPC_RPC_INTERNAL_LISTENING_PORT_H_
+#ifndef H2RPC_RPC_INTERNAL_COMMON_LISTENING_PORT_H_
+#define H2RPC_RPC_INTERNAL_COMMON_LISTENING_PORT_H_
 
 #include <memory>
 #include <string>
@@ -17,4 +17,4 @@ struct ListeningPort {
 
 }  // namespace h2rpc::internal
 
-#endif  // H2RPC_RPC_INTERNAL_LISTENING_PORT_H_
+#endif  // H2RPC_RPC_INTERNAL_COMMON_LISTENING_PORT_H_
