@@ -25,12 +25,16 @@ bool LargeBufferCache::TakeCached(size_t capacity, std::string* buffer) {
     io::MutexLock lock(&mutex_);
     ++takes_;
     EvictIdle();
+    // Newest first, stopping at an exact fit (none can be smaller): a
+    // stream of equal messages finds its buffer at the end, where removing
+    // it moves nothing.
     size_t best = buffers_.size();
-    for (size_t i = 0; i < buffers_.size(); ++i) {
+    for (size_t i = buffers_.size(); i-- > 0;) {
       const size_t c = buffers_[i].buffer.capacity();
       if (c >= capacity && c <= most &&
           (best == buffers_.size() || c < buffers_[best].buffer.capacity())) {
         best = i;
+        if (c == capacity) break;
       }
     }
     if (best == buffers_.size()) return false;

@@ -182,8 +182,13 @@ void Session::ReturnCredit(int32_t stream_id, ReceiveWindow* window) {
                  "nghttp2_session_consume")) {
     return;
   }
-  AnnounceReturned(stream_id, window->unreturned());
-  AnnounceReturned(0, unreturned_bytes_);
+  // A stream window is never below initial_stream_window, so a stream that
+  // returned less than a quarter of it in all has nothing to announce (a
+  // unary call's few bytes cost no lookup).
+  if (window->returned() >= options_.initial_stream_window / 4) {
+    static_cast<void>(AnnounceReturned(stream_id, window->unreturned()));
+  }
+  AnnounceConnectionReturned(credit);
   RequestFlush();
 }
 
@@ -196,7 +201,7 @@ void Session::ReturnAllCredit(ReceiveWindow* window) {
                  "nghttp2_session_consume_connection")) {
     return;
   }
-  AnnounceReturned(0, unreturned_bytes_);
+  AnnounceConnectionReturned(credit);
   RequestFlush();
 }
 
@@ -207,10 +212,19 @@ void Session::ReturnUntracked(int32_t stream_id, size_t bytes) {
                  "nghttp2_session_consume")) {
     return;
   }
-  AnnounceReturned(0, unreturned_bytes_);
+  AnnounceConnectionReturned(bytes);
+  RequestFlush();
 }
 
-void Session::AnnounceReturned(int32_t stream_id, size_t unreturned) {
+void Session::AnnounceConnectionReturned(size_t credit) {
+  // The connection window is never below connection_window: below a
+  // quarter of it nothing can be due.
+  returned_bound_ += credit;
+  if (returned_bound_ < options_.connection_window / 4) return;
+  returned_bound_ = AnnounceReturned(0, unreturned_bytes_);
+}
+
+size_t Session::AnnounceReturned(int32_t stream_id, size_t unreturned) {
   // Received and not announced: what we hold plus what we returned (and
   // padding, which nghttp2 returns itself).
   const int32_t unannounced =
@@ -225,15 +239,16 @@ void Session::AnnounceReturned(int32_t stream_id, size_t unreturned) {
                                                                    stream_id);
   if (unannounced <= 0 || window <= 0 ||
       static_cast<size_t>(unannounced) <= unreturned) {
-    return;
+    return 0;
   }
   const size_t returned = static_cast<size_t>(unannounced) - unreturned;
-  if (returned < static_cast<size_t>(window) / 4) return;
+  if (returned < static_cast<size_t>(window) / 4) return returned;
   // At most what was received unannounced: the window does not grow.
-  Submitted(nghttp2_submit_window_update(session_, NGHTTP2_FLAG_NONE,
-                                         stream_id,
-                                         static_cast<int32_t>(returned)),
-            "nghttp2_submit_window_update");
+  static_cast<void>(Submitted(
+      nghttp2_submit_window_update(session_, NGHTTP2_FLAG_NONE, stream_id,
+                                   static_cast<int32_t>(returned)),
+      "nghttp2_submit_window_update"));
+  return 0;
 }
 
 void Session::Start(io::Wire* wire) {

@@ -382,8 +382,12 @@ class Session : public io::ByteSession, private KeepalivePinger::Delegate {
   void SendBdpPing(io::MonotonicTime now);
   // Queues WINDOW_UPDATE for what `stream_id` (0: the connection) received
   // and returned but did not announce, once that is a quarter of its window;
-  // `unreturned` is what it received and still holds.
-  void AnnounceReturned(int32_t stream_id, size_t unreturned);
+  // `unreturned` is what it received and still holds. Returns what stays
+  // returned and unannounced.
+  size_t AnnounceReturned(int32_t stream_id, size_t unreturned);
+  // `credit` bytes went back to the connection window: announces them with
+  // AnnounceReturned(0, ...) when returned_bound_ says it may be due.
+  void AnnounceConnectionReturned(size_t credit);
   // Advertises bdp_.window(): SETTINGS_INITIAL_WINDOW_SIZE (every open and
   // new stream) and the connection window when it is the larger.
   void ApplyReceiveWindow();
@@ -435,6 +439,10 @@ class Session : public io::ByteSession, private KeepalivePinger::Delegate {
   // DATA payload bytes of tracked streams not yet returned (the sum of their
   // ReceiveWindow::unreturned()), for the connection's WINDOW_UPDATEs.
   size_t unreturned_bytes_ = 0;
+  // At least the connection's returned, unannounced bytes (nghttp2's own
+  // announcements only lower the true figure), so AnnounceReturned(0) runs
+  // only when a quarter of connection_window may be due.
+  size_t returned_bound_ = 0;
   bool expects_large_input_ = false;  // NoteMessageInput()
   nghttp2_session* session_ = nullptr;
   MemberTimer<&Session::OnDeadline> deadline_timer_{this};

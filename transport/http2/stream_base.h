@@ -200,6 +200,8 @@ class ReceiveWindow {
   // Bytes received and not yet returned (held, ungranted, or returnable
   // but not yet taken).
   size_t unreturned() const { return closed_ ? 0 : received_ - credited_; }
+  // Bytes returned so far.
+  size_t returned() const { return credited_; }
   // The stream is gone: every byte not yet returned, for the connection
   // window. Later calls return nothing.
   size_t CloseAndTakeAll() {
