@@ -23,8 +23,8 @@ namespace h2rpc::benchmark {
 // Bytes are copied into buffers that are reused once their bytes left, so a
 // line that holds a delay's worth of a fast stream keeps writing into
 // memory it has touched before instead of faulting in fresh pages for every
-// read (which costs more than the copy: a 256 KiB read took about 1 ms).
-// It keeps as many buffers as it ever held at once.
+// read, which costs more than the copy. It keeps as many buffers as it ever
+// held at once.
 class DelayLine {
  public:
   struct Options {
