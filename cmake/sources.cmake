@@ -81,25 +81,25 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/internal/reactor_access.h
   rpc/internal/retry.cc
   rpc/internal/retry.h
-  rpc/internal/server_call.cc
-  rpc/internal/server_call.h
-  rpc/internal/server_context_access.cc
-  rpc/internal/server_context_access.h
-  rpc/internal/server_core.cc
-  rpc/internal/server_core.h
-  rpc/internal/server_interception.cc
-  rpc/internal/server_interception.h
-  rpc/internal/server_listener.cc
-  rpc/internal/server_listener.h
-  rpc/internal/server_loop.cc
-  rpc/internal/server_loop.h
-  rpc/internal/server_stream_call.cc
-  rpc/internal/server_stream_call.h
+  rpc/internal/server/server_call.cc
+  rpc/internal/server/server_call.h
+  rpc/internal/server/server_context_access.cc
+  rpc/internal/server/server_context_access.h
+  rpc/internal/server/server_core.cc
+  rpc/internal/server/server_core.h
+  rpc/internal/server/server_interception.cc
+  rpc/internal/server/server_interception.h
+  rpc/internal/server/server_listener.cc
+  rpc/internal/server/server_listener.h
+  rpc/internal/server/server_loop.cc
+  rpc/internal/server/server_loop.h
+  rpc/internal/server/server_stream_call.cc
+  rpc/internal/server/server_stream_call.h
+  rpc/internal/server/sync_task_count.h
+  rpc/internal/server/worker_pool.cc
+  rpc/internal/server/worker_pool.h
   rpc/internal/subchannel.cc
   rpc/internal/subchannel.h
-  rpc/internal/sync_task_count.h
-  rpc/internal/worker_pool.cc
-  rpc/internal/worker_pool.h
   rpc/metadata.h
   rpc/name_resolver.cc
   rpc/name_resolver.h

@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
-#include "rpc/internal/server_core.h"
+#include "rpc/internal/server/server_core.h"
 
 namespace h2rpc {
 

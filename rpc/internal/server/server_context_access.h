@@ -1,5 +1,5 @@
-#ifndef H2RPC_RPC_INTERNAL_SERVER_CONTEXT_ACCESS_H_
-#define H2RPC_RPC_INTERNAL_SERVER_CONTEXT_ACCESS_H_
+#ifndef H2RPC_RPC_INTERNAL_SERVER_SERVER_CONTEXT_ACCESS_H_
+#define H2RPC_RPC_INTERNAL_SERVER_SERVER_CONTEXT_ACCESS_H_
 
 #include "rpc/compression.h"
 #include "rpc/metadata.h"
@@ -58,4 +58,4 @@ class ServerContextAccess {
 }  // namespace internal
 }  // namespace h2rpc
 
-#endif  // H2RPC_RPC_INTERNAL_SERVER_CONTEXT_ACCESS_H_
+#endif  // H2RPC_RPC_INTERNAL_SERVER_SERVER_CONTEXT_ACCESS_H_

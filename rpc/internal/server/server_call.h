@@ -1,5 +1,5 @@
-#ifndef H2RPC_RPC_INTERNAL_SERVER_CALL_H_
-#define H2RPC_RPC_INTERNAL_SERVER_CALL_H_
+#ifndef H2RPC_RPC_INTERNAL_SERVER_SERVER_CALL_H_
+#define H2RPC_RPC_INTERNAL_SERVER_SERVER_CALL_H_
 
 #include <memory>
 #include <string>
@@ -11,10 +11,10 @@
 #include "rpc/internal/common/cancel_gate.h"
 #include "rpc/internal/common/member_task.h"
 #include "rpc/internal/common/method.h"
-#include "rpc/internal/server_context_access.h"
-#include "rpc/internal/server_interception.h"
-#include "rpc/internal/sync_task_count.h"
-#include "rpc/internal/worker_pool.h"
+#include "rpc/internal/server/server_context_access.h"
+#include "rpc/internal/server/server_interception.h"
+#include "rpc/internal/server/sync_task_count.h"
+#include "rpc/internal/server/worker_pool.h"
 #include "rpc/server_context.h"
 #include "rpc/status.h"
 #include "transport/http2/server_session.h"
@@ -128,4 +128,4 @@ class ServerCall final : public transport::http2::ServerStream::Observer,
 
 }  // namespace h2rpc::internal
 
-#endif  // H2RPC_RPC_INTERNAL_SERVER_CALL_H_
+#endif  // H2RPC_RPC_INTERNAL_SERVER_SERVER_CALL_H_

@@ -1,5 +1,5 @@
-#ifndef H2RPC_RPC_INTERNAL_SERVER_CORE_H_
-#define H2RPC_RPC_INTERNAL_SERVER_CORE_H_
+#ifndef H2RPC_RPC_INTERNAL_SERVER_SERVER_CORE_H_
+#define H2RPC_RPC_INTERNAL_SERVER_SERVER_CORE_H_
 
 #include <atomic>
 #include <cstddef>
@@ -150,4 +150,4 @@ class ServerCore {
 }  // namespace internal
 }  // namespace h2rpc
 
-#endif  // H2RPC_RPC_INTERNAL_SERVER_CORE_H_
+#endif  // H2RPC_RPC_INTERNAL_SERVER_SERVER_CORE_H_

@@ -1,5 +1,5 @@
-#ifndef H2RPC_RPC_INTERNAL_SERVER_STREAM_CALL_H_
-#define H2RPC_RPC_INTERNAL_SERVER_STREAM_CALL_H_
+#ifndef H2RPC_RPC_INTERNAL_SERVER_SERVER_STREAM_CALL_H_
+#define H2RPC_RPC_INTERNAL_SERVER_SERVER_STREAM_CALL_H_
 
 #include <atomic>
 #include <memory>
@@ -8,11 +8,11 @@
 #include "google/protobuf/message_lite.h"
 #include "rpc/internal/common/cancel_gate.h"
 #include "rpc/internal/common/method.h"
-#include "rpc/internal/server_context_access.h"
-#include "rpc/internal/server_interception.h"
 #include "rpc/internal/common/stream_ops.h"
-#include "rpc/internal/sync_task_count.h"
-#include "rpc/internal/worker_pool.h"
+#include "rpc/internal/server/server_context_access.h"
+#include "rpc/internal/server/server_interception.h"
+#include "rpc/internal/server/sync_task_count.h"
+#include "rpc/internal/server/worker_pool.h"
 #include "rpc/server_context.h"
 #include "rpc/server_stream.h"
 #include "rpc/status.h"
@@ -178,4 +178,4 @@ class ServerStreamCall final : public StreamOps,
 
 }  // namespace h2rpc::internal
 
-#endif  // H2RPC_RPC_INTERNAL_SERVER_STREAM_CALL_H_
+#endif  // H2RPC_RPC_INTERNAL_SERVER_SERVER_STREAM_CALL_H_

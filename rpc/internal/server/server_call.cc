@@ -1,10 +1,10 @@
-#include "rpc/internal/server_call.h"
+#include "rpc/internal/server/server_call.h"
 
 #include <utility>
 
 #include "rpc/internal/common/serialize_framed.h"
-#include "rpc/internal/server_core.h"
-#include "rpc/internal/server_loop.h"
+#include "rpc/internal/server/server_core.h"
+#include "rpc/internal/server/server_loop.h"
 
 namespace h2rpc {
 

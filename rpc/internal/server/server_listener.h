@@ -1,5 +1,5 @@
-#ifndef H2RPC_RPC_INTERNAL_SERVER_LISTENER_H_
-#define H2RPC_RPC_INTERNAL_SERVER_LISTENER_H_
+#ifndef H2RPC_RPC_INTERNAL_SERVER_SERVER_LISTENER_H_
+#define H2RPC_RPC_INTERNAL_SERVER_SERVER_LISTENER_H_
 
 #include <cstdint>
 #include <memory>
@@ -113,4 +113,4 @@ class ServerListener final : private transport::io::FdWatcher,
 
 }  // namespace h2rpc::internal
 
-#endif  // H2RPC_RPC_INTERNAL_SERVER_LISTENER_H_
+#endif  // H2RPC_RPC_INTERNAL_SERVER_SERVER_LISTENER_H_

@@ -1,5 +1,5 @@
-#ifndef H2RPC_RPC_INTERNAL_WORKER_POOL_H_
-#define H2RPC_RPC_INTERNAL_WORKER_POOL_H_
+#ifndef H2RPC_RPC_INTERNAL_SERVER_WORKER_POOL_H_
+#define H2RPC_RPC_INTERNAL_SERVER_WORKER_POOL_H_
 
 #include <pthread.h>
 #include <sched.h>
@@ -177,4 +177,4 @@ class WorkerPool {
 
 }  // namespace h2rpc::internal
 
-#endif  // H2RPC_RPC_INTERNAL_WORKER_POOL_H_
+#endif  // H2RPC_RPC_INTERNAL_SERVER_WORKER_POOL_H_

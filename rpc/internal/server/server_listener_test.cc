@@ -1,4 +1,4 @@
-#include "rpc/internal/server_listener.h"
+#include "rpc/internal/server/server_listener.h"
 
 #include <errno.h>
 

@@ -1,9 +1,10 @@
-// The streaming server call's state machine (rpc/internal/server_stream_call.h)
-// against the hazards of its lifetime: a second Finish (or initial metadata)
-// must not leak an operation (the call would never reach OnDone and
-// Server::Shutdown would hang), nor may a read outstanding at Finish, and a
-// cancel racing the call's end must never run on a deleted call.
-#include "rpc/internal/server_stream_call.h"
+// The streaming server call's state machine
+// (rpc/internal/server/server_stream_call.h) against the hazards of its
+// lifetime: a second Finish (or initial metadata) must not leak an operation
+// (the call would never reach OnDone and Server::Shutdown would hang), nor may
+// a read outstanding at Finish, and a cancel racing the call's end must never
+// run on a deleted call.
+#include "rpc/internal/server/server_stream_call.h"
 
 #include <atomic>
 #include <cstdio>

@@ -1,9 +1,9 @@
-// The unary server call's state machine (rpc/internal/server_call.h) against
-// the hazards of its lifetime: a cancel that loses the race with the
+// The unary server call's state machine (rpc/internal/server/server_call.h)
+// against the hazards of its lifetime: a cancel that loses the race with the
 // handler's done() must not reach the next call on the pooled object, and a
 // UnaryDone is move-only and once-only (a second call or a dropped one is
 // reported and never hangs or double-frees the call).
-#include "rpc/internal/server_call.h"
+#include "rpc/internal/server/server_call.h"
 
 #include <memory>
 #include <string>

@@ -1,5 +1,5 @@
-#ifndef H2RPC_RPC_INTERNAL_SYNC_TASK_COUNT_H_
-#define H2RPC_RPC_INTERNAL_SYNC_TASK_COUNT_H_
+#ifndef H2RPC_RPC_INTERNAL_SERVER_SYNC_TASK_COUNT_H_
+#define H2RPC_RPC_INTERNAL_SERVER_SYNC_TASK_COUNT_H_
 
 #include <atomic>
 #include <memory>
@@ -22,4 +22,4 @@ inline void SyncTaskDone(SyncTaskCount* count) {
 
 }  // namespace h2rpc::internal
 
-#endif  // H2RPC_RPC_INTERNAL_SYNC_TASK_COUNT_H_
+#endif  // H2RPC_RPC_INTERNAL_SERVER_SYNC_TASK_COUNT_H_

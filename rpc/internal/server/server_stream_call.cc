@@ -1,11 +1,11 @@
-#include "rpc/internal/server_stream_call.h"
+#include "rpc/internal/server/server_stream_call.h"
 
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "rpc/internal/common/serialize_framed.h"
-#include "rpc/internal/server_core.h"
-#include "rpc/internal/server_loop.h"
+#include "rpc/internal/server/server_core.h"
+#include "rpc/internal/server/server_loop.h"
 
 namespace h2rpc::internal {
 namespace {

@@ -3,7 +3,7 @@
 // workers, it no longer touches the pool, while the tasks it handed over
 // before still run (and post their completion to the loop) before the pool
 // is gone.
-#include "rpc/internal/server_loop.h"
+#include "rpc/internal/server/server_loop.h"
 
 #include <atomic>
 #include <cstdint>
@@ -16,8 +16,8 @@
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "rpc/internal/common/member_task.h"
-#include "rpc/internal/server_core.h"
-#include "rpc/internal/worker_pool.h"
+#include "rpc/internal/server/server_core.h"
+#include "rpc/internal/server/worker_pool.h"
 #include "rpc/server.h"
 #include "rpc/status.h"
 #include "test/util/jitter.h"

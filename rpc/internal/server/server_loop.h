@@ -1,5 +1,5 @@
-#ifndef H2RPC_RPC_INTERNAL_SERVER_LOOP_H_
-#define H2RPC_RPC_INTERNAL_SERVER_LOOP_H_
+#ifndef H2RPC_RPC_INTERNAL_SERVER_SERVER_LOOP_H_
+#define H2RPC_RPC_INTERNAL_SERVER_SERVER_LOOP_H_
 
 #include <cstdint>
 #include <memory>
@@ -8,8 +8,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/time/time.h"
 #include "rpc/internal/common/member_task.h"
-#include "rpc/internal/sync_task_count.h"
-#include "rpc/internal/worker_pool.h"
+#include "rpc/internal/server/sync_task_count.h"
+#include "rpc/internal/server/worker_pool.h"
 #include "rpc/status.h"
 #include "transport/core/memory_quota.h"
 #include "transport/http2/server_session.h"
@@ -109,4 +109,4 @@ class ServerLoop final : public transport::http2::ServerDispatcher,
 
 }  // namespace h2rpc::internal
 
-#endif  // H2RPC_RPC_INTERNAL_SERVER_LOOP_H_
+#endif  // H2RPC_RPC_INTERNAL_SERVER_SERVER_LOOP_H_

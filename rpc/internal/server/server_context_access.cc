@@ -1,4 +1,4 @@
-#include "rpc/internal/server_context_access.h"
+#include "rpc/internal/server/server_context_access.h"
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"

@@ -1,4 +1,4 @@
-#include "rpc/internal/server_core.h"
+#include "rpc/internal/server/server_core.h"
 
 #include <algorithm>
 #include <chrono>
@@ -11,13 +11,13 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "rpc/internal/common/connection_options_conversion.h"
-#include "rpc/internal/credentials_access.h"
-#include "rpc/internal/server_call.h"
-#include "rpc/internal/server_listener.h"
-#include "rpc/internal/server_loop.h"
-#include "rpc/internal/server_stream_call.h"
 #include "rpc/internal/config/target.h"
-#include "rpc/internal/worker_pool.h"
+#include "rpc/internal/credentials_access.h"
+#include "rpc/internal/server/server_call.h"
+#include "rpc/internal/server/server_listener.h"
+#include "rpc/internal/server/server_loop.h"
+#include "rpc/internal/server/server_stream_call.h"
+#include "rpc/internal/server/worker_pool.h"
 #include "transport/core/message_framer.h"
 #include "transport/http2/server_session.h"
 #include "transport/io/socket.h"

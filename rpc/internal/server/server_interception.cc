@@ -1,4 +1,4 @@
-#include "rpc/internal/server_interception.h"
+#include "rpc/internal/server/server_interception.h"
 
 namespace h2rpc::internal {
 

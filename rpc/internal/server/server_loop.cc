@@ -1,4 +1,4 @@
-#include "rpc/internal/server_loop.h"
+#include "rpc/internal/server/server_loop.h"
 
 #include <algorithm>
 #include <climits>
@@ -7,8 +7,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "rpc/internal/server_call.h"
-#include "rpc/internal/server_core.h"
+#include "rpc/internal/server/server_call.h"
+#include "rpc/internal/server/server_core.h"
 #include "transport/tls/tls_session.h"
 
 namespace h2rpc::internal {

@@ -1,4 +1,4 @@
-#include "rpc/internal/server_listener.h"
+#include "rpc/internal/server/server_listener.h"
 
 #include <errno.h>
 #include <string.h>
@@ -10,8 +10,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "rpc/internal/server_core.h"
-#include "rpc/internal/server_loop.h"
+#include "rpc/internal/server/server_core.h"
+#include "rpc/internal/server/server_loop.h"
 
 namespace h2rpc::internal {
 namespace {
