@@ -27,21 +27,32 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/interceptors/logging_interceptor.h
   rpc/interceptors/metrics_interceptor.cc
   rpc/interceptors/metrics_interceptor.h
-  rpc/internal/channel_call.cc
-  rpc/internal/channel_call.h
-  rpc/internal/channel_connector.cc
-  rpc/internal/channel_connector.h
-  rpc/internal/channel_core.cc
-  rpc/internal/channel_core.h
-  rpc/internal/channel_core_access.h
-  rpc/internal/channel_options_check.cc
-  rpc/internal/channel_options_check.h
-  rpc/internal/client_call.cc
-  rpc/internal/client_call.h
-  rpc/internal/client_context_access.cc
-  rpc/internal/client_context_access.h
-  rpc/internal/client_stream_call.cc
-  rpc/internal/client_stream_call.h
+  rpc/internal/client/channel_call.cc
+  rpc/internal/client/channel_call.h
+  rpc/internal/client/channel_connector.cc
+  rpc/internal/client/channel_connector.h
+  rpc/internal/client/channel_core.cc
+  rpc/internal/client/channel_core.h
+  rpc/internal/client/channel_options_check.cc
+  rpc/internal/client/channel_options_check.h
+  rpc/internal/client/client_call.cc
+  rpc/internal/client/client_call.h
+  rpc/internal/client/client_context_access.cc
+  rpc/internal/client/client_context_access.h
+  rpc/internal/client/client_stream_call.cc
+  rpc/internal/client/client_stream_call.h
+  rpc/internal/client/connection_backoff.cc
+  rpc/internal/client/connection_backoff.h
+  rpc/internal/client/connectivity_watch.cc
+  rpc/internal/client/connectivity_watch.h
+  rpc/internal/client/health_watch.cc
+  rpc/internal/client/health_watch.h
+  rpc/internal/client/method_path_copy.h
+  rpc/internal/client/reactor_access.h
+  rpc/internal/client/retry.cc
+  rpc/internal/client/retry.h
+  rpc/internal/client/subchannel.cc
+  rpc/internal/client/subchannel.h
   rpc/internal/common/cancel_gate.h
   rpc/internal/common/connection_options_conversion.cc
   rpc/internal/common/connection_options_conversion.h
@@ -62,25 +73,15 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/internal/config/service_config.h
   rpc/internal/config/target.cc
   rpc/internal/config/target.h
-  rpc/internal/connection_backoff.cc
-  rpc/internal/connection_backoff.h
-  rpc/internal/connectivity_watch.cc
-  rpc/internal/connectivity_watch.h
   rpc/internal/credentials_access.h
-  rpc/internal/health_watch.cc
-  rpc/internal/health_watch.h
   rpc/internal/lb/lb_policy.cc
   rpc/internal/lb/lb_policy.h
   rpc/internal/lb/pick_first.cc
   rpc/internal/lb/pick_first.h
   rpc/internal/lb/round_robin.cc
   rpc/internal/lb/round_robin.h
-  rpc/internal/method_path_copy.h
   rpc/internal/name_resolver_impl.h
   rpc/internal/op_waiter.h
-  rpc/internal/reactor_access.h
-  rpc/internal/retry.cc
-  rpc/internal/retry.h
   rpc/internal/server/server_call.cc
   rpc/internal/server/server_call.h
   rpc/internal/server/server_context_access.cc
@@ -98,8 +99,6 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/internal/server/sync_task_count.h
   rpc/internal/server/worker_pool.cc
   rpc/internal/server/worker_pool.h
-  rpc/internal/subchannel.cc
-  rpc/internal/subchannel.h
   rpc/metadata.h
   rpc/name_resolver.cc
   rpc/name_resolver.h
@@ -478,9 +477,9 @@ set(H2RPC_TEST_rpc_client_context_test_SOURCES
 )
 set(H2RPC_TEST_rpc_client_context_test_PROTOS
 )
-# //rpc:connection_backoff_test
-set(H2RPC_TEST_rpc_connection_backoff_test_SOURCES
-  rpc/internal/connection_backoff_test.cc
+# //rpc/internal/client:connection_backoff_test
+set(H2RPC_TEST_rpc_internal_client_connection_backoff_test_SOURCES
+  rpc/internal/client/connection_backoff_test.cc
   test/util/allocation_counter.cc
   test/util/allocation_counter.h
   test/util/allocation_record.h
@@ -489,7 +488,7 @@ set(H2RPC_TEST_rpc_connection_backoff_test_SOURCES
   transport/io/fake_scheduler.cc
   transport/io/fake_scheduler.h
 )
-set(H2RPC_TEST_rpc_connection_backoff_test_PROTOS
+set(H2RPC_TEST_rpc_internal_client_connection_backoff_test_PROTOS
 )
 # //rpc/internal/config:json_document_test
 set(H2RPC_TEST_rpc_internal_config_json_document_test_SOURCES
@@ -527,16 +526,16 @@ set(H2RPC_TEST_rpc_internal_common_received_messages_test_SOURCES
 )
 set(H2RPC_TEST_rpc_internal_common_received_messages_test_PROTOS
 )
-# //rpc:retry_test
-set(H2RPC_TEST_rpc_retry_test_SOURCES
-  rpc/internal/retry_test.cc
+# //rpc/internal/client:retry_test
+set(H2RPC_TEST_rpc_internal_client_retry_test_SOURCES
+  rpc/internal/client/retry_test.cc
   test/util/allocation_counter.cc
   test/util/allocation_counter.h
   test/util/allocation_record.h
   test/util/glibc_heap_hooks.cc
   test/util/sanitizer_heap_hooks.cc
 )
-set(H2RPC_TEST_rpc_retry_test_PROTOS
+set(H2RPC_TEST_rpc_internal_client_retry_test_PROTOS
 )
 # //rpc/internal/lb:round_robin_test
 set(H2RPC_TEST_rpc_internal_lb_round_robin_test_SOURCES
@@ -643,11 +642,11 @@ set(H2RPC_TESTS
   rpc_internal_common_cancel_gate_test
   rpc_channel_test
   rpc_client_context_test
-  rpc_connection_backoff_test
+  rpc_internal_client_connection_backoff_test
   rpc_internal_config_json_document_test
   rpc_internal_lb_pick_first_test
   rpc_internal_common_received_messages_test
-  rpc_retry_test
+  rpc_internal_client_retry_test
   rpc_internal_lb_round_robin_test
   rpc_internal_common_serialize_framed_test
   rpc_server_test

@@ -4,7 +4,7 @@
 #include <string>
 #include <utility>
 
-#include "rpc/internal/channel_core.h"
+#include "rpc/internal/client/channel_core.h"
 
 namespace h2rpc {
 

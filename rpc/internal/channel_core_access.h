@@ -2,7 +2,7 @@
 #define H2RPC_RPC_INTERNAL_CHANNEL_CORE_ACCESS_H_
 
 #include "rpc/channel.h"
-#include "rpc/internal/channel_core.h"
+#include "rpc/internal/client/channel_core.h"
 
 namespace h2rpc::internal {
 

@@ -5,7 +5,7 @@
 // replaying its messages, a local cancel that is never retried, channel
 // destruction ending calls in every state, and the channel's retry buffer
 // given back by every call. The backoff arithmetic itself is tested on its
-// own (rpc/internal/retry_test.cc).
+// own (rpc/internal/client/retry_test.cc).
 #include <atomic>
 #include <map>
 #include <memory>

@@ -5,7 +5,7 @@
 #include <cstddef>
 
 #include "rpc/client_context.h"
-#include "rpc/internal/client_context_access.h"
+#include "rpc/internal/client/client_context_access.h"
 
 namespace h2rpc::testing {
 

@@ -1,5 +1,5 @@
-#ifndef H2RPC_RPC_INTERNAL_CHANNEL_CONNECTOR_H_
-#define H2RPC_RPC_INTERNAL_CHANNEL_CONNECTOR_H_
+#ifndef H2RPC_RPC_INTERNAL_CLIENT_CHANNEL_CONNECTOR_H_
+#define H2RPC_RPC_INTERNAL_CLIENT_CHANNEL_CONNECTOR_H_
 
 #include <cstdint>
 #include <string>
@@ -59,4 +59,4 @@ class ChannelConnector final : private transport::io::FdWatcher,
 
 }  // namespace h2rpc::internal
 
-#endif  // H2RPC_RPC_INTERNAL_CHANNEL_CONNECTOR_H_
+#endif  // H2RPC_RPC_INTERNAL_CLIENT_CHANNEL_CONNECTOR_H_

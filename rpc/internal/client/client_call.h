@@ -1,5 +1,5 @@
-#ifndef H2RPC_RPC_INTERNAL_CLIENT_CALL_H_
-#define H2RPC_RPC_INTERNAL_CLIENT_CALL_H_
+#ifndef H2RPC_RPC_INTERNAL_CLIENT_CLIENT_CALL_H_
+#define H2RPC_RPC_INTERNAL_CLIENT_CLIENT_CALL_H_
 
 #include <string>
 
@@ -7,7 +7,7 @@
 #include "absl/functional/any_invocable.h"
 #include "google/protobuf/message_lite.h"
 #include "rpc/client_context.h"
-#include "rpc/internal/channel_call.h"
+#include "rpc/internal/client/channel_call.h"
 #include "rpc/status.h"
 #include "transport/http2/client_session.h"
 #include "transport/io/mutex.h"
@@ -65,4 +65,4 @@ class ClientCall final : public ChannelCall,
 
 }  // namespace h2rpc::internal
 
-#endif  // H2RPC_RPC_INTERNAL_CLIENT_CALL_H_
+#endif  // H2RPC_RPC_INTERNAL_CLIENT_CLIENT_CALL_H_

@@ -1,4 +1,4 @@
-#include "rpc/internal/health_watch.h"
+#include "rpc/internal/client/health_watch.h"
 
 #include "absl/strings/str_cat.h"
 #include "proto/grpc/health/v1/health.pb.h"

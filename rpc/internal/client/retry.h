@@ -1,5 +1,5 @@
-#ifndef H2RPC_RPC_INTERNAL_RETRY_H_
-#define H2RPC_RPC_INTERNAL_RETRY_H_
+#ifndef H2RPC_RPC_INTERNAL_CLIENT_RETRY_H_
+#define H2RPC_RPC_INTERNAL_CLIENT_RETRY_H_
 
 #include <cstdint>
 
@@ -72,4 +72,4 @@ void CountOutcome(const Status& status, const StatusCodeSet& retryable,
 
 }  // namespace h2rpc::internal
 
-#endif  // H2RPC_RPC_INTERNAL_RETRY_H_
+#endif  // H2RPC_RPC_INTERNAL_CLIENT_RETRY_H_

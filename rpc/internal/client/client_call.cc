@@ -1,9 +1,9 @@
-#include "rpc/internal/client_call.h"
+#include "rpc/internal/client/client_call.h"
 
 #include <utility>
 
-#include "rpc/internal/channel_core.h"
-#include "rpc/internal/client_context_access.h"
+#include "rpc/internal/client/channel_core.h"
+#include "rpc/internal/client/client_context_access.h"
 #include "rpc/internal/common/serialize_framed.h"
 #include "transport/compression/thread_codecs.h"
 

@@ -1,4 +1,4 @@
-#include "rpc/internal/channel_core.h"
+#include "rpc/internal/client/channel_core.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,16 +10,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
-#include "rpc/internal/channel_call.h"
-#include "rpc/internal/channel_options_check.h"
-#include "rpc/internal/client_call.h"
-#include "rpc/internal/client_stream_call.h"
+#include "rpc/internal/client/channel_call.h"
+#include "rpc/internal/client/channel_options_check.h"
+#include "rpc/internal/client/client_call.h"
+#include "rpc/internal/client/client_stream_call.h"
+#include "rpc/internal/client/reactor_access.h"
 #include "rpc/internal/common/connection_options_conversion.h"
 #include "rpc/internal/credentials_access.h"
-#include "rpc/internal/name_resolver_impl.h"
 #include "rpc/internal/lb/pick_first.h"
-#include "rpc/internal/reactor_access.h"
 #include "rpc/internal/lb/round_robin.h"
+#include "rpc/internal/name_resolver_impl.h"
 #include "transport/tls/tls_session.h"
 
 namespace h2rpc::internal {

@@ -1,5 +1,5 @@
-#ifndef H2RPC_RPC_INTERNAL_REACTOR_ACCESS_H_
-#define H2RPC_RPC_INTERNAL_REACTOR_ACCESS_H_
+#ifndef H2RPC_RPC_INTERNAL_CLIENT_REACTOR_ACCESS_H_
+#define H2RPC_RPC_INTERNAL_CLIENT_REACTOR_ACCESS_H_
 
 #include "rpc/client_stream.h"
 
@@ -17,4 +17,4 @@ class ClientReactorAccess {
 
 }  // namespace h2rpc::internal
 
-#endif  // H2RPC_RPC_INTERNAL_REACTOR_ACCESS_H_
+#endif  // H2RPC_RPC_INTERNAL_CLIENT_REACTOR_ACCESS_H_

@@ -1,4 +1,4 @@
-#include "rpc/internal/connectivity_watch.h"
+#include "rpc/internal/client/connectivity_watch.h"
 
 namespace h2rpc::internal {
 

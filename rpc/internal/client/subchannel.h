@@ -1,5 +1,5 @@
-#ifndef H2RPC_RPC_INTERNAL_SUBCHANNEL_H_
-#define H2RPC_RPC_INTERNAL_SUBCHANNEL_H_
+#ifndef H2RPC_RPC_INTERNAL_CLIENT_SUBCHANNEL_H_
+#define H2RPC_RPC_INTERNAL_CLIENT_SUBCHANNEL_H_
 
 #include <cstdint>
 #include <memory>
@@ -9,9 +9,9 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "rpc/connectivity_state.h"
-#include "rpc/internal/channel_connector.h"
-#include "rpc/internal/connection_backoff.h"
-#include "rpc/internal/health_watch.h"
+#include "rpc/internal/client/channel_connector.h"
+#include "rpc/internal/client/connection_backoff.h"
+#include "rpc/internal/client/health_watch.h"
 #include "rpc/internal/lb/lb_policy.h"
 #include "rpc/status.h"
 #include "transport/http2/client_session.h"
@@ -162,4 +162,4 @@ class Subchannel final : public LbSubchannel,
 
 }  // namespace h2rpc::internal
 
-#endif  // H2RPC_RPC_INTERNAL_SUBCHANNEL_H_
+#endif  // H2RPC_RPC_INTERNAL_CLIENT_SUBCHANNEL_H_

@@ -1,4 +1,4 @@
-#include "rpc/internal/client_context_access.h"
+#include "rpc/internal/client/client_context_access.h"
 
 #include "transport/io/mutex.h"
 

@@ -1,5 +1,5 @@
-#ifndef H2RPC_RPC_INTERNAL_HEALTH_WATCH_H_
-#define H2RPC_RPC_INTERNAL_HEALTH_WATCH_H_
+#ifndef H2RPC_RPC_INTERNAL_CLIENT_HEALTH_WATCH_H_
+#define H2RPC_RPC_INTERNAL_CLIENT_HEALTH_WATCH_H_
 
 #include <string>
 
@@ -68,4 +68,4 @@ class HealthWatch final : private transport::http2::ClientStream::Observer {
 
 }  // namespace h2rpc::internal
 
-#endif  // H2RPC_RPC_INTERNAL_HEALTH_WATCH_H_
+#endif  // H2RPC_RPC_INTERNAL_CLIENT_HEALTH_WATCH_H_

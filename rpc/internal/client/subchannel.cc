@@ -1,4 +1,4 @@
-#include "rpc/internal/subchannel.h"
+#include "rpc/internal/client/subchannel.h"
 
 #include <nghttp2/nghttp2.h>
 

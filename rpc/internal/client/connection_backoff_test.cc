@@ -2,7 +2,7 @@
 // by the multiplier up to the cap, jitter stays within its bounds and
 // disperses, attempts get Max(backoff deadline, now + min connect timeout),
 // and Reset() starts over.
-#include "rpc/internal/connection_backoff.h"
+#include "rpc/internal/client/connection_backoff.h"
 
 #include <algorithm>
 #include <vector>

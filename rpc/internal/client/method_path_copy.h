@@ -1,5 +1,5 @@
-#ifndef H2RPC_RPC_INTERNAL_METHOD_PATH_COPY_H_
-#define H2RPC_RPC_INTERNAL_METHOD_PATH_COPY_H_
+#ifndef H2RPC_RPC_INTERNAL_CLIENT_METHOD_PATH_COPY_H_
+#define H2RPC_RPC_INTERNAL_CLIENT_METHOD_PATH_COPY_H_
 
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/string_view.h"
@@ -25,4 +25,4 @@ class MethodPathCopy {
 
 }  // namespace h2rpc::internal
 
-#endif  // H2RPC_RPC_INTERNAL_METHOD_PATH_COPY_H_
+#endif  // H2RPC_RPC_INTERNAL_CLIENT_METHOD_PATH_COPY_H_

@@ -1,8 +1,8 @@
-#include "rpc/internal/client_stream_call.h"
+#include "rpc/internal/client/client_stream_call.h"
 
 #include <utility>
 
-#include "rpc/internal/channel_core.h"
+#include "rpc/internal/client/channel_core.h"
 #include "rpc/internal/common/serialize_framed.h"
 
 namespace h2rpc::internal {

@@ -1,4 +1,4 @@
-#include "rpc/internal/channel_connector.h"
+#include "rpc/internal/client/channel_connector.h"
 
 #include <sys/epoll.h>
 

@@ -1,13 +1,13 @@
-#ifndef H2RPC_RPC_INTERNAL_CLIENT_STREAM_CALL_H_
-#define H2RPC_RPC_INTERNAL_CLIENT_STREAM_CALL_H_
+#ifndef H2RPC_RPC_INTERNAL_CLIENT_CLIENT_STREAM_CALL_H_
+#define H2RPC_RPC_INTERNAL_CLIENT_CLIENT_STREAM_CALL_H_
 
 #include <atomic>
 
 #include "google/protobuf/message_lite.h"
 #include "rpc/client_context.h"
 #include "rpc/client_stream.h"
-#include "rpc/internal/channel_call.h"
-#include "rpc/internal/client_context_access.h"
+#include "rpc/internal/client/channel_call.h"
+#include "rpc/internal/client/client_context_access.h"
 #include "rpc/internal/common/stream_ops.h"
 #include "rpc/status.h"
 #include "transport/http2/client_session.h"
@@ -138,4 +138,4 @@ class ClientStreamCall final : public ChannelCall,
 
 }  // namespace h2rpc::internal
 
-#endif  // H2RPC_RPC_INTERNAL_CLIENT_STREAM_CALL_H_
+#endif  // H2RPC_RPC_INTERNAL_CLIENT_CLIENT_STREAM_CALL_H_

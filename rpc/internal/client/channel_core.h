@@ -1,5 +1,5 @@
-#ifndef H2RPC_RPC_INTERNAL_CHANNEL_CORE_H_
-#define H2RPC_RPC_INTERNAL_CHANNEL_CORE_H_
+#ifndef H2RPC_RPC_INTERNAL_CLIENT_CHANNEL_CORE_H_
+#define H2RPC_RPC_INTERNAL_CLIENT_CHANNEL_CORE_H_
 
 #include <atomic>
 #include <cstddef>
@@ -20,15 +20,15 @@
 #include "rpc/compression.h"
 #include "rpc/connectivity_state.h"
 #include "rpc/credentials.h"
-#include "rpc/internal/connection_backoff.h"
-#include "rpc/internal/connectivity_watch.h"
-#include "rpc/internal/health_watch.h"
-#include "rpc/internal/lb/lb_policy.h"
+#include "rpc/internal/client/connection_backoff.h"
+#include "rpc/internal/client/connectivity_watch.h"
+#include "rpc/internal/client/health_watch.h"
+#include "rpc/internal/client/retry.h"
+#include "rpc/internal/client/subchannel.h"
 #include "rpc/internal/common/member_task.h"
-#include "rpc/internal/retry.h"
 #include "rpc/internal/config/service_config.h"
-#include "rpc/internal/subchannel.h"
 #include "rpc/internal/config/target.h"
+#include "rpc/internal/lb/lb_policy.h"
 #include "rpc/status.h"
 #include "transport/http2/client_session.h"
 #include "transport/http2/session.h"
@@ -47,7 +47,7 @@ class ClientStreamCall;
 
 // Everything behind a Channel: the event loop, the target's resolution, the
 // load-balancing policy and its subchannels (one connection per backend
-// address, rpc/internal/subchannel.h), the connectivity state, the calls
+// address, rpc/internal/client/subchannel.h), the connectivity state, the calls
 // waiting for a connection, the idle timer and the pool of unary calls.
 // Channel forwards to it; the calls (ChannelCall and its subclasses) hold a
 // pointer to it, never to the Channel.
@@ -345,4 +345,4 @@ class ChannelCore final : private LbPolicy::Helper, private Subchannel::Host {
 
 }  // namespace h2rpc::internal
 
-#endif  // H2RPC_RPC_INTERNAL_CHANNEL_CORE_H_
+#endif  // H2RPC_RPC_INTERNAL_CLIENT_CHANNEL_CORE_H_

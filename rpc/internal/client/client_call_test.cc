@@ -1,11 +1,11 @@
-// The pooled client call (rpc/internal/client_call.h) against stale events
-// meant for the call it served before: a call cancelled while its request
-// waits in nghttp2's queue for a stream slot is completed at once, but
+// The pooled client call (rpc/internal/client/client_call.h) against stale
+// events meant for the call it served before: a call cancelled while its
+// request waits in nghttp2's queue for a stream slot is completed at once, but
 // nghttp2 still holds the request and reports its stream closed once a slot
 // frees up; and a TryCancel on a context whose call has ended, racing that
 // end or made later. By then the call object serves the next call, which
 // must receive neither.
-#include "rpc/internal/client_call.h"
+#include "rpc/internal/client/client_call.h"
 
 #include <atomic>
 #include <memory>

@@ -1,6 +1,6 @@
 // The published connectivity state: transitions, waits with deadlines,
 // wake-ups from another thread, and SHUTDOWN releasing every waiter.
-#include "rpc/internal/connectivity_watch.h"
+#include "rpc/internal/client/connectivity_watch.h"
 
 #include <atomic>
 #include <thread>

@@ -1,5 +1,5 @@
-#ifndef H2RPC_RPC_INTERNAL_CONNECTION_BACKOFF_H_
-#define H2RPC_RPC_INTERNAL_CONNECTION_BACKOFF_H_
+#ifndef H2RPC_RPC_INTERNAL_CLIENT_CONNECTION_BACKOFF_H_
+#define H2RPC_RPC_INTERNAL_CLIENT_CONNECTION_BACKOFF_H_
 
 #include "absl/functional/any_invocable.h"
 #include "absl/time/time.h"
@@ -78,4 +78,4 @@ class ConnectionBackoff {
 
 }  // namespace h2rpc::internal
 
-#endif  // H2RPC_RPC_INTERNAL_CONNECTION_BACKOFF_H_
+#endif  // H2RPC_RPC_INTERNAL_CLIENT_CONNECTION_BACKOFF_H_

@@ -1,9 +1,9 @@
-#include "rpc/internal/channel_call.h"
+#include "rpc/internal/client/channel_call.h"
 
 #include <algorithm>
 
-#include "rpc/internal/channel_core.h"
-#include "rpc/internal/client_context_access.h"
+#include "rpc/internal/client/channel_core.h"
+#include "rpc/internal/client/client_context_access.h"
 #include "transport/io/monotonic_time.h"
 
 namespace h2rpc::internal {

@@ -1,4 +1,4 @@
-#include "rpc/internal/connection_backoff.h"
+#include "rpc/internal/client/connection_backoff.h"
 
 #include <algorithm>
 #include <random>

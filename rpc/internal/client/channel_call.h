@@ -1,13 +1,13 @@
-#ifndef H2RPC_RPC_INTERNAL_CHANNEL_CALL_H_
-#define H2RPC_RPC_INTERNAL_CHANNEL_CALL_H_
+#ifndef H2RPC_RPC_INTERNAL_CLIENT_CHANNEL_CALL_H_
+#define H2RPC_RPC_INTERNAL_CLIENT_CHANNEL_CALL_H_
 
 #include <atomic>
 
 #include "absl/strings/string_view.h"
 #include "rpc/client_context.h"
 #include "rpc/interceptor.h"
-#include "rpc/internal/method_path_copy.h"
-#include "rpc/internal/retry.h"
+#include "rpc/internal/client/method_path_copy.h"
+#include "rpc/internal/client/retry.h"
 #include "rpc/status.h"
 #include "transport/http2/client_session.h"
 #include "transport/io/event_loop.h"
@@ -220,4 +220,4 @@ class ChannelCall : public CancellableClientCall {
 
 }  // namespace h2rpc::internal
 
-#endif  // H2RPC_RPC_INTERNAL_CHANNEL_CALL_H_
+#endif  // H2RPC_RPC_INTERNAL_CLIENT_CHANNEL_CALL_H_

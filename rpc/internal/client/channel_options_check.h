@@ -1,5 +1,5 @@
-#ifndef H2RPC_RPC_INTERNAL_CHANNEL_OPTIONS_CHECK_H_
-#define H2RPC_RPC_INTERNAL_CHANNEL_OPTIONS_CHECK_H_
+#ifndef H2RPC_RPC_INTERNAL_CLIENT_CHANNEL_OPTIONS_CHECK_H_
+#define H2RPC_RPC_INTERNAL_CLIENT_CHANNEL_OPTIONS_CHECK_H_
 
 #include "rpc/channel_options.h"
 #include "rpc/status.h"
@@ -14,4 +14,4 @@ Status CheckChannelOptions(const ChannelOptions& options);
 
 }  // namespace h2rpc::internal
 
-#endif  // H2RPC_RPC_INTERNAL_CHANNEL_OPTIONS_CHECK_H_
+#endif  // H2RPC_RPC_INTERNAL_CLIENT_CHANNEL_OPTIONS_CHECK_H_

@@ -1,4 +1,4 @@
-#include "rpc/internal/retry.h"
+#include "rpc/internal/client/retry.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "rpc/internal/channel_options_check.h"
+#include "rpc/internal/client/channel_options_check.h"
 
 #include <cmath>
 #include <string>
