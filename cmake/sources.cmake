@@ -29,6 +29,7 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/interceptors/metrics_interceptor.h
   rpc/internal/client/channel_call.cc
   rpc/internal/client/channel_call.h
+  rpc/internal/client/channel_call_host.h
   rpc/internal/client/channel_connector.cc
   rpc/internal/client/channel_connector.h
   rpc/internal/client/channel_core.cc
@@ -84,6 +85,7 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/internal/op_waiter.h
   rpc/internal/server/server_call.cc
   rpc/internal/server/server_call.h
+  rpc/internal/server/server_call_host.h
   rpc/internal/server/server_context_access.cc
   rpc/internal/server/server_context_access.h
   rpc/internal/server/server_core.cc

@@ -158,6 +158,18 @@ bool EventLoop::InLoopThread() const {
          std::this_thread::get_id();
 }
 
+void EventLoop::CheckInLoopThread() const {
+  const std::thread::id loop_thread =
+      loop_thread_id_.load(std::memory_order_relaxed);
+  if (loop_thread != std::thread::id() &&
+      loop_thread != std::this_thread::get_id()) {
+    std::fprintf(stderr,
+                 "h2rpc: a loop-thread-only function ran on another thread "
+                 "while the event loop runs\n");
+    std::abort();
+  }
+}
+
 void EventLoop::Post(Task* task) {
   if (task->queued_.exchange(true, std::memory_order_acq_rel)) return;
   {

@@ -57,10 +57,18 @@ class FdWatcher {
 // be called from any thread; every other method only from the loop thread
 // (or before Start()).
 //
+// The loop thread is a capability for Clang's thread-safety analysis
+// (--config=tsa): a member only the loop thread may touch is
+// ABSL_GUARDED_BY(loop), a function only it may run
+// ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop), and code the loop thread runs
+// without the analysis knowing it (a posted task, a transport callback, a
+// descriptor or timer handler) starts with loop.AssertInLoopThread(), which
+// a debug build checks.
+//
 // Under ThreadSanitizer: the loop synchronizes with transport::io::Mutex (a
 // std::mutex underneath) and atomics, which TSan sees; Debian's libabsl is
 // not built with TSan, so absl::Mutex would produce false race reports.
-class EventLoop final : public Scheduler {
+class ABSL_LOCKABLE EventLoop final : public Scheduler {
  public:
   // Creates the epoll instance and the wake-up eventfd; a failure is
   // reported by Start() (and AddFd()).
@@ -108,6 +116,16 @@ class EventLoop final : public Scheduler {
 
   // True on the loop thread while it runs.
   bool InLoopThread() const;
+  // Tells the thread-safety analysis that the caller runs on the loop
+  // thread (see the class comment). A debug build aborts with a message
+  // when the loop thread runs and the caller is another thread; before
+  // Start() and after the thread has exited, the owner may call it. An
+  // optimized build compiles it to nothing.
+  void AssertInLoopThread() const ABSL_ASSERT_EXCLUSIVE_LOCK() {
+#ifndef NDEBUG
+    CheckInLoopThread();
+#endif
+  }
 
   // Queues `task` to run on the loop thread; wakes the loop (one eventfd
   // write, skipped when the loop is known to be awake or a wake-up is
@@ -195,6 +213,8 @@ class EventLoop final : public Scheduler {
   // Writes the eventfd if the loop may be sleeping and no wake-up is pending.
   void MaybeWake();
   void DrainWakeFd();
+  // AssertInLoopThread()'s check.
+  void CheckInLoopThread() const;
 
   int epoll_fd_ = -1;
   int wake_fd_ = -1;

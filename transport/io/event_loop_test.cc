@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -151,6 +152,32 @@ TEST(EventLoopTest, PostFromEightThreadsRunsEveryTaskOnceOnTheLoopThread) {
     ASSERT_EQ(tasks[i].runs, 1) << "task " << i;
     ASSERT_EQ(tasks[i].off_loop_runs, 0) << "task " << i;
   }
+}
+
+// AssertInLoopThread() holds on the loop thread while it runs, and on the
+// owner's thread before Start() and after Stop(); a debug build aborts when
+// another thread calls it while the loop runs.
+TEST(EventLoopTest, AssertInLoopThreadAbortsOnlyOffTheRunningLoopsThread) {
+  EventLoop loop;
+  loop.AssertInLoopThread();  // before Start()
+  ASSERT_TRUE(loop.Start("assert-test").ok());
+  std::promise<void> asserted;
+  loop.Post([&] {
+    loop.AssertInLoopThread();
+    asserted.set_value();
+  });
+  ASSERT_EQ(asserted.get_future().wait_for(std::chrono::seconds(10)),
+            std::future_status::ready);
+#ifdef NDEBUG
+  loop.AssertInLoopThread();  // optimized: no check
+#else
+  // Re-runs the test in a new process rather than forking this threaded one.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(loop.AssertInLoopThread(),
+               "a loop-thread-only function ran on another thread");
+#endif
+  loop.Stop();
+  loop.AssertInLoopThread();  // after the thread has exited
 }
 
 // Each post waits for the previous task, so the loop is mostly asleep when a

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "rpc/internal/client/channel_core.h"
 #include "rpc/internal/client/client_context_access.h"
 #include "transport/io/monotonic_time.h"
 
@@ -31,7 +30,7 @@ Status ChannelCall::Describe(ClientContext* context, absl::string_view method) {
                                    ? nullptr
                                    : service_config.FindMethodConfig(method);
   wait_for_ready_ = context->wait_for_ready();
-  max_send_size_ = core_->settings().max_send_message_size;
+  max_send_size_ = core_->call_settings().max_send_message_size;
   stream_.max_receive_message_size = 0;  // the connection's
   stream_.description.previous_attempts = 0;
   retry_policy_ = nullptr;
@@ -63,10 +62,10 @@ Status ChannelCall::Describe(ClientContext* context, absl::string_view method) {
   call.authority = context->authority().empty() ? core_->default_authority()
                                                 : context->authority();
   call.scheme = core_->scheme();
-  call.user_agent = core_->settings().user_agent;
+  call.user_agent = core_->call_settings().user_agent;
   call.deadline = deadline;
   send_compression_ = context->compression_algorithm().value_or(
-      core_->settings().default_compression);
+      core_->call_settings().default_compression);
   call.send_encoding =
       transport::compression::CompressionAlgorithmName(send_compression_);
   call.metadata = &context->send_metadata();
@@ -202,7 +201,7 @@ void ChannelCall::FinishInterceptors(const Status& status,
 void ChannelCall::ChargeRetryBuffer() {
   if (retry_policy_ == nullptr || committed_) return;
   const size_t bytes = stream_.outgoing().size();
-  if (bytes > core_->settings().per_rpc_retry_buffer_size ||
+  if (bytes > core_->call_settings().per_rpc_retry_buffer_size ||
       !core_->ChargeRetryBuffer(bytes - retry_buffer_charged_)) {
     CommitRetries();
     return;

@@ -6,6 +6,7 @@
 #include "absl/strings/string_view.h"
 #include "rpc/client_context.h"
 #include "rpc/interceptor.h"
+#include "rpc/internal/client/channel_call_host.h"
 #include "rpc/internal/client/method_path_copy.h"
 #include "rpc/internal/client/retry.h"
 #include "rpc/status.h"
@@ -13,8 +14,6 @@
 #include "transport/io/event_loop.h"
 
 namespace h2rpc::internal {
-
-class ChannelCore;
 
 // What every call on a Channel shares, unary or streaming: its transport
 // stream, the wait for a connection, the start on the loop, and
@@ -34,14 +33,14 @@ class ChannelCall : public CancellableClientCall {
   // Loop thread: moves a waiting call to the list at `*list_head`, its
   // deadline still running.
   void MovePending(ChannelCall** list_head);
-  // Loop thread: takes a call waiting to retry (ChannelCore's retrying
+  // Loop thread: takes a call waiting to retry (ChannelCallHost's retrying
   // list) out of its wait, for the channel to fail it.
   void StopRetryWait();
   ChannelCall* next_pending() const { return next_pending_; }
   // ClientContext::wait_for_ready() of the call.
   bool wait_for_ready() const { return wait_for_ready_; }
   // Loop thread: true the first time only; the channel then counts the call
-  // as in progress until its result is known (ChannelCore::OnCallEnded).
+  // as in progress until its result is known (ChannelCallHost::OnCallEnded).
   bool CountInProgress() {
     if (counted_) return false;
     counted_ = true;
@@ -61,7 +60,7 @@ class ChannelCall : public CancellableClientCall {
   void Start() { loop()->Post(&start_task_); }
 
  protected:
-  explicit ChannelCall(ChannelCore* core) : core_(core) {}
+  explicit ChannelCall(ChannelCallHost* core) : core_(core) {}
   virtual ~ChannelCall() = default;
 
   // Fills the stream's description (method, authority, user agent,
@@ -91,7 +90,7 @@ class ChannelCall : public CancellableClientCall {
   // starts the call again, at once for the first
   // kImmediateTransparentRetries; after them only a wait_for_ready call
   // goes on, each time after the channel's reconnect backoff
-  // (ChannelCore::TransparentRetryBackoff), until its deadline. False when
+  // (ChannelCallHost::TransparentRetryBackoff), until its deadline. False when
   // out of retries: the call then fails with UNAVAILABLE.
   [[nodiscard]] bool RetryTransparently();
   static constexpr int kImmediateTransparentRetries = 3;
@@ -132,7 +131,7 @@ class ChannelCall : public CancellableClientCall {
 
   transport::io::EventLoop* loop() const;
 
-  ChannelCore* const core_;
+  ChannelCallHost* const core_;
   transport::http2::ClientStream stream_;
   // The copy of the method path the stream's description points into: the
   // loop reads it on every (re)start, long after the caller's string may

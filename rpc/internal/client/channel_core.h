@@ -20,6 +20,7 @@
 #include "rpc/compression.h"
 #include "rpc/connectivity_state.h"
 #include "rpc/credentials.h"
+#include "rpc/internal/client/channel_call_host.h"
 #include "rpc/internal/client/connection_backoff.h"
 #include "rpc/internal/client/connectivity_watch.h"
 #include "rpc/internal/client/health_watch.h"
@@ -49,8 +50,8 @@ class ClientStreamCall;
 // load-balancing policy and its subchannels (one connection per backend
 // address, rpc/internal/client/subchannel.h), the connectivity state, the calls
 // waiting for a connection, the idle timer and the pool of unary calls.
-// Channel forwards to it; the calls (ChannelCall and its subclasses) hold a
-// pointer to it, never to the Channel.
+// Channel forwards to it; the calls (ChannelCall and its subclasses) see it
+// only through ChannelCallHost, never the Channel.
 //
 // The channel's lifecycle (docs/design.md, "Connection lifecycle"), all on
 // the loop thread:
@@ -68,26 +69,13 @@ class ClientStreamCall;
 // or ended), at most once per dns_min_time_between_resolutions, and every
 // dns_refresh_interval.
 //
-// Threads: the call-starting methods, ReturnCall, GetState, the waits and
-// the accessors from any thread; StartOnLoop, OnCallEnded and the
-// policy's, subchannels' and resolver's callbacks on the loop thread.
-class ChannelCore final : private LbPolicy::Helper, private Subchannel::Host {
+// Threads: the call-starting methods, GetState, the waits and the
+// accessors from any thread; ChannelCallHost's as it says; the policy's,
+// subchannels' and resolver's callbacks on the loop thread.
+class ChannelCore final : public ChannelCallHost,
+                          private LbPolicy::Helper,
+                          private Subchannel::Host {
  public:
-  // What every call on a channel needs from it to set itself up (fixed when
-  // the channel is made).
-  struct CallSettings {
-    // "user-agent" of every call (ChannelOptions::user_agent).
-    std::string user_agent;
-    // ChannelOptions::default_compression.
-    CompressionAlgorithm default_compression = CompressionAlgorithm::kIdentity;
-    // ChannelOptions::connection.max_send_message_size. Bytes.
-    size_t max_send_message_size = 0;
-    // ChannelOptions::stream_write_buffer. Bytes.
-    size_t stream_write_buffer = 0;
-    // ChannelOptions::per_rpc_retry_buffer_size. Bytes.
-    size_t per_rpc_retry_buffer_size = 0;
-  };
-
   // `credentials` (null: every call fails) is read during construction.
   // Invalid `options` (CheckChannelOptions) make every call fail.
   ChannelCore(absl::string_view target, const ChannelCredentials* credentials,
@@ -108,42 +96,36 @@ class ChannelCore final : private LbPolicy::Helper, private Subchannel::Host {
   static void Destroy(std::unique_ptr<ChannelCore> core);
 
   const std::string& target() const { return target_; }
-  // The :authority of calls whose context sets none: the target, or
-  // ChannelOptions::ssl_target_name_override.
-  const std::string& default_authority() const { return default_authority_; }
-  // The :scheme of calls: "https" over TLS, else "http".
-  absl::string_view scheme() const { return scheme_; }
-  transport::io::EventLoop& loop() { return loop_; }
-  // Why the loop could not start, if it could not (OK otherwise).
-  const Status& loop_status() const { return loop_status_; }
-  const CallSettings& settings() const { return settings_; }
-  // ChannelOptions::interceptors, outermost first.
-  const std::vector<ClientInterceptor*>& interceptors() const {
+
+  // ChannelCallHost.
+  const ChannelCallSettings& call_settings() const override {
+    return settings_;
+  }
+  // The target, or ChannelOptions::ssl_target_name_override.
+  const std::string& default_authority() const override {
+    return default_authority_;
+  }
+  absl::string_view scheme() const override { return scheme_; }
+  const std::vector<ClientInterceptor*>& interceptors() const override {
     return interceptors_;
   }
-  // ChannelOptions::service_config, parsed (empty without one).
-  const ServiceConfig& service_config() const { return service_config_; }
-
-  // Retries (see ChannelCall::RetryOrCommit). ChannelOptions::enable_retries.
-  bool retries_enabled() const { return options_.enable_retries; }
-  // Loop thread: the service config's retryThrottling bucket; null: none.
-  RetryThrottle* retry_throttle() { return retry_throttle_.get(); }
-  // Loop thread: a uniformly distributed number in [0, 1) for a retry's
-  // backoff.
-  double RetryJitter();
-  // Loop thread: the wait before the `n`-th (from 0) transparent retry
-  // that waits (ChannelCall::RetryTransparently): the reconnect backoff's,
-  // min(initial_backoff * backoff_multiplier^n, max_backoff), shifted at
-  // random by up to backoff_jitter of itself.
-  absl::Duration TransparentRetryBackoff(int n);
-  // Loop thread: the channel is being destroyed; its calls end, none starts
-  // or waits any more.
-  bool shutting_down() const { return shut_down_; }
-  // Any thread: counts `bytes` more request bytes kept for retries; false
-  // (nothing counted) if that would exceed ChannelOptions::
-  // retry_buffer_size.
-  [[nodiscard]] bool ChargeRetryBuffer(size_t bytes);
-  void ReleaseRetryBuffer(size_t bytes);
+  const ServiceConfig& service_config() const override {
+    return service_config_;
+  }
+  bool retries_enabled() const override { return options_.enable_retries; }
+  transport::io::EventLoop& loop() override { return loop_; }
+  const Status& loop_status() const override { return loop_status_; }
+  void StartOnLoop(ChannelCall* call) override;
+  void OnCallEnded() override;
+  Status PendingDeadlineStatus() const override;
+  bool shutting_down() const override { return shut_down_; }
+  ChannelCall** retrying_list() override { return &retrying_; }
+  RetryThrottle* retry_throttle() override { return retry_throttle_.get(); }
+  double RetryJitter() override;
+  absl::Duration TransparentRetryBackoff(int n) override;
+  [[nodiscard]] bool ChargeRetryBuffer(size_t bytes) override;
+  void ReleaseRetryBuffer(size_t bytes) override;
+  void ReturnCall(ClientCall* call) override;
 
   // The Channel's calls (see there for their contracts).
   Status UnaryCall(ClientContext* context, absl::string_view method,
@@ -177,22 +159,6 @@ class ChannelCore final : private LbPolicy::Helper, private Subchannel::Host {
   // threads may still wait through a raw Channel pointer): SHUTDOWN,
   // waiters released; returns once none is left.
   void ShutdownWatch() { watch_.Shutdown(); }
-
-  // Loop thread: puts `call` on a stream of the connection, or makes it
-  // wait for one (connecting first if the channel is idle), or fails it
-  // (TRANSIENT_FAILURE without wait_for_ready, unusable channel, shutting
-  // down).
-  void StartOnLoop(ChannelCall* call);
-  // Loop thread: a call counted by StartOnLoop has its result.
-  void OnCallEnded();
-  // Loop thread: the list of calls waiting to retry (ChannelCall's
-  // RetryOrCommit), failed if the channel goes.
-  ChannelCall** retrying_list() { return &retrying_; }
-  // Loop thread: the status of a call whose deadline passed while it
-  // waited for a connection.
-  Status PendingDeadlineStatus() const;
-  // Any thread: a unary call is over; back to the pool.
-  void ReturnCall(ClientCall* call);
 
   // For tests, any thread: the state's history and waiters; the keepalive
   // time the channel's next connection gets.
@@ -299,7 +265,7 @@ class ChannelCore final : private LbPolicy::Helper, private Subchannel::Host {
   std::string tls_server_name_;
   std::string default_authority_;
   absl::string_view scheme_ = "http";
-  const CallSettings settings_;
+  const ChannelCallSettings settings_;
   std::vector<ClientInterceptor*> interceptors_;  // held by options_
   const std::shared_ptr<transport::io::Resolver> resolver_;
   transport::io::EventLoop loop_;

@@ -2,7 +2,6 @@
 
 #include <utility>
 
-#include "rpc/internal/client/channel_core.h"
 #include "rpc/internal/client/client_context_access.h"
 #include "rpc/internal/common/serialize_framed.h"
 #include "transport/compression/thread_codecs.h"

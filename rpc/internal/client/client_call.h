@@ -22,7 +22,7 @@ namespace h2rpc::internal {
 class ClientCall final : public ChannelCall,
                          public transport::http2::ClientStream::Observer {
  public:
-  explicit ClientCall(ChannelCore* core) : ChannelCall(core) {}
+  explicit ClientCall(ChannelCallHost* core) : ChannelCall(core) {}
 
   // User thread: sets the call up. Returns non-OK (and the call is not
   // started) for a past deadline, a cancelled context or an oversized

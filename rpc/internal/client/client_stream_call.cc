@@ -2,16 +2,15 @@
 
 #include <utility>
 
-#include "rpc/internal/client/channel_core.h"
 #include "rpc/internal/common/serialize_framed.h"
 
 namespace h2rpc::internal {
 
-ClientStreamCall::ClientStreamCall(ChannelCore* core,
+ClientStreamCall::ClientStreamCall(ChannelCallHost* core,
                                    ClientStreamReactor* reactor)
     : ChannelCall(core),
-      StreamOps(&core->loop(), core->settings().stream_write_buffer,
-                core->settings().max_send_message_size),
+      StreamOps(&core->loop(), core->call_settings().stream_write_buffer,
+                core->call_settings().max_send_message_size),
       reactor_(reactor) {
   stream_.observer = this;
 }

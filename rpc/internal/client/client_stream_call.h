@@ -22,7 +22,7 @@ class ClientStreamCall final : public ChannelCall,
                                public StreamOps,
                                public transport::http2::ClientStream::Observer {
  public:
-  ClientStreamCall(ChannelCore* core, ClientStreamReactor* reactor);
+  ClientStreamCall(ChannelCallHost* core, ClientStreamReactor* reactor);
 
   // User thread. `request` (server streaming) is serialized now, sent as the
   // only message and followed by the half-close; `response` (client

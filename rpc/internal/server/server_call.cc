@@ -3,14 +3,12 @@
 #include <utility>
 
 #include "rpc/internal/common/serialize_framed.h"
-#include "rpc/internal/server/server_core.h"
-#include "rpc/internal/server/server_loop.h"
 
 namespace h2rpc {
 
 namespace internal {
 
-void ServerCall::Begin(ServerCore* server, const Method* method,
+void ServerCall::Begin(ServerCallHost* server, const Method* method,
                        absl::string_view method_name,
                        transport::http2::ServerStream* stream) {
   server_ = server;
@@ -51,7 +49,7 @@ void ServerCall::OnHalfClose() {
     return;
   }
   const Status intercepted = interception_.Start(
-      server_->settings().interceptors, method_name_, &context_);
+      server_->call_settings().interceptors, method_name_, &context_);
   if (!intercepted.ok()) {
     stream_->Finish(intercepted,
                     &ServerContextAccess::TrailingMetadata(&context_));
@@ -131,9 +129,9 @@ void ServerCall::Run() {
   Metadata& initial_metadata = ServerContextAccess::InitialMetadata(&context_);
   if (status.ok()) {
     stream_->set_send_encoding(ServerContextAccess::ResponseCompression(
-        context_, server_->settings().default_compression));
+        context_, server_->call_settings().default_compression));
     status = SerializeFramed(*response_, stream_->send_encoding(),
-                             server_->settings().max_send_message_size,
+                             server_->call_settings().max_send_message_size,
                              &stream_->outgoing().buffer());
     // A response the memory quota cannot hold fails the call instead.
     if (status.ok()) status = stream_->outgoing().ChargeAppended();
@@ -165,7 +163,7 @@ void ServerCall::End() {
 }
 
 void ServerCall::Recycle() {
-  ServerCore* server = server_;
+  ServerCallHost* server = server_;
   const Method* method = method_;
   loop_->ReturnCall(this);
   server->CallEnded(method);  // last: Shutdown() may be waiting for it

@@ -11,6 +11,7 @@
 #include "rpc/internal/common/cancel_gate.h"
 #include "rpc/internal/common/member_task.h"
 #include "rpc/internal/common/method.h"
+#include "rpc/internal/server/server_call_host.h"
 #include "rpc/internal/server/server_context_access.h"
 #include "rpc/internal/server/server_interception.h"
 #include "rpc/internal/server/sync_task_count.h"
@@ -21,9 +22,6 @@
 #include "transport/io/event_loop.h"
 
 namespace h2rpc::internal {
-
-class ServerCore;
-class ServerLoop;
 
 // One unary call on the server, from dispatch to its last byte. Pooled per
 // loop. Its request and response live on the call's protobuf arena, whose
@@ -54,11 +52,11 @@ class ServerCall final : public transport::http2::ServerStream::Observer,
                          public UnaryCompletion,
                          private transport::io::Task {
  public:
-  explicit ServerCall(ServerLoop* loop) : loop_(loop) {}
+  explicit ServerCall(ServerCallLoop* loop) : loop_(loop) {}
 
   // Loop thread: binds the call to a new stream. `method_name` (the
   // server's copy of the path) names the call in misuse reports.
-  void Begin(ServerCore* server, const Method* method,
+  void Begin(ServerCallHost* server, const Method* method,
              absl::string_view method_name,
              transport::http2::ServerStream* stream);
   // Any thread, once per call: a callback handler finished (UnaryDone).
@@ -100,8 +98,8 @@ class ServerCall final : public transport::http2::ServerStream::Observer,
   // after the arena's own header and allocation policy.
   static constexpr size_t kInlineArenaBlockSize = 2048;
 
-  ServerLoop* const loop_;
-  ServerCore* server_ = nullptr;
+  ServerCallLoop* const loop_;
+  ServerCallHost* server_ = nullptr;
   const Method* method_ = nullptr;
   absl::string_view method_name_;
   // The call's stream while it runs; null once End() released it.

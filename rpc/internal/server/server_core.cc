@@ -224,7 +224,7 @@ std::unique_ptr<ServerCore> ServerCore::Start(
 
 namespace {
 
-// ServerCore::sync_threads_per_connection().
+// ServerLoop::Host::sync_threads_per_connection().
 int SyncThreadsPerConnection(const ServerOptions& options) {
   const int share = options.max_sync_threads_per_connection > 0
                         ? options.max_sync_threads_per_connection
@@ -275,6 +275,11 @@ ServerLoop* ServerCore::NextLoop() {
       .get();
 }
 
+void ServerCore::Adopt(transport::io::FileDescriptor socket, std::string peer,
+                       std::shared_ptr<const transport::tls::TlsContext> tls) {
+  NextLoop()->Adopt(std::move(socket), std::move(peer), std::move(tls));
+}
+
 Status ServerCore::Dispatch(ServerLoop* loop,
                             transport::http2::ServerStream* stream) {
   const absl::string_view path = stream->method();
@@ -296,6 +301,7 @@ Status ServerCore::Dispatch(ServerLoop* loop,
   Method* method = it->second.get();
   method->CallStarted();
   if (method->kind() == MethodKind::kUnary) {
+    loop->loop().AssertInLoopThread();
     loop->TakeCall()->Begin(this, method, it->first, stream);
   } else {
     (new ServerStreamCall(loop, this, method, it->first, stream))->Start();
@@ -403,13 +409,19 @@ void ServerCore::Shutdown(absl::Time deadline) {
   watching_calls_.store(true, std::memory_order_seq_cst);
   // GOAWAY everywhere; calls in flight go on until the deadline.
   for (auto& loop : loops_) {
-    loop->loop().Post([l = loop.get()] { l->DrainConnections(); });
+    loop->loop().Post([l = loop.get()] {
+      l->loop().AssertInLoopThread();
+      l->DrainConnections();
+    });
   }
   if (!WaitUntilIdle(std::max(deadline - absl::Now(), absl::ZeroDuration()))) {
     // Past the deadline: cancel whatever is left. What still keeps a call
     // alive after this is its handler (see Shutdown's contract).
     for (auto& loop : loops_) {
-      loop->loop().Post([l = loop.get()] { l->CloseConnections(); });
+      loop->loop().Post([l = loop.get()] {
+        l->loop().AssertInLoopThread();
+        l->CloseConnections();
+      });
     }
     absl::Duration waited = absl::ZeroDuration();
     while (!WaitUntilIdle(options_.shutdown_grace_period)) {

@@ -17,6 +17,9 @@
 #include "rpc/interceptor.h"
 #include "rpc/internal/common/listening_port.h"
 #include "rpc/internal/common/method.h"
+#include "rpc/internal/server/server_call_host.h"
+#include "rpc/internal/server/server_listener.h"
+#include "rpc/internal/server/server_loop.h"
 #include "rpc/server_options.h"
 #include "rpc/status.h"
 #include "transport/core/memory_quota.h"
@@ -25,38 +28,21 @@
 
 namespace h2rpc {
 
-namespace transport::http2 {
-class ServerStream;
-}  // namespace transport::http2
-
 namespace internal {
-
-class ServerListener;
-class ServerLoop;
-class WorkerPool;
 
 // Everything behind a Server: its loops and their connections, the
 // listeners, the worker pool, the memory quota, the method table, the
 // counts of connections and calls, and Shutdown. Server forwards to it; the
-// loops, listeners and calls hold a pointer to it.
+// loops, listeners and calls see it only through the narrow interfaces it
+// implements (ServerLoop::Host, ServerListener::Host, ServerCallHost).
 //
 // Threads: Shutdown, Wait and live_calls from any thread but the server's
-// own; the call, loop and listener interfaces below as each says.
-class ServerCore {
+// own; the interfaces as they say.
+class ServerCore final : public ServerCallHost,
+                         public ServerLoop::Host,
+                         public ServerListener::Host {
  public:
   using MethodMap = internal::MethodMap;
-
-  // What every call needs from the server to answer (fixed at start).
-  struct CallSettings {
-    // ServerOptions::default_compression.
-    CompressionAlgorithm default_compression = CompressionAlgorithm::kIdentity;
-    // ServerOptions::connection.max_send_message_size. Bytes.
-    size_t max_send_message_size = 0;
-    // ServerOptions::stream_write_buffer. Bytes.
-    size_t stream_write_buffer = 0;
-    // ServerOptions::interceptors (which keeps them alive), outermost first.
-    std::vector<ServerInterceptor*> interceptors;
-  };
 
   // Checks `options`, binds `ports` (as Server::Builder::AddListeningPort
   // takes them, and where to write the port picked for port 0), starts the
@@ -75,38 +61,33 @@ class ServerCore {
   void Wait();
   int live_calls() const;
 
-  // For the calls.
-  WorkerPool& workers() { return *workers_; }
-  // ServerOptions::max_sync_threads_per_connection, its default resolved;
-  // 0 when it is max_sync_threads (no connection has a share of its own).
-  int sync_threads_per_connection() const {
-    return sync_threads_per_connection_;
-  }
-  const CallSettings& settings() const { return settings_; }
-  // Each dispatched call is counted once by its method: at dispatch (loop
-  // thread), and here by the one function that releases the call object
-  // (ServerCall::Recycle, ServerStreamCall::Destroy; loop thread), which
-  // runs exactly once per call.
-  void CallEnded(const Method* method);
+  // Any thread: round-robin over the loops.
+  ServerLoop* NextLoop();
 
-  // For the loops.
-  const transport::http2::ConnectionOptions& transport_options() const {
+  // ServerCallHost.
+  const ServerCallSettings& call_settings() const override { return settings_; }
+  void CallEnded(const Method* method) override;
+
+  // ServerLoop::Host.
+  const transport::http2::ConnectionOptions& transport_options()
+      const override {
     return transport_options_;
   }
-  transport::MemoryQuota& memory_quota() { return memory_quota_; }
-  // Loop thread: routes a new call (ServerLoop is the transport's
-  // dispatcher and forwards here).
-  Status Dispatch(ServerLoop* loop, transport::http2::ServerStream* stream);
-  // Any thread.
-  void ConnectionOpened();
+  transport::MemoryQuota& memory_quota() override { return memory_quota_; }
+  WorkerPool& workers() override { return *workers_; }
+  int sync_threads_per_connection() const override {
+    return sync_threads_per_connection_;
+  }
+  Status Dispatch(ServerLoop* loop,
+                  transport::http2::ServerStream* stream) override;
+  void ConnectionOpened() override;
   // Also tells the listeners when the count drops below max_connections.
-  void ConnectionClosed();
+  void ConnectionClosed() override;
 
-  // For the listeners, any thread. True when ServerOptions::max_connections
-  // connections are open.
-  bool AtConnectionLimit();
-  // Round-robin over the loops.
-  ServerLoop* NextLoop();
+  // ServerListener::Host.
+  bool AtConnectionLimit() override;
+  void Adopt(transport::io::FileDescriptor socket, std::string peer,
+             std::shared_ptr<const transport::tls::TlsContext> tls) override;
 
  private:
   ServerCore(ServerOptions options, MethodMap methods);
@@ -121,7 +102,7 @@ class ServerCore {
 
   const ServerOptions options_;
   const transport::http2::ConnectionOptions transport_options_;
-  const CallSettings settings_;
+  const ServerCallSettings settings_;
   const int sync_threads_per_connection_;
   // Outlives the loops and their connections.
   transport::MemoryQuota memory_quota_{options_.memory_quota};

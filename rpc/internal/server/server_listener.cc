@@ -10,8 +10,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "rpc/internal/server/server_core.h"
-#include "rpc/internal/server/server_loop.h"
 
 namespace h2rpc::internal {
 namespace {
@@ -53,7 +51,7 @@ absl::Duration NextAcceptBackoff(absl::Duration previous) {
 }
 
 ServerListener::ServerListener(
-    ServerCore* server, transport::io::FileDescriptor socket,
+    Host* server, transport::io::FileDescriptor socket,
     transport::io::SocketFile file,
     std::shared_ptr<const transport::tls::TlsContext> tls)
     : server_(server),
@@ -98,7 +96,7 @@ void ServerListener::OnFdReady(uint32_t events) {
         transport::io::AcceptTcp(socket_.get(), &peer, &error);
     if (accepted.valid()) {
       backoff_ = absl::ZeroDuration();
-      server_->NextLoop()->Adopt(std::move(accepted), PeerName(peer), tls_);
+      server_->Adopt(std::move(accepted), PeerName(peer), tls_);
       continue;
     }
     switch (ClassifyAcceptFailure(error)) {

@@ -13,8 +13,6 @@
 
 namespace h2rpc::internal {
 
-class ServerCore;
-
 // What the listener does after accept() failed with `error` (an errno).
 enum class AcceptFailure {
   // EAGAIN: nothing pending; wait for readability.
@@ -37,8 +35,8 @@ inline constexpr absl::Duration kAcceptBackoffMax = absl::Seconds(1);
 // none, i.e. ZeroDuration()).
 absl::Duration NextAcceptBackoff(absl::Duration previous);
 
-// Accepts connections on one listening socket and hands each to the server's
-// next loop (ServerCore::NextLoop()->Adopt). Runs on one event loop (the
+// Accepts connections on one listening socket and hands each to the server
+// (Host::Adopt, which picks a loop). Runs on one event loop (the
 // server's first), which all of the server's listeners share.
 //
 // The socket is watched level-triggered; the listener stops watching it
@@ -59,11 +57,27 @@ class ServerListener final : private transport::io::FdWatcher,
                              private transport::io::Timer,
                              private transport::io::Task {
  public:
+  // What a listener needs of its server. ServerCore implements it.
+  class Host {
+   public:
+    // Any thread: true while ServerOptions::max_connections connections are
+    // open.
+    virtual bool AtConnectionLimit() = 0;
+    // Any thread: serve an accepted connection on one of the server's loops,
+    // over TLS with `tls` unless it is null.
+    virtual void Adopt(
+        transport::io::FileDescriptor socket, std::string peer,
+        std::shared_ptr<const transport::tls::TlsContext> tls) = 0;
+
+   protected:
+    ~Host() = default;
+  };
+
   // `server` must outlive the listener. `file`: the socket file of a
   // unix-domain pathname `socket` (none for others), removed by Stop().
   // `tls`: the port's TLS context (null: plaintext), handed to every
   // connection it accepts.
-  ServerListener(ServerCore* server, transport::io::FileDescriptor socket,
+  ServerListener(Host* server, transport::io::FileDescriptor socket,
                  transport::io::SocketFile file,
                  std::shared_ptr<const transport::tls::TlsContext> tls);
   ServerListener(const ServerListener&) = delete;
@@ -96,7 +110,7 @@ class ServerListener final : private transport::io::FdWatcher,
   // "`what` failed on <address>: `reason`" if the episode starts here.
   void BackOff(const char* what, absl::string_view reason);
 
-  ServerCore* const server_;
+  Host* const server_;
   transport::io::FileDescriptor socket_;
   transport::io::SocketFile file_;
   const std::shared_ptr<const transport::tls::TlsContext> tls_;

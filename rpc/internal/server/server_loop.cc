@@ -8,7 +8,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "rpc/internal/server/server_call.h"
-#include "rpc/internal/server/server_core.h"
 #include "transport/tls/tls_session.h"
 
 namespace h2rpc::internal {
@@ -16,7 +15,7 @@ namespace h2rpc::internal {
 using transport::http2::ServerSession;
 using transport::http2::ServerStream;
 
-ServerLoop::ServerLoop(ServerCore* server, int cpu, absl::Duration busy_poll)
+ServerLoop::ServerLoop(Host* server, int cpu, absl::Duration busy_poll)
     : server_(server) {
   // Before any connection exists, so before the quota is shared.
   server->memory_quota().AddListener(this);
@@ -34,6 +33,7 @@ void ServerLoop::Adopt(transport::io::FileDescriptor socket, std::string peer,
   server_->ConnectionOpened();
   loop_.Post([this, fd = socket.release(), peer = std::move(peer),
               tls = std::move(tls)]() mutable {
+    loop_.AssertInLoopThread();
     std::unique_ptr<transport::io::ByteFilter> filter;
     if (tls != nullptr) filter = transport::tls::TlsSession::NewServer(tls);
     auto connection =
@@ -134,6 +134,7 @@ void ServerLoop::ForgetWorkers() {
 }
 
 void ServerLoop::WakeWorkers() {
+  loop_.AssertInLoopThread();
   MutexLock lock(&workers_mu_);
   // The second pass may come after the last call ended and the server
   // began destroying the pool.
@@ -145,12 +146,14 @@ void ServerLoop::WakeWorkers() {
 }
 
 void ServerLoop::RetryMemoryWaiters() {
+  loop_.AssertInLoopThread();
   for (auto& connection : connections_) {
     connection->session().RetryMemoryWaiters();
   }
 }
 
 void ServerLoop::OnConnectionClosed(ServerSession* connection) {
+  loop_.AssertInLoopThread();
   auto it = std::find_if(
       connections_.begin(), connections_.end(),
       [connection](const auto& c) { return &c->session() == connection; });

@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/time/time.h"
 #include "rpc/internal/common/member_task.h"
+#include "rpc/internal/server/server_call_host.h"
 #include "rpc/internal/server/sync_task_count.h"
 #include "rpc/internal/server/worker_pool.h"
 #include "rpc/status.h"
@@ -21,20 +22,45 @@
 namespace h2rpc::internal {
 
 class ServerCall;
-class ServerCore;
 
 // One of the server's event loops with the connections it serves and its
 // pool of call objects (touched only on its thread).
-class ServerLoop final : public transport::http2::ServerDispatcher,
+class ServerLoop final : public ServerCallLoop,
+                         public transport::http2::ServerDispatcher,
                          public transport::http2::ServerSession::Listener,
                          private transport::MemoryQuota::Listener {
  public:
+  // What a loop needs of its server. ServerCore implements it.
+  class Host {
+   public:
+    // Any thread; fixed when the server starts.
+    virtual const transport::http2::ConnectionOptions& transport_options()
+        const = 0;
+    virtual transport::MemoryQuota& memory_quota() = 0;
+    virtual WorkerPool& workers() = 0;
+    // ServerOptions::max_sync_threads_per_connection, its default resolved;
+    // 0 when it is max_sync_threads (no connection has a share of its own).
+    virtual int sync_threads_per_connection() const = 0;
+    // Loop thread: routes a new call to its handler on `loop`.
+    virtual Status Dispatch(ServerLoop* loop,
+                            transport::http2::ServerStream* stream) = 0;
+    // Any thread: a connection was handed to a loop, or has closed and been
+    // destroyed.
+    virtual void ConnectionOpened() = 0;
+    virtual void ConnectionClosed() = 0;
+
+   protected:
+    ~Host() = default;
+  };
+
   // `server` must outlive the loop. Starts the loop thread, pinned to `cpu`
   // unless it is -1, busy-polling for `busy_poll` (EventLoop::set_busy_poll).
-  ServerLoop(ServerCore* server, int cpu, absl::Duration busy_poll);
+  ServerLoop(Host* server, int cpu, absl::Duration busy_poll);
   ~ServerLoop();
 
-  transport::io::EventLoop& loop() { return loop_; }
+  transport::io::EventLoop& loop() override ABSL_LOCK_RETURNED(loop_) {
+    return loop_;
+  }
   // Why the loop thread could not start (e.g. a CPU it cannot pin to).
   const Status& start_status() const { return start_status_; }
 
@@ -43,18 +69,19 @@ class ServerLoop final : public transport::http2::ServerDispatcher,
   void Adopt(transport::io::FileDescriptor socket, std::string peer,
              std::shared_ptr<const transport::tls::TlsContext> tls);
   // Loop thread.
-  void DrainConnections();
-  void CloseConnections();
+  void DrainConnections() ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
+  void CloseConnections() ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
 
-  ServerCall* TakeCall();
-  void ReturnCall(ServerCall* call);
+  ServerCall* TakeCall() ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
+  void ReturnCall(ServerCall* call) override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
 
   // Loop thread. Hands a synchronous handler's task, for a call on the
   // connection `connection_id` (ServerStream::connection_id()), to the
   // server's worker pool (WorkerPool::TrySubmit's results; after
   // ForgetWorkers(), UNAVAILABLE "the server is shutting down" without
   // touching the pool). When that connection already has its share,
-  // ServerCore::sync_threads_per_connection() tasks accepted and not yet
+  // Host::sync_threads_per_connection() tasks accepted and not yet
   // done, RESOURCE_EXHAUSTED without touching the pool either. An accepted
   // task is counted in `*count` (left null when connections have no share),
   // which the task's Done() must give back with SyncTaskDone().
@@ -67,7 +94,8 @@ class ServerLoop final : public transport::http2::ServerDispatcher,
   // reads no further input in this iteration (EventLoop::RequestYield), so
   // the wake-up follows the chunk of input that carried the call.
   Status SubmitToWorkers(WorkerTask* task, uint64_t connection_id,
-                         SyncTaskCount* count);
+                         SyncTaskCount* count) override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
   // Any thread, before the server's worker pool is destroyed: from its
   // return on, the loop no longer uses the pool (SubmitToWorkers() refuses,
   // wake-ups still due do nothing). Tasks it handed over before stay the
@@ -81,26 +109,28 @@ class ServerLoop final : public transport::http2::ServerDispatcher,
   // Any thread: memory of the server's quota was released while a message
   // waits for it; the loop's connections retry on a posted task.
   void OnMemoryQuotaReleased() override { loop_.Post(&memory_task_); }
+  // Posted tasks (memory_task_, wake_workers_task_).
   void RetryMemoryWaiters();
   void WakeWorkers();
   // SubmitToWorkers() once the connection's share leaves room for the task.
-  Status SubmitToPool(WorkerTask* task);
+  Status SubmitToPool(WorkerTask* task) ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
 
-  ServerCore* const server_;
+  Host* const server_;
   transport::io::EventLoop loop_;
   std::vector<std::unique_ptr<
       transport::io::SocketConnection<transport::http2::ServerSession>>>
-      connections_;
-  std::vector<ServerCall*> free_calls_;
+      connections_ ABSL_GUARDED_BY(loop_);
+  std::vector<ServerCall*> free_calls_ ABSL_GUARDED_BY(loop_);
   // The open connections' counts of synchronous tasks, by connection id,
   // made at their first task. Loop thread.
-  absl::flat_hash_map<uint64_t, SyncTaskCount> sync_tasks_by_connection_;
-  bool draining_ = false;
+  absl::flat_hash_map<uint64_t, SyncTaskCount> sync_tasks_by_connection_
+      ABSL_GUARDED_BY(loop_);
+  bool draining_ ABSL_GUARDED_BY(loop_) = false;
   Status start_status_;
   MemberTask<ServerLoop, &ServerLoop::RetryMemoryWaiters> memory_task_{this};
   MemberTask<ServerLoop, &ServerLoop::WakeWorkers> wake_workers_task_{this};
   // The next WakeWorkers() wakes every thread the handed-out tasks need.
-  bool wake_all_workers_ = false;
+  bool wake_all_workers_ ABSL_GUARDED_BY(loop_) = false;
   // Held while SubmitToWorkers() or WakeWorkers() uses the pool; once set,
   // the pool may be gone.
   Mutex workers_mu_;

@@ -62,6 +62,7 @@ class LoopTask final : public WorkerTask {
 
   // Loop thread: hands the task to the loop's workers.
   Status Submit() {
+    loop_->loop().AssertInLoopThread();
     return loop_->SubmitToWorkers(this, connection_id_, &count_);
   }
   // Loop thread (the submitter's).

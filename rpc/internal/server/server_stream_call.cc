@@ -4,8 +4,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "rpc/internal/common/serialize_framed.h"
-#include "rpc/internal/server/server_core.h"
-#include "rpc/internal/server/server_loop.h"
 
 namespace h2rpc::internal {
 namespace {
@@ -14,12 +12,12 @@ constexpr char kFinishTwice[] = "Finish called twice";
 
 }  // namespace
 
-ServerStreamCall::ServerStreamCall(ServerLoop* loop, ServerCore* server,
+ServerStreamCall::ServerStreamCall(ServerCallLoop* loop, ServerCallHost* server,
                                    const Method* method,
                                    absl::string_view method_name,
                                    transport::http2::ServerStream* stream)
-    : StreamOps(&loop->loop(), server->settings().stream_write_buffer,
-                server->settings().max_send_message_size),
+    : StreamOps(&loop->loop(), server->call_settings().stream_write_buffer,
+                server->call_settings().max_send_message_size),
       loop_(loop),
       server_(server),
       method_(method),
@@ -42,7 +40,7 @@ void ServerStreamCall::Start() {
 
 void ServerStreamCall::StartHandler() {
   const Status intercepted = interception_.Start(
-      server_->settings().interceptors, method_name_, &context_);
+      server_->call_settings().interceptors, method_name_, &context_);
   if (!intercepted.ok()) {
     rejected_ = true;
     final_status_ = intercepted;
@@ -136,7 +134,7 @@ void ServerStreamCall::OnCancel() {
 CompressionAlgorithm ServerStreamCall::SendCompression() {
   // Once the headers are out, the stream keeps the encoding they named.
   stream_->set_send_encoding(ServerContextAccess::ResponseCompression(
-      context_, server_->settings().default_compression));
+      context_, server_->call_settings().default_compression));
   return stream_->send_encoding();
 }
 
@@ -191,7 +189,7 @@ void ServerStreamCall::RunFinish() {
   if (!stream_->cancelled() && !stream_->finished()) {
     if (status.ok() && response_ != nullptr) {
       status = SerializeFramed(*response_, SendCompression(),
-                               server_->settings().max_send_message_size,
+                               server_->call_settings().max_send_message_size,
                                &stream_->outgoing().buffer());
       if (status.ok()) status = stream_->outgoing().ChargeAppended();
       if (status.ok()) {
@@ -254,7 +252,7 @@ void ServerStreamCall::RunDone() {
 }
 
 void ServerStreamCall::Destroy() {
-  ServerCore* server = server_;
+  ServerCallHost* server = server_;
   const Method* method = method_;
   delete this;
   server->CallEnded(method);  // last: Shutdown() may be waiting for it

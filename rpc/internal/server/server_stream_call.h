@@ -9,6 +9,7 @@
 #include "rpc/internal/common/cancel_gate.h"
 #include "rpc/internal/common/method.h"
 #include "rpc/internal/common/stream_ops.h"
+#include "rpc/internal/server/server_call_host.h"
 #include "rpc/internal/server/server_context_access.h"
 #include "rpc/internal/server/server_interception.h"
 #include "rpc/internal/server/sync_task_count.h"
@@ -19,9 +20,6 @@
 #include "transport/http2/server_session.h"
 
 namespace h2rpc::internal {
-
-class ServerCore;
-class ServerLoop;
 
 // One streaming call on the server (client, server or bidi streaming),
 // driving the method's reactor: one the application's factory created, or
@@ -53,8 +51,8 @@ class ServerStreamCall final : public StreamOps,
  public:
   // `method_name` (the server's copy of the path) names the call in misuse
   // reports.
-  ServerStreamCall(ServerLoop* loop, ServerCore* server, const Method* method,
-                   absl::string_view method_name,
+  ServerStreamCall(ServerCallLoop* loop, ServerCallHost* server,
+                   const Method* method, absl::string_view method_name,
                    transport::http2::ServerStream* stream);
   // Loop thread, once constructed: starts the handler (or waits for the
   // request of a server-streaming call).
@@ -135,8 +133,8 @@ class ServerStreamCall final : public StreamOps,
   // Deletes the call; the server's count of live calls drops.
   void Destroy();
 
-  ServerLoop* const loop_;
-  ServerCore* const server_;
+  ServerCallLoop* const loop_;
+  ServerCallHost* const server_;
   const Method* const method_;
   const absl::string_view method_name_;
   // Null once RunDone() released it.

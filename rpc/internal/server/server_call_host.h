@@ -1,0 +1,67 @@
+#ifndef H2RPC_RPC_INTERNAL_SERVER_SERVER_CALL_HOST_H_
+#define H2RPC_RPC_INTERNAL_SERVER_SERVER_CALL_HOST_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "rpc/compression.h"
+#include "rpc/interceptor.h"
+#include "rpc/internal/common/method.h"
+#include "rpc/internal/server/sync_task_count.h"
+#include "rpc/internal/server/worker_pool.h"
+#include "rpc/status.h"
+#include "transport/io/event_loop.h"
+
+namespace h2rpc::internal {
+
+class ServerCall;
+
+// What every call needs from the server to answer, fixed when the server
+// starts.
+struct ServerCallSettings {
+  // ServerOptions::default_compression.
+  CompressionAlgorithm default_compression = CompressionAlgorithm::kIdentity;
+  // ServerOptions::connection.max_send_message_size. Bytes.
+  size_t max_send_message_size = 0;
+  // ServerOptions::stream_write_buffer. Bytes.
+  size_t stream_write_buffer = 0;
+  // ServerOptions::interceptors (which keeps them alive), outermost first.
+  std::vector<ServerInterceptor*> interceptors;
+};
+
+// What the server's calls (ServerCall, ServerStreamCall) need of the server
+// that dispatched them. ServerCore implements it; it outlives every call.
+class ServerCallHost {
+ public:
+  // Any thread; the same object for the server's life.
+  virtual const ServerCallSettings& call_settings() const = 0;
+  // Loop thread, exactly once per dispatched call, by the one function that
+  // releases the call object (ServerCall::Recycle, ServerStreamCall::Destroy),
+  // as its last use of anything: Shutdown may be waiting for it.
+  virtual void CallEnded(const Method* method) = 0;
+
+ protected:
+  ~ServerCallHost() = default;
+};
+
+// What a call needs of the event loop that serves it. ServerLoop implements
+// it; it outlives the calls it serves.
+class ServerCallLoop {
+ public:
+  // Any thread; the same loop for the call's life.
+  virtual transport::io::EventLoop& loop() = 0;
+  // Loop thread: a synchronous handler's task to the server's worker pool
+  // (ServerLoop::SubmitToWorkers says how).
+  virtual Status SubmitToWorkers(WorkerTask* task, uint64_t connection_id,
+                                 SyncTaskCount* count) = 0;
+  // Loop thread: a unary call object back to the loop's pool.
+  virtual void ReturnCall(ServerCall* call) = 0;
+
+ protected:
+  ~ServerCallLoop() = default;
+};
+
+}  // namespace h2rpc::internal
+
+#endif  // H2RPC_RPC_INTERNAL_SERVER_SERVER_CALL_HOST_H_
