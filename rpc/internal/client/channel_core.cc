@@ -192,7 +192,10 @@ void ChannelCore::ReleaseRetryBuffer(size_t bytes) {
 }
 
 ChannelCore::~ChannelCore() {
-  loop_.Post([this] { Shutdown(); });
+  loop_.Post([this] {
+    loop_.AssertInLoopThread();
+    Shutdown();
+  });
   loop_.Stop();
   transport::io::MutexLock lock(&pool_mu_);
   for (ClientCall* call : free_calls_) delete call;
@@ -438,6 +441,7 @@ void ChannelCore::SetState(ConnectivityState state) {
 }
 
 void ChannelCore::ConnectIfIdle() {
+  loop_.AssertInLoopThread();
   if (shut_down_ || state_ != ConnectivityState::kIdle ||
       !channel_error_.ok()) {
     return;
@@ -487,6 +491,7 @@ void ChannelCore::Resolve() {
 }
 
 void ChannelCore::OnResolved(transport::io::Resolver::Result result) {
+  loop_.AssertInLoopThread();
   loop_.Cancel(&resolution_timer_);
   if (!result.status.ok()) {
     OnResolutionFailed(result.status);
@@ -500,6 +505,7 @@ void ChannelCore::OnResolved(transport::io::Resolver::Result result) {
 }
 
 void ChannelCore::OnResolutionDeadline() {
+  loop_.AssertInLoopThread();
   resolution_.Cancel();
   OnResolutionFailed(
       Status(StatusCode::kUnavailable,
@@ -517,6 +523,7 @@ void ChannelCore::OnResolutionFailed(const Status& why) {
 }
 
 void ChannelCore::OnReresolutionTimer() {
+  loop_.AssertInLoopThread();
   if (shut_down_ ||
       (state_ == ConnectivityState::kIdle && policy_ == nullptr)) {
     return;
@@ -592,6 +599,7 @@ void ChannelCore::ArmIdleTimer() {
 }
 
 void ChannelCore::OnIdleTimer() {
+  loop_.AssertInLoopThread();
   // A call in progress re-arms the timer when it ends.
   if (shut_down_ || active_calls_ > 0 || state_ == ConnectivityState::kIdle) {
     return;
@@ -666,6 +674,7 @@ void ChannelCore::OnSubchannelStateChange(Subchannel* subchannel) {
 
 void ChannelCore::OnSubchannelDone(Subchannel* subchannel) {
   loop_.Post([this, subchannel] {
+    loop_.AssertInLoopThread();
     auto it = std::find_if(
         subchannels_.begin(), subchannels_.end(),
         [subchannel](const auto& s) { return s.get() == subchannel; });

@@ -115,14 +115,24 @@ class ChannelCore final : public ChannelCallHost,
   bool retries_enabled() const override { return options_.enable_retries; }
   transport::io::EventLoop& loop() override { return loop_; }
   const Status& loop_status() const override { return loop_status_; }
-  void StartOnLoop(ChannelCall* call) override;
-  void OnCallEnded() override;
-  Status PendingDeadlineStatus() const override;
-  bool shutting_down() const override { return shut_down_; }
-  ChannelCall** retrying_list() override { return &retrying_; }
-  RetryThrottle* retry_throttle() override { return retry_throttle_.get(); }
-  double RetryJitter() override;
-  absl::Duration TransparentRetryBackoff(int n) override;
+  void StartOnLoop(ChannelCall* call) override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
+  void OnCallEnded() override ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
+  Status PendingDeadlineStatus() const override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
+  bool shutting_down() const override ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_) {
+    return shut_down_;
+  }
+  ChannelCall** retrying_list() override ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_) {
+    return &retrying_;
+  }
+  RetryThrottle* retry_throttle() override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_) {
+    return retry_throttle_.get();
+  }
+  double RetryJitter() override ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
+  absl::Duration TransparentRetryBackoff(int n) override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
   [[nodiscard]] bool ChargeRetryBuffer(size_t bytes) override;
   void ReleaseRetryBuffer(size_t bytes) override;
   void ReturnCall(ClientCall* call) override;
@@ -194,52 +204,61 @@ class ChannelCore final : public ChannelCallHost,
   void CompleteUnstarted(absl::AnyInvocable<void(const Status&)> done,
                          Status status);
 
-  // Loop thread.
-  void SetState(ConnectivityState state);
+  // Loop thread; the entry points (timers, tasks, the resolver's delivery)
+  // assert it (EventLoop::AssertInLoopThread).
+  void SetState(ConnectivityState state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
   // Leaves IDLE: resolves the target (or hands its fixed addresses to a new
   // policy), or wakes an idle policy.
-  void ExitIdle();
+  void ExitIdle() ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
   // From GetState(true) and WaitForConnected.
   void ConnectIfIdle();
   // Starts a resolution of the target's host name now, unless one is under
   // way.
-  void Resolve();
+  void Resolve() ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
   void OnResolved(transport::io::Resolver::Result result);
   void OnResolutionDeadline();
-  void OnResolutionFailed(const Status& why);
+  void OnResolutionFailed(const Status& why)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
   // The reresolution timer: resolve again unless the channel is idle.
   void OnReresolutionTimer();
   // Schedules the next resolution for `due` unless one is due sooner.
-  void ScheduleResolution(transport::io::MonotonicTime due);
+  void ScheduleResolution(transport::io::MonotonicTime due)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
   // New addresses for the policy (made on the first).
-  void UpdateAddresses(std::vector<transport::io::SocketAddress> addresses);
+  void UpdateAddresses(std::vector<transport::io::SocketAddress> addresses)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
   // The channel itself (no policy yet) cannot connect: `why`.
-  void EnterTransientFailure(const Status& why);
+  void EnterTransientFailure(const Status& why)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
   // Starts the waiting calls the policy can pick a subchannel for.
-  void StartPending();
+  void StartPending() ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
   // Fails the calls waiting for a connection with `why`; wait_for_ready
   // ones stay when `keep_wait_for_ready`.
-  void FailPending(const Status& why, bool keep_wait_for_ready);
+  void FailPending(const Status& why, bool keep_wait_for_ready)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
   // Schedules the idle check once no call is in progress.
-  void ArmIdleTimer();
+  void ArmIdleTimer() ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
   void OnIdleTimer();
-  void EnterIdle();
-  void Shutdown();
+  void EnterIdle() ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
+  void Shutdown() ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
 
   // LbPolicy::Helper.
-  SubchannelPtr CreateSubchannel(
-      const transport::io::SocketAddress& address) override;
-  void UpdateState(ConnectivityState state, const Status& error) override;
-  void RequestReresolution() override;
+  SubchannelPtr CreateSubchannel(const transport::io::SocketAddress& address)
+      override ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
+  void UpdateState(ConnectivityState state, const Status& error) override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
+  void RequestReresolution() override ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
 
   // Subchannel::Host.
-  const transport::http2::ConnectionOptions& transport_options()
-      const override {
+  const transport::http2::ConnectionOptions& transport_options() const override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_) {
     return transport_options_;
   }
   std::unique_ptr<transport::io::ByteFilter> NewConnectionFilter() override;
-  void OnSubchannelStateChange(Subchannel* subchannel) override;
-  void OnTooManyPings(const std::string& peer) override;
+  void OnSubchannelStateChange(Subchannel* subchannel) override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
+  void OnTooManyPings(const std::string& peer) override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
   void OnSubchannelDone(Subchannel* subchannel) override;
 
   const std::string target_;
@@ -252,9 +271,9 @@ class ChannelCore final : public ChannelCallHost,
   bool shuffle_addresses_ = false;  // pick_first's shuffleAddressList
   // Set when health checking is on (round_robin and healthCheckConfig).
   std::unique_ptr<HealthCheckSettings> health_check_;
-  // Loop thread. Set when the service config has retryThrottling.
-  std::unique_ptr<RetryThrottle> retry_throttle_;
-  std::mt19937 retry_random_;
+  // Set when the service config has retryThrottling.
+  std::unique_ptr<RetryThrottle> retry_throttle_ ABSL_GUARDED_BY(loop_);
+  std::mt19937 retry_random_ ABSL_GUARDED_BY(loop_);
   // Request bytes kept by uncommitted calls for their retries.
   std::atomic<size_t> retry_buffered_{0};
   // TLS context of the channel's connections; null: plaintext.
@@ -275,26 +294,33 @@ class ChannelCore final : public ChannelCallHost,
   // Loop thread only.
   // Options of new connections; keepalive.time doubles on GOAWAY
   // ENHANCE_YOUR_CALM "too_many_pings".
-  transport::http2::ConnectionOptions transport_options_;
+  transport::http2::ConnectionOptions transport_options_ ABSL_GUARDED_BY(loop_);
   const ConnectionBackoff::Options backoff_options_;
-  ConnectivityState state_;  // what watch_ publishes
-  transport::io::Resolver::Resolution resolution_;
+  ConnectivityState state_ ABSL_GUARDED_BY(loop_);  // what watch_ publishes
+  transport::io::Resolver::Resolution resolution_ ABSL_GUARDED_BY(loop_);
   // Paces resolution attempts after failures; gives each its deadline.
-  ConnectionBackoff resolution_backoff_;
-  transport::io::MonotonicTime last_resolution_start_ =
+  ConnectionBackoff resolution_backoff_ ABSL_GUARDED_BY(loop_);
+  transport::io::MonotonicTime last_resolution_start_ ABSL_GUARDED_BY(loop_) =
       transport::io::MonotonicTime::InfinitePast();
-  transport::io::MonotonicTime resolution_due_;  // reresolution_timer_'s
-  absl::Duration resolution_timeout_;            // the current resolution's
+  transport::io::MonotonicTime resolution_due_
+      ABSL_GUARDED_BY(loop_);  // reresolution_timer_'s
+  absl::Duration resolution_timeout_
+      ABSL_GUARDED_BY(loop_);  // the current resolution's
   // Made on the first addresses, dropped when the channel goes idle.
-  std::unique_ptr<LbPolicy> policy_;
+  std::unique_ptr<LbPolicy> policy_ ABSL_GUARDED_BY(loop_);
   // Every subchannel not yet freed, orphaned ones included.
-  std::vector<std::unique_ptr<Subchannel>> subchannels_;
-  ChannelCall* pending_ = nullptr;   // waiting for a connection
-  ChannelCall* retrying_ = nullptr;  // waiting for their next attempt
-  Status last_error_;  // UNAVAILABLE: why the channel is in TRANSIENT_FAILURE
-  int active_calls_ = 0;  // counted by StartOnLoop, not yet ended
-  transport::io::MonotonicTime idle_since_;  // active_calls_ last became 0
-  bool shut_down_ = false;
+  std::vector<std::unique_ptr<Subchannel>> subchannels_ ABSL_GUARDED_BY(loop_);
+  ChannelCall* pending_ ABSL_GUARDED_BY(loop_) =
+      nullptr;  // waiting for a connection
+  ChannelCall* retrying_ ABSL_GUARDED_BY(loop_) =
+      nullptr;  // waiting for their next attempt
+  Status last_error_ ABSL_GUARDED_BY(
+      loop_);  // UNAVAILABLE: why the channel is in TRANSIENT_FAILURE
+  int active_calls_ ABSL_GUARDED_BY(loop_) =
+      0;  // counted by StartOnLoop, not yet ended
+  transport::io::MonotonicTime idle_since_
+      ABSL_GUARDED_BY(loop_);  // active_calls_ last became 0
+  bool shut_down_ ABSL_GUARDED_BY(loop_) = false;
   MemberTimer<&ChannelCore::OnResolutionDeadline> resolution_timer_{this};
   MemberTimer<&ChannelCore::OnReresolutionTimer> reresolution_timer_{this};
   MemberTimer<&ChannelCore::OnIdleTimer> idle_timer_{this};
