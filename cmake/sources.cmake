@@ -36,8 +36,6 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/internal/client/channel_core.h
   rpc/internal/client/channel_options_check.cc
   rpc/internal/client/channel_options_check.h
-  rpc/internal/client/client_call.cc
-  rpc/internal/client/client_call.h
   rpc/internal/client/client_context_access.cc
   rpc/internal/client/client_context_access.h
   rpc/internal/client/client_stream_call.cc
@@ -54,6 +52,8 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/internal/client/retry.h
   rpc/internal/client/subchannel.cc
   rpc/internal/client/subchannel.h
+  rpc/internal/client/unary_client_call.cc
+  rpc/internal/client/unary_client_call.h
   rpc/internal/common/cancel_gate.h
   rpc/internal/common/connection_options_conversion.cc
   rpc/internal/common/connection_options_conversion.h
@@ -83,8 +83,6 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/internal/lb/round_robin.h
   rpc/internal/name_resolver_impl.h
   rpc/internal/op_waiter.h
-  rpc/internal/server/server_call.cc
-  rpc/internal/server/server_call.h
   rpc/internal/server/server_call_host.h
   rpc/internal/server/server_context_access.cc
   rpc/internal/server/server_context_access.h
@@ -99,6 +97,8 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/internal/server/server_stream_call.cc
   rpc/internal/server/server_stream_call.h
   rpc/internal/server/sync_task_count.h
+  rpc/internal/server/unary_server_call.cc
+  rpc/internal/server/unary_server_call.h
   rpc/internal/server/worker_pool.cc
   rpc/internal/server/worker_pool.h
   rpc/metadata.h

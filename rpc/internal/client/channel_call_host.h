@@ -17,7 +17,7 @@
 namespace h2rpc::internal {
 
 class ChannelCall;
-class ClientCall;
+class UnaryClientCall;
 
 // What every call on a channel needs from it to set itself up, fixed when
 // the channel is made.
@@ -85,7 +85,7 @@ class ChannelCallHost {
   [[nodiscard]] virtual bool ChargeRetryBuffer(size_t bytes) = 0;
   virtual void ReleaseRetryBuffer(size_t bytes) = 0;
   // Any thread: a unary call is over; back to the channel's pool.
-  virtual void ReturnCall(ClientCall* call) = 0;
+  virtual void ReturnCall(UnaryClientCall* call) = 0;
 
  protected:
   ~ChannelCallHost() = default;

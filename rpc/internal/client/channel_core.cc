@@ -12,9 +12,9 @@
 #include "absl/time/time.h"
 #include "rpc/internal/client/channel_call.h"
 #include "rpc/internal/client/channel_options_check.h"
-#include "rpc/internal/client/client_call.h"
 #include "rpc/internal/client/client_stream_call.h"
 #include "rpc/internal/client/reactor_access.h"
+#include "rpc/internal/client/unary_client_call.h"
 #include "rpc/internal/common/connection_options_conversion.h"
 #include "rpc/internal/credentials_access.h"
 #include "rpc/internal/lb/pick_first.h"
@@ -198,7 +198,7 @@ ChannelCore::~ChannelCore() {
   });
   loop_.Stop();
   transport::io::MutexLock lock(&pool_mu_);
-  for (ClientCall* call : free_calls_) delete call;
+  for (UnaryClientCall* call : free_calls_) delete call;
 }
 
 void ChannelCore::Destroy(std::unique_ptr<ChannelCore> core) {
@@ -227,21 +227,21 @@ void ChannelCore::Shutdown() {
   }
 }
 
-ClientCall* ChannelCore::TakeCall() {
+UnaryClientCall* ChannelCore::TakeCall() {
   transport::io::MutexLock lock(&pool_mu_);
-  if (free_calls_.empty()) return new ClientCall(this);
-  ClientCall* call = free_calls_.back();
+  if (free_calls_.empty()) return new UnaryClientCall(this);
+  UnaryClientCall* call = free_calls_.back();
   free_calls_.pop_back();
   return call;
 }
 
-void ChannelCore::ReturnCall(ClientCall* call) {
+void ChannelCore::ReturnCall(UnaryClientCall* call) {
   call->ResetForReuse();
   transport::io::MutexLock lock(&pool_mu_);
   free_calls_.push_back(call);
 }
 
-ClientCall* ChannelCore::PrepareCall(
+UnaryClientCall* ChannelCore::PrepareCall(
     ClientContext* context, absl::string_view method,
     const google::protobuf::MessageLite* request,
     absl::string_view request_bytes, Status* status) {
@@ -249,7 +249,7 @@ ClientCall* ChannelCore::PrepareCall(
     *status = loop_status_;
     return nullptr;
   }
-  ClientCall* call = TakeCall();
+  UnaryClientCall* call = TakeCall();
   *status = call->Prepare(context, method, request, request_bytes);
   if (!status->ok()) {
     call->FinishInterceptors(*status, Metadata());
@@ -259,7 +259,7 @@ ClientCall* ChannelCore::PrepareCall(
   return call;
 }
 
-Status ChannelCore::RunBlocking(ClientCall* call) {
+Status ChannelCore::RunBlocking(UnaryClientCall* call) {
   call->Start();
   Status status = call->Wait();
   call->Release();
@@ -270,7 +270,7 @@ Status ChannelCore::UnaryCall(ClientContext* context, absl::string_view method,
                               const google::protobuf::MessageLite& request,
                               google::protobuf::MessageLite* response) {
   Status status;
-  ClientCall* call = PrepareCall(context, method, &request, {}, &status);
+  UnaryClientCall* call = PrepareCall(context, method, &request, {}, &status);
   if (call == nullptr) return status;
   call->response = response;
   return RunBlocking(call);
@@ -281,7 +281,8 @@ Status ChannelCore::GenericUnaryCall(ClientContext* context,
                                      absl::string_view request,
                                      std::string* response) {
   Status status;
-  ClientCall* call = PrepareCall(context, method, nullptr, request, &status);
+  UnaryClientCall* call =
+      PrepareCall(context, method, nullptr, request, &status);
   if (call == nullptr) return status;
   call->response_bytes = response;
   return RunBlocking(call);
@@ -305,7 +306,7 @@ void ChannelCore::AsyncUnaryCall(ClientContext* context,
                                  google::protobuf::MessageLite* response,
                                  absl::AnyInvocable<void(const Status&)> done) {
   Status status;
-  ClientCall* call = PrepareCall(context, method, &request, {}, &status);
+  UnaryClientCall* call = PrepareCall(context, method, &request, {}, &status);
   if (call == nullptr) {
     CompleteUnstarted(std::move(done), std::move(status));
     return;
@@ -319,7 +320,8 @@ void ChannelCore::AsyncGenericUnaryCall(
     ClientContext* context, absl::string_view method, absl::string_view request,
     std::string* response, absl::AnyInvocable<void(const Status&)> done) {
   Status status;
-  ClientCall* call = PrepareCall(context, method, nullptr, request, &status);
+  UnaryClientCall* call =
+      PrepareCall(context, method, nullptr, request, &status);
   if (call == nullptr) {
     CompleteUnstarted(std::move(done), std::move(status));
     return;

@@ -43,7 +43,7 @@
 namespace h2rpc::internal {
 
 class ChannelCall;
-class ClientCall;
+class UnaryClientCall;
 class ClientStreamCall;
 
 // Everything behind a Channel: the event loop, the target's resolution, the
@@ -135,7 +135,7 @@ class ChannelCore final : public ChannelCallHost,
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
   [[nodiscard]] bool ChargeRetryBuffer(size_t bytes) override;
   void ReleaseRetryBuffer(size_t bytes) override;
-  void ReturnCall(ClientCall* call) override;
+  void ReturnCall(UnaryClientCall* call) override;
 
   // The Channel's calls (see there for their contracts).
   Status UnaryCall(ClientContext* context, absl::string_view method,
@@ -187,7 +187,7 @@ class ChannelCore final : public ChannelCallHost,
     ChannelCore* const core_;
   };
 
-  ClientCall* TakeCall();
+  UnaryClientCall* TakeCall();
   // A streaming call bound to `reactor` and prepared, not yet started.
   ClientStreamCall* NewStreamingCall(
       ClientContext* context, absl::string_view method,
@@ -195,10 +195,10 @@ class ChannelCore final : public ChannelCallHost,
       google::protobuf::MessageLite* response, ClientStreamReactor* reactor);
   // A pooled call set up for `request` (or `request_bytes`), or null with
   // `*status` saying why the call cannot start.
-  ClientCall* PrepareCall(ClientContext* context, absl::string_view method,
-                          const google::protobuf::MessageLite* request,
-                          absl::string_view request_bytes, Status* status);
-  Status RunBlocking(ClientCall* call);
+  UnaryClientCall* PrepareCall(ClientContext* context, absl::string_view method,
+                               const google::protobuf::MessageLite* request,
+                               absl::string_view request_bytes, Status* status);
+  Status RunBlocking(UnaryClientCall* call);
   // Runs `done(status)` for an asynchronous call that could not start: on
   // the loop thread, never on the caller's stack.
   void CompleteUnstarted(absl::AnyInvocable<void(const Status&)> done,
@@ -332,7 +332,7 @@ class ChannelCore final : public ChannelCallHost,
 
   // Idle unary calls, taken and returned from any thread.
   transport::io::Mutex pool_mu_;
-  std::vector<ClientCall*> free_calls_ ABSL_GUARDED_BY(pool_mu_);
+  std::vector<UnaryClientCall*> free_calls_ ABSL_GUARDED_BY(pool_mu_);
 };
 
 }  // namespace h2rpc::internal

@@ -8,7 +8,7 @@ namespace h2rpc::internal {
 
 // Makes a cancel requested from any thread (ServerContext::TryCancel) reach
 // only the call it was requested for, although the call object is reused
-// (a pooled ServerCall) or freed (a ServerStreamCall) once the call ends.
+// (a pooled UnaryServerCall) or freed (a ServerStreamCall) once the call ends.
 //
 // A cancel travels to the loop as a task embedded in the call object. The
 // gate accepts a cancel only while the call is open (between Open() and

@@ -15,7 +15,7 @@
 
 namespace h2rpc::internal {
 
-class ServerCall;
+class UnaryServerCall;
 
 // What every call needs from the server to answer, fixed when the server
 // starts.
@@ -30,15 +30,17 @@ struct ServerCallSettings {
   std::vector<ServerInterceptor*> interceptors;
 };
 
-// What the server's calls (ServerCall, ServerStreamCall) need of the server
-// that dispatched them. ServerCore implements it; it outlives every call.
+// What the server's calls (UnaryServerCall, ServerStreamCall) need of the
+// server that dispatched them. ServerCore implements it; it outlives every
+// call.
 class ServerCallHost {
  public:
   // Any thread; the same object for the server's life.
   virtual const ServerCallSettings& call_settings() const = 0;
   // Loop thread, exactly once per dispatched call, by the one function that
-  // releases the call object (ServerCall::Recycle, ServerStreamCall::Destroy),
-  // as its last use of anything: Shutdown may be waiting for it.
+  // releases the call object (UnaryServerCall::Recycle,
+  // ServerStreamCall::Destroy), as its last use of anything: Shutdown may be
+  // waiting for it.
   virtual void CallEnded(const Method* method) = 0;
 
  protected:
@@ -56,7 +58,7 @@ class ServerCallLoop {
   virtual Status SubmitToWorkers(WorkerTask* task, uint64_t connection_id,
                                  SyncTaskCount* count) = 0;
   // Loop thread: a unary call object back to the loop's pool.
-  virtual void ReturnCall(ServerCall* call) = 0;
+  virtual void ReturnCall(UnaryServerCall* call) = 0;
 
  protected:
   ~ServerCallLoop() = default;

@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "rpc/internal/server/server_call.h"
+#include "rpc/internal/server/unary_server_call.h"
 #include "transport/tls/tls_session.h"
 
 namespace h2rpc::internal {
@@ -25,7 +25,7 @@ ServerLoop::ServerLoop(Host* server, int cpu, absl::Duration busy_poll)
 
 ServerLoop::~ServerLoop() {
   loop_.Stop();
-  for (ServerCall* call : free_calls_) delete call;
+  for (UnaryServerCall* call : free_calls_) delete call;
 }
 
 void ServerLoop::Adopt(transport::io::FileDescriptor socket, std::string peer,
@@ -67,14 +67,16 @@ void ServerLoop::CloseConnections() {
   }
 }
 
-ServerCall* ServerLoop::TakeCall() {
-  if (free_calls_.empty()) return new ServerCall(this);
-  ServerCall* call = free_calls_.back();
+UnaryServerCall* ServerLoop::TakeCall() {
+  if (free_calls_.empty()) return new UnaryServerCall(this);
+  UnaryServerCall* call = free_calls_.back();
   free_calls_.pop_back();
   return call;
 }
 
-void ServerLoop::ReturnCall(ServerCall* call) { free_calls_.push_back(call); }
+void ServerLoop::ReturnCall(UnaryServerCall* call) {
+  free_calls_.push_back(call);
+}
 
 Status ServerLoop::Dispatch(ServerStream* stream) {
   const transport::MemoryQuota& quota = server_->memory_quota();

@@ -21,7 +21,7 @@
 
 namespace h2rpc::internal {
 
-class ServerCall;
+class UnaryServerCall;
 
 // One of the server's event loops with the connections it serves and its
 // pool of call objects (touched only on its thread).
@@ -72,8 +72,8 @@ class ServerLoop final : public ServerCallLoop,
   void DrainConnections() ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
   void CloseConnections() ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
 
-  ServerCall* TakeCall() ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
-  void ReturnCall(ServerCall* call) override
+  UnaryServerCall* TakeCall() ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
+  void ReturnCall(UnaryServerCall* call) override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
 
   // Loop thread. Hands a synchronous handler's task, for a call on the
@@ -120,7 +120,7 @@ class ServerLoop final : public ServerCallLoop,
   std::vector<std::unique_ptr<
       transport::io::SocketConnection<transport::http2::ServerSession>>>
       connections_ ABSL_GUARDED_BY(loop_);
-  std::vector<ServerCall*> free_calls_ ABSL_GUARDED_BY(loop_);
+  std::vector<UnaryServerCall*> free_calls_ ABSL_GUARDED_BY(loop_);
   // The open connections' counts of synchronous tasks, by connection id,
   // made at their first task. Loop thread.
   absl::flat_hash_map<uint64_t, SyncTaskCount> sync_tasks_by_connection_

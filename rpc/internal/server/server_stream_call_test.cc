@@ -244,9 +244,9 @@ TEST_F(ServerStreamCallTest, SecondInitialMetadataFailsTheCallWithInternal) {
   ExpectCleanShutdown();
 }
 
-// Hazard: RunDone deleted the call whatever was queued since MaybeDone,
-// and a cancel accepted meanwhile then ran on the deleted call (ASan:
-// heap-use-after-free). The cancel gate keeps the call until its task ran.
+// A cancel accepted while the call completes runs before the call object
+// is freed: the cancel gate keeps the call until the cancel's task has run
+// (otherwise ASan reports a heap-use-after-free).
 TEST_F(ServerStreamCallTest, ACancelFromOnDoneRunsBeforeTheCallIsFreed) {
   for (int i = 0; i < 5; ++i) {
     const Status status = CallAndFinish(kCancelInOnDone);
@@ -283,10 +283,10 @@ TEST_F(ServerStreamCallTest, TryCancelRacingFinishEndsTheCallOnce) {
   ExpectCleanShutdown();
 }
 
-// Hazard: a read still waiting for a message when Finish runs. The
-// transport delivers nothing once the stream is finished, and its normal
-// close is no cancel, so unless Finish ends the read it never completes,
-// OnDone never runs and Shutdown hangs on the call, past its deadline.
+// Finish ends a read still waiting for a message: the transport delivers
+// nothing once the stream is finished, and its normal close is no cancel,
+// so the read completes (and OnDone runs, and Shutdown does not wait on the
+// call) only because Finish ends it.
 TEST_F(ServerStreamCallTest, FinishEndsAWaitingRead) {
   ClientContext context;
   context.set_timeout(kHangTimeout);

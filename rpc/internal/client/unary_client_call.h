@@ -1,5 +1,5 @@
-#ifndef H2RPC_RPC_INTERNAL_CLIENT_CLIENT_CALL_H_
-#define H2RPC_RPC_INTERNAL_CLIENT_CLIENT_CALL_H_
+#ifndef H2RPC_RPC_INTERNAL_CLIENT_UNARY_CLIENT_CALL_H_
+#define H2RPC_RPC_INTERNAL_CLIENT_UNARY_CLIENT_CALL_H_
 
 #include <string>
 
@@ -19,10 +19,10 @@ namespace h2rpc::internal {
 // so a warm call allocates (close to) nothing. The call's own reference is
 // dropped by whoever consumes the result: the blocking caller, or the loop
 // after `done`; the last one returns it to the pool.
-class ClientCall final : public ChannelCall,
-                         public transport::http2::ClientStream::Observer {
+class UnaryClientCall final : public ChannelCall,
+                              public transport::http2::ClientStream::Observer {
  public:
-  explicit ClientCall(ChannelCallHost* core) : ChannelCall(core) {}
+  explicit UnaryClientCall(ChannelCallHost* core) : ChannelCall(core) {}
 
   // User thread: sets the call up. Returns non-OK (and the call is not
   // started) for a past deadline, a cancelled context or an oversized
@@ -65,4 +65,4 @@ class ClientCall final : public ChannelCall,
 
 }  // namespace h2rpc::internal
 
-#endif  // H2RPC_RPC_INTERNAL_CLIENT_CLIENT_CALL_H_
+#endif  // H2RPC_RPC_INTERNAL_CLIENT_UNARY_CLIENT_CALL_H_

@@ -1,5 +1,5 @@
-#ifndef H2RPC_RPC_INTERNAL_SERVER_SERVER_CALL_H_
-#define H2RPC_RPC_INTERNAL_SERVER_SERVER_CALL_H_
+#ifndef H2RPC_RPC_INTERNAL_SERVER_UNARY_SERVER_CALL_H_
+#define H2RPC_RPC_INTERNAL_SERVER_UNARY_SERVER_CALL_H_
 
 #include <memory>
 #include <string>
@@ -47,12 +47,12 @@ namespace h2rpc::internal {
 // the call runs, and an accepted one keeps the object out of the pool until
 // its task has run. Recycle(), which returns the object to the pool and
 // ends the server's count of the call, runs exactly once per call.
-class ServerCall final : public transport::http2::ServerStream::Observer,
-                         public CancellableServerCall,
-                         public UnaryCompletion,
-                         private transport::io::Task {
+class UnaryServerCall final : public transport::http2::ServerStream::Observer,
+                              public CancellableServerCall,
+                              public UnaryCompletion,
+                              private transport::io::Task {
  public:
-  explicit ServerCall(ServerCallLoop* loop) : loop_(loop) {}
+  explicit UnaryServerCall(ServerCallLoop* loop) : loop_(loop) {}
 
   // Loop thread: binds the call to a new stream. `method_name` (the
   // server's copy of the path) names the call in misuse reports.
@@ -70,12 +70,12 @@ class ServerCall final : public transport::http2::ServerStream::Observer,
   // its completion.
   class HandlerTask final : public WorkerTask {
    public:
-    explicit HandlerTask(ServerCall* call) : call_(call) {}
+    explicit HandlerTask(UnaryServerCall* call) : call_(call) {}
     void Run() override;
     void Done() override;
 
    private:
-    ServerCall* call_;
+    UnaryServerCall* call_;
   };
 
   // ServerStream::Observer.
@@ -121,9 +121,9 @@ class ServerCall final : public transport::http2::ServerStream::Observer,
   Status handler_status_;
   HandlerTask handler_task_{this};
   CancelGate cancel_gate_;
-  MemberTask<ServerCall, &ServerCall::RunCancel> cancel_task_{this};
+  MemberTask<UnaryServerCall, &UnaryServerCall::RunCancel> cancel_task_{this};
 };
 
 }  // namespace h2rpc::internal
 
-#endif  // H2RPC_RPC_INTERNAL_SERVER_SERVER_CALL_H_
+#endif  // H2RPC_RPC_INTERNAL_SERVER_UNARY_SERVER_CALL_H_

@@ -1,4 +1,4 @@
-#include "rpc/internal/client/client_call.h"
+#include "rpc/internal/client/unary_client_call.h"
 
 #include <utility>
 
@@ -8,9 +8,10 @@
 
 namespace h2rpc::internal {
 
-Status ClientCall::Prepare(ClientContext* context, absl::string_view method,
-                           const google::protobuf::MessageLite* request,
-                           absl::string_view request_bytes) {
+Status UnaryClientCall::Prepare(ClientContext* context,
+                                absl::string_view method,
+                                const google::protobuf::MessageLite* request,
+                                absl::string_view request_bytes) {
   Status status = Describe(context, method);
   if (!status.ok()) return status;
   const size_t max_size = max_send_size_;
@@ -28,20 +29,20 @@ Status ClientCall::Prepare(ClientContext* context, absl::string_view method,
   return BindContext(context);
 }
 
-Status ClientCall::Wait() {
+Status UnaryClientCall::Wait() {
   transport::io::MutexLock lock(&mu_);
   while (!completed_) completed_cv_.Wait(&mu_);
   return status_;
 }
 
-void ClientCall::OnInitialMetadata(Metadata& metadata) {
+void UnaryClientCall::OnInitialMetadata(Metadata& metadata) {
   CommitRetries();
   InterceptInitialMetadata(metadata);
   using std::swap;
   swap(ClientContextAccess::InitialMetadata(context_), metadata);
 }
 
-Status ClientCall::OnMessage(absl::string_view message, bool compressed) {
+Status UnaryClientCall::OnMessage(absl::string_view message, bool compressed) {
   if (got_message_) {
     return Status(StatusCode::kInternal,
                   "received a second response message for a unary call");
@@ -61,9 +62,9 @@ Status ClientCall::OnMessage(absl::string_view message, bool compressed) {
   return Status();
 }
 
-bool ClientCall::OnRefused() { return RetryTransparently(); }
+bool UnaryClientCall::OnRefused() { return RetryTransparently(); }
 
-void ClientCall::OnClose(const Status& status, Metadata& trailing) {
+void UnaryClientCall::OnClose(const Status& status, Metadata& trailing) {
   if (RetryOrCommit(status, trailing)) return;
   using std::swap;
   swap(ClientContextAccess::TrailingMetadata(context_), trailing);
@@ -75,7 +76,7 @@ void ClientCall::OnClose(const Status& status, Metadata& trailing) {
   Complete(status);
 }
 
-void ClientCall::Complete(const Status& status) {
+void UnaryClientCall::Complete(const Status& status) {
   FinishInterceptors(status, ClientContextAccess::TrailingMetadata(context_));
   UnbindContext();
   if (done) {
@@ -92,9 +93,9 @@ void ClientCall::Complete(const Status& status) {
   completed_cv_.Signal();
 }
 
-void ClientCall::OnLastUnref() { core_->ReturnCall(this); }
+void UnaryClientCall::OnLastUnref() { core_->ReturnCall(this); }
 
-void ClientCall::ResetForReuse() {
+void UnaryClientCall::ResetForReuse() {
   ResetChannelCall();
   response = nullptr;
   response_bytes = nullptr;

@@ -1,4 +1,4 @@
-#include "rpc/internal/server/server_call.h"
+#include "rpc/internal/server/unary_server_call.h"
 
 #include <utility>
 
@@ -8,9 +8,9 @@ namespace h2rpc {
 
 namespace internal {
 
-void ServerCall::Begin(ServerCallHost* server, const Method* method,
-                       absl::string_view method_name,
-                       transport::http2::ServerStream* stream) {
+void UnaryServerCall::Begin(ServerCallHost* server, const Method* method,
+                            absl::string_view method_name,
+                            transport::http2::ServerStream* stream) {
   server_ = server;
   method_ = method;
   method_name_ = method_name;
@@ -24,7 +24,7 @@ void ServerCall::Begin(ServerCallHost* server, const Method* method,
   handler_running_ = false;
 }
 
-Status ServerCall::OnMessage(absl::string_view message, bool compressed) {
+Status UnaryServerCall::OnMessage(absl::string_view message, bool compressed) {
   if (got_request_) {
     return Status(StatusCode::kInternal,
                   "received a second request message for a unary method");
@@ -39,7 +39,7 @@ Status ServerCall::OnMessage(absl::string_view message, bool compressed) {
   return Status();
 }
 
-void ServerCall::OnHalfClose() {
+void UnaryServerCall::OnHalfClose() {
   if (!got_request_) {
     stream_->Finish(Status(StatusCode::kInternal,
                            "the client sent no request message for a unary "
@@ -61,7 +61,7 @@ void ServerCall::OnHalfClose() {
   RunHandler();
 }
 
-void ServerCall::RunHandler() {
+void UnaryServerCall::RunHandler() {
   handler_running_ = true;
   if (!method_->sync()) {
     method_->RunCallback(&context_, request_, response_,
@@ -74,17 +74,17 @@ void ServerCall::RunHandler() {
   if (!status.ok()) HandlerDone(status);
 }
 
-void ServerCall::HandlerTask::Run() {
+void UnaryServerCall::HandlerTask::Run() {
   call_->handler_status_ = call_->method_->RunSync(
       &call_->context_, *call_->request_, call_->response_);
 }
 
-void ServerCall::HandlerTask::Done() {
+void UnaryServerCall::HandlerTask::Done() {
   SyncTaskDone(&call_->sync_tasks_);
   call_->loop_->loop().Post(static_cast<transport::io::Task*>(call_));
 }
 
-void ServerCall::HandlerDone(const Status& status) {
+void UnaryServerCall::HandlerDone(const Status& status) {
   handler_status_ = status;
   if (loop_->loop().InLoopThread()) {
     Run();
@@ -93,7 +93,7 @@ void ServerCall::HandlerDone(const Status& status) {
   }
 }
 
-void ServerCall::RequestCancel() {
+void UnaryServerCall::RequestCancel() {
   if (!cancel_gate_.RequestCancel()) return;
   // Accepted while the call runs: the object stays this call's until the
   // task has run.
@@ -101,14 +101,14 @@ void ServerCall::RequestCancel() {
   loop_->loop().Post(&cancel_task_);
 }
 
-void ServerCall::RunCancel() {
+void UnaryServerCall::RunCancel() {
   // stream_ is this call's while it runs (the gate kept the object from
   // being reused), null if it ended meanwhile.
   if (stream_ != nullptr) stream_->ResetWithCancel();
   if (cancel_gate_.CancelTaskDone()) Recycle();
 }
 
-void ServerCall::OnCancel() {
+void UnaryServerCall::OnCancel() {
   ServerContextAccess::MarkCancelled(&context_);
   // While the handler runs, its completion cleans up.
   if (handler_running_) return;
@@ -117,7 +117,7 @@ void ServerCall::OnCancel() {
   End();
 }
 
-void ServerCall::Run() {
+void UnaryServerCall::Run() {
   handler_running_ = false;
   if (stream_->cancelled()) {
     interception_.Finish(
@@ -149,7 +149,7 @@ void ServerCall::Run() {
   End();
 }
 
-void ServerCall::End() {
+void UnaryServerCall::End() {
   transport::http2::ServerStream* stream = stream_;
   stream_ = nullptr;
   ServerContextAccess::Reset(&context_);
@@ -162,7 +162,7 @@ void ServerCall::End() {
   if (cancel_gate_.Close()) Recycle();
 }
 
-void ServerCall::Recycle() {
+void UnaryServerCall::Recycle() {
   ServerCallHost* server = server_;
   const Method* method = method_;
   loop_->ReturnCall(this);

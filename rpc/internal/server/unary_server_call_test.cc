@@ -1,9 +1,10 @@
-// The unary server call's state machine (rpc/internal/server/server_call.h)
-// against the hazards of its lifetime: a cancel that loses the race with the
-// handler's done() must not reach the next call on the pooled object, and a
-// UnaryDone is move-only and once-only (a second call or a dropped one is
-// reported and never hangs or double-frees the call).
-#include "rpc/internal/server/server_call.h"
+// The unary server call's state machine
+// (rpc/internal/server/unary_server_call.h) against the hazards of its
+// lifetime: a cancel that loses the race with the handler's done() must not
+// reach the next call on the pooled object, and a UnaryDone is move-only and
+// once-only (a second call or a dropped one is reported and never hangs or
+// double-frees the call).
+#include "rpc/internal/server/unary_server_call.h"
 
 #include <memory>
 #include <string>
@@ -55,7 +56,7 @@ constexpr char kDoneTwice[] = "/h2rpc.test.Calls/DoneTwice";
 constexpr char kDropDone[] = "/h2rpc.test.Calls/DropDone";
 constexpr char kDoneElsewhere[] = "/h2rpc.test.Calls/DoneElsewhere";
 
-class ServerCallTest : public ::testing::Test {
+class UnaryServerCallTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ServerOptions options;
@@ -171,13 +172,13 @@ class ServerCallTest : public ::testing::Test {
   std::vector<std::thread> threads_ ABSL_GUARDED_BY(mu_);
 };
 
-// Hazard: ServerCall::RequestCancel posted its task without holding the
-// call. A handler that calls TryCancel() and then done() ends the call
-// before the task runs; the object went back to the pool, the next request
-// (in the same read) took it, and the stale task reset that unrelated
-// call's stream. Both requests go out in one write, so the server reads
-// them in one loop iteration, before the task runs.
-TEST_F(ServerCallTest, ACancelThatLosesToDoneNeverReachesTheNextCall) {
+// A cancel that loses the race to done() never touches the next call: a
+// handler that calls TryCancel() and then done() ends the call before the
+// cancel's task runs, and the call object stays out of the pool until that
+// task has run, so the next request (in the same read) gets another object
+// and its stream is left alone. Both requests go out in one write, so the
+// server reads them in one loop iteration, before the task runs.
+TEST_F(UnaryServerCallTest, ACancelThatLosesToDoneNeverReachesTheNextCall) {
   std::string error;
   std::unique_ptr<RawH2Client> client = RawH2Client::Connect(port_, &error);
   ASSERT_NE(client, nullptr) << error;
@@ -219,7 +220,7 @@ TEST_F(ServerCallTest, ACancelThatLosesToDoneNeverReachesTheNextCall) {
 
 // TryCancel from another thread while the handler holds done: the cancel's
 // task runs before done's, so the client sees CANCELLED.
-TEST_F(ServerCallTest, TryCancelFromAnotherThreadBeforeDoneCancels) {
+TEST_F(UnaryServerCallTest, TryCancelFromAnotherThreadBeforeDoneCancels) {
   Status status;
   std::thread caller([&] { status = Call(kHold); });
   ASSERT_TRUE(WaitFor([this] { return HeldCount() == 1; }));
@@ -235,17 +236,17 @@ TEST_F(ServerCallTest, TryCancelFromAnotherThreadBeforeDoneCancels) {
   EXPECT_EQ(status.code(), StatusCode::kCancelled) << status.ToString();
 }
 
-TEST_F(ServerCallTest, DoneMovedToAnotherThreadCompletesTheCall) {
+TEST_F(UnaryServerCallTest, DoneMovedToAnotherThreadCompletesTheCall) {
   SimpleResponse response;
   const Status status = Call(kDoneElsewhere, &response);
   ASSERT_TRUE(status.ok()) << status.ToString();
   EXPECT_EQ(response.payload().body(), "ping");
 }
 
-// Hazard: a UnaryDone called twice would complete the call twice (a second
-// Run on an ended call, the object pooled twice). The second call is
-// reported; in optimized builds it is ignored.
-TEST_F(ServerCallTest, DoneCalledTwiceIsIgnoredWhenMisuseIsNotFatal) {
+// A UnaryDone called twice completes the call once: the second call is
+// reported as misuse and, when misuse is not fatal, ignored (no second
+// completion, the object pooled once).
+TEST_F(UnaryServerCallTest, DoneCalledTwiceIsIgnoredWhenMisuseIsNotFatal) {
   SetMisuseIsFatalForTest(false);
   for (int i = 0; i < 3; ++i) {
     const Status status = Call(kDoneTwice);
@@ -267,7 +268,7 @@ TEST_F(ServerCallTest, DoneCalledTwiceIsIgnoredWhenMisuseIsNotFatal) {
   for (const Status& status : statuses) EXPECT_TRUE(status.ok());
 }
 
-TEST_F(ServerCallTest, DoneCalledTwiceAbortsNamingTheMethodInDebugBuilds) {
+TEST_F(UnaryServerCallTest, DoneCalledTwiceAbortsNamingTheMethodInDebugBuilds) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   SetMisuseIsFatalForTest(true);
   EXPECT_DEATH(static_cast<void>(Call(kDoneTwice)),
@@ -275,9 +276,9 @@ TEST_F(ServerCallTest, DoneCalledTwiceAbortsNamingTheMethodInDebugBuilds) {
                "/h2rpc.test.Calls/DoneTwice was called twice");
 }
 
-// Hazard: a UnaryDone destroyed without being called would leave the call
-// (and Server::Shutdown) waiting for ever; the call fails with INTERNAL.
-TEST_F(ServerCallTest, DroppedDoneFailsTheCallWithInternal) {
+// A UnaryDone destroyed without being called fails the call with INTERNAL,
+// so neither the client nor Server::Shutdown waits for ever.
+TEST_F(UnaryServerCallTest, DroppedDoneFailsTheCallWithInternal) {
   SetMisuseIsFatalForTest(false);
   const Status status = Call(kDropDone);
   EXPECT_EQ(status.code(), StatusCode::kInternal) << status.ToString();
@@ -290,7 +291,7 @@ TEST_F(ServerCallTest, DroppedDoneFailsTheCallWithInternal) {
   EXPECT_EQ(server_->live_calls(), 0);
 }
 
-TEST_F(ServerCallTest, DroppedDoneAbortsNamingTheMethodInDebugBuilds) {
+TEST_F(UnaryServerCallTest, DroppedDoneAbortsNamingTheMethodInDebugBuilds) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   SetMisuseIsFatalForTest(true);
   EXPECT_DEATH(static_cast<void>(Call(kDropDone)),

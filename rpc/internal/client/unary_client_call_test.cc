@@ -1,11 +1,11 @@
-// The pooled client call (rpc/internal/client/client_call.h) against stale
-// events meant for the call it served before: a call cancelled while its
+// The pooled client call (rpc/internal/client/unary_client_call.h) against
+// stale events meant for the call it served before: a call cancelled while its
 // request waits in nghttp2's queue for a stream slot is completed at once, but
 // nghttp2 still holds the request and reports its stream closed once a slot
 // frees up; and a TryCancel on a context whose call has ended, racing that
 // end or made later. By then the call object serves the next call, which
 // must receive neither.
-#include "rpc/internal/client/client_call.h"
+#include "rpc/internal/client/unary_client_call.h"
 
 #include <atomic>
 #include <memory>
@@ -47,7 +47,7 @@ void RunPostedTasks(Channel* channel) {
   ASSERT_TRUE(done.WaitForNotificationWithTimeout(kHangTimeout));
 }
 
-TEST(ClientCallTest, AQueuedRequestCancelledNeverReachesTheNextCall) {
+TEST(UnaryClientCallTest, AQueuedRequestCancelledNeverReachesTheNextCall) {
   Notification entered;
   Notification release;
   ServerOptions options;
@@ -160,7 +160,7 @@ std::unique_ptr<Server> StartEchoServer(int* port) {
 // Another thread cancels call A without pause while A ends and after; each
 // next call on the thread that made A reuses A's pooled call object (unless
 // an accepted cancel still holds it) and must succeed.
-TEST(ClientCallTest, ACancelRacingOrAfterTheEndNeverReachesTheNextCall) {
+TEST(UnaryClientCallTest, ACancelRacingOrAfterTheEndNeverReachesTheNextCall) {
   int port = 0;
   std::unique_ptr<Server> server = StartEchoServer(&port);
   ASSERT_NE(server, nullptr);
@@ -196,7 +196,7 @@ TEST(ClientCallTest, ACancelRacingOrAfterTheEndNeverReachesTheNextCall) {
 
 // A TryCancel made once a context's call is over does nothing, even to a
 // call the same context is used for afterwards.
-TEST(ClientCallTest, ATryCancelAfterTheCallEndedDoesNothing) {
+TEST(UnaryClientCallTest, ATryCancelAfterTheCallEndedDoesNothing) {
   int port = 0;
   std::unique_ptr<Server> server = StartEchoServer(&port);
   ASSERT_NE(server, nullptr);
