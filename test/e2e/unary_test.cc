@@ -16,6 +16,7 @@
 #include "rpc/server.h"
 #include "test/util/notification.h"
 #include "test/util/raw_h2_client.h"
+#include "test/util/stub_server.h"
 #include "test/util/wait_for.h"
 
 namespace h2rpc {
@@ -26,6 +27,7 @@ using grpc::testing::SimpleResponse;
 using ::h2rpc::testing::kHangTimeout;
 using ::h2rpc::testing::Notification;
 using ::h2rpc::testing::RawH2Client;
+using ::h2rpc::testing::StubServer;
 using ::h2rpc::testing::WaitFor;
 using ::testing::HasSubstr;
 
@@ -66,47 +68,42 @@ class UnaryTest : public ::testing::Test {
   void SetUp() override {
     ServerOptions options;
     options.num_loops = 2;
-    Status status;
-    server_ =
-        Server::Builder()
-            .SetOptions(options)
-            .AddListeningPort("127.0.0.1:0", &port_)
-            .RegisterUnary<SimpleRequest, SimpleResponse>(kEcho, Echo)
-            .RegisterCallbackUnary<SimpleRequest, SimpleResponse>(
-                kEchoCallback,
-                [](ServerContext* context, const SimpleRequest* request,
-                   SimpleResponse* response,
-                   UnaryDone done) { done(Echo(context, *request, response)); })
-            .RegisterUnary<SimpleRequest, SimpleResponse>(
-                kSleep,
-                [this](ServerContext* context, const SimpleRequest&,
-                       SimpleResponse*) {
-                  // Runs until cancelled (a handler has no cancel
-                  // callback: it polls), or gives up after
-                  // kHangTimeout without notifying saw_cancel_.
-                  sleeping_.Notify();
-                  if (!WaitFor([context] { return context->IsCancelled(); })) {
-                    return Status(StatusCode::kAborted, "no cancel");
-                  }
-                  saw_cancel_.Notify();
-                  return Status(StatusCode::kCancelled, "noticed");
-                })
-            .RegisterUnary<SimpleRequest, SimpleResponse>(
-                kServerCancels,
-                [](ServerContext* context, const SimpleRequest&,
-                   SimpleResponse* response) {
-                  context->TryCancel();
-                  response->mutable_payload()->set_body("not sent");
-                  return Status();
-                })
-            .BuildAndStart(&status);
+    server_.builder()
+        .SetOptions(options)
+        .RegisterUnary<SimpleRequest, SimpleResponse>(kEcho, Echo)
+        .RegisterCallbackUnary<SimpleRequest, SimpleResponse>(
+            kEchoCallback,
+            [](ServerContext* context, const SimpleRequest* request,
+               SimpleResponse* response,
+               UnaryDone done) { done(Echo(context, *request, response)); })
+        .RegisterUnary<SimpleRequest, SimpleResponse>(
+            kSleep,
+            [this](ServerContext* context, const SimpleRequest&,
+                   SimpleResponse*) {
+              // Runs until cancelled (a handler has no cancel
+              // callback: it polls), or gives up after
+              // kHangTimeout without notifying saw_cancel_.
+              sleeping_.Notify();
+              if (!WaitFor([context] { return context->IsCancelled(); })) {
+                return Status(StatusCode::kAborted, "no cancel");
+              }
+              saw_cancel_.Notify();
+              return Status(StatusCode::kCancelled, "noticed");
+            })
+        .RegisterUnary<SimpleRequest, SimpleResponse>(
+            kServerCancels, [](ServerContext* context, const SimpleRequest&,
+                               SimpleResponse* response) {
+              context->TryCancel();
+              response->mutable_payload()->set_body("not sent");
+              return Status();
+            });
+    const Status status = server_.Start();
     ASSERT_TRUE(status.ok()) << status.ToString();
-    ASSERT_GT(port_, 0);
-    channel_ = CreateChannel("127.0.0.1:" + std::to_string(port_));
+    ASSERT_GT(server_.port(), 0);
+    channel_ = server_.NewChannel();
   }
 
-  int port_ = 0;
-  std::unique_ptr<Server> server_;
+  StubServer server_;
   std::shared_ptr<Channel> channel_;
   Notification sleeping_;
   Notification saw_cancel_;
@@ -329,16 +326,12 @@ TEST_F(UnaryTest, CallsFromEightThreads) {
 TEST(UnaryConcurrencyTest, CallsBeyondMaxConcurrentStreamsWait) {
   ServerOptions options;
   options.connection.max_concurrent_streams = 4;
-  int port = 0;
-  Status status;
-  auto server = Server::Builder()
-                    .SetOptions(options)
-                    .AddListeningPort("127.0.0.1:0", &port)
-                    .RegisterUnary<SimpleRequest, SimpleResponse>(kEcho, Echo)
-                    .BuildAndStart(&status);
-  ASSERT_TRUE(status.ok());
-  std::shared_ptr<Channel> channel =
-      CreateChannel("127.0.0.1:" + std::to_string(port));
+  StubServer server;
+  server.builder()
+      .SetOptions(options)
+      .RegisterUnary<SimpleRequest, SimpleResponse>(kEcho, Echo);
+  ASSERT_TRUE(server.Start().ok());
+  std::shared_ptr<Channel> channel = server.NewChannel();
   constexpr int kCalls = 200;
   struct Call {
     ClientContext context;
@@ -369,16 +362,11 @@ TEST(UnaryConcurrencyTest, CallsBeyondMaxConcurrentStreamsWait) {
 
 TEST(UnaryConnectTest, NoServerIsUnavailableNamingTheAddress) {
   // Bind and close a port so nothing listens on it.
-  int port = 0;
-  {
-    Status status;
-    auto server = Server::Builder()
-                      .AddListeningPort("127.0.0.1:0", &port)
-                      .BuildAndStart(&status);
-    ASSERT_TRUE(status.ok());
-  }
-  std::shared_ptr<Channel> channel =
-      CreateChannel("127.0.0.1:" + std::to_string(port));
+  StubServer server;
+  ASSERT_TRUE(server.Start().ok());
+  server.Stop();
+  const int port = server.port();
+  std::shared_ptr<Channel> channel = server.NewChannel();
   SimpleRequest request;
   SimpleResponse response;
   ClientContext context;
@@ -390,27 +378,22 @@ TEST(UnaryConnectTest, NoServerIsUnavailableNamingTheAddress) {
 TEST(UnaryShutdownTest, GracefulShutdownLosesNoCallInFlight) {
   Notification release;
   std::atomic<int> started{0};
-  int port = 0;
-  Status status;
   // One loop: the server's DrainConnections() sends GOAWAY on all of the
   // loop's connections in one task, so a GOAWAY seen on one connection
   // means the channel's connection got its GOAWAY too.
   ServerOptions options;
   options.num_loops = 1;
-  auto server =
-      Server::Builder()
-          .SetOptions(options)
-          .AddListeningPort("127.0.0.1:0", &port)
-          .RegisterUnary<SimpleRequest, SimpleResponse>(
-              kEcho,
-              [&](ServerContext* context, const SimpleRequest& request,
-                  SimpleResponse* response) {
-                started.fetch_add(1);
-                release.WaitForNotification();
-                return Echo(context, request, response);
-              })
-          .BuildAndStart(&status);
-  ASSERT_TRUE(status.ok());
+  StubServer server;
+  server.builder()
+      .SetOptions(options)
+      .RegisterUnary<SimpleRequest, SimpleResponse>(
+          kEcho, [&](ServerContext* context, const SimpleRequest& request,
+                     SimpleResponse* response) {
+            started.fetch_add(1);
+            release.WaitForNotification();
+            return Echo(context, request, response);
+          });
+  ASSERT_TRUE(server.Start().ok());
   // Whatever fails below, the handlers return before ~Server waits for them.
   absl::Cleanup release_handlers = [&release] { release.Notify(); };
   constexpr int kCalls = 4;
@@ -423,8 +406,7 @@ TEST(UnaryShutdownTest, GracefulShutdownLosesNoCallInFlight) {
   };
   // Before the channel: outlives the callbacks ~Channel may run.
   std::vector<std::unique_ptr<Call>> calls;
-  std::shared_ptr<Channel> channel =
-      CreateChannel("127.0.0.1:" + std::to_string(port));
+  std::shared_ptr<Channel> channel = server.NewChannel();
   for (int i = 0; i < kCalls; ++i) {
     calls.push_back(std::make_unique<Call>());
     Call* c = calls.back().get();
@@ -440,11 +422,12 @@ TEST(UnaryShutdownTest, GracefulShutdownLosesNoCallInFlight) {
   // A second connection, which the server has taken (it answered a PING),
   // watches for the server's GOAWAY.
   std::string error;
-  std::unique_ptr<RawH2Client> watcher = RawH2Client::Connect(port, &error);
+  std::unique_ptr<RawH2Client> watcher =
+      RawH2Client::Connect(server.port(), &error);
   ASSERT_NE(watcher, nullptr) << error;
   ASSERT_TRUE(watcher->Ping());
   std::thread shutdown(
-      [&] { server->Shutdown(absl::Now() + absl::Seconds(30)); });
+      [&] { server.server().Shutdown(absl::Now() + absl::Seconds(30)); });
   // Every handler is still blocked when the GOAWAY goes out: the calls are
   // in flight on a draining connection.
   const bool goaway = watcher->RunUntil(
