@@ -16,12 +16,14 @@
 #include "rpc/channel.h"
 #include "rpc/server.h"
 #include "test/util/loopback_socket.h"
+#include "test/util/stub_server.h"
 
 namespace h2rpc {
 namespace {
 
 using grpc::testing::SimpleRequest;
 using grpc::testing::SimpleResponse;
+using ::h2rpc::testing::StubServer;
 using ::testing::HasSubstr;
 
 constexpr char kEcho[] = "/cfg.Echo/Echo";
@@ -53,44 +55,41 @@ class MethodConfigTest : public ::testing::Test {
       out->mutable_payload()->set_body(in.payload().body());
       return Status();
     };
-    Status status;
-    server_ =
-        Server::Builder()
-            .AddListeningPort("127.0.0.1:0", &port_)
-            .RegisterUnary<SimpleRequest, SimpleResponse>(kEcho, echo)
-            .RegisterUnary<SimpleRequest, SimpleResponse>(kOther, echo)
-            .RegisterCallbackUnary<SimpleRequest, SimpleResponse>(
-                kHang,
-                [this](ServerContext*, const SimpleRequest*, SimpleResponse*,
-                       UnaryDone done) {
-                  // Answered only when the test ends.
-                  std::lock_guard<std::mutex> lock(mu_);
-                  hanging_.push_back(std::move(done));
-                })
-            .RegisterUnary<SimpleRequest, SimpleResponse>(
-                kDeadline,
-                [this](ServerContext* context, const SimpleRequest&,
-                       SimpleResponse*) {
-                  SeenDeadline seen;
-                  seen.deadline = context->deadline();
-                  seen.now = absl::Now();
-                  std::lock_guard<std::mutex> lock(mu_);
-                  seen_deadlines_.push_back(seen);
-                  return Status();
-                })
-            .RegisterBidiStreaming<SimpleRequest, SimpleResponse>(
-                kBidiEcho,
-                [](ServerContext*,
-                   ServerReaderWriter<SimpleResponse, SimpleRequest>* stream) {
-                  SimpleRequest in;
-                  SimpleResponse out;
-                  while (stream->Read(&in)) {
-                    out.mutable_payload()->set_body(in.payload().body());
-                    if (!stream->Write(out)) break;
-                  }
-                  return Status();
-                })
-            .BuildAndStart(&status);
+    server_.builder()
+        .RegisterUnary<SimpleRequest, SimpleResponse>(kEcho, echo)
+        .RegisterUnary<SimpleRequest, SimpleResponse>(kOther, echo)
+        .RegisterCallbackUnary<SimpleRequest, SimpleResponse>(
+            kHang,
+            [this](ServerContext*, const SimpleRequest*, SimpleResponse*,
+                   UnaryDone done) {
+              // Answered only when the test ends.
+              std::lock_guard<std::mutex> lock(mu_);
+              hanging_.push_back(std::move(done));
+            })
+        .RegisterUnary<SimpleRequest, SimpleResponse>(
+            kDeadline,
+            [this](ServerContext* context, const SimpleRequest&,
+                   SimpleResponse*) {
+              SeenDeadline seen;
+              seen.deadline = context->deadline();
+              seen.now = absl::Now();
+              std::lock_guard<std::mutex> lock(mu_);
+              seen_deadlines_.push_back(seen);
+              return Status();
+            })
+        .RegisterBidiStreaming<SimpleRequest, SimpleResponse>(
+            kBidiEcho,
+            [](ServerContext*,
+               ServerReaderWriter<SimpleResponse, SimpleRequest>* stream) {
+              SimpleRequest in;
+              SimpleResponse out;
+              while (stream->Read(&in)) {
+                out.mutable_payload()->set_body(in.payload().body());
+                if (!stream->Write(out)) break;
+              }
+              return Status();
+            });
+    const Status status = server_.Start();
     ASSERT_TRUE(status.ok()) << status.ToString();
   }
   void TearDown() override {
@@ -101,7 +100,7 @@ class MethodConfigTest : public ::testing::Test {
   std::shared_ptr<Channel> ChannelWith(const std::string& service_config) {
     ChannelOptions options;
     options.service_config = service_config;
-    return CreateChannel(absl::StrCat("127.0.0.1:", port_), options);
+    return server_.NewChannel(options);
   }
 
   static Status Call(Channel* channel, const char* method, size_t body_size,
@@ -136,8 +135,7 @@ class MethodConfigTest : public ::testing::Test {
     return seen_deadlines_.back();
   }
 
-  int port_ = 0;
-  std::unique_ptr<Server> server_;
+  StubServer server_;
   std::mutex mu_;
   std::vector<UnaryDone> hanging_;            // guarded by mu_
   std::vector<SeenDeadline> seen_deadlines_;  // guarded by mu_

@@ -24,6 +24,7 @@
 #include "rpc/server.h"
 #include "test/util/loopback_socket.h"
 #include "test/util/notification.h"
+#include "test/util/stub_server.h"
 #include "test/util/wait_for.h"
 
 namespace h2rpc {
@@ -31,6 +32,7 @@ namespace {
 
 using grpc::testing::SimpleRequest;
 using grpc::testing::SimpleResponse;
+using ::h2rpc::testing::StubServer;
 
 constexpr char kFlaky[] = "/retry.Test/Flaky";
 constexpr char kStreamThenFail[] = "/retry.Test/StreamThenFail";
@@ -47,46 +49,40 @@ constexpr absl::Duration kHangTimeout = absl::Seconds(30);
 class RetryTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    Status status;
-    server_ =
-        Server::Builder()
-            .AddListeningPort("127.0.0.1:0", &port_)
-            .RegisterUnary<SimpleRequest, SimpleResponse>(
-                kFlaky,
-                [this](ServerContext* context, const SimpleRequest& request,
-                       SimpleResponse*) { return Flaky(context, request); })
-            .RegisterServerStreaming<SimpleRequest, SimpleResponse>(
-                kStreamThenFail,
-                [this](ServerContext*, const SimpleRequest& request,
-                       ServerWriter<SimpleResponse>* writer) {
-                  Record(request.payload().body(), "");
-                  writer->Write(SimpleResponse());  // sends the headers
-                  return Status(StatusCode::kUnavailable, "after a message");
-                })
-            .RegisterBidiStreaming<SimpleRequest, SimpleResponse>(
-                kCountMessages,
-                [this](
-                    ServerContext*,
-                    ServerReaderWriter<SimpleResponse, SimpleRequest>* stream) {
-                  return CountMessages(stream);
-                })
-            .RegisterUnary<SimpleRequest, SimpleResponse>(
-                kHang,
-                [this](ServerContext* context, const SimpleRequest& request,
-                       SimpleResponse*) {
-                  Record(request.payload().body(), "");
-                  return WaitUntilCancelled(context);
-                })
-            .RegisterBidiStreaming<SimpleRequest, SimpleResponse>(
-                kHangStream,
-                [this](
-                    ServerContext* context,
-                    ServerReaderWriter<SimpleResponse, SimpleRequest>* stream) {
-                  SimpleRequest in;
-                  if (stream->Read(&in)) Record(in.payload().body(), "");
-                  return WaitUntilCancelled(context);
-                })
-            .BuildAndStart(&status);
+    server_.builder()
+        .RegisterUnary<SimpleRequest, SimpleResponse>(
+            kFlaky, [this](ServerContext* context, const SimpleRequest& request,
+                           SimpleResponse*) { return Flaky(context, request); })
+        .RegisterServerStreaming<SimpleRequest, SimpleResponse>(
+            kStreamThenFail,
+            [this](ServerContext*, const SimpleRequest& request,
+                   ServerWriter<SimpleResponse>* writer) {
+              Record(request.payload().body(), "");
+              writer->Write(SimpleResponse());  // sends the headers
+              return Status(StatusCode::kUnavailable, "after a message");
+            })
+        .RegisterBidiStreaming<SimpleRequest, SimpleResponse>(
+            kCountMessages,
+            [this](ServerContext*,
+                   ServerReaderWriter<SimpleResponse, SimpleRequest>* stream) {
+              return CountMessages(stream);
+            })
+        .RegisterUnary<SimpleRequest, SimpleResponse>(
+            kHang,
+            [this](ServerContext* context, const SimpleRequest& request,
+                   SimpleResponse*) {
+              Record(request.payload().body(), "");
+              return WaitUntilCancelled(context);
+            })
+        .RegisterBidiStreaming<SimpleRequest, SimpleResponse>(
+            kHangStream,
+            [this](ServerContext* context,
+                   ServerReaderWriter<SimpleResponse, SimpleRequest>* stream) {
+              SimpleRequest in;
+              if (stream->Read(&in)) Record(in.payload().body(), "");
+              return WaitUntilCancelled(context);
+            });
+    const Status status = server_.Start();
     ASSERT_TRUE(status.ok()) << status.ToString();
   }
 
@@ -153,8 +149,7 @@ class RetryTest : public ::testing::Test {
   std::shared_ptr<Channel> ChannelWith(const std::string& retry_policy,
                                        const std::string& extra = "",
                                        ChannelOptions options = {}) {
-    return ChannelTo(absl::StrCat("127.0.0.1:", port_), retry_policy, extra,
-                     std::move(options));
+    return ChannelTo(server_.target(), retry_policy, extra, std::move(options));
   }
   static std::shared_ptr<Channel> ChannelTo(const std::string& target,
                                             const std::string& retry_policy,
@@ -176,8 +171,7 @@ class RetryTest : public ::testing::Test {
     return channel->UnaryCall(&context, kFlaky, request, &response);
   }
 
-  int port_ = 0;
-  std::unique_ptr<Server> server_;
+  StubServer server_;
   std::mutex mu_;
   std::map<std::string, std::vector<std::string>> headers_;  // guarded by mu_
 };
@@ -210,15 +204,14 @@ TEST_F(RetryTest, ACodeNotListedIsNotRetried) {
 
 TEST_F(RetryTest, WithoutARetryPolicyNothingIsRetried) {
   ChannelOptions options;
-  std::shared_ptr<Channel> channel =
-      CreateChannel(absl::StrCat("127.0.0.1:", port_), options);
+  std::shared_ptr<Channel> channel = server_.NewChannel(options);
   EXPECT_EQ(Call(channel.get(), "d 1 14").code(), StatusCode::kUnavailable);
   EXPECT_EQ(Attempts("d").size(), 1u);
   // Nor with retries turned off.
   options.enable_retries = false;
   options.service_config = absl::StrCat(
       R"({"methodConfig": [{"name": [{}], "retryPolicy": )", kPolicy, "}]}");
-  channel = CreateChannel(absl::StrCat("127.0.0.1:", port_), options);
+  channel = server_.NewChannel(options);
   EXPECT_EQ(Call(channel.get(), "d2 1 14").code(), StatusCode::kUnavailable);
   EXPECT_EQ(Attempts("d2").size(), 1u);
 }

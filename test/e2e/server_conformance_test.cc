@@ -18,6 +18,7 @@
 #include "test/util/notification.h"
 #include "test/util/raw_frames.h"
 #include "test/util/raw_h2_client.h"
+#include "test/util/stub_server.h"
 
 namespace h2rpc {
 namespace {
@@ -40,6 +41,7 @@ using ::h2rpc::testing::RawResponse;
 using ::h2rpc::testing::RemoveHeader;
 using ::h2rpc::testing::SendRawBytes;
 using ::h2rpc::testing::SetHeader;
+using ::h2rpc::testing::StubServer;
 using ::testing::AnyOf;
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
@@ -84,37 +86,33 @@ class ServerConformanceTest : public ::testing::Test {
     ServerOptions options;
     options.num_loops = 2;
     options.min_sync_threads = 4;
-    Status status;
-    server_ =
-        Server::Builder()
-            .SetOptions(options)
-            .AddListeningPort("127.0.0.1:0", &port_)
-            .RegisterUnary<SimpleRequest, SimpleResponse>(kEcho, EchoHandler)
-            .RegisterUnary<SimpleRequest, SimpleResponse>(
-                kSlow,
-                [this](ServerContext* context, const SimpleRequest&,
-                       SimpleResponse*) {
-                  slow_started_.Notify();
-                  // Bounded, so a missed cancellation fails the test
-                  // instead of hanging the server's shutdown.
-                  const absl::Time give_up = absl::Now() + absl::Seconds(60);
-                  while (!context->IsCancelled() && absl::Now() < give_up) {
-                    absl::SleepFor(absl::Milliseconds(1));
-                  }
-                  if (context->IsCancelled()) slow_saw_cancel_.Notify();
-                  return Status(StatusCode::kCancelled, "noticed");
-                })
-            .BuildAndStart(&status);
+    server_.builder()
+        .SetOptions(options)
+        .RegisterUnary<SimpleRequest, SimpleResponse>(kEcho, EchoHandler)
+        .RegisterUnary<SimpleRequest, SimpleResponse>(
+            kSlow, [this](ServerContext* context, const SimpleRequest&,
+                          SimpleResponse*) {
+              slow_started_.Notify();
+              // Bounded, so a missed cancellation fails the test
+              // instead of hanging the server's shutdown.
+              const absl::Time give_up = absl::Now() + absl::Seconds(60);
+              while (!context->IsCancelled() && absl::Now() < give_up) {
+                absl::SleepFor(absl::Milliseconds(1));
+              }
+              if (context->IsCancelled()) slow_saw_cancel_.Notify();
+              return Status(StatusCode::kCancelled, "noticed");
+            });
+    const Status status = server_.Start();
     ASSERT_TRUE(status.ok()) << status.ToString();
     std::string error;
-    client_ = RawH2Client::Connect(port_, &error);
+    client_ = RawH2Client::Connect(server_.port(), &error);
     ASSERT_NE(client_, nullptr) << error;
   }
 
   // A well-formed request to `path` carrying `body` (raw bytes).
   RawRequest Request(absl::string_view path, std::string body) {
     RawRequest request;
-    request.headers = GrpcRequestHeaders(path, port_);
+    request.headers = GrpcRequestHeaders(path, server_.port());
     request.body = std::move(body);
     return request;
   }
@@ -125,7 +123,8 @@ class ServerConformanceTest : public ::testing::Test {
   // A fresh connection still gets a normal answer.
   void ExpectServerStillServes() {
     std::string error;
-    std::unique_ptr<RawH2Client> client = RawH2Client::Connect(port_, &error);
+    std::unique_ptr<RawH2Client> client =
+        RawH2Client::Connect(server_.port(), &error);
     ASSERT_NE(client, nullptr) << error;
     ExpectEchoWorks(client.get());
   }
@@ -142,8 +141,7 @@ class ServerConformanceTest : public ::testing::Test {
     EXPECT_EQ(decoded.payload().body(), "still alive");
   }
 
-  int port_ = 0;
-  std::unique_ptr<Server> server_;
+  StubServer server_;
   std::unique_ptr<RawH2Client> client_;
   Notification slow_started_;
   Notification slow_saw_cancel_;
@@ -655,7 +653,8 @@ TEST_F(ServerConformanceTest, HpackAmplifiedHeaderBlockIsRefusedCheaply) {
   const int64_t live_before = ::h2rpc::testing::LiveHeapBytes();
   // The connection stays open: read until the stream's answer arrives.
   const RawBytesResult result = SendRawBytes(
-      port_, bytes, absl::Seconds(20), [](const std::vector<RawFrame>& frames) {
+      server_.port(), bytes, absl::Seconds(20),
+      [](const std::vector<RawFrame>& frames) {
         for (const RawFrame& frame : frames) {
           if (frame.stream_id == 1 && (frame.type == NGHTTP2_RST_STREAM ||
                                        frame.type == NGHTTP2_HEADERS)) {
@@ -745,7 +744,8 @@ TEST_F(ServerConformanceTest, DuplicateReservedHeaderIsInternal) {
 
 TEST_F(ServerConformanceTest, Http1RequestInsteadOfPrefaceIsClosed) {
   const RawBytesResult result = SendRawBytes(
-      port_, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+      server_.port(),
+      "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
   ASSERT_TRUE(result.connected) << result.connect_error;
   EXPECT_FALSE(result.timed_out);
   EXPECT_TRUE(result.closed_by_peer || result.reset_by_peer);
@@ -756,7 +756,7 @@ TEST_F(ServerConformanceTest, Http1RequestInsteadOfPrefaceIsClosed) {
 TEST_F(ServerConformanceTest, BinaryGarbageInsteadOfPrefaceIsClosed) {
   std::string garbage;
   for (int i = 0; i < 256; ++i) garbage.push_back(static_cast<char>(i * 37));
-  const RawBytesResult result = SendRawBytes(port_, garbage);
+  const RawBytesResult result = SendRawBytes(server_.port(), garbage);
   ASSERT_TRUE(result.connected) << result.connect_error;
   EXPECT_FALSE(result.timed_out);
   EXPECT_TRUE(result.closed_by_peer || result.reset_by_peer);
@@ -768,8 +768,9 @@ TEST_F(ServerConformanceTest, TruncatedPrefaceThenSilenceDoesNotBlockOthers) {
   // meanwhile.
   RawBytesResult result;
   std::thread stuck([&] {
-    result = SendRawBytes(port_, std::string(kClientPreface.substr(0, 10)),
-                          absl::Seconds(2));
+    result =
+        SendRawBytes(server_.port(), std::string(kClientPreface.substr(0, 10)),
+                     absl::Seconds(2));
   });
   ExpectServerStillServes();
   ExpectEchoWorks(client_.get());
@@ -793,7 +794,7 @@ TEST_F(ServerConformanceTest, DataOnStreamZeroGetsGoAwayAndClose) {
   const std::string bytes =
       absl::StrCat(kClientPreface, EncodeFrameHeader(0, NGHTTP2_SETTINGS, 0, 0),
                    EncodeFrameHeader(4, NGHTTP2_DATA, 0, 0), "oops");
-  const RawBytesResult result = SendRawBytes(port_, bytes);
+  const RawBytesResult result = SendRawBytes(server_.port(), bytes);
   ASSERT_TRUE(result.connected);
   EXPECT_FALSE(result.timed_out);
   EXPECT_TRUE(result.closed_by_peer || result.reset_by_peer);
@@ -809,7 +810,7 @@ TEST_F(ServerConformanceTest, OversizedFrameGetsGoAwayAndClose) {
   const std::string bytes = absl::StrCat(
       kClientPreface, EncodeFrameHeader(0, NGHTTP2_SETTINGS, 0, 0),
       EncodeFrameHeader(1 << 20, NGHTTP2_DATA, 0, 1), std::string(100, 'z'));
-  const RawBytesResult result = SendRawBytes(port_, bytes);
+  const RawBytesResult result = SendRawBytes(server_.port(), bytes);
   ASSERT_TRUE(result.connected);
   EXPECT_FALSE(result.timed_out);
   EXPECT_TRUE(result.closed_by_peer || result.reset_by_peer);

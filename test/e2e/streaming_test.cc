@@ -14,6 +14,7 @@
 #include "rpc/server.h"
 #include "test/util/client_call_peer.h"
 #include "test/util/notification.h"
+#include "test/util/stub_server.h"
 #include "test/util/wait_for.h"
 
 namespace h2rpc {
@@ -25,6 +26,7 @@ using grpc::testing::StreamingOutputCallRequest;
 using grpc::testing::StreamingOutputCallResponse;
 using ::h2rpc::testing::ClientCallPeer;
 using ::h2rpc::testing::Notification;
+using ::h2rpc::testing::StubServer;
 using ::testing::HasSubstr;
 
 // Generous: only catches hangs, never measures speed.
@@ -203,80 +205,73 @@ StreamingOutputCallRequest AskFor(std::vector<int> sizes) {
 class StreamingTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    Status status;
-    server_ =
-        Server::Builder()
-            .AddListeningPort("127.0.0.1:0", &port_)
-            .RegisterClientStreaming<StreamingInputCallRequest,
-                                     StreamingInputCallResponse>(kSum, SyncSum)
-            .RegisterCallbackClientStreaming<StreamingInputCallRequest,
-                                             StreamingInputCallResponse>(
-                kSumCallback,
-                [](ServerContext*, StreamingInputCallResponse* response) {
-                  return new SumReactor(response);
-                })
-            .RegisterServerStreaming<StreamingOutputCallRequest,
-                                     StreamingOutputCallResponse>(kCount,
-                                                                  SyncCount)
-            .RegisterCallbackServerStreaming<StreamingOutputCallRequest,
-                                             StreamingOutputCallResponse>(
-                kCountCallback,
-                [](ServerContext*, const StreamingOutputCallRequest* request) {
-                  return new CountReactor(request);
-                })
-            .RegisterBidiStreaming<StreamingOutputCallRequest,
-                                   StreamingOutputCallResponse>(kEcho, SyncEcho)
-            .RegisterCallbackBidiStreaming<StreamingOutputCallRequest,
-                                           StreamingOutputCallResponse>(
-                kEchoCallback,
-                [](ServerContext* context) { return new EchoReactor(context); })
-            .RegisterBidiStreaming<StreamingOutputCallRequest,
-                                   StreamingOutputCallResponse>(
-                kWaitForCancel,
-                [this](ServerContext* context,
-                       ServerReaderWriter<StreamingOutputCallResponse,
-                                          StreamingOutputCallRequest>* stream) {
-                  handler_started_.Notify();
-                  StreamingOutputCallRequest request;
-                  while (stream->Read(&request)) {
-                  }
-                  server_saw_cancel_ = context->IsCancelled();
-                  handler_returned_.Notify();
-                  return Status(StatusCode::kCancelled, "noticed");
-                })
-            .RegisterClientStreaming<StreamingInputCallRequest,
-                                     StreamingInputCallResponse>(
-                kFinishEarly,
-                [](ServerContext*,
-                   ServerReader<StreamingInputCallRequest>* reader,
-                   StreamingInputCallResponse*) {
-                  StreamingInputCallRequest request;
-                  reader->Read(&request);
-                  return Status(StatusCode::kFailedPrecondition, "enough");
-                })
-            .RegisterBidiStreaming<StreamingOutputCallRequest,
-                                   StreamingOutputCallResponse>(
-                kServerCancels,
-                [this](ServerContext* context,
-                       ServerReaderWriter<StreamingOutputCallResponse,
-                                          StreamingOutputCallRequest>* stream) {
-                  StreamingOutputCallRequest request;
-                  stream->Read(&request);
-                  context->TryCancel();
-                  // The call is over for the handler too.
-                  server_saw_cancel_ = !stream->Read(&request) &&
-                                       !stream->Write({}) &&
-                                       context->IsCancelled();
-                  handler_returned_.Notify();
-                  return Status();  // not sent: the call was cancelled
-                })
-            .BuildAndStart(&status);
+    server_.builder()
+        .RegisterClientStreaming<StreamingInputCallRequest,
+                                 StreamingInputCallResponse>(kSum, SyncSum)
+        .RegisterCallbackClientStreaming<StreamingInputCallRequest,
+                                         StreamingInputCallResponse>(
+            kSumCallback,
+            [](ServerContext*, StreamingInputCallResponse* response) {
+              return new SumReactor(response);
+            })
+        .RegisterServerStreaming<StreamingOutputCallRequest,
+                                 StreamingOutputCallResponse>(kCount, SyncCount)
+        .RegisterCallbackServerStreaming<StreamingOutputCallRequest,
+                                         StreamingOutputCallResponse>(
+            kCountCallback,
+            [](ServerContext*, const StreamingOutputCallRequest* request) {
+              return new CountReactor(request);
+            })
+        .RegisterBidiStreaming<StreamingOutputCallRequest,
+                               StreamingOutputCallResponse>(kEcho, SyncEcho)
+        .RegisterCallbackBidiStreaming<StreamingOutputCallRequest,
+                                       StreamingOutputCallResponse>(
+            kEchoCallback,
+            [](ServerContext* context) { return new EchoReactor(context); })
+        .RegisterBidiStreaming<StreamingOutputCallRequest,
+                               StreamingOutputCallResponse>(
+            kWaitForCancel,
+            [this](ServerContext* context,
+                   ServerReaderWriter<StreamingOutputCallResponse,
+                                      StreamingOutputCallRequest>* stream) {
+              handler_started_.Notify();
+              StreamingOutputCallRequest request;
+              while (stream->Read(&request)) {
+              }
+              server_saw_cancel_ = context->IsCancelled();
+              handler_returned_.Notify();
+              return Status(StatusCode::kCancelled, "noticed");
+            })
+        .RegisterClientStreaming<StreamingInputCallRequest,
+                                 StreamingInputCallResponse>(
+            kFinishEarly,
+            [](ServerContext*, ServerReader<StreamingInputCallRequest>* reader,
+               StreamingInputCallResponse*) {
+              StreamingInputCallRequest request;
+              reader->Read(&request);
+              return Status(StatusCode::kFailedPrecondition, "enough");
+            })
+        .RegisterBidiStreaming<StreamingOutputCallRequest,
+                               StreamingOutputCallResponse>(
+            kServerCancels,
+            [this](ServerContext* context,
+                   ServerReaderWriter<StreamingOutputCallResponse,
+                                      StreamingOutputCallRequest>* stream) {
+              StreamingOutputCallRequest request;
+              stream->Read(&request);
+              context->TryCancel();
+              // The call is over for the handler too.
+              server_saw_cancel_ = !stream->Read(&request) &&
+                                   !stream->Write({}) && context->IsCancelled();
+              handler_returned_.Notify();
+              return Status();  // not sent: the call was cancelled
+            });
+    const Status status = server_.Start();
     ASSERT_TRUE(status.ok()) << status.ToString();
-    channel_ = CreateChannel("127.0.0.1:" + std::to_string(port_));
+    channel_ = server_.NewChannel();
   }
 
-  int port_ = 0;
-  std::unique_ptr<Server> server_;
+  StubServer server_;
   std::shared_ptr<Channel> channel_;
   std::atomic<bool> server_saw_cancel_{false};
   Notification handler_started_;
@@ -341,7 +336,7 @@ TEST_F(StreamingTest, InvalidInitialMetadataEndsTheCallWithInternal) {
     EXPECT_THAT(status.message(), ::testing::HasSubstr("Bad-Initial"));
     // The handler was told (its writes failed) and the call ended.
     EXPECT_TRUE(::h2rpc::testing::WaitFor(
-        [this] { return server_->live_calls() == 0; }));
+        [this] { return server_.server().live_calls() == 0; }));
   }
 }
 
