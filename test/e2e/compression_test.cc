@@ -13,6 +13,7 @@
 #include "rpc/server.h"
 #include "test/util/allocation_counter.h"
 #include "test/util/raw_h2_client.h"
+#include "test/util/stub_server.h"
 #include "test/util/zlib_reference.h"
 
 namespace h2rpc {
@@ -32,6 +33,7 @@ using ::h2rpc::testing::PercentDecode;
 using ::h2rpc::testing::RawH2Client;
 using ::h2rpc::testing::RawRequest;
 using ::h2rpc::testing::RawResponse;
+using ::h2rpc::testing::StubServer;
 using ::h2rpc::testing::ThreadRole;
 using ::h2rpc::testing::ZlibCompress;
 using ::h2rpc::testing::ZlibCompressZeros;
@@ -121,88 +123,82 @@ class CallbackBidi final
   StreamingOutputCallResponse response_;
 };
 
-std::unique_ptr<Server> StartServer(const ServerOptions& options, int* port) {
-  Status status;
-  std::unique_ptr<Server> server =
-      Server::Builder()
-          .SetOptions(options)
-          .AddListeningPort("127.0.0.1:0", port)
-          .RegisterUnary<SimpleRequest, SimpleResponse>(kEcho, Echo)
-          .RegisterCallbackUnary<SimpleRequest, SimpleResponse>(
-              kCallbackEcho,
-              [](ServerContext* context, const SimpleRequest* request,
-                 SimpleResponse* response,
-                 UnaryDone done) { done(Echo(context, *request, response)); })
-          .RegisterBidiStreaming<StreamingOutputCallRequest,
-                                 StreamingOutputCallResponse>(
-              kBidi,
-              [](ServerContext* context,
-                 ServerReaderWriter<StreamingOutputCallResponse,
-                                    StreamingOutputCallRequest>* stream) {
-                RespondAsAsked(context);
-                StreamingOutputCallRequest request;
-                StreamingOutputCallResponse response;
-                WriteOptions options;
-                while (stream->Read(&request)) {
-                  BidiReply(context, request, &response, &options);
-                  if (!stream->Write(response, options)) break;
-                }
-                return Status();
-              })
-          .RegisterCallbackBidiStreaming<StreamingOutputCallRequest,
-                                         StreamingOutputCallResponse>(
-              kCallbackBidi,
-              [](ServerContext* context) { return new CallbackBidi(context); })
-          .RegisterClientStreaming<StreamingInputCallRequest,
-                                   StreamingInputCallResponse>(
-              kUpload,
-              [](ServerContext* context,
-                 ServerReader<StreamingInputCallRequest>* reader,
-                 StreamingInputCallResponse* response) {
-                // Counts bytes, and fails unless every message arrived
-                // compressed exactly when it said it would.
-                StreamingInputCallRequest request;
-                int total = 0;
-                while (reader->Read(&request)) {
-                  if (request.expect_compressed().value() !=
-                      context->last_message_compressed()) {
-                    return Status(StatusCode::kInvalidArgument,
-                                  "compression not as expected");
-                  }
-                  total += static_cast<int>(request.payload().body().size());
-                }
-                response->set_aggregated_payload_size(total);
-                return Status();
-              })
-          .RegisterServerStreaming<StreamingOutputCallRequest,
-                                   StreamingOutputCallResponse>(
-              kDownload,
-              [](ServerContext* context,
-                 const StreamingOutputCallRequest& request,
-                 ServerWriter<StreamingOutputCallResponse>* writer) {
-                RespondAsAsked(context);
-                StreamingOutputCallResponse response;
-                for (const auto& parameters : request.response_parameters()) {
-                  response.mutable_payload()->set_body(
-                      Compressible(parameters.size()));
-                  WriteOptions options;
-                  if (!parameters.compressed().value()) {
-                    options.set_no_compression();
-                  }
-                  if (!writer->Write(response, options)) break;
-                }
-                return Status();
-              })
-          .BuildAndStart(&status);
+// Starts `server` with the methods above and `options`.
+void StartServer(StubServer* server, const ServerOptions& options) {
+  server->builder()
+      .SetOptions(options)
+      .RegisterUnary<SimpleRequest, SimpleResponse>(kEcho, Echo)
+      .RegisterCallbackUnary<SimpleRequest, SimpleResponse>(
+          kCallbackEcho,
+          [](ServerContext* context, const SimpleRequest* request,
+             SimpleResponse* response,
+             UnaryDone done) { done(Echo(context, *request, response)); })
+      .RegisterBidiStreaming<StreamingOutputCallRequest,
+                             StreamingOutputCallResponse>(
+          kBidi,
+          [](ServerContext* context,
+             ServerReaderWriter<StreamingOutputCallResponse,
+                                StreamingOutputCallRequest>* stream) {
+            RespondAsAsked(context);
+            StreamingOutputCallRequest request;
+            StreamingOutputCallResponse response;
+            WriteOptions options;
+            while (stream->Read(&request)) {
+              BidiReply(context, request, &response, &options);
+              if (!stream->Write(response, options)) break;
+            }
+            return Status();
+          })
+      .RegisterCallbackBidiStreaming<StreamingOutputCallRequest,
+                                     StreamingOutputCallResponse>(
+          kCallbackBidi,
+          [](ServerContext* context) { return new CallbackBidi(context); })
+      .RegisterClientStreaming<StreamingInputCallRequest,
+                               StreamingInputCallResponse>(
+          kUpload,
+          [](ServerContext* context,
+             ServerReader<StreamingInputCallRequest>* reader,
+             StreamingInputCallResponse* response) {
+            // Counts bytes, and fails unless every message arrived
+            // compressed exactly when it said it would.
+            StreamingInputCallRequest request;
+            int total = 0;
+            while (reader->Read(&request)) {
+              if (request.expect_compressed().value() !=
+                  context->last_message_compressed()) {
+                return Status(StatusCode::kInvalidArgument,
+                              "compression not as expected");
+              }
+              total += static_cast<int>(request.payload().body().size());
+            }
+            response->set_aggregated_payload_size(total);
+            return Status();
+          })
+      .RegisterServerStreaming<StreamingOutputCallRequest,
+                               StreamingOutputCallResponse>(
+          kDownload,
+          [](ServerContext* context, const StreamingOutputCallRequest& request,
+             ServerWriter<StreamingOutputCallResponse>* writer) {
+            RespondAsAsked(context);
+            StreamingOutputCallResponse response;
+            for (const auto& parameters : request.response_parameters()) {
+              response.mutable_payload()->set_body(
+                  Compressible(parameters.size()));
+              WriteOptions options;
+              if (!parameters.compressed().value()) {
+                options.set_no_compression();
+              }
+              if (!writer->Write(response, options)) break;
+            }
+            return Status();
+          });
+  const Status status = server->Start();
   EXPECT_TRUE(status.ok()) << status.ToString();
-  return server;
 }
 
 class CompressionTest : public ::testing::TestWithParam<CompressionAlgorithm> {
  protected:
-  void SetUp() override { server_ = StartServer(ServerOptions(), &port_); }
-
-  std::string target() const { return absl::StrCat("127.0.0.1:", port_); }
+  void SetUp() override { StartServer(&server_, ServerOptions()); }
 
   CompressionAlgorithm algorithm() const { return GetParam(); }
   std::string algorithm_name() const {
@@ -210,12 +206,11 @@ class CompressionTest : public ::testing::TestWithParam<CompressionAlgorithm> {
         transport::compression::CompressionAlgorithmName(GetParam()));
   }
 
-  int port_ = 0;
-  std::unique_ptr<Server> server_;
+  StubServer server_;
 };
 
 TEST_P(CompressionTest, UnaryCompressedBothWays) {
-  std::shared_ptr<Channel> channel = CreateChannel(target());
+  std::shared_ptr<Channel> channel = server_.NewChannel();
   for (const char* method : {kEcho, kCallbackEcho}) {
     ClientContext context;
     context.set_compression_algorithm(algorithm());
@@ -236,12 +231,11 @@ TEST_P(CompressionTest, UnaryCompressedBothWays) {
 TEST_P(CompressionTest, ChannelAndServerDefaults) {
   ServerOptions server_options;
   server_options.default_compression = algorithm();
-  int port = 0;
-  std::unique_ptr<Server> server = StartServer(server_options, &port);
+  StubServer server;
+  StartServer(&server, server_options);
   ChannelOptions channel_options;
   channel_options.default_compression = algorithm();
-  std::shared_ptr<Channel> channel =
-      CreateChannel(absl::StrCat("127.0.0.1:", port), channel_options);
+  std::shared_ptr<Channel> channel = server.NewChannel(channel_options);
 
   ClientContext context;
   SimpleRequest request;
@@ -259,7 +253,7 @@ TEST_P(CompressionTest, ChannelAndServerDefaults) {
 }
 
 TEST_P(CompressionTest, IncompressibleMessageIsSentPlain) {
-  std::shared_ptr<Channel> channel = CreateChannel(target());
+  std::shared_ptr<Channel> channel = server_.NewChannel();
   ClientContext context;
   context.set_compression_algorithm(algorithm());
   SimpleRequest request;
@@ -272,7 +266,7 @@ TEST_P(CompressionTest, IncompressibleMessageIsSentPlain) {
 TEST_P(CompressionTest, ServerNeverUsesAnEncodingTheClientDoesNotAccept) {
   ChannelOptions options;
   options.connection.accepted_compression = CompressionAlgorithmSet();
-  std::shared_ptr<Channel> channel = CreateChannel(target(), options);
+  std::shared_ptr<Channel> channel = server_.NewChannel(options);
   ClientContext context;
   context.AddMetadata("x-respond-with", algorithm_name());
   SimpleRequest request;
@@ -287,10 +281,9 @@ TEST_P(CompressionTest, ServerNeverUsesAnEncodingTheClientDoesNotAccept) {
 TEST_P(CompressionTest, RequestInAnEncodingTheServerRefusesIsUnimplemented) {
   ServerOptions server_options;
   server_options.connection.accepted_compression = CompressionAlgorithmSet();
-  int port = 0;
-  std::unique_ptr<Server> server = StartServer(server_options, &port);
-  std::shared_ptr<Channel> channel =
-      CreateChannel(absl::StrCat("127.0.0.1:", port));
+  StubServer server;
+  StartServer(&server, server_options);
+  std::shared_ptr<Channel> channel = server.NewChannel();
   ClientContext context;
   context.set_compression_algorithm(algorithm());
   SimpleResponse response;
@@ -304,7 +297,7 @@ TEST_P(CompressionTest, RequestInAnEncodingTheServerRefusesIsUnimplemented) {
 }
 
 TEST_P(CompressionTest, BidiPerMessageOptOutBothWays) {
-  std::shared_ptr<Channel> channel = CreateChannel(target());
+  std::shared_ptr<Channel> channel = server_.NewChannel();
   for (const char* method : {kBidi, kCallbackBidi}) {
     ClientContext context;
     context.set_compression_algorithm(algorithm());
@@ -338,7 +331,7 @@ TEST_P(CompressionTest, BidiPerMessageOptOutBothWays) {
 }
 
 TEST_P(CompressionTest, ClientStreamingWithOptOut) {
-  std::shared_ptr<Channel> channel = CreateChannel(target());
+  std::shared_ptr<Channel> channel = server_.NewChannel();
   ClientContext context;
   context.set_compression_algorithm(algorithm());
   StreamingInputCallResponse response;
@@ -356,7 +349,7 @@ TEST_P(CompressionTest, ClientStreamingWithOptOut) {
 }
 
 TEST_P(CompressionTest, ServerStreamingWithOptOut) {
-  std::shared_ptr<Channel> channel = CreateChannel(target());
+  std::shared_ptr<Channel> channel = server_.NewChannel();
   ClientContext context;
   context.AddMetadata("x-respond-with", algorithm_name());
   StreamingOutputCallRequest request;
@@ -405,9 +398,9 @@ class CompressionWireTest : public ::testing::TestWithParam<bool /*gzip*/> {
   void SetUp() override {
     ServerOptions options;
     options.default_compression = CompressionAlgorithm::kGzip;
-    server_ = StartServer(options, &port_);
+    StartServer(&server_, options);
     std::string error;
-    client_ = RawH2Client::Connect(port_, &error);
+    client_ = RawH2Client::Connect(server_.port(), &error);
     ASSERT_NE(client_, nullptr) << error;
   }
 
@@ -415,14 +408,13 @@ class CompressionWireTest : public ::testing::TestWithParam<bool /*gzip*/> {
 
   RawRequest CompressedEcho(std::string compressed) {
     RawRequest request;
-    request.headers = GrpcRequestHeaders(kEcho, port_);
+    request.headers = GrpcRequestHeaders(kEcho, server_.port());
     request.headers.emplace_back("grpc-encoding", encoding());
     request.body = GrpcFrame(compressed, /*flag=*/1);
     return request;
   }
 
-  int port_ = 0;
-  std::unique_ptr<Server> server_;
+  StubServer server_;
   std::unique_ptr<RawH2Client> client_;
 };
 

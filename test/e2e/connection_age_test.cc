@@ -23,6 +23,7 @@
 #include "rpc/channel.h"
 #include "rpc/server.h"
 #include "test/util/notification.h"
+#include "test/util/stub_server.h"
 #include "test/util/tcp_proxy.h"
 #include "test/util/wait_for.h"
 #include "transport/io/mutex.h"
@@ -36,6 +37,7 @@ using grpc::testing::StreamingOutputCallRequest;
 using grpc::testing::StreamingOutputCallResponse;
 using ::h2rpc::testing::kHangTimeout;
 using ::h2rpc::testing::Notification;
+using ::h2rpc::testing::StubServer;
 using ::h2rpc::testing::TcpProxy;
 using ::testing::AnyOf;
 
@@ -56,53 +58,50 @@ constexpr absl::Duration kClockTolerance = absl::Milliseconds(5);
 class AgeServer {
  public:
   explicit AgeServer(const ServerOptions& options) {
-    server_ =
-        Server::Builder()
-            .SetOptions(options)
-            .AddListeningPort("127.0.0.1:0", &port_)
-            .RegisterUnary<SimpleRequest, SimpleResponse>(
-                kEcho,
-                [](ServerContext*, const SimpleRequest& request,
-                   SimpleResponse* response) {
-                  *response->mutable_payload() = request.payload();
-                  return Status();
-                })
-            .RegisterBidiStreaming<StreamingOutputCallRequest,
-                                   StreamingOutputCallResponse>(
-                kStream,
-                [this](ServerContext* context,
-                       ServerReaderWriter<StreamingOutputCallResponse,
-                                          StreamingOutputCallRequest>* stream) {
-                  StreamingOutputCallRequest request;
-                  StreamingOutputCallResponse response;
-                  while (stream->Read(&request)) {
-                    *response.mutable_payload() = request.payload();
-                    if (!stream->Write(response)) break;
-                  }
-                  if (context->IsCancelled()) {
-                    cancelled_at_ = absl::Now();
-                    cancelled.Notify();
-                  }
-                  return Status();
-                })
-            .BuildAndStart(&status_);
+    server_.builder()
+        .SetOptions(options)
+        .RegisterUnary<SimpleRequest, SimpleResponse>(
+            kEcho,
+            [](ServerContext*, const SimpleRequest& request,
+               SimpleResponse* response) {
+              *response->mutable_payload() = request.payload();
+              return Status();
+            })
+        .RegisterBidiStreaming<StreamingOutputCallRequest,
+                               StreamingOutputCallResponse>(
+            kStream,
+            [this](ServerContext* context,
+                   ServerReaderWriter<StreamingOutputCallResponse,
+                                      StreamingOutputCallRequest>* stream) {
+              StreamingOutputCallRequest request;
+              StreamingOutputCallResponse response;
+              while (stream->Read(&request)) {
+                *response.mutable_payload() = request.payload();
+                if (!stream->Write(response)) break;
+              }
+              if (context->IsCancelled()) {
+                cancelled_at_ = absl::Now();
+                cancelled.Notify();
+              }
+              return Status();
+            });
+    status_ = server_.Start();
   }
-  ~AgeServer() {
-    if (server_ != nullptr) server_->Shutdown(absl::Now());
-  }
+  // Stops the server before cancelled_at_, which its handler writes, is
+  // destroyed (it is declared after server_).
+  ~AgeServer() { server_.Stop(); }
 
-  bool ok() const { return server_ != nullptr; }
+  bool ok() const { return server_.started(); }
   const Status& status() const { return status_; }
-  int port() const { return port_; }
+  int port() const { return server_.port(); }
   // Valid once `cancelled` is notified.
   absl::Time cancelled_at() const { return cancelled_at_; }
 
   Notification cancelled;
 
  private:
-  std::unique_ptr<Server> server_;
+  StubServer server_;
   Status status_;
-  int port_ = 0;
   absl::Time cancelled_at_;
 };
 

@@ -13,6 +13,7 @@
 #include "rpc/credentials.h"
 #include "rpc/server.h"
 #include "test/util/allocation_counter.h"
+#include "test/util/stub_server.h"
 #include "transport/tls/testing/test_pki.h"
 
 namespace h2rpc {
@@ -20,6 +21,7 @@ namespace {
 
 using grpc::testing::Empty;
 using testing::AllocationsByRole;
+using testing::StubServer;
 using testing::ThreadRole;
 
 constexpr char kSync[] = "/h2rpc.test.Alloc/SyncPingPong";
@@ -72,26 +74,22 @@ class StreamingAllocationTest
     ServerOptions options;
     options.num_loops = 1;
     options.min_sync_threads = 1;
-    Status status;
-    server_ =
-        Server::Builder()
-            .SetOptions(options)
-            .AddListeningPort("127.0.0.1:0", server_credentials, &port_)
-            .RegisterBidiStreaming<Empty, Empty>(
-                kSync,
-                [](ServerContext*, ServerReaderWriter<Empty, Empty>* stream) {
-                  Empty message;
-                  while (stream->Read(&message)) {
-                    if (!stream->Write(message)) break;
-                  }
-                  return Status();
-                })
-            .RegisterCallbackBidiStreaming<Empty, Empty>(
-                kCallback, [](ServerContext*) { return new PingPongReactor; })
-            .BuildAndStart(&status);
+    server_.builder()
+        .SetOptions(options)
+        .RegisterBidiStreaming<Empty, Empty>(
+            kSync,
+            [](ServerContext*, ServerReaderWriter<Empty, Empty>* stream) {
+              Empty message;
+              while (stream->Read(&message)) {
+                if (!stream->Write(message)) break;
+              }
+              return Status();
+            })
+        .RegisterCallbackBidiStreaming<Empty, Empty>(
+            kCallback, [](ServerContext*) { return new PingPongReactor; });
+    const Status status = server_.Start(server_credentials);
     ASSERT_TRUE(status.ok()) << status.ToString();
-    channel_ = CreateChannel("127.0.0.1:" + std::to_string(port_),
-                             channel_credentials);
+    channel_ = server_.NewChannel(ChannelOptions(), channel_credentials);
   }
 
   const char* method() const { return std::get<0>(GetParam()); }
@@ -102,8 +100,7 @@ class StreamingAllocationTest
   // writes a message's record and reads one.
   int64_t TlsRecords() const { return tls() ? 4 : 0; }
 
-  int port_ = 0;
-  std::unique_ptr<Server> server_;
+  StubServer server_;
   std::shared_ptr<Channel> channel_;
 };
 

@@ -16,6 +16,7 @@
 #include "rpc/credentials.h"
 #include "rpc/server.h"
 #include "test/util/allocation_counter.h"
+#include "test/util/stub_server.h"
 #include "transport/tls/testing/test_pki.h"
 
 namespace h2rpc {
@@ -25,6 +26,7 @@ using grpc::testing::Empty;
 using grpc::testing::SimpleRequest;
 using grpc::testing::SimpleResponse;
 using testing::AllocationsByRole;
+using testing::StubServer;
 using testing::ThreadRole;
 
 constexpr char kSync[] = "/h2rpc.test.Alloc/Sync";
@@ -58,44 +60,38 @@ class UnaryAllocationTest : public ::testing::TestWithParam<bool> {
     ServerOptions options;
     options.num_loops = 1;
     options.min_sync_threads = 1;
-    Status status;
-    server_ =
-        Server::Builder()
-            .SetOptions(options)
-            .AddListeningPort("127.0.0.1:0", server_credentials, &port_)
-            .RegisterUnary<Empty, Empty>(kSync, [](ServerContext*, const Empty&,
-                                                   Empty*) { return Status(); })
-            .RegisterCallbackUnary<Empty, Empty>(
-                kCallback, [](ServerContext*, const Empty*, Empty*,
-                              UnaryDone done) { done(Status()); })
-            .RegisterUnary<SimpleRequest, SimpleResponse>(
-                kSyncEcho,
-                [](ServerContext*, const SimpleRequest& request,
-                   SimpleResponse* response) {
-                  response->mutable_payload()->set_body(
-                      request.payload().body());
-                  return Status();
-                })
-            .RegisterCallbackUnary<SimpleRequest, SimpleResponse>(
-                kCompressedEcho,
-                [](ServerContext* context, const SimpleRequest* request,
-                   SimpleResponse* response, UnaryDone done) {
-                  // Answers in the request's algorithm, named in its body.
-                  const absl::string_view body = request->payload().body();
-                  context->set_compression_algorithm(
-                      body.substr(0, 4) == "gzip" ? CompressionAlgorithm::kGzip
-                      : body.substr(0, 7) == "deflate"
-                          ? CompressionAlgorithm::kDeflate
-                          : CompressionAlgorithm::kIdentity);
-                  response->mutable_payload()->set_body(
-                      request->payload().body());
-                  done(Status());
-                })
-            .BuildAndStart(&status);
+    server_.builder()
+        .SetOptions(options)
+        .RegisterUnary<Empty, Empty>(kSync, [](ServerContext*, const Empty&,
+                                               Empty*) { return Status(); })
+        .RegisterCallbackUnary<Empty, Empty>(
+            kCallback, [](ServerContext*, const Empty*, Empty*,
+                          UnaryDone done) { done(Status()); })
+        .RegisterUnary<SimpleRequest, SimpleResponse>(
+            kSyncEcho,
+            [](ServerContext*, const SimpleRequest& request,
+               SimpleResponse* response) {
+              response->mutable_payload()->set_body(request.payload().body());
+              return Status();
+            })
+        .RegisterCallbackUnary<SimpleRequest, SimpleResponse>(
+            kCompressedEcho,
+            [](ServerContext* context, const SimpleRequest* request,
+               SimpleResponse* response, UnaryDone done) {
+              // Answers in the request's algorithm, named in its body.
+              const absl::string_view body = request->payload().body();
+              context->set_compression_algorithm(
+                  body.substr(0, 4) == "gzip" ? CompressionAlgorithm::kGzip
+                  : body.substr(0, 7) == "deflate"
+                      ? CompressionAlgorithm::kDeflate
+                      : CompressionAlgorithm::kIdentity);
+              response->mutable_payload()->set_body(request->payload().body());
+              done(Status());
+            });
+    const Status status = server_.Start(server_credentials);
     ASSERT_TRUE(status.ok()) << status.ToString();
     channel_credentials_ = channel_credentials;
-    channel_ = CreateChannel("127.0.0.1:" + std::to_string(port_),
-                             channel_credentials_);
+    channel_ = server_.NewChannel(ChannelOptions(), channel_credentials_);
   }
 
   // Blocking calls from this thread: its allocations count as the client's.
@@ -154,8 +150,7 @@ class UnaryAllocationTest : public ::testing::TestWithParam<bool> {
   // writes one record and reads one.
   double TlsRecords() const { return GetParam() ? 4.0 : 0.0; }
 
-  int port_ = 0;
-  std::unique_ptr<Server> server_;
+  StubServer server_;
   std::shared_ptr<ChannelCredentials> channel_credentials_;
   std::shared_ptr<Channel> channel_;
 };
@@ -178,7 +173,7 @@ TEST_P(UnaryAllocationTest, WarmCallbackCallsAllocateNothingButTlsRecords) {
 TEST_P(UnaryAllocationTest, WarmRoundRobinCallsAllocateNothingButTlsRecords) {
   ChannelOptions options;
   options.lb_policy = "round_robin";
-  const std::string address = "127.0.0.1:" + std::to_string(port_);
+  const std::string address = server_.target();
   channel_ = CreateChannel("ipv4:" + address + "," + address,
                            channel_credentials_, options);
   Empty response;
