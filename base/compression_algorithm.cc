@@ -1,8 +1,8 @@
-#include "transport/compression/compression_algorithm.h"
+#include "base/compression_algorithm.h"
 
 #include <cstring>
 
-namespace h2rpc::transport::compression {
+namespace h2rpc {
 namespace {
 
 constexpr CompressionAlgorithm kAllAlgorithms[] = {
@@ -81,4 +81,4 @@ std::string FormatCompressionAlgorithmSet(CompressionAlgorithmSet set) {
   return std::string(buffer, length);
 }
 
-}  // namespace h2rpc::transport::compression
+}  // namespace h2rpc

@@ -1,5 +1,5 @@
-#ifndef H2RPC_TRANSPORT_COMPRESSION_COMPRESSION_ALGORITHM_H_
-#define H2RPC_TRANSPORT_COMPRESSION_COMPRESSION_ALGORITHM_H_
+#ifndef H2RPC_BASE_COMPRESSION_ALGORITHM_H_
+#define H2RPC_BASE_COMPRESSION_ALGORITHM_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -8,7 +8,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/optional.h"
 
-namespace h2rpc::transport::compression {
+namespace h2rpc {
 
 // The message compression algorithms of gRPC's `grpc-encoding` and
 // `grpc-accept-encoding` headers. "deflate" is the zlib format (RFC 1950),
@@ -86,6 +86,6 @@ size_t FormatCompressionAlgorithmSet(CompressionAlgorithmSet set, char* buffer,
                                      size_t buffer_size);
 std::string FormatCompressionAlgorithmSet(CompressionAlgorithmSet set);
 
-}  // namespace h2rpc::transport::compression
+}  // namespace h2rpc
 
-#endif  // H2RPC_TRANSPORT_COMPRESSION_COMPRESSION_ALGORITHM_H_
+#endif  // H2RPC_BASE_COMPRESSION_ALGORITHM_H_

@@ -1,11 +1,11 @@
-#include "transport/compression/compression_algorithm.h"
+#include "base/compression_algorithm.h"
 
 #include <string>
 
 #include "gtest/gtest.h"
 #include "test/util/allocation_counter.h"
 
-namespace h2rpc::transport::compression {
+namespace h2rpc {
 namespace {
 
 using ::h2rpc::testing::AllocationCounter;
@@ -150,4 +150,4 @@ TEST(AcceptEncodingTest, FormatThenParseRoundTrips) {
 }
 
 }  // namespace
-}  // namespace h2rpc::transport::compression
+}  // namespace h2rpc

@@ -1,4 +1,4 @@
-#include "transport/core/metadata.h"
+#include "base/metadata.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
-namespace h2rpc::transport {
+namespace h2rpc {
 namespace {
 
 constexpr size_t kMaxBytes = std::numeric_limits<uint32_t>::max();
@@ -185,4 +185,4 @@ Status ValidateOutgoingMetadata(const Metadata& metadata) {
   return Status();
 }
 
-}  // namespace h2rpc::transport
+}  // namespace h2rpc

@@ -1,5 +1,5 @@
-#ifndef H2RPC_TRANSPORT_CORE_METADATA_H_
-#define H2RPC_TRANSPORT_CORE_METADATA_H_
+#ifndef H2RPC_BASE_METADATA_H_
+#define H2RPC_BASE_METADATA_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -9,9 +9,9 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/types/optional.h"
-#include "transport/core/status.h"
+#include "base/status.h"
 
-namespace h2rpc::transport {
+namespace h2rpc {
 
 // An ordered list of gRPC metadata entries (key, value), duplicates allowed.
 //
@@ -148,6 +148,6 @@ bool IsValidAsciiMetadataValue(absl::string_view value);
 // keys may hold any bytes. Allocates only to build an error.
 Status ValidateOutgoingMetadata(const Metadata& metadata);
 
-}  // namespace h2rpc::transport
+}  // namespace h2rpc
 
-#endif  // H2RPC_TRANSPORT_CORE_METADATA_H_
+#endif  // H2RPC_BASE_METADATA_H_

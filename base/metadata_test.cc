@@ -1,4 +1,4 @@
-#include "transport/core/metadata.h"
+#include "base/metadata.h"
 
 #include <algorithm>
 #include <string>
@@ -9,7 +9,7 @@
 #include "gtest/gtest.h"
 #include "test/util/allocation_counter.h"
 
-namespace h2rpc::transport {
+namespace h2rpc {
 namespace {
 
 using Pairs = std::vector<std::pair<std::string, std::string>>;
@@ -421,4 +421,4 @@ TEST(MetadataValidationTest, ReportsTheFirstBadEntry) {
 }
 
 }  // namespace
-}  // namespace h2rpc::transport
+}  // namespace h2rpc

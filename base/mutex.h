@@ -1,5 +1,5 @@
-#ifndef H2RPC_TRANSPORT_IO_MUTEX_H_
-#define H2RPC_TRANSPORT_IO_MUTEX_H_
+#ifndef H2RPC_BASE_MUTEX_H_
+#define H2RPC_BASE_MUTEX_H_
 
 #include <condition_variable>
 #include <mutex>
@@ -7,7 +7,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/time/time.h"
 
-namespace h2rpc::transport::io {
+namespace h2rpc {
 
 // std::mutex and std::condition_variable in absl::Mutex's shape, carrying
 // Abseil's thread-safety annotations (ABSL_GUARDED_BY and friends apply to
@@ -78,6 +78,6 @@ class CondVar {
   std::condition_variable cv_;
 };
 
-}  // namespace h2rpc::transport::io
+}  // namespace h2rpc
 
-#endif  // H2RPC_TRANSPORT_IO_MUTEX_H_
+#endif  // H2RPC_BASE_MUTEX_H_

@@ -1,10 +1,10 @@
-#ifndef H2RPC_TRANSPORT_CORE_PEER_IDENTITY_H_
-#define H2RPC_TRANSPORT_CORE_PEER_IDENTITY_H_
+#ifndef H2RPC_BASE_PEER_IDENTITY_H_
+#define H2RPC_BASE_PEER_IDENTITY_H_
 
 #include <string>
 #include <vector>
 
-namespace h2rpc::transport {
+namespace h2rpc {
 
 // What a secure connection (TLS) established about its peer, fixed once the
 // handshake is done. A plaintext connection has none (a null pointer where
@@ -28,6 +28,6 @@ struct PeerIdentity {
   std::vector<std::string> emails;
 };
 
-}  // namespace h2rpc::transport
+}  // namespace h2rpc
 
-#endif  // H2RPC_TRANSPORT_CORE_PEER_IDENTITY_H_
+#endif  // H2RPC_BASE_PEER_IDENTITY_H_

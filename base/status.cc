@@ -1,4 +1,4 @@
-#include "transport/core/status.h"
+#include "base/status.h"
 
 #include "absl/strings/str_cat.h"
 

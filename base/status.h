@@ -1,11 +1,11 @@
-#ifndef H2RPC_TRANSPORT_CORE_STATUS_H_
-#define H2RPC_TRANSPORT_CORE_STATUS_H_
+#ifndef H2RPC_BASE_STATUS_H_
+#define H2RPC_BASE_STATUS_H_
 
 #include <string>
 #include <utility>
 
 #include "absl/strings/string_view.h"
-#include "transport/core/status_code.h"
+#include "base/status_code.h"
 
 namespace h2rpc {
 
@@ -47,4 +47,4 @@ class [[nodiscard]] Status {
 
 }  // namespace h2rpc
 
-#endif  // H2RPC_TRANSPORT_CORE_STATUS_H_
+#endif  // H2RPC_BASE_STATUS_H_

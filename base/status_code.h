@@ -1,5 +1,5 @@
-#ifndef H2RPC_TRANSPORT_CORE_STATUS_CODE_H_
-#define H2RPC_TRANSPORT_CORE_STATUS_CODE_H_
+#ifndef H2RPC_BASE_STATUS_CODE_H_
+#define H2RPC_BASE_STATUS_CODE_H_
 
 #include "absl/strings/string_view.h"
 
@@ -36,4 +36,4 @@ absl::string_view StatusCodeName(StatusCode code);
 
 }  // namespace h2rpc
 
-#endif  // H2RPC_TRANSPORT_CORE_STATUS_CODE_H_
+#endif  // H2RPC_BASE_STATUS_CODE_H_

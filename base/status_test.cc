@@ -1,4 +1,4 @@
-#include "transport/core/status.h"
+#include "base/status.h"
 
 #include "gtest/gtest.h"
 #include "test/util/allocation_counter.h"

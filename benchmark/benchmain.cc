@@ -214,7 +214,7 @@ bool ParseCompression(const std::string& name, CompressionAlgorithm* out) {
     *out = CompressionAlgorithm::kIdentity;
     return true;
   }
-  const auto parsed = transport::compression::ParseCompressionAlgorithm(name);
+  const auto parsed = ParseCompressionAlgorithm(name);
   if (!parsed.has_value() || *parsed == CompressionAlgorithm::kIdentity) {
     return false;
   }

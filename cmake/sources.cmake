@@ -4,6 +4,15 @@
 # docs/build.md.
 
 set(H2RPC_LIBRARY_SOURCES
+  base/compression_algorithm.cc
+  base/compression_algorithm.h
+  base/metadata.cc
+  base/metadata.h
+  base/mutex.h
+  base/peer_identity.h
+  base/status.cc
+  base/status.h
+  base/status_code.h
   rpc/arena_options.cc
   rpc/arena_options.h
   rpc/channel.cc
@@ -118,8 +127,6 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/unary_done.cc
   rpc/unary_done.h
   rpc/version.cc
-  transport/compression/compression_algorithm.cc
-  transport/compression/compression_algorithm.h
   transport/compression/message_codec.cc
   transport/compression/message_codec.h
   transport/compression/thread_codecs.cc
@@ -143,16 +150,10 @@ set(H2RPC_LIBRARY_SOURCES
   transport/core/message_deframer.h
   transport/core/message_framer.cc
   transport/core/message_framer.h
-  transport/core/metadata.cc
-  transport/core/metadata.h
-  transport/core/peer_identity.h
   transport/core/received_headers.cc
   transport/core/received_headers.h
   transport/core/response_setup.cc
   transport/core/response_setup.h
-  transport/core/status.cc
-  transport/core/status.h
-  transport/core/status_code.h
   transport/core/status_synthesis.cc
   transport/core/status_synthesis.h
   transport/core/timeout.cc
@@ -179,7 +180,6 @@ set(H2RPC_LIBRARY_SOURCES
   transport/io/event_loop.h
   transport/io/monotonic_time.cc
   transport/io/monotonic_time.h
-  transport/io/mutex.h
   transport/io/resolver.cc
   transport/io/resolver.h
   transport/io/scheduler.cc
@@ -199,6 +199,12 @@ set(H2RPC_LIBRARY_PROTOS
   proto/grpc/reflection/v1alpha/reflection.proto
 )
 set(H2RPC_PUBLIC_HEADERS
+  base/compression_algorithm.h
+  base/metadata.h
+  base/mutex.h
+  base/peer_identity.h
+  base/status.h
+  base/status_code.h
   rpc/arena_options.h
   rpc/channel.h
   rpc/channel_options.h
@@ -226,12 +232,6 @@ set(H2RPC_PUBLIC_HEADERS
   rpc/server_stream.h
   rpc/status.h
   rpc/unary_done.h
-  transport/compression/compression_algorithm.h
-  transport/core/metadata.h
-  transport/core/peer_identity.h
-  transport/core/status.h
-  transport/core/status_code.h
-  transport/io/mutex.h
 )
 set(H2RPC_PLUGIN_SOURCES
   tools/protoc-gen-h2rpc/generator.cc
@@ -259,6 +259,28 @@ set(H2RPC_ABSL_MODULES
   absl_time
 )
 
+# //base:metadata_test
+set(H2RPC_TEST_base_metadata_test_SOURCES
+  base/metadata_test.cc
+  test/util/allocation_counter.cc
+  test/util/allocation_counter.h
+  test/util/allocation_record.h
+  test/util/glibc_heap_hooks.cc
+  test/util/sanitizer_heap_hooks.cc
+)
+set(H2RPC_TEST_base_metadata_test_PROTOS
+)
+# //base:status_test
+set(H2RPC_TEST_base_status_test_SOURCES
+  base/status_test.cc
+  test/util/allocation_counter.cc
+  test/util/allocation_counter.h
+  test/util/allocation_record.h
+  test/util/glibc_heap_hooks.cc
+  test/util/sanitizer_heap_hooks.cc
+)
+set(H2RPC_TEST_base_status_test_PROTOS
+)
 # //transport/core:base64_test
 set(H2RPC_TEST_transport_core_base64_test_SOURCES
   test/util/allocation_counter.cc
@@ -349,17 +371,6 @@ set(H2RPC_TEST_transport_core_message_framer_test_SOURCES
 )
 set(H2RPC_TEST_transport_core_message_framer_test_PROTOS
 )
-# //transport/core:metadata_test
-set(H2RPC_TEST_transport_core_metadata_test_SOURCES
-  test/util/allocation_counter.cc
-  test/util/allocation_counter.h
-  test/util/allocation_record.h
-  test/util/glibc_heap_hooks.cc
-  test/util/sanitizer_heap_hooks.cc
-  transport/core/metadata_test.cc
-)
-set(H2RPC_TEST_transport_core_metadata_test_PROTOS
-)
 # //transport/core:received_headers_test
 set(H2RPC_TEST_transport_core_received_headers_test_SOURCES
   test/util/allocation_counter.cc
@@ -394,17 +405,6 @@ set(H2RPC_TEST_transport_core_status_synthesis_test_SOURCES
   transport/core/status_synthesis_test.cc
 )
 set(H2RPC_TEST_transport_core_status_synthesis_test_PROTOS
-)
-# //transport/core:status_test
-set(H2RPC_TEST_transport_core_status_test_SOURCES
-  test/util/allocation_counter.cc
-  test/util/allocation_counter.h
-  test/util/allocation_record.h
-  test/util/glibc_heap_hooks.cc
-  test/util/sanitizer_heap_hooks.cc
-  transport/core/status_test.cc
-)
-set(H2RPC_TEST_transport_core_status_test_PROTOS
 )
 # //transport/core:timeout_test
 set(H2RPC_TEST_transport_core_timeout_test_SOURCES
@@ -625,6 +625,8 @@ set(H2RPC_TEST_rpc_interceptors_latency_histogram_test_SOURCES
 set(H2RPC_TEST_rpc_interceptors_latency_histogram_test_PROTOS
 )
 set(H2RPC_TESTS
+  base_metadata_test
+  base_status_test
   transport_core_base64_test
   transport_core_call_setup_test
   transport_core_grpc_message_test
@@ -633,11 +635,9 @@ set(H2RPC_TESTS
   transport_core_memory_quota_test
   transport_core_message_deframer_test
   transport_core_message_framer_test
-  transport_core_metadata_test
   transport_core_received_headers_test
   transport_core_response_setup_test
   transport_core_status_synthesis_test
-  transport_core_status_test
   transport_core_timeout_test
   tools_protoc_gen_h2rpc_layout_test
   tools_protoc_gen_h2rpc_names_test

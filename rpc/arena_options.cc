@@ -4,13 +4,10 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "transport/io/mutex.h"
+#include "base/mutex.h"
 
 namespace h2rpc {
 namespace {
-
-using transport::io::Mutex;
-using transport::io::MutexLock;
 
 class FreeBlocks {
  public:

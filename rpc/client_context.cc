@@ -22,7 +22,7 @@ absl::Time ClientContext::deadline() const {
 }
 
 void ClientContext::TryCancel() {
-  transport::io::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (call_ != nullptr) {
     call_->RequestCancel();
   } else if (!call_ended_) {

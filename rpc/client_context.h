@@ -9,10 +9,10 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/optional.h"
+#include "base/mutex.h"
 #include "rpc/compression.h"
 #include "rpc/metadata.h"
 #include "rpc/status.h"
-#include "transport/io/mutex.h"
 
 namespace h2rpc {
 
@@ -138,7 +138,7 @@ class ClientContext {
 
   // Links TryCancel (any thread) to the call while it runs (see
   // ClientContextAccess::Bind and Unbind).
-  transport::io::Mutex mu_;
+  Mutex mu_;
   internal::CancellableClientCall* call_ ABSL_GUARDED_BY(mu_) = nullptr;
   // TryCancel came before any call was linked.
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;

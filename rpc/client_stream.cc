@@ -25,14 +25,14 @@ BlockingClientStream::~BlockingClientStream() {
     // discard has run, so the tasks these post run before it goes.
     call_->RequestCancel();
     call_->DiscardUnread();
-    transport::io::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     while (!done_) changed_.Wait(&mu_);
   }
   call_->ReleaseKeepAlive();
 }
 
 bool BlockingClientStream::done() {
-  transport::io::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return done_;
 }
 
@@ -64,7 +64,7 @@ void BlockingClientStream::WaitForInitialMetadata() {
 
 Status BlockingClientStream::Finish() {
   call_->DiscardUnread();
-  transport::io::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   while (!done_) changed_.Wait(&mu_);
   return status_;
 }
@@ -84,7 +84,7 @@ void BlockingClientStream::OnWritesDoneDone(bool ok) {
 void BlockingClientStream::OnDone(const Status& status) {
   // Signalled under the lock: a waiter may destroy this object as soon as
   // it sees done_.
-  transport::io::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   status_ = status;
   done_ = true;
   changed_.SignalAll();

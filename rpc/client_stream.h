@@ -5,11 +5,11 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/string_view.h"
+#include "base/mutex.h"
 #include "google/protobuf/message_lite.h"
 #include "rpc/compression.h"
 #include "rpc/internal/op_waiter.h"
 #include "rpc/status.h"
-#include "transport/io/mutex.h"
 
 namespace h2rpc {
 
@@ -166,8 +166,8 @@ class BlockingClientStream final : public ClientStreamReactor {
   OpWaiter writes_done_;
   std::atomic<bool> writes_done_called_{false};
   // OnDone (loop thread) hands the status to Finish() and the destructor.
-  transport::io::Mutex mu_;
-  transport::io::CondVar changed_;  // done_ became true
+  Mutex mu_;
+  CondVar changed_;  // done_ became true
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   Status status_ ABSL_GUARDED_BY(mu_);
 };

@@ -1,7 +1,7 @@
 #ifndef H2RPC_RPC_COMPRESSION_H_
 #define H2RPC_RPC_COMPRESSION_H_
 
-#include "transport/compression/compression_algorithm.h"
+#include "base/compression_algorithm.h"  // IWYU pragma: export
 
 namespace h2rpc {
 
@@ -20,8 +20,9 @@ namespace h2rpc {
 //
 // Accepting: ConnectionOptions::accepted_compression (rpc/connection_options.h;
 // default: all).
-using CompressionAlgorithm = transport::compression::CompressionAlgorithm;
-using CompressionAlgorithmSet = transport::compression::CompressionAlgorithmSet;
+//
+// CompressionAlgorithm and CompressionAlgorithmSet:
+// base/compression_algorithm.h.
 
 // Per-message options of a streaming write.
 class WriteOptions {

@@ -38,7 +38,7 @@ class HealthCheckService::Watcher final
   Watcher(HealthCheckService* service, absl::string_view name,
           uint64_t connection_id)
       : service_(service), connection_id_(connection_id) {
-    transport::io::MutexLock lock(&service_->mu_);
+    MutexLock lock(&service_->mu_);
     h2rpc::Status refused = service_->CheckNameLength(name);
     if (refused.ok() && service_->server_shut_down_) {
       refused = h2rpc::Status(StatusCode::kUnavailable,
@@ -96,7 +96,7 @@ class HealthCheckService::Watcher final
 
  private:
   void OnWriteDone(bool ok) override {
-    transport::io::MutexLock lock(&service_->mu_);
+    MutexLock lock(&service_->mu_);
     write_in_flight_ = false;
     if (finished_) return;
     if (!ok) {
@@ -116,13 +116,13 @@ class HealthCheckService::Watcher final
   }
 
   void OnCancel() override {
-    transport::io::MutexLock lock(&service_->mu_);
+    MutexLock lock(&service_->mu_);
     EndLocked(h2rpc::Status(StatusCode::kCancelled, "watch cancelled"));
   }
 
   void OnDone() override {
     {
-      transport::io::MutexLock lock(&service_->mu_);
+      MutexLock lock(&service_->mu_);
       if (registered_) {
         ServiceState& state = entry_->second;
         state.watchers.erase(this);
@@ -198,12 +198,12 @@ void HealthCheckService::CloseWatch(Watcher* watcher)
 
 HealthCheckService::HealthCheckService(HealthCheckServiceOptions options)
     : options_(options) {
-  transport::io::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   services_[""].status = Serving::kServing;
 }
 
 HealthCheckService::~HealthCheckService() {
-  transport::io::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (open_watches_ != 0) {
     internal::ReportMisuse(absl::StrCat(
         "HealthCheckService destroyed with ", open_watches_,
@@ -251,7 +251,7 @@ h2rpc::Status HealthCheckService::Check(absl::string_view service,
                                         Serving* status) {
   h2rpc::Status result = CheckNameLength(service);
   if (!result.ok()) return result;
-  transport::io::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto it = services_.find(service);
   if (it == services_.end() || it->second.status == Serving::kServiceUnknown) {
     return h2rpc::Status(StatusCode::kNotFound,
@@ -269,7 +269,7 @@ void HealthCheckService::Update(ServiceState& state, Serving status) {
 
 void HealthCheckService::SetServingStatus(absl::string_view service,
                                           bool serving) {
-  transport::io::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   const Serving status =
       serving && !shut_down_ ? Serving::kServing : Serving::kNotServing;
   auto it = services_.find(service);
@@ -280,7 +280,7 @@ void HealthCheckService::SetServingStatus(absl::string_view service,
 }
 
 void HealthCheckService::SetServingStatus(bool serving) {
-  transport::io::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (shut_down_) return;
   const Serving status = serving ? Serving::kServing : Serving::kNotServing;
   for (auto& [name, state] : services_) {
@@ -299,12 +299,12 @@ void HealthCheckService::ShutdownLocked() {
 }
 
 void HealthCheckService::Shutdown() {
-  transport::io::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ShutdownLocked();
 }
 
 void HealthCheckService::OnServerShutdown() {
-  transport::io::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ShutdownLocked();
   server_shut_down_ = true;
   for (auto& [name, state] : services_) {
@@ -313,7 +313,7 @@ void HealthCheckService::OnServerShutdown() {
 }
 
 size_t HealthCheckService::open_watches() const {
-  transport::io::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return open_watches_;
 }
 

@@ -10,8 +10,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/string_view.h"
+#include "base/mutex.h"
 #include "rpc/server.h"
-#include "transport/io/mutex.h"
 
 namespace h2rpc {
 
@@ -154,7 +154,7 @@ class HealthCheckService {
   h2rpc::Status CheckNameLength(absl::string_view service) const;
 
   const HealthCheckServiceOptions options_;
-  mutable transport::io::Mutex mu_;
+  mutable Mutex mu_;
   // Also guards every Watcher's state.
   ServiceMap services_ ABSL_GUARDED_BY(mu_);
   size_t open_watches_ ABSL_GUARDED_BY(mu_) = 0;

@@ -12,6 +12,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/time/time.h"
+#include "base/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/grpc/health/v1/health.h2rpc.pb.h"
@@ -23,7 +24,6 @@
 #include "rpc/status.h"
 #include "test/util/allocation_counter.h"
 #include "test/util/wait_for.h"
-#include "transport/io/mutex.h"
 
 namespace h2rpc {
 namespace {
@@ -60,7 +60,7 @@ class WatchRecorder final : public ClientReadReactor<HealthCheckResponse> {
   // Cancels the call if it is still open and waits for it to end.
   ~WatchRecorder() override {
     context_.TryCancel();
-    transport::io::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     while (!done_) changed_.Wait(&mu_);
   }
 
@@ -71,7 +71,7 @@ class WatchRecorder final : public ClientReadReactor<HealthCheckResponse> {
   template <class Condition>
   bool WaitUntil(Condition condition) {
     const absl::Time give_up = absl::Now() + kHangTimeout;
-    transport::io::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     while (!condition(statuses_)) {
       const absl::Duration left = give_up - absl::Now();
       if (left <= absl::ZeroDuration()) return false;
@@ -89,7 +89,7 @@ class WatchRecorder final : public ClientReadReactor<HealthCheckResponse> {
   // kHangTimeout.
   bool WaitForStatusOrEnd() {
     const absl::Time give_up = absl::Now() + kHangTimeout;
-    transport::io::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     while (statuses_.empty() && !done_) {
       const absl::Duration left = give_up - absl::Now();
       if (left <= absl::ZeroDuration()) return false;
@@ -100,16 +100,16 @@ class WatchRecorder final : public ClientReadReactor<HealthCheckResponse> {
   // Waits for the call to end and returns its status (DEADLINE_EXCEEDED
   // after kHangTimeout, the call's own deadline).
   Status WaitForDone() {
-    transport::io::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     while (!done_) changed_.Wait(&mu_);
     return status_;
   }
   bool done() {
-    transport::io::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return done_;
   }
   std::vector<int> statuses() {
-    transport::io::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return statuses_;
   }
 
@@ -117,14 +117,14 @@ class WatchRecorder final : public ClientReadReactor<HealthCheckResponse> {
   void OnReadDone(bool ok) override {
     if (!ok) return;
     {
-      transport::io::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       statuses_.push_back(response_.status());
       changed_.SignalAll();
     }
     StartRead(&response_);
   }
   void OnDone(const Status& status) override {
-    transport::io::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     done_ = true;
     status_ = status;
     changed_.SignalAll();
@@ -133,8 +133,8 @@ class WatchRecorder final : public ClientReadReactor<HealthCheckResponse> {
   ClientContext context_;
   HealthCheckRequest request_;
   HealthCheckResponse response_;  // the loop thread's, between reads
-  transport::io::Mutex mu_;
-  transport::io::CondVar changed_;
+  Mutex mu_;
+  CondVar changed_;
   std::vector<int> statuses_ ABSL_GUARDED_BY(mu_);
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   Status status_ ABSL_GUARDED_BY(mu_);

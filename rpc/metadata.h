@@ -3,11 +3,7 @@
 
 // h2rpc::Metadata: an ordered list of gRPC metadata (key, value) entries.
 // Keys are lowercase [0-9a-z_.-]; values of keys ending in "-bin" are
-// binary. See transport/metadata.h for the full contract.
-#include "transport/core/metadata.h"  // IWYU pragma: export
-
-namespace h2rpc {
-using transport::Metadata;
-}  // namespace h2rpc
+// binary. See base/metadata.h for the full contract.
+#include "base/metadata.h"  // IWYU pragma: export
 
 #endif  // H2RPC_RPC_METADATA_H_

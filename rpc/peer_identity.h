@@ -3,11 +3,7 @@
 
 // h2rpc::PeerIdentity: what TLS established about a connection's peer (its
 // verified certificate's subject and subject alternative names). See
-// transport/core/peer_identity.h for the fields.
-#include "transport/core/peer_identity.h"  // IWYU pragma: export
-
-namespace h2rpc {
-using transport::PeerIdentity;
-}  // namespace h2rpc
+// base/peer_identity.h for the fields.
+#include "base/peer_identity.h"  // IWYU pragma: export
 
 #endif  // H2RPC_RPC_PEER_IDENTITY_H_

@@ -113,7 +113,7 @@ class ReflectionService::Stream final
   // server shutting down).
   Stream(ReflectionService* service, uint64_t connection_id)
       : service_(service), connection_id_(connection_id) {
-    transport::io::MutexLock lock(&service_->mu_);
+    MutexLock lock(&service_->mu_);
     if (service_->server_shut_down_) {
       EndLocked(ShuttingDown());
       return;
@@ -156,7 +156,7 @@ class ReflectionService::Stream final
  private:
   void OnReadDone(bool ok) override {
     {
-      transport::io::MutexLock lock(&service_->mu_);
+      MutexLock lock(&service_->mu_);
       if (finished_) return;  // closed while reading
       if (!ok) {
         // The client half-closed (or the call was cancelled: then the
@@ -173,7 +173,7 @@ class ReflectionService::Stream final
 
   void OnWriteDone(bool ok) override {
     response_ = ServerReflectionResponse();  // frees the files
-    transport::io::MutexLock lock(&service_->mu_);
+    MutexLock lock(&service_->mu_);
     writing_ = false;
     if (!ok) {
       EndLocked(Status(StatusCode::kCancelled, "the reflection call is over"));
@@ -188,7 +188,7 @@ class ReflectionService::Stream final
 
   void OnDone() override {
     {
-      transport::io::MutexLock lock(&service_->mu_);
+      MutexLock lock(&service_->mu_);
       if (registered_) {
         service_->streams_.erase(this);
         auto it = service_->connection_streams_.find(connection_id_);
@@ -231,7 +231,7 @@ ReflectionService::ReflectionService(ReflectionServiceOptions options)
                                     : *DescriptorPool::generated_pool()) {}
 
 ReflectionService::~ReflectionService() {
-  transport::io::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (!streams_.empty()) {
     internal::ReportMisuse(absl::StrCat(
         "ReflectionService destroyed with ", streams_.size(),
@@ -250,7 +250,7 @@ Server::Builder& ReflectionService::AddTo(Server::Builder& builder) {
       });
   builder.AddServiceListCallback(
       [this](const std::vector<std::string>& services) {
-        transport::io::MutexLock lock(&mu_);
+        MutexLock lock(&mu_);
         services_ = services;
       });
   builder.AddShutdownCallback([this] { OnServerShutdown(); });
@@ -258,18 +258,18 @@ Server::Builder& ReflectionService::AddTo(Server::Builder& builder) {
 }
 
 void ReflectionService::OnServerShutdown() {
-  transport::io::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   server_shut_down_ = true;
   for (Stream* stream : streams_) CloseStream(stream);
 }
 
 std::vector<std::string> ReflectionService::services() const {
-  transport::io::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return services_;
 }
 
 size_t ReflectionService::open_streams() const {
-  transport::io::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return streams_.size();
 }
 
@@ -279,7 +279,7 @@ void ReflectionService::Answer(ServerReflectionRequest* request,
   switch (request->message_request_case()) {
     case ServerReflectionRequest::kListServices: {
       auto* list = response->mutable_list_services_response();
-      transport::io::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       for (const std::string& name : services_) {
         list->add_service()->set_name(name);
       }

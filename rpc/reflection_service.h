@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "base/mutex.h"
 #include "rpc/server.h"
-#include "transport/io/mutex.h"
 
 namespace google::protobuf {
 class DescriptorPool;
@@ -154,7 +154,7 @@ class ReflectionService {
   const ReflectionServiceOptions options_;
   const google::protobuf::DescriptorPool& pool_;
   // Also guards every Stream's state.
-  mutable transport::io::Mutex mu_;
+  mutable Mutex mu_;
   std::vector<std::string> services_ ABSL_GUARDED_BY(mu_);
   // The streams open (registered), from their start until OnDone.
   std::unordered_set<Stream*> streams_ ABSL_GUARDED_BY(mu_);

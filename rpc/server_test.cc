@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/grpc/testing/messages.pb.h"
@@ -31,7 +32,6 @@
 #include "test/util/raw_frames.h"
 #include "test/util/raw_h2_client.h"
 #include "test/util/wait_for.h"
-#include "transport/io/mutex.h"
 
 namespace h2rpc {
 namespace {
@@ -40,8 +40,6 @@ using grpc::testing::SimpleRequest;
 using grpc::testing::SimpleResponse;
 using ::h2rpc::testing::Notification;
 using ::testing::HasSubstr;
-using transport::io::Mutex;
-using transport::io::MutexLock;
 
 using ::h2rpc::testing::kHangTimeout;
 using ::h2rpc::testing::WaitFor;

@@ -12,13 +12,13 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/time/clock.h"
+#include "base/mutex.h"
 #include "benchmark/bench_stack.h"
 #include "benchmark/cpu_affinity.h"
 #include "proto/grpc/testing/benchmark_service.h2rpc.pb.h"
 #include "rpc/channel.h"
 #include "rpc/credentials.h"
 #include "rpc/interceptor.h"
-#include "transport/io/mutex.h"
 
 namespace h2rpc::benchmark {
 namespace {
@@ -272,7 +272,7 @@ class HandshakeLoops {
     for (const std::unique_ptr<Slot>& slot : slots_) Open(slot.get());
     while (open > 0) {
       {
-        transport::io::MutexLock lock(&mu_);
+        MutexLock lock(&mu_);
         while (finished_.empty()) cv_.Wait(&mu_);
         batch_.assign(finished_.begin(), finished_.end());
         finished_.clear();
@@ -313,15 +313,15 @@ class HandshakeLoops {
     } else {
       shared_->stats->RecordError(status.ToString());
     }
-    transport::io::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     finished_.push_back(slot);
     cv_.Signal();
   }
 
   ClientShared* const shared_;
   std::vector<std::unique_ptr<Slot>> slots_;
-  transport::io::Mutex mu_;
-  transport::io::CondVar cv_;
+  Mutex mu_;
+  CondVar cv_;
   // Slots whose call is over, for the opener (capacity reserved: pushing
   // does not allocate).
   std::vector<Slot*> finished_ ABSL_GUARDED_BY(mu_);

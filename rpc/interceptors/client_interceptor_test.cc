@@ -9,6 +9,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "base/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/grpc/testing/messages.pb.h"
@@ -19,7 +20,6 @@
 #include "rpc/interceptors/echo_loopback.h"
 #include "test/util/notification.h"
 #include "test/util/wait_for.h"
-#include "transport/io/mutex.h"
 
 namespace h2rpc {
 namespace {
@@ -37,8 +37,6 @@ using ::h2rpc::testing::kHangTimeout;
 using ::h2rpc::testing::Notification;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
-using transport::io::Mutex;
-using transport::io::MutexLock;
 
 // Hook entries of several interceptors, in the order they ran.
 class HookLog {

@@ -89,7 +89,7 @@ LoggingInterceptor::LoggingInterceptor(Sink sink, const Options& options)
       sink_(sink != nullptr ? std::move(sink) : StderrSink()) {}
 
 void LoggingInterceptor::Begin(const void* call) {
-  transport::io::MutexLock lock(&calls_mu_);
+  MutexLock lock(&calls_mu_);
   if (free_nodes_.empty()) {
     calls_[call] = Bytes();
     return;
@@ -108,7 +108,7 @@ void LoggingInterceptor::Begin(const void* call) {
 
 void LoggingInterceptor::Count(const void* call, uint64_t sent,
                                uint64_t received) {
-  transport::io::MutexLock lock(&calls_mu_);
+  MutexLock lock(&calls_mu_);
   const auto it = calls_.find(call);
   if (it == calls_.end()) return;
   it->second.sent += sent;
@@ -116,7 +116,7 @@ void LoggingInterceptor::Count(const void* call, uint64_t sent,
 }
 
 LoggingInterceptor::Bytes LoggingInterceptor::End(const void* call) {
-  transport::io::MutexLock lock(&calls_mu_);
+  MutexLock lock(&calls_mu_);
   const auto it = calls_.find(call);
   if (it == calls_.end()) return Bytes();
   const Bytes bytes = it->second;
@@ -141,7 +141,7 @@ void LoggingInterceptor::Log(absl::string_view side, absl::string_view method,
                   " sent_bytes=", bytes.sent,
                   " received_bytes=", bytes.received, " message=");
   AppendQuoted(status.message(), options_.max_message_bytes, &line);
-  transport::io::MutexLock lock(&sink_mu_);
+  MutexLock lock(&sink_mu_);
   sink_(line);
 }
 

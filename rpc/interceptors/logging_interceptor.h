@@ -11,10 +11,10 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "base/mutex.h"
 #include "rpc/interceptor.h"
 #include "rpc/metadata.h"
 #include "rpc/status.h"
-#include "transport/io/mutex.h"
 
 namespace h2rpc {
 
@@ -99,12 +99,12 @@ class LoggingInterceptor final : public ClientInterceptor,
 
   const Options options_;
 
-  transport::io::Mutex calls_mu_;
+  Mutex calls_mu_;
   CallMap calls_ ABSL_GUARDED_BY(calls_mu_);
   // Nodes of ended calls, reused by the next ones.
   std::vector<CallMap::node_type> free_nodes_ ABSL_GUARDED_BY(calls_mu_);
 
-  transport::io::Mutex sink_mu_;  // one line at a time
+  Mutex sink_mu_;  // one line at a time
   Sink sink_ ABSL_GUARDED_BY(sink_mu_);
 };
 

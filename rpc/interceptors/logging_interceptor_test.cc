@@ -12,6 +12,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "base/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/grpc/testing/empty.pb.h"
@@ -21,7 +22,6 @@
 #include "rpc/interceptors/echo_loopback.h"
 #include "test/util/allocation_counter.h"
 #include "test/util/wait_for.h"
-#include "transport/io/mutex.h"
 
 namespace h2rpc {
 namespace {
@@ -42,8 +42,6 @@ using ::h2rpc::testing::ThreadRole;
 using ::h2rpc::testing::WaitFor;
 using ::testing::ElementsAre;
 using ::testing::MatchesRegex;
-using transport::io::Mutex;
-using transport::io::MutexLock;
 
 // The lines a sink received, from any thread.
 class Lines {

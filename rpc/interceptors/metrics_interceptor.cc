@@ -52,7 +52,7 @@ MetricsInterceptor::Table::Counters* MetricsInterceptor::Table::Find(
 }
 
 void MetricsInterceptor::Table::Start(absl::string_view method) {
-  transport::io::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ++Find(method)->started;
 }
 
@@ -64,7 +64,7 @@ void MetricsInterceptor::Table::Finish(absl::string_view method,
   if (index < 0 || index > kMaxStatusCode) {
     index = static_cast<int>(StatusCode::kUnknown);
   }
-  transport::io::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   Counters* counters = Find(method);
   ++counters->finished;
   ++counters->by_code[index];
@@ -83,7 +83,7 @@ void MetricsInterceptor::Table::AppendTo(
     metrics.latency = counters.latency;
     out->push_back(std::move(metrics));
   };
-  transport::io::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   const size_t first = out->size();
   for (const auto& [method, counters] : methods_) append(method, counters);
   if (other_.started != 0 || other_.finished != 0) {

@@ -12,11 +12,11 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "base/mutex.h"
 #include "rpc/interceptor.h"
 #include "rpc/interceptors/latency_histogram.h"
 #include "rpc/metadata.h"
 #include "rpc/status.h"
-#include "transport/io/mutex.h"
 
 namespace h2rpc {
 
@@ -107,7 +107,7 @@ class MetricsInterceptor final : public ClientInterceptor,
 
     const CallSide side_;
     const size_t max_methods_;
-    mutable transport::io::Mutex mu_;
+    mutable Mutex mu_;
     // std::less<>: looked up by string_view without building a string.
     std::map<std::string, Counters, std::less<>> methods_ ABSL_GUARDED_BY(mu_);
     Counters other_ ABSL_GUARDED_BY(mu_);

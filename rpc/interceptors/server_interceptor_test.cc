@@ -9,6 +9,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "base/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/grpc/testing/messages.pb.h"
@@ -18,7 +19,6 @@
 #include "rpc/interceptors/echo_loopback.h"
 #include "rpc/server_context.h"
 #include "test/util/wait_for.h"
-#include "transport/io/mutex.h"
 
 namespace h2rpc {
 namespace {
@@ -35,8 +35,6 @@ using ::h2rpc::testing::kFailMethod;
 using ::h2rpc::testing::kHangTimeout;
 using ::h2rpc::testing::WaitFor;
 using ::testing::ElementsAre;
-using transport::io::Mutex;
-using transport::io::MutexLock;
 
 // Hook entries of several interceptors, in the order they ran.
 class HookLog {

@@ -2,7 +2,7 @@
 #define H2RPC_RPC_INTERNAL_OP_WAITER_H_
 
 #include "absl/base/thread_annotations.h"
-#include "transport/io/mutex.h"
+#include "base/mutex.h"
 
 namespace h2rpc::internal {
 
@@ -12,25 +12,25 @@ namespace h2rpc::internal {
 class OpWaiter {
  public:
   void Arm() {
-    transport::io::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     done_ = false;
   }
   void Complete(bool ok) {
-    transport::io::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     done_ = true;
     ok_ = ok;
     completed_.SignalAll();
   }
   // Returns the `ok` of the completion.
   bool Wait() {
-    transport::io::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     while (!done_) completed_.Wait(&mu_);
     return ok_;
   }
 
  private:
-  transport::io::Mutex mu_;
-  transport::io::CondVar completed_;  // done_ became true
+  Mutex mu_;
+  CondVar completed_;  // done_ became true
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   bool ok_ ABSL_GUARDED_BY(mu_) = false;
 };

@@ -64,7 +64,7 @@ void RespondAsAsked(ServerContext* context) {
       context->client_metadata().Get("x-respond-with");
   if (!name.has_value()) return;
   const absl::optional<CompressionAlgorithm> algorithm =
-      transport::compression::ParseCompressionAlgorithm(*name);
+      ParseCompressionAlgorithm(*name);
   if (algorithm.has_value()) context->set_compression_algorithm(*algorithm);
 }
 
@@ -202,8 +202,7 @@ class CompressionTest : public ::testing::TestWithParam<CompressionAlgorithm> {
 
   CompressionAlgorithm algorithm() const { return GetParam(); }
   std::string algorithm_name() const {
-    return std::string(
-        transport::compression::CompressionAlgorithmName(GetParam()));
+    return std::string(CompressionAlgorithmName(GetParam()));
   }
 
   StubServer server_;
@@ -377,8 +376,7 @@ INSTANTIATE_TEST_SUITE_P(Algorithms, CompressionTest,
                                            CompressionAlgorithm::kGzip),
                          [](const auto& info) {
                            return std::string(
-                               transport::compression::CompressionAlgorithmName(
-                                   info.param));
+                               CompressionAlgorithmName(info.param));
                          });
 
 // ---------------------------------------------------------------------------

@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/grpc/testing/messages.pb.h"
@@ -26,7 +27,6 @@
 #include "test/util/stub_server.h"
 #include "test/util/tcp_proxy.h"
 #include "test/util/wait_for.h"
-#include "transport/io/mutex.h"
 
 namespace h2rpc {
 namespace {
@@ -134,7 +134,7 @@ class Load {
   int64_t ok() const { return ok_.load(); }
   int64_t failed() const { return failed_.load(); }
   std::string first_failure() {
-    transport::io::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return first_failure_;
   }
 
@@ -154,7 +154,7 @@ class Load {
         continue;
       }
       ++failed_;
-      transport::io::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       if (first_failure_.empty()) {
         first_failure_ = status.ok() ? "wrong response" : status.ToString();
       }
@@ -164,7 +164,7 @@ class Load {
   std::atomic<bool> stop_{false};
   std::atomic<int64_t> ok_{0};
   std::atomic<int64_t> failed_{0};
-  transport::io::Mutex mu_;
+  Mutex mu_;
   std::string first_failure_ ABSL_GUARDED_BY(mu_);
   std::vector<std::thread> threads_;
 };

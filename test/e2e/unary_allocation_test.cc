@@ -250,8 +250,7 @@ TEST_P(UnaryAllocationTest, WarmCompressedCallsAllocateNoMoreThanPlainOnes) {
     SimpleRequest request;
     // The server answers in the algorithm the body starts with.
     request.mutable_payload()->set_body(
-        std::string(
-            transport::compression::CompressionAlgorithmName(algorithm)) +
+        std::string(CompressionAlgorithmName(algorithm)) +
         std::string(1024, 'a'));
     SimpleResponse response;
     const PerRpc per_rpc =

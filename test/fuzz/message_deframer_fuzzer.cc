@@ -21,9 +21,9 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
+#include "base/status.h"
 #include "transport/core/message_deframer.h"
 #include "transport/core/message_framer.h"
-#include "transport/core/status.h"
 
 namespace h2rpc::transport {
 namespace {

@@ -12,18 +12,18 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "base/metadata.h"
+#include "base/status.h"
 #include "transport/core/header_field.h"
-#include "transport/core/metadata.h"
 #include "transport/core/received_headers.h"
-#include "transport/core/status.h"
 
 namespace {
 
+using h2rpc::IsReservedMetadataKey;
+using h2rpc::Metadata;
 using h2rpc::Status;
 using h2rpc::transport::HeaderField;
-using h2rpc::transport::IsReservedMetadataKey;
 using h2rpc::transport::kSplitBinaryKeyCopyAllowance;
-using h2rpc::transport::Metadata;
 using h2rpc::transport::ParseReceivedHeaders;
 using h2rpc::transport::ReservedHeaderValues;
 

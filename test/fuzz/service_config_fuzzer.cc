@@ -16,9 +16,9 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "base/status.h"
+#include "base/status_code.h"
 #include "rpc/internal/config/service_config.h"
-#include "transport/core/status.h"
-#include "transport/core/status_code.h"
 
 namespace {
 

@@ -120,8 +120,8 @@ std::vector<std::pair<std::string, Exchange>> Exchanges() {
     RecordingCall& call = run.Call("/test.Echo/Echo", "");
     call.stream.description.send_encoding = "gzip";
     const Status status = compression::AppendCompressedFramedMessage(
-        std::string(4000, 'z'), compression::CompressionAlgorithm::kGzip,
-        1 << 20, &call.stream.outgoing().buffer());
+        std::string(4000, 'z'), CompressionAlgorithm::kGzip, 1 << 20,
+        &call.stream.outgoing().buffer());
     if (!status.ok()) std::fprintf(stderr, "%s\n", status.ToString().c_str());
     run.Start(call);
     run.Pump();

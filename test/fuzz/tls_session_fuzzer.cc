@@ -38,7 +38,7 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
-#include "transport/core/status.h"
+#include "base/status.h"
 #include "transport/io/byte_session.h"
 #include "transport/tls/testing/test_pki.h"
 #include "transport/tls/tls_context.h"

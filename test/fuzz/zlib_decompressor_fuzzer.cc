@@ -16,8 +16,8 @@
 
 namespace {
 
+using h2rpc::CompressionAlgorithm;
 using h2rpc::StatusCode;
-using h2rpc::transport::compression::CompressionAlgorithm;
 using h2rpc::transport::compression::ZlibCompressor;
 using h2rpc::transport::compression::ZlibDecompressor;
 

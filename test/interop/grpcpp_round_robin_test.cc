@@ -34,6 +34,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/mutex.h"
 #include "gtest/gtest.h"
 #include "proto/grpc/testing/messages.pb.h"
 #include "proto/grpc/testing/test.grpc.pb.h"
@@ -42,7 +43,6 @@
 #include "rpc/connectivity_state.h"
 #include "rpc/status.h"
 #include "test/util/wait_for.h"
-#include "transport/io/mutex.h"
 
 namespace h2rpc {
 namespace {
@@ -273,7 +273,7 @@ class CallLoad {
   // Waits until `n` calls in all have been answered or failed (true), or
   // until no call has ended for kHangTimeout (false).
   bool WaitForCalls(int64_t n) {
-    transport::io::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     int64_t ended = tally_.answered + tally_.failed;
     absl::Time give_up = absl::Now() + kHangTimeout;
     while (ended < n) {
@@ -289,7 +289,7 @@ class CallLoad {
   }
 
   Tally tally() {
-    transport::io::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return tally_;
   }
 
@@ -304,7 +304,7 @@ class CallLoad {
   void Record(absl::Time start, const Status& status,
               const std::string& backend) {
     const absl::Time end = absl::Now();
-    transport::io::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (status.ok()) {
       ++tally_.answers[backend];
       ++tally_.answered;
@@ -317,8 +317,8 @@ class CallLoad {
     cv_.SignalAll();
   }
 
-  transport::io::Mutex mu_;
-  transport::io::CondVar cv_;  // tally_ changed
+  Mutex mu_;
+  CondVar cv_;  // tally_ changed
   Tally tally_ ABSL_GUARDED_BY(mu_);
   std::atomic<bool> stop_{false};
   std::vector<std::thread> threads_;

@@ -5,9 +5,9 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/time/clock.h"
+#include "base/mutex.h"
 #include "proto/grpc/testing/test.h2rpc.pb.h"
 #include "rpc/client_context.h"
-#include "transport/io/mutex.h"
 
 namespace h2rpc::testing {
 
@@ -22,7 +22,7 @@ struct CallRunner::State {
   // Reserves the next call's record, stamped now; false if no call may
   // start.
   bool Reserve(int64_t* index) {
-    transport::io::MutexLock lock(&mu);
+    MutexLock lock(&mu);
     if (stopped || (options.total >= 0 &&
                     static_cast<int64_t>(records.size()) >= options.total)) {
       return false;
@@ -81,8 +81,8 @@ struct CallRunner::State {
 
   TestService::Stub stub;
   const Options options;
-  mutable transport::io::Mutex mu;
-  mutable transport::io::CondVar changed;  // a call completed, or Stop()
+  mutable Mutex mu;
+  mutable CondVar changed;  // a call completed, or Stop()
   std::vector<CallRecord> records ABSL_GUARDED_BY(mu);
   int64_t completed ABSL_GUARDED_BY(mu) = 0;
   bool stopped ABSL_GUARDED_BY(mu) = false;
@@ -110,24 +110,24 @@ CallRunner::~CallRunner() {
 }
 
 void CallRunner::Stop() {
-  transport::io::MutexLock lock(&state_->mu);
+  MutexLock lock(&state_->mu);
   state_->stopped = true;
   state_->changed.SignalAll();
 }
 
 int64_t CallRunner::started() const {
-  transport::io::MutexLock lock(&state_->mu);
+  MutexLock lock(&state_->mu);
   return static_cast<int64_t>(state_->records.size());
 }
 
 int64_t CallRunner::completed() const {
-  transport::io::MutexLock lock(&state_->mu);
+  MutexLock lock(&state_->mu);
   return state_->completed;
 }
 
 bool CallRunner::WaitForCompleted(int64_t n, absl::Duration timeout) const {
   const absl::Time deadline = absl::Now() + timeout;
-  transport::io::MutexLock lock(&state_->mu);
+  MutexLock lock(&state_->mu);
   while (state_->completed < n) {
     if (!state_->WaitUntil(deadline)) return false;
   }
@@ -136,7 +136,7 @@ bool CallRunner::WaitForCompleted(int64_t n, absl::Duration timeout) const {
 
 bool CallRunner::WaitAllDone(absl::Duration timeout) const {
   const absl::Time deadline = absl::Now() + timeout;
-  transport::io::MutexLock lock(&state_->mu);
+  MutexLock lock(&state_->mu);
   while (!state_->AllDone()) {
     if (!state_->WaitUntil(deadline)) return false;
   }
@@ -146,7 +146,7 @@ bool CallRunner::WaitAllDone(absl::Duration timeout) const {
 bool CallRunner::WaitForCompletedStartedAfter(absl::Time time, int64_t n,
                                               absl::Duration timeout) const {
   const absl::Time deadline = absl::Now() + timeout;
-  transport::io::MutexLock lock(&state_->mu);
+  MutexLock lock(&state_->mu);
   while (!state_->CompletedStartedAfter(time, n)) {
     if (!state_->WaitUntil(deadline)) return false;
   }
@@ -156,7 +156,7 @@ bool CallRunner::WaitForCompletedStartedAfter(absl::Time time, int64_t n,
 bool CallRunner::WaitForAnswerFrom(absl::string_view backend, absl::Time time,
                                    absl::Duration timeout) const {
   const absl::Time deadline = absl::Now() + timeout;
-  transport::io::MutexLock lock(&state_->mu);
+  MutexLock lock(&state_->mu);
   while (!state_->AnsweredFrom(backend, time)) {
     if (!state_->WaitUntil(deadline)) return false;
   }
@@ -164,7 +164,7 @@ bool CallRunner::WaitForAnswerFrom(absl::string_view backend, absl::Time time,
 }
 
 std::vector<CallRecord> CallRunner::Records() const {
-  transport::io::MutexLock lock(&state_->mu);
+  MutexLock lock(&state_->mu);
   return state_->records;
 }
 
@@ -179,7 +179,7 @@ void CallRunner::StartNext(const std::shared_ptr<State>& state) {
       &raw->context, raw->request, &raw->response,
       [state, call = std::move(call), index](const Status& status) {
         {
-          transport::io::MutexLock lock(&state->mu);
+          MutexLock lock(&state->mu);
           CallRecord& record = state->records[static_cast<size_t>(index)];
           record.done = true;
           record.code = status.code();

@@ -31,7 +31,7 @@ bool WriteFile(const std::string& path, const std::string& text) {
 
 BackendCluster::~BackendCluster() {
   for (Backend& backend : backends_) {
-    transport::io::MutexLock lock(&backend.mu);
+    MutexLock lock(&backend.mu);
     if (backend.process != nullptr) backend.process->Kill();
     backend.process.reset();
   }
@@ -51,7 +51,7 @@ bool BackendCluster::Start(const std::string& dir, std::string* error) {
     backend.config.name = absl::StrCat("b", i);
     backend.config.key_file = key_file;
     backend.config.cert_file = cert_file;
-    transport::io::MutexLock lock(&backend.mu);
+    MutexLock lock(&backend.mu);
     if (!StartLocked(backend, error)) return false;
     // Its restarts reuse the ports it got.
     backend.config.plain_port = backend.process->ports()[0];
@@ -105,7 +105,7 @@ std::string BackendCluster::TlsTarget() const { return Target(true); }
 
 bool BackendCluster::Restart(int i, bool graceful, std::string* error) {
   Backend& backend = backends_[i];
-  transport::io::MutexLock lock(&backend.mu);
+  MutexLock lock(&backend.mu);
   backend.pid = -1;
   bool ok = true;
   if (backend.process != nullptr && backend.process->EndedByItself(error)) {
@@ -142,7 +142,7 @@ void BackendCluster::Delay(int i, bool tls, absl::Duration delay) {
 bool BackendCluster::Probe(int i, const AbuseProbe& probe, std::string* outcome,
                            std::string* error) {
   Backend& backend = backends_[i];
-  transport::io::MutexLock lock(&backend.mu);
+  MutexLock lock(&backend.mu);
   if (backend.process == nullptr) {
     *error = absl::StrCat(backend.config.name, " is not running");
     return false;
@@ -165,7 +165,7 @@ bool BackendCluster::Probe(int i, const AbuseProbe& probe, std::string* outcome,
 bool BackendCluster::NoneCrashed(std::string* crashes) {
   bool none = true;
   for (Backend& backend : backends_) {
-    transport::io::MutexLock lock(&backend.mu);
+    MutexLock lock(&backend.mu);
     std::string how;
     if (backend.process == nullptr || !backend.process->EndedByItself(&how)) {
       continue;
@@ -185,7 +185,7 @@ int BackendCluster::starts(int i) const { return backends_[i].starts; }
 bool BackendCluster::TerminateAll(std::string* how) {
   bool ok = true;
   for (Backend& backend : backends_) {
-    transport::io::MutexLock lock(&backend.mu);
+    MutexLock lock(&backend.mu);
     if (backend.process == nullptr) continue;
     backend.pid = -1;
     std::string why;

@@ -11,10 +11,10 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/time/time.h"
+#include "base/mutex.h"
 #include "test/soak/abuse_probes.h"
 #include "test/util/server_process.h"
 #include "test/util/tcp_proxy.h"
-#include "transport/io/mutex.h"
 
 namespace h2rpc::testing {
 
@@ -91,7 +91,7 @@ class BackendCluster {
     std::unique_ptr<TcpProxy> tls_proxy;
     std::atomic<pid_t> pid{-1};
     std::atomic<int> starts{0};
-    transport::io::Mutex mu;  // what is done to the backend
+    Mutex mu;  // what is done to the backend
     // //test/soak:soak_backend; its ports() are plain and TLS.
     std::unique_ptr<ServerProcess> process ABSL_GUARDED_BY(mu);
   };

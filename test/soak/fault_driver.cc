@@ -26,7 +26,7 @@ void FaultDriver::Stop() {
 }
 
 FaultDriver::Counts FaultDriver::counts() const {
-  transport::io::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return counts_;
 }
 
@@ -55,15 +55,15 @@ void FaultDriver::Run() {
         failure = absl::StrCat(graceful ? "graceful restart" : "kill", " of ",
                                cluster_->name(i), ": ", error);
       }
-      transport::io::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       ++(graceful ? counts_.terminations : counts_.kills);
     } else if (dice < 65) {
       cluster_->ResetConnections(any, tls);
-      transport::io::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       ++counts_.resets;
     } else {
       cluster_->Delay(any, tls, absl::Milliseconds(uniform(50, 800)));
-      transport::io::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       ++counts_.delays;
     }
     std::string crashes;
@@ -72,7 +72,7 @@ void FaultDriver::Run() {
                       "crashed: ", crashes);
     }
     if (!failure.empty()) {
-      transport::io::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       counts_.failures.push_back(std::move(failure));
     }
   }

@@ -5,8 +5,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/time/clock.h"
+#include "base/mutex.h"
 #include "rpc/client_context.h"
-#include "transport/io/mutex.h"
 
 namespace h2rpc::testing {
 
@@ -31,14 +31,14 @@ struct MixedLoad::State {
   // Counts a call of `kind` as started; false (nothing counted) once the
   // load has stopped.
   bool Begin(CallKind kind) {
-    transport::io::MutexLock lock(&mu);
+    MutexLock lock(&mu);
     if (stopped) return false;
     ++in_flight;
     ++tally.kinds[kind].started;
     return true;
   }
   void End(CallKind kind, const Status& status, bool wrong_answer) {
-    transport::io::MutexLock lock(&mu);
+    MutexLock lock(&mu);
     tally.kinds[kind].Record(status.code(), status.message(), wrong_answer);
     --in_flight;
     changed.SignalAll();
@@ -48,8 +48,8 @@ struct MixedLoad::State {
   // the MixedLoad is destroyed.
   TestService::Stub* const stub;
   const Options options;
-  mutable transport::io::Mutex mu;
-  mutable transport::io::CondVar changed;  // in_flight went down
+  mutable Mutex mu;
+  mutable CondVar changed;  // in_flight went down
   bool stopped ABSL_GUARDED_BY(mu) = false;
   int64_t in_flight ABSL_GUARDED_BY(mu) = 0;
   CallTally tally ABSL_GUARDED_BY(mu);
@@ -208,13 +208,13 @@ MixedLoad::~MixedLoad() {
 }
 
 void MixedLoad::Stop() {
-  transport::io::MutexLock lock(&state_->mu);
+  MutexLock lock(&state_->mu);
   state_->stopped = true;
 }
 
 bool MixedLoad::WaitAllEnded(absl::Duration timeout) const {
   const absl::Time deadline = absl::Now() + timeout;
-  transport::io::MutexLock lock(&state_->mu);
+  MutexLock lock(&state_->mu);
   while (state_->in_flight > 0) {
     const absl::Duration left = deadline - absl::Now();
     if (left <= absl::ZeroDuration()) return false;
@@ -224,7 +224,7 @@ bool MixedLoad::WaitAllEnded(absl::Duration timeout) const {
 }
 
 CallTally MixedLoad::Tally() const {
-  transport::io::MutexLock lock(&state_->mu);
+  MutexLock lock(&state_->mu);
   return state_->tally;
 }
 

@@ -36,7 +36,7 @@ void ProbeDriver::Stop() {
 }
 
 ProbeDriver::Report ProbeDriver::report() const {
-  transport::io::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return report_;
 }
 
@@ -55,7 +55,7 @@ void ProbeDriver::Run() {
     std::string outcome;
     std::string error;
     const bool answered = cluster_->Probe(backend, probe, &outcome, &error);
-    transport::io::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     ProbeRuns& runs = report_.probes[probe.name];
     ++runs.runs;
     runs.last_outcome = absl::StrCat(cluster_->name(backend), ": ", outcome);

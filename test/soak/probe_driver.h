@@ -8,9 +8,9 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/time/time.h"
+#include "base/mutex.h"
 #include "test/soak/backend_cluster.h"
 #include "test/util/notification.h"
-#include "transport/io/mutex.h"
 
 namespace h2rpc::testing {
 
@@ -52,7 +52,7 @@ class ProbeDriver {
 
   BackendCluster* const cluster_;
   const absl::Duration pause_;
-  mutable transport::io::Mutex mu_;
+  mutable Mutex mu_;
   Report report_ ABSL_GUARDED_BY(mu_);
   Notification stop_;  // Stop() was called
   std::thread thread_;

@@ -20,7 +20,7 @@ void ResourceMonitor::Stop() {
 }
 
 std::vector<ResourceSeries> ResourceMonitor::series() const {
-  transport::io::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return series_;
 }
 
@@ -49,7 +49,7 @@ void ResourceMonitor::SampleAll() {
     if (sample.rss_bytes < 0 || cluster_->pid(i) != pid) continue;
     backends.push_back({i, pid, sample});
   }
-  transport::io::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   SeriesOf("client", getpid()).points.push_back({now, self});
   for (const Backend& backend : backends) {
     SeriesOf(cluster_->name(backend.index), backend.pid)

@@ -9,10 +9,10 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/time/time.h"
+#include "base/mutex.h"
 #include "test/soak/backend_cluster.h"
 #include "test/soak/process_sample.h"
 #include "test/util/notification.h"
-#include "transport/io/mutex.h"
 
 namespace h2rpc::testing {
 
@@ -53,7 +53,7 @@ class ResourceMonitor {
 
   const BackendCluster* const cluster_;
   const absl::Duration period_;
-  mutable transport::io::Mutex mu_;
+  mutable Mutex mu_;
   std::vector<ResourceSeries> series_ ABSL_GUARDED_BY(mu_);
   Notification stop_;  // Stop() was called
   std::thread thread_;

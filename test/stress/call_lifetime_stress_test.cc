@@ -24,12 +24,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/mutex.h"
 #include "gtest/gtest.h"
 #include "proto/grpc/testing/messages.pb.h"
 #include "rpc/channel.h"
 #include "rpc/server.h"
 #include "test/util/wait_for.h"
-#include "transport/io/mutex.h"
 
 namespace h2rpc {
 namespace {
@@ -37,8 +37,6 @@ namespace {
 using grpc::testing::SimpleRequest;
 using grpc::testing::SimpleResponse;
 using ::h2rpc::testing::WaitFor;
-using transport::io::Mutex;
-using transport::io::MutexLock;
 
 // Sizes: small enough for ThreadSanitizer on 2 cores (well under 30 s).
 constexpr int kClientThreads = 6;

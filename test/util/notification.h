@@ -5,26 +5,26 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/time/time.h"
-#include "transport/io/mutex.h"
+#include "base/mutex.h"
 
 namespace h2rpc::testing {
 
-// A one-shot event, like absl::Notification but on transport::io::Mutex (a
+// A one-shot event, like absl::Notification but on Mutex (a
 // std::mutex underneath), which ThreadSanitizer can see (Debian's Abseil is
 // not TSan-instrumented). Any thread may call any method.
 class Notification {
  public:
   void Notify() {
-    transport::io::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     notified_ = true;
     cv_.SignalAll();
   }
   bool HasBeenNotified() {
-    transport::io::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return notified_;
   }
   void WaitForNotification() {
-    transport::io::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     while (!notified_) cv_.Wait(&mu_);
   }
   // True if notified within `timeout` (measured on the steady clock, so a
@@ -38,7 +38,7 @@ class Notification {
     using Clock = std::chrono::steady_clock;
     const Clock::time_point deadline =
         Clock::now() + absl::ToChronoNanoseconds(timeout);
-    transport::io::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     while (!notified_) {
       const Clock::duration left = deadline - Clock::now();
       if (left <= Clock::duration::zero()) return false;
@@ -48,8 +48,8 @@ class Notification {
   }
 
  private:
-  transport::io::Mutex mu_;
-  transport::io::CondVar cv_;  // notified_ became true
+  Mutex mu_;
+  CondVar cv_;  // notified_ became true
   bool notified_ ABSL_GUARDED_BY(mu_) = false;
 };
 

@@ -140,7 +140,7 @@ void ServerProcess::DrainStderr() {
     char buffer[4096];
     const ssize_t n = read(stderr_fd_, buffer, sizeof(buffer));
     if (n < 0 && errno == EINTR) continue;
-    transport::io::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (n <= 0) {
       stderr_closed_ = true;
       stderr_grew_.SignalAll();
@@ -156,7 +156,7 @@ bool ServerProcess::WaitForStderr(absl::string_view text,
   // Steady time: std::condition_variable's waits use the steady clock.
   const auto deadline =
       std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(timeout);
-  transport::io::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   for (;;) {
     if (stderr_text_.find(text.data(), 0, text.size()) != std::string::npos) {
       return true;
@@ -168,7 +168,7 @@ bool ServerProcess::WaitForStderr(absl::string_view text,
 }
 
 std::string ServerProcess::Stderr() {
-  transport::io::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return stderr_text_;
 }
 

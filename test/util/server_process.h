@@ -11,7 +11,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "transport/io/mutex.h"
+#include "base/mutex.h"
 
 namespace h2rpc::testing {
 
@@ -106,8 +106,8 @@ class ServerProcess {
   bool ended_ = false;
   std::string end_how_;
   std::thread drain_thread_;
-  transport::io::Mutex mu_;
-  transport::io::CondVar stderr_grew_;
+  Mutex mu_;
+  CondVar stderr_grew_;
   std::string stderr_text_ ABSL_GUARDED_BY(mu_);
   bool stderr_closed_ ABSL_GUARDED_BY(mu_) = false;
 };

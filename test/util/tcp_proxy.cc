@@ -297,7 +297,7 @@ TcpProxy::TcpProxy(int target_port) : target_port_(target_port) {
 TcpProxy::~TcpProxy() {
   if (thread_.joinable()) {
     {
-      transport::io::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       quit_ = true;
     }
     Wake();
@@ -338,7 +338,7 @@ std::string TcpProxy::target() const {
 
 void TcpProxy::Freeze() {
   {
-    transport::io::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     frozen_ = true;
   }
   // Every byte moves under mu_ after a look at frozen_, so none moves from
@@ -348,14 +348,14 @@ void TcpProxy::Freeze() {
 
 void TcpProxy::Thaw() {
   {
-    transport::io::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     frozen_ = false;
   }
   Wake();
 }
 
 void TcpProxy::ResetConnections() {
-  transport::io::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   const int64_t ticket = ++resets_asked_;
   Wake();
   while (resets_done_ < ticket && !quit_) changed_.Wait(&mu_);
@@ -375,14 +375,14 @@ void TcpProxy::ResetIfAsked() {
 }
 
 TcpProxy::Counters TcpProxy::counters() const {
-  transport::io::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return counters_;
 }
 
 bool TcpProxy::WaitUntil(absl::FunctionRef<bool(const Counters&)> condition,
                          absl::Duration timeout) const {
   const absl::Time give_up = absl::Now() + timeout;
-  transport::io::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   while (!condition(counters_)) {
     const absl::Duration left = give_up - absl::Now();
     if (left <= absl::ZeroDuration()) return false;
@@ -405,7 +405,7 @@ void TcpProxy::Accept() {
     const int one = 1;
     setsockopt(client, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     const int upstream = ConnectTo(target_port_);
-    transport::io::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     const int index = counters_.accepted++;
     if (upstream < 0) {
       ++counters_.upstream_failures;
@@ -432,7 +432,7 @@ void TcpProxy::Run() {
   for (;;) {
     bool frozen;
     {
-      transport::io::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       if (quit_) return;
       frozen = frozen_;
     }
@@ -462,7 +462,7 @@ void TcpProxy::Run() {
       }
     }
     if (fds[1].revents != 0) Accept();
-    transport::io::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     ResetIfAsked();
     if (frozen_ || frozen) continue;
     // Every connection gets a turn: reads and writes that are not ready

@@ -9,7 +9,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/function_ref.h"
 #include "absl/time/time.h"
-#include "transport/io/mutex.h"
+#include "base/mutex.h"
 
 namespace h2rpc::testing {
 
@@ -125,8 +125,8 @@ class TcpProxy {
   // The proxy thread's, then the destructor's (after the join).
   std::vector<Connection*> connections_;
 
-  mutable transport::io::Mutex mu_;
-  mutable transport::io::CondVar changed_;  // counters_ changed
+  mutable Mutex mu_;
+  mutable CondVar changed_;  // counters_ changed
   bool frozen_ ABSL_GUARDED_BY(mu_) = false;
   bool quit_ ABSL_GUARDED_BY(mu_) = false;
   // ResetConnections calls made, and those the proxy thread has carried out.

@@ -8,11 +8,11 @@
 #include <random>
 #include <string>
 
+#include "base/compression_algorithm.h"
+#include "base/status.h"
 #include "benchmark/benchmark.h"
 #include "test/util/allocation_counter.h"
-#include "transport/compression/compression_algorithm.h"
 #include "transport/compression/zlib_codec.h"
-#include "transport/core/status.h"
 
 namespace h2rpc::transport::compression {
 namespace {

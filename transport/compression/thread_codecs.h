@@ -5,8 +5,8 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
-#include "transport/compression/compression_algorithm.h"
-#include "transport/core/status.h"
+#include "base/compression_algorithm.h"
+#include "base/status.h"
 
 namespace h2rpc::transport::compression {
 

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
-#include "transport/compression/compression_algorithm.h"
+#include "base/compression_algorithm.h"
+#include "base/status.h"
 #include "transport/compression/message_codec.h"
-#include "transport/core/status.h"
 
 namespace h2rpc::transport::compression {
 

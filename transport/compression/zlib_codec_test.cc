@@ -7,12 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "test/util/allocation_counter.h"
 #include "test/util/zlib_reference.h"
 #include "transport/compression/message_codec.h"
-#include "transport/core/status.h"
 
 namespace h2rpc::transport::compression {
 namespace {

@@ -8,12 +8,12 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
+#include "base/status.h"
 #include "benchmark/benchmark.h"
 #include "test/util/allocation_counter.h"
 #include "transport/core/large_buffer_cache.h"
 #include "transport/core/message_deframer.h"
 #include "transport/core/message_framer.h"
-#include "transport/core/status.h"
 
 namespace h2rpc::transport {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "transport/core/metadata.h"
+#include "base/metadata.h"
 
 namespace h2rpc::transport {
 

@@ -22,7 +22,7 @@ bool LargeBufferCache::TakeCached(size_t capacity, std::string* buffer) {
   const size_t most = capacity + capacity / 8;
   std::string taken;
   {
-    io::MutexLock lock(&mutex_);
+    MutexLock lock(&mutex_);
     ++takes_;
     EvictIdle();
     // Newest first, stopping at an exact fit (none can be smaller): a
@@ -49,7 +49,7 @@ void LargeBufferCache::Give(std::string* buffer) {
   storage.swap(*buffer);
   const size_t capacity = storage.capacity();
   if (capacity < kMinCapacity) return;
-  io::MutexLock lock(&mutex_);
+  MutexLock lock(&mutex_);
   EvictIdle();
   if (buffers_.size() >= kMaxBuffers ||
       retained_bytes_ + capacity > max_retained_bytes_) {
@@ -74,28 +74,28 @@ void LargeBufferCache::EvictIdle() {
 }
 
 void LargeBufferCache::Clear() {
-  io::MutexLock lock(&mutex_);
+  MutexLock lock(&mutex_);
   buffers_.clear();
   retained_bytes_ = 0;
 }
 
 size_t LargeBufferCache::retained_bytes() const {
-  io::MutexLock lock(&mutex_);
+  MutexLock lock(&mutex_);
   return retained_bytes_;
 }
 
 size_t LargeBufferCache::retained_buffers() const {
-  io::MutexLock lock(&mutex_);
+  MutexLock lock(&mutex_);
   return buffers_.size();
 }
 
 size_t LargeBufferCache::max_retained_bytes() const {
-  io::MutexLock lock(&mutex_);
+  MutexLock lock(&mutex_);
   return max_retained_bytes_;
 }
 
 void LargeBufferCache::set_max_retained_bytes(size_t bytes) {
-  io::MutexLock lock(&mutex_);
+  MutexLock lock(&mutex_);
   max_retained_bytes_ = bytes;
   EvictToFit();
 }

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "transport/io/mutex.h"
+#include "base/mutex.h"
 
 namespace h2rpc::transport {
 
@@ -96,7 +96,7 @@ class LargeBufferCache {
   // Takes buffers_[index] out of the cache.
   std::string Remove(size_t index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
 
-  mutable io::Mutex mutex_;
+  mutable Mutex mutex_;
   // Oldest first.
   std::vector<Cached> buffers_ ABSL_GUARDED_BY(mutex_);
   uint64_t takes_ ABSL_GUARDED_BY(mutex_) = 0;

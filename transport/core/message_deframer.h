@@ -6,10 +6,10 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
+#include "base/status.h"
 #include "transport/core/large_buffer_cache.h"
 #include "transport/core/memory_quota.h"
 #include "transport/core/message_framer.h"
-#include "transport/core/status.h"
 
 namespace h2rpc::transport {
 

@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
 #include "gtest/gtest.h"
 #include "test/util/allocation_counter.h"
 #include "transport/core/memory_quota.h"
 #include "transport/core/message_framer.h"
-#include "transport/core/status.h"
 
 namespace h2rpc::transport {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
-#include "transport/core/status.h"
+#include "base/status.h"
 
 namespace h2rpc::transport {
 

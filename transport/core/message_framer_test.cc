@@ -4,9 +4,9 @@
 #include <limits>
 #include <string>
 
+#include "base/status.h"
 #include "gtest/gtest.h"
 #include "test/util/allocation_counter.h"
-#include "transport/core/status.h"
 
 namespace h2rpc::transport {
 namespace {

@@ -6,9 +6,9 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/optional.h"
 #include "absl/types/span.h"
+#include "base/metadata.h"
+#include "base/status.h"
 #include "transport/core/header_field.h"
-#include "transport/core/metadata.h"
-#include "transport/core/status.h"
 
 namespace h2rpc::transport {
 

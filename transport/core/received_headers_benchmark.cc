@@ -8,12 +8,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/metadata.h"
+#include "base/status.h"
 #include "benchmark/benchmark.h"
 #include "test/util/allocation_counter.h"
 #include "transport/core/header_field.h"
-#include "transport/core/metadata.h"
 #include "transport/core/received_headers.h"
-#include "transport/core/status.h"
 
 namespace h2rpc::transport {
 namespace {

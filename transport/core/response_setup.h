@@ -4,9 +4,9 @@
 #include <cstddef>
 
 #include "absl/strings/string_view.h"
+#include "base/metadata.h"
+#include "base/status.h"
 #include "transport/core/header_list.h"
-#include "transport/core/metadata.h"
-#include "transport/core/status.h"
 
 namespace h2rpc::transport {
 

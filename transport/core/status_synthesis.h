@@ -5,8 +5,8 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/types/optional.h"
-#include "transport/core/status.h"
-#include "transport/core/status_code.h"
+#include "base/status.h"
+#include "base/status_code.h"
 
 namespace h2rpc::transport {
 

@@ -33,7 +33,7 @@ void ClientStream::ClearAttempt() {
   window_.Reset();
   header_blocks_ = 0;
   header_bytes_ = 0;
-  receive_encoding_ = compression::CompressionAlgorithm::kIdentity;
+  receive_encoding_ = CompressionAlgorithm::kIdentity;
   initial_metadata_.Clear();
   trailing_metadata_.Clear();
   status_known_ = false;
@@ -121,8 +121,8 @@ void ClientSession::StartCall(ClientStream* stream) {
     Deliver(stream);
     return;
   }
-  stream->deframer_.Reset(StreamDeframerOptions(
-      *stream, compression::CompressionAlgorithm::kIdentity));
+  stream->deframer_.Reset(
+      StreamDeframerOptions(*stream, CompressionAlgorithm::kIdentity));
   const Nghttp2DataProvider provider = DataProvider(&stream->outgoing_);
   const int32_t id = SubmitRequest(session(), stream->headers_.fields().data(),
                                    stream->headers_.size(), &provider, stream);
@@ -189,7 +189,7 @@ size_t ClientSession::ReceiveLimit(const ClientStream& stream) const {
 }
 
 MessageDeframer::Options ClientSession::StreamDeframerOptions(
-    const ClientStream& stream, compression::CompressionAlgorithm encoding) {
+    const ClientStream& stream, CompressionAlgorithm encoding) {
   MessageDeframer::Options options = DeframerOptions(encoding);
   options.max_message_size = ReceiveLimit(stream);
   return options;

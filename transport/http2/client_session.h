@@ -5,11 +5,11 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
+#include "base/metadata.h"
+#include "base/status.h"
 #include "transport/core/call_setup.h"
 #include "transport/core/header_list.h"
 #include "transport/core/message_deframer.h"
-#include "transport/core/metadata.h"
-#include "transport/core/status.h"
 #include "transport/http2/session.h"
 #include "transport/http2/stream_base.h"
 #include "transport/io/scheduler.h"
@@ -45,9 +45,9 @@ class ClientStream : private io::Timer {
     // view is valid during the call only); the observer decompresses it, to
     // at most `max_size` bytes, before the application sees it. Called only
     // when DefersDecompression(). Non-OK as for OnMessage.
-    virtual Status OnCompressedMessage(
-        absl::string_view wire, compression::CompressionAlgorithm encoding,
-        size_t max_size) {
+    virtual Status OnCompressedMessage(absl::string_view wire,
+                                       CompressionAlgorithm encoding,
+                                       size_t max_size) {
       return Status(StatusCode::kInternal,
                     "a compressed message the observer cannot take");
     }
@@ -125,8 +125,7 @@ class ClientStream : private io::Timer {
   MessageDeframer deframer_{MessageDeframer::Options()};
   // The response's grpc-encoding, and the wire size of the message being
   // delivered.
-  compression::CompressionAlgorithm receive_encoding_ =
-      compression::CompressionAlgorithm::kIdentity;
+  CompressionAlgorithm receive_encoding_ = CompressionAlgorithm::kIdentity;
   size_t delivering_wire_size_ = 0;
   Metadata initial_metadata_;
   Metadata trailing_metadata_;
@@ -201,8 +200,8 @@ class ClientSession : public Session {
   size_t ReceiveLimit(const ClientStream& stream) const;
   // The deframer options of `stream` for messages compressed with
   // `encoding`, with the stream's limit.
-  MessageDeframer::Options StreamDeframerOptions(
-      const ClientStream& stream, compression::CompressionAlgorithm encoding);
+  MessageDeframer::Options StreamDeframerOptions(const ClientStream& stream,
+                                                 CompressionAlgorithm encoding);
   void OnResponseHeaderBlock(ClientStream* stream, bool end_stream);
   // Records the outcome and resets the stream (CANCEL) unless it is over.
   void FailStream(ClientStream* stream, Status status);

@@ -37,9 +37,8 @@ void ServerStream::Reset() {
   authority_.clear();
   client_metadata_.Clear();
   deadline_ = io::MonotonicTime::InfiniteFuture();
-  client_accepted_encodings_ = compression::CompressionAlgorithmSet();
-  receive_encoding_ = send_encoding_ =
-      compression::CompressionAlgorithm::kIdentity;
+  client_accepted_encodings_ = CompressionAlgorithmSet();
+  receive_encoding_ = send_encoding_ = CompressionAlgorithm::kIdentity;
   cancelled_.store(false, std::memory_order_relaxed);
   headers_sent_ = finished_ = half_closed_ = cancel_on_close_ = false;
   header_bytes_ = 0;
@@ -87,8 +86,7 @@ void ServerStream::SendInitialMetadata(const Metadata* metadata) {
 ResponseDescription ServerStream::DescribeResponse(
     const Metadata* metadata) const {
   ResponseDescription response;
-  response.send_encoding =
-      compression::CompressionAlgorithmName(send_encoding_);
+  response.send_encoding = CompressionAlgorithmName(send_encoding_);
   response.accept_encodings = connection_->accept_encoding();
   response.metadata = metadata;
   return response;
@@ -488,10 +486,9 @@ void ServerSession::OnRequestHeaders(ServerStream* stream, bool end_stream) {
   }
   if (reserved.grpc_accept_encoding.has_value()) {
     stream->client_accepted_encodings_ =
-        compression::ParseAcceptEncoding(*reserved.grpc_accept_encoding);
+        ParseAcceptEncoding(*reserved.grpc_accept_encoding);
   }
-  stream->client_accepted_encodings_.Add(
-      compression::CompressionAlgorithm::kIdentity);
+  stream->client_accepted_encodings_.Add(CompressionAlgorithm::kIdentity);
   stream->block_.Release();
   if (!refusal.ok()) {
     Refuse(stream, refusal, refusal_http_status);

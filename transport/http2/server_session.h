@@ -7,13 +7,13 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "transport/compression/compression_algorithm.h"
+#include "base/compression_algorithm.h"
+#include "base/metadata.h"
+#include "base/status.h"
 #include "transport/core/header_list.h"
 #include "transport/core/memory_quota.h"
 #include "transport/core/message_deframer.h"
-#include "transport/core/metadata.h"
 #include "transport/core/response_setup.h"
-#include "transport/core/status.h"
 #include "transport/http2/session.h"
 #include "transport/http2/stream_base.h"
 #include "transport/io/monotonic_time.h"
@@ -47,9 +47,9 @@ class ServerStream final : private io::Timer {
     // view is valid during the call only); the observer decompresses it, to
     // at most `max_size` bytes, before the application sees it. Called only
     // when DefersDecompression(). Non-OK as for OnMessage.
-    virtual Status OnCompressedMessage(
-        absl::string_view wire, compression::CompressionAlgorithm encoding,
-        size_t max_size) {
+    virtual Status OnCompressedMessage(absl::string_view wire,
+                                       CompressionAlgorithm encoding,
+                                       size_t max_size) {
       return Status(StatusCode::kInternal,
                     "a compressed message the observer cannot take");
     }
@@ -85,7 +85,7 @@ class ServerStream final : private io::Timer {
   int previous_rpc_attempts() const { return previous_rpc_attempts_; }
   // The encodings the client's grpc-accept-encoding lists (identity
   // always): the only ones the response may use.
-  compression::CompressionAlgorithmSet client_accepted_encodings() const {
+  CompressionAlgorithmSet client_accepted_encodings() const {
     return client_accepted_encodings_;
   }
   // True once the call ended without this side's Finish (see
@@ -99,12 +99,10 @@ class ServerStream final : private io::Timer {
   // response's grpc-encoding. The rpc layer compresses the messages it
   // appends to outgoing() accordingly, and must pick an encoding in
   // client_accepted_encodings().
-  void set_send_encoding(compression::CompressionAlgorithm encoding) {
+  void set_send_encoding(CompressionAlgorithm encoding) {
     if (!headers_sent_) send_encoding_ = encoding;
   }
-  compression::CompressionAlgorithm send_encoding() const {
-    return send_encoding_;
-  }
+  CompressionAlgorithm send_encoding() const { return send_encoding_; }
   // Loop thread. Sends the response headers with a copy of `metadata` (may
   // be null) now, instead of with the first message or Finish.
   void SendInitialMetadata(const Metadata* metadata);
@@ -190,11 +188,9 @@ class ServerStream final : private io::Timer {
   Metadata client_metadata_;
   io::MonotonicTime deadline_ = io::MonotonicTime::InfiniteFuture();
   int previous_rpc_attempts_ = 0;
-  compression::CompressionAlgorithmSet client_accepted_encodings_;
-  compression::CompressionAlgorithm receive_encoding_ =
-      compression::CompressionAlgorithm::kIdentity;
-  compression::CompressionAlgorithm send_encoding_ =
-      compression::CompressionAlgorithm::kIdentity;
+  CompressionAlgorithmSet client_accepted_encodings_;
+  CompressionAlgorithm receive_encoding_ = CompressionAlgorithm::kIdentity;
+  CompressionAlgorithm send_encoding_ = CompressionAlgorithm::kIdentity;
   size_t delivering_wire_size_ = 0;  // of the message being delivered
   // Held message bytes charged to the connection's memory share.
   size_t held_charged_ = 0;

@@ -68,22 +68,21 @@ Session::Session(io::Scheduler* scheduler, std::string peer,
       ping_policy_(options.keepalive.min_time,
                    options.keepalive.permit_pings_without_calls,
                    options.keepalive.max_ping_strikes) {
-  compression::CompressionAlgorithmSet accepted = options.accepted_compression;
-  accepted.Add(compression::CompressionAlgorithm::kIdentity);
-  accept_encoding_ = compression::FormatCompressionAlgorithmSet(accepted);
+  CompressionAlgorithmSet accepted = options.accepted_compression;
+  accepted.Add(CompressionAlgorithm::kIdentity);
+  accept_encoding_ = FormatCompressionAlgorithmSet(accepted);
 }
 
-bool Session::AcceptsEncoding(
-    absl::optional<absl::string_view> name,
-    compression::CompressionAlgorithm* algorithm) const {
+bool Session::AcceptsEncoding(absl::optional<absl::string_view> name,
+                              CompressionAlgorithm* algorithm) const {
   if (!name.has_value()) {
-    *algorithm = compression::CompressionAlgorithm::kIdentity;
+    *algorithm = CompressionAlgorithm::kIdentity;
     return true;
   }
-  const absl::optional<compression::CompressionAlgorithm> parsed =
-      compression::ParseCompressionAlgorithm(*name);
+  const absl::optional<CompressionAlgorithm> parsed =
+      ParseCompressionAlgorithm(*name);
   if (!parsed.has_value() ||
-      (*parsed != compression::CompressionAlgorithm::kIdentity &&
+      (*parsed != CompressionAlgorithm::kIdentity &&
        !options_.accepted_compression.Contains(*parsed))) {
     return false;
   }
@@ -163,10 +162,10 @@ Nghttp2DataProvider Session::DataProvider(OutgoingData* data) {
 }
 
 MessageDeframer::Options Session::DeframerOptions(
-    compression::CompressionAlgorithm encoding) {
+    CompressionAlgorithm encoding) {
   MessageDeframer::Options deframer_options;
   deframer_options.compression_available =
-      encoding != compression::CompressionAlgorithm::kIdentity;
+      encoding != CompressionAlgorithm::kIdentity;
   deframer_options.max_message_size = options_.max_receive_message_size;
   deframer_options.quota = memory_share_;
   deframer_options.buffer_cache = &LargeBufferCache::Global();
@@ -207,9 +206,8 @@ void Session::ReturnAllCredit(ReceiveWindow* window) {
 
 void Session::ReturnUntracked(int32_t stream_id, size_t bytes) {
   unreturned_bytes_ -= bytes;
-  if (closed_ ||
-      !Submitted(nghttp2_session_consume(session_, stream_id, bytes),
-                 "nghttp2_session_consume")) {
+  if (closed_ || !Submitted(nghttp2_session_consume(session_, stream_id, bytes),
+                            "nghttp2_session_consume")) {
     return;
   }
   AnnounceConnectionReturned(bytes);
@@ -228,15 +226,13 @@ size_t Session::AnnounceReturned(int32_t stream_id, size_t unreturned) {
   // Received and not announced: what we hold plus what we returned (and
   // padding, which nghttp2 returns itself).
   const int32_t unannounced =
-      stream_id == 0
-          ? nghttp2_session_get_effective_recv_data_length(session_)
-          : nghttp2_session_get_stream_effective_recv_data_length(session_,
-                                                                  stream_id);
+      stream_id == 0 ? nghttp2_session_get_effective_recv_data_length(session_)
+                     : nghttp2_session_get_stream_effective_recv_data_length(
+                           session_, stream_id);
   const int32_t window =
-      stream_id == 0
-          ? nghttp2_session_get_effective_local_window_size(session_)
-          : nghttp2_session_get_stream_effective_local_window_size(session_,
-                                                                   stream_id);
+      stream_id == 0 ? nghttp2_session_get_effective_local_window_size(session_)
+                     : nghttp2_session_get_stream_effective_local_window_size(
+                           session_, stream_id);
   if (unannounced <= 0 || window <= 0 ||
       static_cast<size_t>(unannounced) <= unreturned) {
     return 0;

@@ -12,11 +12,11 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/optional.h"
-#include "transport/compression/compression_algorithm.h"
+#include "base/compression_algorithm.h"
+#include "base/peer_identity.h"
+#include "base/status.h"
 #include "transport/core/memory_quota.h"
 #include "transport/core/message_deframer.h"
-#include "transport/core/peer_identity.h"
-#include "transport/core/status.h"
 #include "transport/http2/bdp_estimator.h"
 #include "transport/http2/keepalive.h"
 #include "transport/http2/nghttp2_compat.h"
@@ -131,8 +131,7 @@ struct ConnectionOptions {
   // grpc-accept-encoding. A request in another encoding is answered
   // UNIMPLEMENTED (servers); a response in another encoding fails the call
   // with INTERNAL (clients). identity is always accepted.
-  compression::CompressionAlgorithmSet accepted_compression =
-      compression::CompressionAlgorithmSet::All();
+  CompressionAlgorithmSet accepted_compression = CompressionAlgorithmSet::All();
   // The peer must complete its side of the handshake (the connection preface
   // and its first SETTINGS frame) within this time of the connection's
   // start, or the connection is closed (a server sends GOAWAY first).
@@ -254,8 +253,7 @@ class Session : public io::ByteSession, private KeepalivePinger::Delegate {
   // connection must ReleaseDeframer() so the share is not referenced after
   // it.
   MessageDeframer::Options DeframerOptions(
-      compression::CompressionAlgorithm encoding =
-          compression::CompressionAlgorithm::kIdentity);
+      CompressionAlgorithm encoding = CompressionAlgorithm::kIdentity);
   static void ReleaseDeframer(MessageDeframer* deframer) {
     deframer->Reset(MessageDeframer::Options());
   }
@@ -280,7 +278,7 @@ class Session : public io::ByteSession, private KeepalivePinger::Delegate {
   // Whether a peer's grpc-encoding `name` (absent: identity) is one this
   // side accepts; sets `*algorithm` if so.
   bool AcceptsEncoding(absl::optional<absl::string_view> name,
-                       compression::CompressionAlgorithm* algorithm) const;
+                       CompressionAlgorithm* algorithm) const;
 
  protected:
   nghttp2_session* session() const { return session_; }

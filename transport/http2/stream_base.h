@@ -11,13 +11,13 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "transport/compression/compression_algorithm.h"
+#include "base/compression_algorithm.h"
+#include "base/status.h"
 #include "transport/compression/thread_codecs.h"
 #include "transport/core/header_field.h"
 #include "transport/core/memory_quota.h"
 #include "transport/core/message_deframer.h"
 #include "transport/core/message_framer.h"
-#include "transport/core/status.h"
 #include "transport/http2/output_queue.h"
 
 namespace h2rpc::transport::http2 {
@@ -250,8 +250,7 @@ class DeliverToObserver final : public MessageDeframer::Listener {
   // `encoding`: the stream's grpc-encoding. `max_message_size`: the receive
   // limit, which applies to the decompressed size too. `*wire_size` is set
   // to each message's size on the wire before the observer sees it.
-  DeliverToObserver(Observer* observer,
-                    compression::CompressionAlgorithm encoding,
+  DeliverToObserver(Observer* observer, CompressionAlgorithm encoding,
                     size_t max_message_size, size_t* wire_size)
       : observer_(observer),
         encoding_(encoding),
@@ -274,7 +273,7 @@ class DeliverToObserver final : public MessageDeframer::Listener {
 
  private:
   Observer* const observer_;
-  const compression::CompressionAlgorithm encoding_;
+  const CompressionAlgorithm encoding_;
   const size_t max_message_size_;
   size_t* const wire_size_;
 };

@@ -7,8 +7,8 @@
 #include <memory>
 
 #include "absl/strings/string_view.h"
-#include "transport/core/peer_identity.h"
-#include "transport/core/status.h"
+#include "base/peer_identity.h"
+#include "base/status.h"
 
 namespace h2rpc::transport::io {
 

@@ -15,9 +15,9 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "transport/core/status.h"
+#include "base/mutex.h"
+#include "base/status.h"
 #include "transport/io/monotonic_time.h"
-#include "transport/io/mutex.h"
 #include "transport/io/scheduler.h"
 
 namespace h2rpc::transport::io {
@@ -65,7 +65,7 @@ class FdWatcher {
 // descriptor or timer handler) starts with loop.AssertInLoopThread(), which
 // a debug build checks.
 //
-// Under ThreadSanitizer: the loop synchronizes with transport::io::Mutex (a
+// Under ThreadSanitizer: the loop synchronizes with Mutex (a
 // std::mutex underneath) and atomics, which TSan sees; Debian's libabsl is
 // not built with TSan, so absl::Mutex would produce false race reports.
 class ABSL_LOCKABLE EventLoop final : public Scheduler {

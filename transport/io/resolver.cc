@@ -8,7 +8,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
-#include "transport/io/mutex.h"
+#include "base/mutex.h"
 
 namespace h2rpc::transport::io {
 

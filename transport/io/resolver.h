@@ -8,7 +8,7 @@
 
 #include "absl/functional/any_invocable.h"
 #include "absl/strings/string_view.h"
-#include "transport/core/status.h"
+#include "base/status.h"
 #include "transport/io/event_loop.h"
 #include "transport/io/socket.h"
 

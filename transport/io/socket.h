@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
-#include "transport/core/status.h"
+#include "base/status.h"
 
 namespace h2rpc::transport::io {
 

@@ -12,11 +12,11 @@
 #include <string>
 #include <utility>
 
+#include "base/mutex.h"
 #include "gtest/gtest.h"
 #include "test/util/notification.h"
 #include "test/util/wait_for.h"
 #include "transport/io/event_loop.h"
-#include "transport/io/mutex.h"
 
 namespace h2rpc::transport::io {
 namespace {

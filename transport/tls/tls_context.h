@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "transport/core/status.h"
+#include "base/status.h"
 
 typedef struct ssl_ctx_st SSL_CTX;
 

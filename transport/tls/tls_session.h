@@ -6,8 +6,8 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
-#include "transport/core/peer_identity.h"
-#include "transport/core/status.h"
+#include "base/peer_identity.h"
+#include "base/status.h"
 #include "transport/io/byte_session.h"
 #include "transport/tls/tls_context.h"
 

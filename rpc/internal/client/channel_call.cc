@@ -66,8 +66,7 @@ Status ChannelCall::Describe(ClientContext* context, absl::string_view method) {
   call.deadline = deadline;
   send_compression_ = context->compression_algorithm().value_or(
       core_->call_settings().default_compression);
-  call.send_encoding =
-      transport::compression::CompressionAlgorithmName(send_compression_);
+  call.send_encoding = CompressionAlgorithmName(send_compression_);
   call.metadata = &context->send_metadata();
   return Status();
 }
@@ -113,7 +112,7 @@ void ChannelCall::CancelOnLoop(const Status& status) {
 }
 
 bool ChannelCall::RetryOrCommit(const Status& status,
-                                const transport::Metadata& trailing) {
+                                const Metadata& trailing) {
   RetryThrottle* const throttle = core_->retry_throttle();
   // A channel shutting down takes no new attempt: its calls end with the
   // status its connections closed with.

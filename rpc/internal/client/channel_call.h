@@ -106,7 +106,7 @@ class ChannelCall : public CancellableClientCall {
   // the call (false: `status` is its result): always once the channel is
   // shutting down. Counts the outcome in the channel's retry throttle
   // either way.
-  bool RetryOrCommit(const Status& status, const transport::Metadata& trailing);
+  bool RetryOrCommit(const Status& status, const Metadata& trailing);
   // Any thread before the call starts, then the loop thread: counts the
   // request bytes kept for a retry, committing the call when over a limit.
   void ChargeRetryBuffer();

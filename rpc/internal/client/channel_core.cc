@@ -197,7 +197,7 @@ ChannelCore::~ChannelCore() {
     Shutdown();
   });
   loop_.Stop();
-  transport::io::MutexLock lock(&pool_mu_);
+  MutexLock lock(&pool_mu_);
   for (UnaryClientCall* call : free_calls_) delete call;
 }
 
@@ -228,7 +228,7 @@ void ChannelCore::Shutdown() {
 }
 
 UnaryClientCall* ChannelCore::TakeCall() {
-  transport::io::MutexLock lock(&pool_mu_);
+  MutexLock lock(&pool_mu_);
   if (free_calls_.empty()) return new UnaryClientCall(this);
   UnaryClientCall* call = free_calls_.back();
   free_calls_.pop_back();
@@ -237,7 +237,7 @@ UnaryClientCall* ChannelCore::TakeCall() {
 
 void ChannelCore::ReturnCall(UnaryClientCall* call) {
   call->ResetForReuse();
-  transport::io::MutexLock lock(&pool_mu_);
+  MutexLock lock(&pool_mu_);
   free_calls_.push_back(call);
 }
 
@@ -379,7 +379,7 @@ bool ChannelCore::WaitForConnected(absl::Time deadline) {
 }
 
 absl::Duration ChannelCore::keepalive_time() const {
-  transport::io::MutexLock lock(&keepalive_mu_);
+  MutexLock lock(&keepalive_mu_);
   return keepalive_time_;
 }
 
@@ -690,7 +690,7 @@ void ChannelCore::OnTooManyPings(const std::string& peer) {
   // keepalive_time, so ping half as often on later connections.
   transport_options_.keepalive.time *= 2;
   {
-    transport::io::MutexLock lock(&keepalive_mu_);
+    MutexLock lock(&keepalive_mu_);
     keepalive_time_ = transport_options_.keepalive.time;
   }
   std::fprintf(stderr,

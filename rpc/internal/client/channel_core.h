@@ -13,6 +13,7 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "base/mutex.h"
 #include "google/protobuf/message_lite.h"
 #include "rpc/channel_options.h"
 #include "rpc/client_context.h"
@@ -35,7 +36,6 @@
 #include "transport/http2/session.h"
 #include "transport/io/event_loop.h"
 #include "transport/io/monotonic_time.h"
-#include "transport/io/mutex.h"
 #include "transport/io/resolver.h"
 #include "transport/io/socket.h"
 #include "transport/tls/tls_context.h"
@@ -327,11 +327,11 @@ class ChannelCore final : public ChannelCallHost,
   MemberTask<ChannelCore, &ChannelCore::ConnectIfIdle> connect_task_{this};
 
   // keepalive_time() for tests.
-  mutable transport::io::Mutex keepalive_mu_;
+  mutable Mutex keepalive_mu_;
   absl::Duration keepalive_time_ ABSL_GUARDED_BY(keepalive_mu_);
 
   // Idle unary calls, taken and returned from any thread.
-  transport::io::Mutex pool_mu_;
+  Mutex pool_mu_;
   std::vector<UnaryClientCall*> free_calls_ ABSL_GUARDED_BY(pool_mu_);
 };
 

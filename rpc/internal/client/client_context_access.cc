@@ -1,12 +1,12 @@
 #include "rpc/internal/client/client_context_access.h"
 
-#include "transport/io/mutex.h"
+#include "base/mutex.h"
 
 namespace h2rpc::internal {
 
 Status ClientContextAccess::Bind(ClientContext* context,
                                  CancellableClientCall* call) {
-  transport::io::MutexLock lock(&context->mu_);
+  MutexLock lock(&context->mu_);
   if (context->cancelled_) {
     return Status(StatusCode::kCancelled, "the call was cancelled");
   }
@@ -15,13 +15,13 @@ Status ClientContextAccess::Bind(ClientContext* context,
 }
 
 void ClientContextAccess::Unbind(ClientContext* context) {
-  transport::io::MutexLock lock(&context->mu_);
+  MutexLock lock(&context->mu_);
   context->call_ = nullptr;
   context->call_ended_ = true;
 }
 
 bool ClientContextAccess::CallBound(ClientContext* context) {
-  transport::io::MutexLock lock(&context->mu_);
+  MutexLock lock(&context->mu_);
   return context->call_ != nullptr;
 }
 

@@ -99,10 +99,9 @@ class ClientStreamCall final : public ChannelCall,
   bool DefersDecompression() const override {
     return single_response_ == nullptr && QueuesNextMessage();
   }
-  Status OnCompressedMessage(
-      absl::string_view wire,
-      transport::compression::CompressionAlgorithm encoding,
-      size_t max_size) override {
+  Status OnCompressedMessage(absl::string_view wire,
+                             CompressionAlgorithm encoding,
+                             size_t max_size) override {
     return OnCompressedMessageReceived(wire, encoding, max_size);
   }
   bool OnRefused() override { return RetryTransparently(); }

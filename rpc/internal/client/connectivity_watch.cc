@@ -9,7 +9,7 @@ ConnectivityWatch::ConnectivityWatch(ConnectivityState initial)
 }
 
 void ConnectivityWatch::Set(ConnectivityState state) {
-  transport::io::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (state_ == state || state_ == ConnectivityState::kShutdown) return;
   state_ = state;
   ++generation_;
@@ -19,13 +19,13 @@ void ConnectivityWatch::Set(ConnectivityState state) {
 }
 
 ConnectivityState ConnectivityWatch::Get() const {
-  transport::io::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return state_;
 }
 
 bool ConnectivityWatch::WaitForChange(ConnectivityState last_observed,
                                       transport::io::MonotonicTime deadline) {
-  transport::io::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (state_ != last_observed) return true;
   ++waiters_;
   const bool changed = WaitPast(generation_, deadline);
@@ -35,7 +35,7 @@ bool ConnectivityWatch::WaitForChange(ConnectivityState last_observed,
 
 bool ConnectivityWatch::WaitUntilReady(transport::io::MonotonicTime deadline,
                                        absl::FunctionRef<void()> connect) {
-  transport::io::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ++waiters_;
   bool ready = false;
   for (;;) {
@@ -67,22 +67,22 @@ void ConnectivityWatch::Leave() {
 
 void ConnectivityWatch::Shutdown() {
   Set(ConnectivityState::kShutdown);
-  transport::io::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   while (waiters_ > 0) left_.Wait(&mu_);
 }
 
 int64_t ConnectivityWatch::entered(ConnectivityState state) const {
-  transport::io::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return entered_[static_cast<size_t>(state)];
 }
 
 int ConnectivityWatch::waiters() const {
-  transport::io::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return waiters_;
 }
 
 std::vector<ConnectivityState> ConnectivityWatch::history() const {
-  transport::io::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return std::vector<ConnectivityState>(history_.begin(),
                                         history_.begin() + history_size_);
 }

@@ -8,9 +8,9 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/function_ref.h"
+#include "base/mutex.h"
 #include "rpc/connectivity_state.h"
 #include "transport/io/monotonic_time.h"
-#include "transport/io/mutex.h"
 
 namespace h2rpc::internal {
 
@@ -57,9 +57,9 @@ class ConnectivityWatch {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Leave() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  mutable transport::io::Mutex mu_;
-  transport::io::CondVar changed_;  // generation_ moved on
-  transport::io::CondVar left_;     // waiters_ dropped to 0
+  mutable Mutex mu_;
+  CondVar changed_;  // generation_ moved on
+  CondVar left_;     // waiters_ dropped to 0
   ConnectivityState state_ ABSL_GUARDED_BY(mu_);
   uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
   int waiters_ ABSL_GUARDED_BY(mu_) = 0;

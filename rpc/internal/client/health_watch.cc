@@ -60,7 +60,7 @@ Status HealthWatch::OnMessage(absl::string_view message, bool compressed) {
   return Status();
 }
 
-void HealthWatch::OnClose(const Status& status, transport::Metadata& trailing) {
+void HealthWatch::OnClose(const Status& status, Metadata& trailing) {
   listener_->OnHealthWatchEnded(status, cancelled_);
 }
 

@@ -4,8 +4,8 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
+#include "base/metadata.h"
 #include "rpc/status.h"
-#include "transport/core/metadata.h"
 #include "transport/http2/client_session.h"
 
 namespace h2rpc::internal {
@@ -58,7 +58,7 @@ class HealthWatch final : private transport::http2::ClientStream::Observer {
 
  private:
   Status OnMessage(absl::string_view message, bool compressed) override;
-  void OnClose(const Status& status, transport::Metadata& trailing) override;
+  void OnClose(const Status& status, Metadata& trailing) override;
 
   const HealthCheckSettings* const settings_;
   Listener* const listener_;

@@ -8,9 +8,8 @@
 namespace h2rpc::internal {
 
 absl::optional<absl::Duration> NextRetryDelay(
-    const RetryPolicy& policy, const Status& status,
-    const transport::Metadata& trailing, RetryThrottle* throttle,
-    double uniform01, RetryState* state) {
+    const RetryPolicy& policy, const Status& status, const Metadata& trailing,
+    RetryThrottle* throttle, double uniform01, RetryState* state) {
   if (status.ok()) {
     if (throttle != nullptr) throttle->OnSuccess();
     return absl::nullopt;

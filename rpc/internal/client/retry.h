@@ -6,9 +6,9 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/time/time.h"
 #include "absl/types/optional.h"
+#include "base/metadata.h"
 #include "rpc/internal/config/service_config.h"
 #include "rpc/status.h"
-#include "transport/core/metadata.h"
 
 namespace h2rpc::internal {
 
@@ -60,9 +60,8 @@ struct RetryState {
 // times min(initial_backoff * backoff_multiplier^n, max_backoff); a valid
 // pushback replaces it (and starts the backoff over). Never allocates.
 absl::optional<absl::Duration> NextRetryDelay(
-    const RetryPolicy& policy, const Status& status,
-    const transport::Metadata& trailing, RetryThrottle* throttle,
-    double uniform01, RetryState* state);
+    const RetryPolicy& policy, const Status& status, const Metadata& trailing,
+    RetryThrottle* throttle, double uniform01, RetryState* state);
 
 // Counts a finished call's outcome in `throttle` when it had no retry
 // policy (or was committed): OK gives a token back, a status in

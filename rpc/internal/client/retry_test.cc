@@ -20,7 +20,7 @@ const Status kUnavailable(StatusCode::kUnavailable, "down");
 TEST(RetryTest, BackoffGrowsByTheMultiplierUpToTheMaximumTimesTheRandom) {
   const RetryPolicy policy = Policy();
   RetryState state;
-  transport::Metadata none;
+  Metadata none;
   // uniform01 = 1 shows the ceiling: 100, 200, then 300 (capped) ms.
   EXPECT_EQ(NextRetryDelay(policy, kUnavailable, none, nullptr, 1.0, &state),
             absl::Milliseconds(100));
@@ -37,7 +37,7 @@ TEST(RetryTest, BackoffGrowsByTheMultiplierUpToTheMaximumTimesTheRandom) {
 TEST(RetryTest, OnlyRetryableStatusesAreRetried) {
   const RetryPolicy policy = Policy();
   RetryState state;
-  transport::Metadata none;
+  Metadata none;
   EXPECT_EQ(NextRetryDelay(policy, Status(), none, nullptr, 1.0, &state),
             absl::nullopt);
   EXPECT_EQ(NextRetryDelay(policy, Status(StatusCode::kInternal, "x"), none,
@@ -49,17 +49,17 @@ TEST(RetryTest, OnlyRetryableStatusesAreRetried) {
 TEST(RetryTest, AServerPushbackSetsTheDelayOrForbidsTheRetry) {
   const RetryPolicy policy = Policy();
   RetryState state;
-  transport::Metadata wait;
+  Metadata wait;
   wait.Add(kRetryPushbackHeader, "1500");
   EXPECT_EQ(NextRetryDelay(policy, kUnavailable, wait, nullptr, 0.0, &state),
             absl::Milliseconds(1500));
   // The backoff starts over after a pushback.
-  transport::Metadata none;
+  Metadata none;
   EXPECT_EQ(NextRetryDelay(policy, kUnavailable, none, nullptr, 1.0, &state),
             absl::Milliseconds(100));
   for (const char* no : {"-1", "soon", ""}) {
     SCOPED_TRACE(no);
-    transport::Metadata refuse;
+    Metadata refuse;
     refuse.Add(kRetryPushbackHeader, no);
     RetryState fresh;
     EXPECT_EQ(
@@ -74,7 +74,7 @@ TEST(RetryTest, TheThrottleStopsRetriesBelowHalfItsTokens) {
   config.token_ratio_milli = 500;  // 0.5
   RetryThrottle throttle(config);
   const RetryPolicy policy = Policy();
-  transport::Metadata none;
+  Metadata none;
   // A failure takes its token first: 4 -> 3 tokens, still above 2.
   RetryState a;
   EXPECT_TRUE(NextRetryDelay(policy, kUnavailable, none, &throttle, 1.0, &a)

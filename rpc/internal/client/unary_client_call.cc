@@ -30,7 +30,7 @@ Status UnaryClientCall::Prepare(ClientContext* context,
 }
 
 Status UnaryClientCall::Wait() {
-  transport::io::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   while (!completed_) completed_cv_.Wait(&mu_);
   return status_;
 }
@@ -87,7 +87,7 @@ void UnaryClientCall::Complete(const Status& status) {
     Unref();
     return;
   }
-  transport::io::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   status_ = status;
   completed_ = true;
   completed_cv_.Signal();
@@ -101,7 +101,7 @@ void UnaryClientCall::ResetForReuse() {
   response_bytes = nullptr;
   done = nullptr;
   got_message_ = false;
-  transport::io::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   completed_ = false;
   status_ = Status();
 }

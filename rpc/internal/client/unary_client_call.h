@@ -5,12 +5,12 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/any_invocable.h"
+#include "base/mutex.h"
 #include "google/protobuf/message_lite.h"
 #include "rpc/client_context.h"
 #include "rpc/internal/client/channel_call.h"
 #include "rpc/status.h"
 #include "transport/http2/client_session.h"
-#include "transport/io/mutex.h"
 
 namespace h2rpc::internal {
 
@@ -57,8 +57,8 @@ class UnaryClientCall final : public ChannelCall,
   bool got_message_ = false;
 
   // The result of a blocking call, handed from the loop to Wait().
-  transport::io::Mutex mu_;
-  transport::io::CondVar completed_cv_;  // completed_ became true
+  Mutex mu_;
+  CondVar completed_cv_;  // completed_ became true
   bool completed_ ABSL_GUARDED_BY(mu_) = false;
   Status status_ ABSL_GUARDED_BY(mu_);
 };

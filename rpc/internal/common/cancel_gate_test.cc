@@ -5,14 +5,11 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "base/mutex.h"
 #include "gtest/gtest.h"
-#include "transport/io/mutex.h"
 
 namespace h2rpc::internal {
 namespace {
-
-using transport::io::Mutex;
-using transport::io::MutexLock;
 
 TEST(CancelGateTest, RefusesACancelBeforeOpenAndAfterClose) {
   CancelGate gate;

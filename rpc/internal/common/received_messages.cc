@@ -8,7 +8,6 @@
 namespace h2rpc::internal {
 namespace {
 
-using transport::compression::CompressionAlgorithm;
 
 // Appends `value` as a varint (7 bits a byte, low bits first) to `out`;
 // returns the bytes written (at most 10).

@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
-#include "transport/compression/compression_algorithm.h"
+#include "base/compression_algorithm.h"
+#include "base/status.h"
 #include "transport/compression/thread_codecs.h"
 #include "transport/core/large_buffer_cache.h"
-#include "transport/core/status.h"
 
 namespace h2rpc::internal {
 
@@ -61,8 +61,7 @@ class ReceivedMessages {
   // `held_bytes`: the flow-control bytes it holds, returned by
   // front_held_bytes(). Invalidates the view TakeFront() gave.
   void Push(absl::string_view message, bool compressed, size_t held_bytes,
-            transport::compression::CompressionAlgorithm encoding =
-                transport::compression::CompressionAlgorithm::kIdentity,
+            CompressionAlgorithm encoding = CompressionAlgorithm::kIdentity,
             size_t max_size = 0);
 
   // The oldest message as the application sees it, decompressed if it is
@@ -116,8 +115,7 @@ class ReceivedMessages {
   std::vector<std::string> own_buffers_;
   size_t own_head_ = 0;
   size_t own_count_ = 0;
-  transport::compression::CompressionAlgorithm encoding_ =
-      transport::compression::CompressionAlgorithm::kIdentity;
+  CompressionAlgorithm encoding_ = CompressionAlgorithm::kIdentity;
   size_t max_size_ = 0;
 };
 

@@ -11,7 +11,6 @@
 namespace h2rpc::internal {
 namespace {
 
-using transport::compression::CompressionAlgorithm;
 
 // The wire size of a message of `length` bytes: its 5-byte gRPC prefix and
 // its bytes.

@@ -90,9 +90,9 @@ Status StreamOps::OnMessageReceived(absl::string_view message,
   return parsed ? Status() : ParseError();
 }
 
-Status StreamOps::OnCompressedMessageReceived(
-    absl::string_view wire,
-    transport::compression::CompressionAlgorithm encoding, size_t max_size) {
+Status StreamOps::OnCompressedMessageReceived(absl::string_view wire,
+                                              CompressionAlgorithm encoding,
+                                              size_t max_size) {
   queue_.Push(wire, /*compressed=*/true, HoldMessage(), encoding, max_size);
   return Status();
 }

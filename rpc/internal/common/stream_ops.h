@@ -93,9 +93,9 @@ class StreamOps : private transport::http2::OutgoingData::DrainListener {
   bool QueuesNextMessage() const { return !read_waiting_; }
   // Loop thread: a compressed message, as received, while no read waits:
   // queued compressed and decompressed when a read takes it.
-  Status OnCompressedMessageReceived(
-      absl::string_view wire,
-      transport::compression::CompressionAlgorithm encoding, size_t max_size);
+  Status OnCompressedMessageReceived(absl::string_view wire,
+                                     CompressionAlgorithm encoding,
+                                     size_t max_size);
   // Whether the message of the last successful read arrived compressed; set
   // before ReadDone.
   bool last_read_compressed() const { return last_read_compressed_; }

@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
-#include "transport/core/status_code.h"
+#include "base/status_code.h"
 
 namespace h2rpc::internal {
 namespace {

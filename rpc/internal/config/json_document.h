@@ -6,8 +6,8 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
+#include "base/status.h"
 #include "nlohmann/json.hpp"
-#include "transport/core/status.h"
 
 namespace h2rpc::internal {
 

@@ -4,10 +4,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "base/status.h"
+#include "base/status_code.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "transport/core/status.h"
-#include "transport/core/status_code.h"
 
 namespace h2rpc::internal {
 namespace {

@@ -14,8 +14,8 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/optional.h"
-#include "transport/core/status.h"
-#include "transport/core/status_code.h"
+#include "base/status.h"
+#include "base/status_code.h"
 
 namespace h2rpc::internal {
 

@@ -11,10 +11,10 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "base/status.h"
+#include "base/status_code.h"
 #include "gtest/gtest.h"
 #include "test/util/allocation_counter.h"
-#include "transport/core/status.h"
-#include "transport/core/status_code.h"
 
 namespace h2rpc::internal {
 namespace {

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
-#include "transport/core/status.h"
+#include "base/status.h"
 #include "transport/io/socket.h"
 
 namespace h2rpc::internal {

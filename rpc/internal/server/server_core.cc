@@ -209,7 +209,7 @@ std::unique_ptr<ServerCore> ServerCore::Start(
   }
   // Every listener exists before any starts: ConnectionClosed() reads
   // listeners_ from the loops.
-  transport::io::MutexLock lock(&core->mu_);
+  MutexLock lock(&core->mu_);
   for (size_t i = 0; i < sockets.size(); ++i) {
     core->listeners_.push_back(std::make_unique<ServerListener>(
         core.get(), std::move(sockets[i]), std::move(files[i]),
@@ -314,7 +314,7 @@ void ServerCore::CallEnded(const Method* method) {
   // this sees watching_calls_ and wakes it, or Shutdown, which sets it
   // before it reads the counts, sees this decrement.
   if (method->CallEnded() && watching_calls_.load(std::memory_order_seq_cst)) {
-    transport::io::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     changed_.SignalAll();
   }
 }
@@ -326,12 +326,12 @@ int ServerCore::live_calls() const {
 }
 
 void ServerCore::ConnectionOpened() {
-  transport::io::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ++live_connections_;
 }
 
 void ServerCore::ConnectionClosed() {
-  transport::io::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (--live_connections_ == 0) changed_.SignalAll();
   // Under mu_, so that Shutdown(), once it has seen the last close, clears
   // listeners_ and the loops with no notification under way.
@@ -343,7 +343,7 @@ void ServerCore::ConnectionClosed() {
 
 bool ServerCore::AtConnectionLimit() {
   if (options_.max_connections == 0) return false;
-  transport::io::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return static_cast<size_t>(live_connections_) >= options_.max_connections;
 }
 
@@ -356,7 +356,7 @@ bool ServerCore::WaitUntilIdle(absl::Duration timeout) {
   const Clock::time_point until =
       forever ? Clock::time_point::max()
               : Clock::now() + absl::ToChronoNanoseconds(timeout);
-  transport::io::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   while (!Idle()) {
     if (forever) {
       changed_.Wait(&mu_);
@@ -381,7 +381,7 @@ void ServerCore::LogStillRunning(absl::Duration past_deadline) {
   }
   int connections;
   {
-    transport::io::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     connections = live_connections_;
   }
   const std::string line = absl::StrCat(
@@ -395,7 +395,7 @@ void ServerCore::LogStillRunning(absl::Duration past_deadline) {
 
 void ServerCore::Shutdown(absl::Time deadline) {
   {
-    transport::io::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (shutdown_started_) {
       while (!shutdown_done_) changed_.Wait(&mu_);
       return;
@@ -436,14 +436,14 @@ void ServerCore::Shutdown(absl::Time deadline) {
   workers_.reset();
   loops_.clear();
   std::vector<std::unique_ptr<ServerListener>> listeners;
-  transport::io::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   listeners.swap(listeners_);
   shutdown_done_ = true;
   changed_.SignalAll();
 }
 
 void ServerCore::Wait() {
-  transport::io::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   while (!shutdown_done_) changed_.Wait(&mu_);
 }
 

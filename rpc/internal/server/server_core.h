@@ -13,6 +13,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/time/time.h"
+#include "base/mutex.h"
 #include "rpc/compression.h"
 #include "rpc/interceptor.h"
 #include "rpc/internal/common/listening_port.h"
@@ -24,7 +25,6 @@
 #include "rpc/status.h"
 #include "transport/core/memory_quota.h"
 #include "transport/http2/session.h"
-#include "transport/io/mutex.h"
 
 namespace h2rpc {
 
@@ -114,10 +114,10 @@ class ServerCore final : public ServerCallHost,
   std::unique_ptr<WorkerPool> workers_;
   std::atomic<size_t> next_loop_{0};
 
-  mutable transport::io::Mutex mu_;
+  mutable Mutex mu_;
   // Any of the fields below changed, or a method's count of live calls
   // dropped to zero while Shutdown waits.
-  transport::io::CondVar changed_;
+  CondVar changed_;
   std::vector<std::unique_ptr<ServerListener>> listeners_ ABSL_GUARDED_BY(mu_);
   bool shutdown_started_ ABSL_GUARDED_BY(mu_) = false;
   bool shutdown_done_ ABSL_GUARDED_BY(mu_) = false;

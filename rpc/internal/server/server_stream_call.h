@@ -103,10 +103,9 @@ class ServerStreamCall final : public StreamOps,
   bool DefersDecompression() const override {
     return request_ == nullptr && QueuesNextMessage();
   }
-  Status OnCompressedMessage(
-      absl::string_view wire,
-      transport::compression::CompressionAlgorithm encoding,
-      size_t max_size) override {
+  Status OnCompressedMessage(absl::string_view wire,
+                             CompressionAlgorithm encoding,
+                             size_t max_size) override {
     return OnCompressedMessageReceived(wire, encoding, max_size);
   }
   void OnHalfClose() override;

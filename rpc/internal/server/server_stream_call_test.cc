@@ -17,6 +17,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/grpc/testing/messages.pb.h"
@@ -25,7 +26,6 @@
 #include "rpc/server.h"
 #include "test/util/notification.h"
 #include "test/util/wait_for.h"
-#include "transport/io/mutex.h"
 
 namespace h2rpc::internal {
 namespace {
@@ -34,8 +34,6 @@ using grpc::testing::SimpleRequest;
 using grpc::testing::SimpleResponse;
 using ::h2rpc::testing::Notification;
 using ::testing::HasSubstr;
-using transport::io::Mutex;
-using transport::io::MutexLock;
 
 using ::h2rpc::testing::kHangTimeout;
 using ::h2rpc::testing::WaitFor;

@@ -16,6 +16,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/grpc/testing/messages.pb.h"
@@ -24,7 +25,6 @@
 #include "rpc/server.h"
 #include "test/util/raw_h2_client.h"
 #include "test/util/wait_for.h"
-#include "transport/io/mutex.h"
 
 namespace h2rpc::internal {
 namespace {
@@ -37,8 +37,6 @@ using ::h2rpc::testing::RawH2Client;
 using ::h2rpc::testing::RawRequest;
 using ::h2rpc::testing::RawResponse;
 using ::testing::HasSubstr;
-using transport::io::Mutex;
-using transport::io::MutexLock;
 
 static_assert(!std::is_copy_constructible<UnaryDone>::value,
               "UnaryDone is move-only");

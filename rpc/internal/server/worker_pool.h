@@ -10,14 +10,10 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/time/time.h"
+#include "base/mutex.h"
 #include "rpc/status.h"
-#include "transport/io/mutex.h"
 
 namespace h2rpc::internal {
-
-using transport::io::CondVar;
-using transport::io::Mutex;
-using transport::io::MutexLock;
 
 // Work for a WorkerPool thread, embedded in the object it belongs to, so
 // submitting it never allocates.

@@ -24,11 +24,11 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/mutex.h"
 #include "gtest/gtest.h"
 #include "test/util/allocation_counter.h"
 #include "test/util/jitter.h"
 #include "test/util/wait_for.h"
-#include "transport/io/mutex.h"
 
 namespace h2rpc::internal {
 namespace {

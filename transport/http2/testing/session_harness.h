@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "base/metadata.h"
+#include "base/status.h"
 #include "transport/core/memory_quota.h"
-#include "transport/core/metadata.h"
-#include "transport/core/status.h"
 #include "transport/http2/client_session.h"
 #include "transport/http2/server_session.h"
 #include "transport/io/byte_session.h"
