@@ -25,6 +25,7 @@
 #include "rpc/channel.h"
 #include "rpc/server.h"
 #include "test/util/notification.h"
+#include "test/util/stub_server.h"
 #include "test/util/tcp_proxy.h"
 #include "test/util/wait_for.h"
 
@@ -37,6 +38,7 @@ using grpc::testing::StreamingOutputCallRequest;
 using grpc::testing::StreamingOutputCallResponse;
 using ::h2rpc::testing::kHangTimeout;
 using ::h2rpc::testing::Notification;
+using ::h2rpc::testing::StubServer;
 using ::h2rpc::testing::TcpProxy;
 using ::h2rpc::testing::WaitFor;
 using ::testing::AnyOf;
@@ -61,48 +63,48 @@ class KeepaliveServer {
  public:
   explicit KeepaliveServer(ServerOptions options) {
     options.num_loops = 1;
-    server_ =
-        Server::Builder()
-            .SetOptions(options)
-            .AddListeningPort("127.0.0.1:0", &port_)
-            .RegisterUnary<SimpleRequest, SimpleResponse>(
-                kHold,
-                [this](ServerContext* context, const SimpleRequest&,
-                       SimpleResponse*) {
-                  started.Notify();
-                  // Polls: a synchronous unary handler has nothing to block
-                  // on until its cancellation.
-                  WaitFor([&] { return released_ || context->IsCancelled(); },
-                          kHangTimeout);
-                  Ended(context);
-                  return Status();
-                })
-            .RegisterBidiStreaming<StreamingOutputCallRequest,
-                                   StreamingOutputCallResponse>(
-                kEcho,
-                [this](ServerContext* context,
-                       ServerReaderWriter<StreamingOutputCallResponse,
-                                          StreamingOutputCallRequest>* stream) {
-                  started.Notify();
-                  StreamingOutputCallRequest request;
-                  StreamingOutputCallResponse response;
-                  while (stream->Read(&request)) {
-                    *response.mutable_payload() = request.payload();
-                    if (!stream->Write(response)) break;
-                  }
-                  Ended(context);
-                  return Status();
-                })
-            .BuildAndStart(&status_);
+    server_.builder()
+        .SetOptions(options)
+        .RegisterUnary<SimpleRequest, SimpleResponse>(
+            kHold,
+            [this](ServerContext* context, const SimpleRequest&,
+                   SimpleResponse*) {
+              started.Notify();
+              // Polls: a synchronous unary handler has nothing to block
+              // on until its cancellation.
+              WaitFor([&] { return released_ || context->IsCancelled(); },
+                      kHangTimeout);
+              Ended(context);
+              return Status();
+            })
+        .RegisterBidiStreaming<StreamingOutputCallRequest,
+                               StreamingOutputCallResponse>(
+            kEcho,
+            [this](ServerContext* context,
+                   ServerReaderWriter<StreamingOutputCallResponse,
+                                      StreamingOutputCallRequest>* stream) {
+              started.Notify();
+              StreamingOutputCallRequest request;
+              StreamingOutputCallResponse response;
+              while (stream->Read(&request)) {
+                *response.mutable_payload() = request.payload();
+                if (!stream->Write(response)) break;
+              }
+              Ended(context);
+              return Status();
+            });
+    status_ = server_.Start();
   }
+  // Stops the server before released_ and cancelled_at_, which its handlers
+  // read and write, are destroyed (they are declared after server_).
   ~KeepaliveServer() {
     released_ = true;
-    if (server_ != nullptr) server_->Shutdown(absl::Now());
+    server_.Stop();
   }
 
-  bool ok() const { return server_ != nullptr; }
+  bool ok() const { return server_.started(); }
   const Status& status() const { return status_; }
-  int port() const { return port_; }
+  int port() const { return server_.port(); }
   // Lets Hold calls return OK.
   void Release() { released_ = true; }
   // When the handler saw its cancellation; valid once `cancelled` is
@@ -122,9 +124,8 @@ class KeepaliveServer {
     finished.Notify();
   }
 
-  std::unique_ptr<Server> server_;
+  StubServer server_;
   Status status_;
-  int port_ = 0;
   std::atomic<bool> released_{false};
   absl::Time cancelled_at_;
 };

@@ -24,6 +24,7 @@
 #include "test/util/notification.h"
 #include "test/util/raw_frames.h"
 #include "test/util/raw_h2_client.h"
+#include "test/util/stub_server.h"
 #include "test/util/wait_for.h"
 
 namespace h2rpc {
@@ -43,6 +44,7 @@ using ::h2rpc::testing::RawH2Client;
 using ::h2rpc::testing::RawRequest;
 using ::h2rpc::testing::RawResponse;
 using ::h2rpc::testing::SendRawBytes;
+using ::h2rpc::testing::StubServer;
 using ::h2rpc::testing::WaitFor;
 using ::testing::HasSubstr;
 
@@ -57,35 +59,35 @@ constexpr absl::Duration kSlack = absl::Seconds(10);
 class HoldServer {
  public:
   explicit HoldServer(const ServerOptions& options) {
-    server_ = Server::Builder()
-                  .SetOptions(options)
-                  .AddListeningPort("127.0.0.1:0", &port_)
-                  .RegisterUnary<SimpleRequest, SimpleResponse>(
-                      kHold,
-                      [this](ServerContext* context, const SimpleRequest&,
-                             SimpleResponse*) {
-                        started_at_ = absl::Now();
-                        started.Notify();
-                        const bool seen = WaitFor(
-                            [&] { return released_ || context->IsCancelled(); },
-                            kHangTimeout);
-                        if (seen && context->IsCancelled()) {
-                          cancelled_after_ = absl::Now() - started_at_;
-                          cancelled.Notify();
-                        }
-                        finished.Notify();
-                        return Status();
-                      })
-                  .BuildAndStart(&status_);
+    server_.builder()
+        .SetOptions(options)
+        .RegisterUnary<SimpleRequest, SimpleResponse>(
+            kHold, [this](ServerContext* context, const SimpleRequest&,
+                          SimpleResponse*) {
+              started_at_ = absl::Now();
+              started.Notify();
+              const bool seen =
+                  WaitFor([&] { return released_ || context->IsCancelled(); },
+                          kHangTimeout);
+              if (seen && context->IsCancelled()) {
+                cancelled_after_ = absl::Now() - started_at_;
+                cancelled.Notify();
+              }
+              finished.Notify();
+              return Status();
+            });
+    status_ = server_.Start();
   }
+  // Stops the server before the members its handler reads and writes
+  // (declared after server_) are destroyed.
   ~HoldServer() {
     released_ = true;
-    if (server_ != nullptr) server_->Shutdown(absl::Now());
+    server_.Stop();
   }
 
-  bool ok() const { return server_ != nullptr; }
+  bool ok() const { return server_.started(); }
   const Status& status() const { return status_; }
-  int port() const { return port_; }
+  int port() const { return server_.port(); }
   // From the handler's start to its seeing the cancellation; valid once
   // `cancelled` is notified.
   absl::Duration cancelled_after() const { return cancelled_after_; }
@@ -95,9 +97,8 @@ class HoldServer {
   Notification finished;
 
  private:
-  std::unique_ptr<Server> server_;
+  StubServer server_;
   Status status_;
-  int port_ = 0;
   std::atomic<bool> released_{false};
   absl::Time started_at_;
   absl::Duration cancelled_after_;
@@ -297,12 +298,10 @@ TEST(ServerKeepaliveTest, OptionsOutOfRangeAreRefusedNamingTheOption) {
     SCOPED_TRACE(c.message);
     ServerOptions options;
     c.set(&options);
-    Status status;
-    std::unique_ptr<Server> server = Server::Builder()
-                                         .SetOptions(options)
-                                         .AddListeningPort("127.0.0.1:0")
-                                         .BuildAndStart(&status);
-    EXPECT_EQ(server, nullptr);
+    StubServer server;
+    server.builder().SetOptions(options);
+    const Status status = server.Start();
+    EXPECT_FALSE(server.started());
     EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
     EXPECT_THAT(std::string(status.message()), HasSubstr(c.message));
   }
@@ -312,12 +311,10 @@ TEST(ServerKeepaliveTest, OptionsOutOfRangeAreRefusedNamingTheOption) {
   edges.max_ping_strikes = 0;
   edges.max_connection_age_grace = absl::ZeroDuration();
   edges.keepalive_time = absl::InfiniteDuration();
-  Status status;
-  std::unique_ptr<Server> server = Server::Builder()
-                                       .SetOptions(edges)
-                                       .AddListeningPort("127.0.0.1:0")
-                                       .BuildAndStart(&status);
-  EXPECT_NE(server, nullptr) << status.ToString();
+  StubServer server;
+  server.builder().SetOptions(edges);
+  const Status status = server.Start();
+  EXPECT_TRUE(server.started()) << status.ToString();
 }
 
 }  // namespace

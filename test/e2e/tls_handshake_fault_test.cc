@@ -24,6 +24,7 @@
 #include "rpc/credentials.h"
 #include "rpc/server.h"
 #include "test/util/child_process.h"
+#include "test/util/stub_server.h"
 #include "transport/io/socket.h"
 #include "transport/tls/testing/test_pki.h"
 
@@ -35,6 +36,7 @@ using ::h2rpc::testing::MillisUntil;
 using ::h2rpc::testing::ReapWithin;
 using ::h2rpc::testing::SpawnedChild;
 using ::h2rpc::testing::SpawnWithPipes;
+using ::h2rpc::testing::StubServer;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using transport::io::FileDescriptor;
@@ -69,21 +71,17 @@ class TlsHandshakeFaultTest : public ::testing::Test {
     options.num_loops = 1;
     options.connection.handshake_timeout = kHandshakeTimeout;
     options.connection.close_linger = kCloseLinger;
-    Status status;
-    server_ = Server::Builder()
-                  .SetOptions(options)
-                  .AddListeningPort("127.0.0.1:0", credentials, &port_)
-                  .BuildAndStart(&status);
-    ASSERT_NE(server_, nullptr) << status.ToString();
+    server_.builder().SetOptions(options);
+    const Status status = server_.Start(credentials);
+    ASSERT_TRUE(server_.started()) << status.ToString();
   }
 
   // Runs `openssl s_client` against the server with `extra` arguments and
   // its stdin at end of file; returns what it printed (stdout and stderr).
   std::string RunSClient(const std::vector<std::string>& extra) {
-    std::vector<std::string> argv = {
-        kOpenSsl,      "s_client",
-        "-connect",    "127.0.0.1:" + std::to_string(port_),
-        "-servername", "localhost"};
+    std::vector<std::string> argv = {kOpenSsl,      "s_client",
+                                     "-connect",    server_.target(),
+                                     "-servername", "localhost"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     SpawnedChild child;
     std::string error;
@@ -132,7 +130,7 @@ class TlsHandshakeFaultTest : public ::testing::Test {
     EXPECT_TRUE(socket.valid());
     sockaddr_in address{};
     address.sin_family = AF_INET;
-    address.sin_port = htons(static_cast<uint16_t>(port_));
+    address.sin_port = htons(static_cast<uint16_t>(server_.port()));
     address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     EXPECT_EQ(connect(socket.get(), reinterpret_cast<sockaddr*>(&address),
                       sizeof(address)),
@@ -140,8 +138,7 @@ class TlsHandshakeFaultTest : public ::testing::Test {
     return socket;
   }
 
-  int port_ = 0;
-  std::unique_ptr<Server> server_;
+  StubServer server_;
 };
 
 // What a peer read from the server until the server closed.

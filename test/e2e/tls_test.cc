@@ -19,6 +19,7 @@
 #include "rpc/channel.h"
 #include "rpc/credentials.h"
 #include "rpc/server.h"
+#include "test/util/stub_server.h"
 #include "transport/io/socket.h"
 #include "transport/tls/testing/test_pki.h"
 
@@ -27,6 +28,7 @@ namespace {
 
 using grpc::testing::SimpleRequest;
 using grpc::testing::SimpleResponse;
+using ::h2rpc::testing::StubServer;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using transport::tls::testing::GetTestPki;
@@ -68,48 +70,41 @@ class TlsTest : public ::testing::Test {
   void Serve(std::shared_ptr<ServerCredentials> credentials,
              ServerOptions options = ServerOptions()) {
     options.num_loops = 1;
-    Status status;
-    server_ =
-        Server::Builder()
-            .SetOptions(options)
-            .AddListeningPort("127.0.0.1:0", std::move(credentials), &port_)
-            .RegisterUnary<SimpleRequest, SimpleResponse>(
-                kEcho,
-                [](ServerContext*, const SimpleRequest& request,
-                   SimpleResponse* response) {
-                  response->mutable_payload()->set_body(
-                      request.payload().body());
-                  return Status();
-                })
-            .RegisterUnary<SimpleRequest, SimpleResponse>(
-                kWhoAmI,
-                [](ServerContext* context, const SimpleRequest&,
-                   SimpleResponse* response) {
-                  const auto& identity = context->peer_identity();
-                  std::string body = "plaintext";
-                  if (identity != nullptr) {
-                    body = identity->subject + "|" +
-                           (identity->certificate_verified ? "verified"
-                                                           : "unverified");
-                    for (const std::string& uri : identity->uris) {
-                      body += "|" + uri;
-                    }
-                  }
-                  response->mutable_payload()->set_body(body);
-                  return Status();
-                })
-            .BuildAndStart(&status);
+    server_.builder()
+        .SetOptions(options)
+        .RegisterUnary<SimpleRequest, SimpleResponse>(
+            kEcho,
+            [](ServerContext*, const SimpleRequest& request,
+               SimpleResponse* response) {
+              response->mutable_payload()->set_body(request.payload().body());
+              return Status();
+            })
+        .RegisterUnary<SimpleRequest, SimpleResponse>(
+            kWhoAmI, [](ServerContext* context, const SimpleRequest&,
+                        SimpleResponse* response) {
+              const auto& identity = context->peer_identity();
+              std::string body = "plaintext";
+              if (identity != nullptr) {
+                body = identity->subject + "|" +
+                       (identity->certificate_verified ? "verified"
+                                                       : "unverified");
+                for (const std::string& uri : identity->uris) {
+                  body += "|" + uri;
+                }
+              }
+              response->mutable_payload()->set_body(body);
+              return Status();
+            });
+    const Status status = server_.Start(std::move(credentials));
     ASSERT_TRUE(status.ok()) << status.ToString();
   }
-
-  std::string Target() const { return "127.0.0.1:" + std::to_string(port_); }
 
   std::shared_ptr<Channel> Connect(
       std::shared_ptr<ChannelCredentials> credentials,
       const std::string& name_override = "localhost") {
     ChannelOptions options;
     options.ssl_target_name_override = name_override;
-    return CreateChannel(Target(), std::move(credentials), options);
+    return server_.NewChannel(options, std::move(credentials));
   }
 
   static Status Call(Channel& channel, const char* method,
@@ -125,8 +120,7 @@ class TlsTest : public ::testing::Test {
     return status;
   }
 
-  int port_ = 0;
-  std::unique_ptr<Server> server_;
+  StubServer server_;
 };
 
 TEST_F(TlsTest, UnaryCallsOverTls) {
@@ -148,7 +142,8 @@ TEST_F(TlsTest, UnaryCallsOverTls) {
 TEST_F(TlsTest, TargetHostIsTheNameVerifiedWithoutAnOverride) {
   Serve(ServerTls(GetTestPki().server));
   // "127.0.0.1" is one of the certificate's IP subject alternative names.
-  auto channel = CreateChannel(Target(), ClientTls(GetTestPki().ca_pem));
+  auto channel =
+      server_.NewChannel(ChannelOptions(), ClientTls(GetTestPki().ca_pem));
   std::string reply;
   const Status status = Call(*channel, kEcho, "by address", &reply);
   ASSERT_TRUE(status.ok()) << status.ToString();
@@ -167,7 +162,7 @@ TEST_F(TlsTest, MutualTlsShowsTheClientsIdentityToTheHandler) {
 
 TEST_F(TlsTest, PlaintextPortsHaveNoPeerIdentity) {
   Serve(InsecureServerCredentials());
-  auto channel = CreateChannel(Target());
+  auto channel = server_.NewChannel();
   std::string reply;
   ASSERT_TRUE(Call(*channel, kWhoAmI, "", &reply).ok());
   EXPECT_EQ(reply, "plaintext");
@@ -222,7 +217,7 @@ TEST_F(TlsTest, AFailedHandshakeBacksOffLikeAFailedConnect) {
 
 TEST_F(TlsTest, PlaintextClientToTlsPortFailsPromptly) {
   Serve(ServerTls(GetTestPki().server));
-  auto channel = CreateChannel(Target());
+  auto channel = server_.NewChannel();
   const Status status = Call(*channel, kEcho, "x");
   // Not DEADLINE_EXCEEDED: the server closes the connection.
   EXPECT_EQ(status.code(), StatusCode::kUnavailable) << status.ToString();
@@ -243,7 +238,7 @@ TEST_F(TlsTest, SilentClientIsClosedAfterTheHandshakeTimeout) {
   ASSERT_TRUE(socket.valid());
   sockaddr_in address{};
   address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(port_));
+  address.sin_port = htons(static_cast<uint16_t>(server_.port()));
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   ASSERT_EQ(connect(socket.get(), reinterpret_cast<sockaddr*>(&address),
                     sizeof(address)),
@@ -273,12 +268,9 @@ TEST_F(TlsTest, UnusableCredentialsAreReportedClearly) {
   SslServerCredentialsOptions mismatched;
   mismatched.pem_key_cert_pairs.push_back({GetTestPki().client.private_key_pem,
                                            GetTestPki().server.cert_chain_pem});
-  Status status;
-  auto server =
-      Server::Builder()
-          .AddListeningPort("127.0.0.1:0", SslServerCredentials(mismatched))
-          .BuildAndStart(&status);
-  EXPECT_EQ(server, nullptr);
+  StubServer server;
+  const Status status = server.Start(SslServerCredentials(mismatched));
+  EXPECT_FALSE(server.started());
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(status.message(), HasSubstr("pem_private_key"));
 }
