@@ -39,6 +39,7 @@
 #include "test/util/allocation_counter.h"
 #include "test/util/client_call_peer.h"
 #include "test/util/notification.h"
+#include "test/util/stub_server.h"
 #include "transport/core/large_buffer_cache.h"
 
 namespace h2rpc {
@@ -53,6 +54,7 @@ using ::h2rpc::testing::LiveHeapBytes;
 using ::h2rpc::testing::Notification;
 using ::h2rpc::testing::PeakLiveHeapBytes;
 using ::h2rpc::testing::ResetPeakLiveHeapBytes;
+using ::h2rpc::testing::StubServer;
 using ::testing::HasSubstr;
 
 constexpr size_t kKiB = 1024;
@@ -270,61 +272,55 @@ class FlowControlTest : public ::testing::Test {
         2 * channel_options.connection.initial_stream_window;
     server_options_ = server_options;
     channel_options_ = channel_options;
-    Status status;
-    server_ =
-        Server::Builder()
-            .SetOptions(server_options)
-            .AddListeningPort("127.0.0.1:0", &port_)
-            .RegisterServerStreaming<StreamingOutputCallRequest,
-                                     StreamingOutputCallResponse>(
-                kDownload,
-                [](ServerContext*, const StreamingOutputCallRequest&,
+    server_.builder()
+        .SetOptions(server_options)
+        .RegisterServerStreaming<StreamingOutputCallRequest,
+                                 StreamingOutputCallResponse>(
+            kDownload,
+            [](ServerContext*, const StreamingOutputCallRequest&,
+               ServerWriter<StreamingOutputCallResponse>* writer) {
+              return Download(writer);
+            })
+        .RegisterClientStreaming<StreamingInputCallRequest,
+                                 StreamingInputCallResponse>(
+            kUpload,
+            [](ServerContext*, ServerReader<StreamingInputCallRequest>* reader,
+               StreamingInputCallResponse* response) {
+              return SlowUpload(reader, response);
+            })
+        .RegisterServerStreaming<StreamingOutputCallRequest,
+                                 StreamingOutputCallResponse>(
+            kUnread,
+            [this](ServerContext*, const StreamingOutputCallRequest&,
                    ServerWriter<StreamingOutputCallResponse>* writer) {
-                  return Download(writer);
-                })
-            .RegisterClientStreaming<StreamingInputCallRequest,
-                                     StreamingInputCallResponse>(
-                kUpload,
-                [](ServerContext*,
-                   ServerReader<StreamingInputCallRequest>* reader,
-                   StreamingInputCallResponse* response) {
-                  return SlowUpload(reader, response);
-                })
-            .RegisterServerStreaming<StreamingOutputCallRequest,
-                                     StreamingOutputCallResponse>(
-                kUnread,
-                [this](ServerContext*, const StreamingOutputCallRequest&,
-                       ServerWriter<StreamingOutputCallResponse>* writer) {
-                  return WriteUnread(writer);
-                })
-            .RegisterBidiStreaming<StreamingOutputCallRequest,
-                                   StreamingOutputCallResponse>(
-                kEcho,
-                [](ServerContext*,
-                   ServerReaderWriter<StreamingOutputCallResponse,
-                                      StreamingOutputCallRequest>* stream) {
-                  return CheckAndEcho(stream);
-                })
-            .RegisterServerStreaming<StreamingOutputCallRequest,
-                                     StreamingOutputCallResponse>(
-                kProduce,
-                [this](ServerContext* context,
-                       const StreamingOutputCallRequest& request,
-                       ServerWriter<StreamingOutputCallResponse>* writer) {
-                  return Produce(context, request, writer);
-                })
-            .RegisterClientStreaming<StreamingInputCallRequest,
-                                     StreamingInputCallResponse>(
-                kSink,
-                [this](ServerContext* context,
-                       ServerReader<StreamingInputCallRequest>* reader,
-                       StreamingInputCallResponse* response) {
-                  return Sink(context, reader, response);
-                })
-            .BuildAndStart(&status);
+              return WriteUnread(writer);
+            })
+        .RegisterBidiStreaming<StreamingOutputCallRequest,
+                               StreamingOutputCallResponse>(
+            kEcho,
+            [](ServerContext*,
+               ServerReaderWriter<StreamingOutputCallResponse,
+                                  StreamingOutputCallRequest>* stream) {
+              return CheckAndEcho(stream);
+            })
+        .RegisterServerStreaming<StreamingOutputCallRequest,
+                                 StreamingOutputCallResponse>(
+            kProduce,
+            [this](ServerContext* context,
+                   const StreamingOutputCallRequest& request,
+                   ServerWriter<StreamingOutputCallResponse>* writer) {
+              return Produce(context, request, writer);
+            })
+        .RegisterClientStreaming<StreamingInputCallRequest,
+                                 StreamingInputCallResponse>(
+            kSink, [this](ServerContext* context,
+                          ServerReader<StreamingInputCallRequest>* reader,
+                          StreamingInputCallResponse* response) {
+              return Sink(context, reader, response);
+            });
+    const Status status = server_.Start();
     ASSERT_TRUE(status.ok()) << status.ToString();
-    channel_ =
-        CreateChannel("127.0.0.1:" + std::to_string(port_), channel_options);
+    channel_ = server_.NewChannel(channel_options);
     ExpectSmallEchoWorks();
   }
 
@@ -544,8 +540,7 @@ class FlowControlTest : public ::testing::Test {
     RecordProperty("heap_bound_bytes", std::to_string(bound));
   }
 
-  int port_ = 0;
-  std::unique_ptr<Server> server_;
+  StubServer server_;
   std::shared_ptr<Channel> channel_;
 };
 
