@@ -36,6 +36,7 @@
 #include "test/util/loopback_socket.h"
 #include "test/util/notification.h"
 #include "test/util/raw_frames.h"
+#include "test/util/stub_server.h"
 #include "test/util/tcp_proxy.h"
 #include "test/util/wait_for.h"
 
@@ -54,6 +55,7 @@ using ::h2rpc::testing::LocalPort;
 using ::h2rpc::testing::Notification;
 using ::h2rpc::testing::ParseFrames;
 using ::h2rpc::testing::RawFrame;
+using ::h2rpc::testing::StubServer;
 using ::h2rpc::testing::TcpProxy;
 using ::h2rpc::testing::WaitFor;
 using ::h2rpc::testing::WriteAll;
@@ -118,42 +120,37 @@ FakeServer::Handler ClosingAfter(std::function<void(int fd)> handler) {
 // A real server, and calls.
 
 // An h2rpc server with an echo method and one that holds its call until
-// released.
+// released, on `port` (0: a free one).
 struct EchoServer {
   explicit EchoServer(int port = 0) {
-    Status status;
-    server =
-        Server::Builder()
-            .AddListeningPort(Target(port), &this->port)
-            .RegisterUnary<SimpleRequest, SimpleResponse>(
-                kEcho,
-                [](ServerContext*, const SimpleRequest& request,
-                   SimpleResponse* response) {
-                  response->mutable_payload()->set_body(
-                      request.payload().body());
-                  return Status();
-                })
-            .RegisterUnary<SimpleRequest, SimpleResponse>(
-                kHold,
-                [this](ServerContext*, const SimpleRequest&, SimpleResponse*) {
-                  held.Notify();
-                  release.WaitForNotificationWithTimeout(kHangTimeout);
-                  return Status();
-                })
-            .BuildAndStart(&status);
-    start_status = status;
+    stub.builder()
+        .RegisterUnary<SimpleRequest, SimpleResponse>(
+            kEcho,
+            [](ServerContext*, const SimpleRequest& request,
+               SimpleResponse* response) {
+              response->mutable_payload()->set_body(request.payload().body());
+              return Status();
+            })
+        .RegisterUnary<SimpleRequest, SimpleResponse>(
+            kHold,
+            [this](ServerContext*, const SimpleRequest&, SimpleResponse*) {
+              held.Notify();
+              release.WaitForNotificationWithTimeout(kHangTimeout);
+              return Status();
+            });
+    start_status = stub.ListenOn(Target(port)).Start();
   }
   ~EchoServer() {
     release.Notify();
-    if (server != nullptr) server->Shutdown(absl::Now() + kHangTimeout);
+    if (stub.started()) stub.server().Shutdown(absl::Now() + kHangTimeout);
   }
-  std::string target() const { return Target(port); }
+  int port() const { return stub.port(); }
+  std::string target() const { return stub.target(); }
 
-  int port = 0;
   Status start_status;
   Notification held;
   Notification release;
-  std::unique_ptr<Server> server;
+  StubServer stub;  // last: destroyed first
 };
 
 Status Call(Channel* channel, absl::Duration timeout,
@@ -448,7 +445,7 @@ TEST(ChannelStateTest, AWaitForReadyStreamWaitsForAServerThatStartsLater) {
 TEST(ChannelStateTest, IdleTimeoutDropsTheConnectionAndTheNextCallReconnects) {
   EchoServer server;
   ASSERT_TRUE(server.start_status.ok()) << server.start_status.ToString();
-  TcpProxy proxy(server.port);
+  TcpProxy proxy(server.port());
   ASSERT_TRUE(proxy.ok()) << proxy.error();
   ChannelOptions options;
   options.idle_timeout = absl::Milliseconds(200);
@@ -562,7 +559,7 @@ class Load {
 TEST(ChannelStateTest, AServerRestartUnderLoadLosesNoWaitForReadyCall) {
   auto server = std::make_unique<EchoServer>();
   ASSERT_TRUE(server->start_status.ok()) << server->start_status.ToString();
-  const int port = server->port;
+  const int port = server->port();
   std::shared_ptr<Channel> patient = CreateChannel(Target(port), FastBackoff());
   std::shared_ptr<Channel> impatient =
       CreateChannel(Target(port), FastBackoff());
@@ -573,7 +570,7 @@ TEST(ChannelStateTest, AServerRestartUnderLoadLosesNoWaitForReadyCall) {
 
   // Down: a graceful shutdown (calls in flight finish, streams past the
   // GOAWAY are refused and retried), then nothing listens.
-  server->server->Shutdown(absl::Now() + kHangTimeout);
+  server->stub.server().Shutdown(absl::Now() + kHangTimeout);
   server.reset();
   ASSERT_TRUE(WaitFor([&] {
     return failing.unavailable() >= 1 &&

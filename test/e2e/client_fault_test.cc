@@ -31,6 +31,7 @@
 #include "test/util/loopback_socket.h"
 #include "test/util/notification.h"
 #include "test/util/raw_h2_client.h"
+#include "test/util/stub_server.h"
 #include "test/util/zlib_reference.h"
 
 namespace h2rpc {
@@ -46,6 +47,7 @@ using ::h2rpc::testing::LocalPort;
 using ::h2rpc::testing::Notification;
 using ::h2rpc::testing::ParseFrames;
 using ::h2rpc::testing::RawFrame;
+using ::h2rpc::testing::StubServer;
 using ::h2rpc::testing::ThreadRole;
 using ::h2rpc::testing::WriteAll;
 using ::h2rpc::testing::ZlibCompress;
@@ -316,36 +318,31 @@ Status Echo(ServerContext*, const SimpleRequest& request,
 }
 
 // A real h2rpc server with an echo method and one that blocks until the
-// call is cancelled.
+// call is cancelled, on `port` (0: a free one).
 struct RealServer {
   explicit RealServer(int port = 0) {
-    Status status;
-    server =
-        Server::Builder()
-            .AddListeningPort(absl::StrCat("127.0.0.1:", port), &this->port)
-            .RegisterUnary<SimpleRequest, SimpleResponse>(kEcho, Echo)
-            .RegisterUnary<SimpleRequest, SimpleResponse>(
-                kBlock,
-                [this](ServerContext* context, const SimpleRequest&,
-                       SimpleResponse*) {
-                  started.Notify();
-                  const absl::Time give_up = absl::Now() + absl::Seconds(60);
-                  while (!context->IsCancelled() && absl::Now() < give_up) {
-                    absl::SleepFor(absl::Milliseconds(1));
-                  }
-                  if (context->IsCancelled()) saw_cancel.Notify();
-                  return Status(StatusCode::kAborted, "unblocked");
-                })
-            .BuildAndStart(&status);
-    start_status = status;
+    stub.builder()
+        .RegisterUnary<SimpleRequest, SimpleResponse>(kEcho, Echo)
+        .RegisterUnary<SimpleRequest, SimpleResponse>(
+            kBlock, [this](ServerContext* context, const SimpleRequest&,
+                           SimpleResponse*) {
+              started.Notify();
+              const absl::Time give_up = absl::Now() + absl::Seconds(60);
+              while (!context->IsCancelled() && absl::Now() < give_up) {
+                absl::SleepFor(absl::Milliseconds(1));
+              }
+              if (context->IsCancelled()) saw_cancel.Notify();
+              return Status(StatusCode::kAborted, "unblocked");
+            });
+    start_status = stub.ListenOn(absl::StrCat("127.0.0.1:", port)).Start();
   }
-  std::string target() const { return absl::StrCat("127.0.0.1:", port); }
+  int port() const { return stub.port(); }
+  std::string target() const { return stub.target(); }
 
-  int port = 0;
   Status start_status;
   Notification started;
   Notification saw_cancel;
-  std::unique_ptr<Server> server;  // last: destroyed first
+  StubServer stub;  // last: destroyed first
 };
 
 Status Call(Channel* channel, absl::Duration timeout,
@@ -862,7 +859,8 @@ TEST(ClientFaultTest, ServerShutdownNowDuringACall) {
                             done.Notify();
                           });
   ASSERT_TRUE(real.started.WaitForNotificationWithTimeout(absl::Seconds(30)));
-  real.server->Shutdown(absl::Now());  // cancels the handler, closes sockets
+  // Cancels the handler, closes the sockets.
+  real.stub.server().Shutdown(absl::Now());
   ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(30)));
   EXPECT_THAT(result.code(),
               AnyOf(StatusCode::kUnavailable, StatusCode::kCancelled))
@@ -873,7 +871,7 @@ TEST(ClientFaultTest, ServerShutdownNowDuringACall) {
 TEST(ClientFaultTest, ConnectionResetDuringACall) {
   RealServer real;
   ASSERT_TRUE(real.start_status.ok()) << real.start_status.ToString();
-  ResettingProxy proxy(real.port);
+  ResettingProxy proxy(real.port());
   ASSERT_TRUE(proxy.ok());
   std::shared_ptr<Channel> channel = CreateChannel(proxy.target());
   ClientContext context;
@@ -904,7 +902,7 @@ TEST(ClientFaultTest, ConnectionResetDuringACall) {
 TEST(ClientFaultTest, ReconnectsToAServerBackOnTheSamePort) {
   auto first = std::make_unique<RealServer>();
   ASSERT_TRUE(first->start_status.ok()) << first->start_status.ToString();
-  const int port = first->port;
+  const int port = first->port();
   std::shared_ptr<Channel> channel =
       CreateChannel(first->target(), FastBackoff());
   ASSERT_TRUE(Call(channel.get(), absl::Seconds(30)).ok());
@@ -916,7 +914,7 @@ TEST(ClientFaultTest, ReconnectsToAServerBackOnTheSamePort) {
 
   RealServer second(port);
   ASSERT_TRUE(second.start_status.ok()) << second.start_status.ToString();
-  ASSERT_EQ(second.port, port);
+  ASSERT_EQ(second.port(), port);
   const Status up = CallUntilOk(channel.get(), absl::Seconds(30));
   EXPECT_TRUE(up.ok()) << up.ToString();
 }
@@ -946,7 +944,7 @@ TEST(ClientFaultTest, ReconnectsAfterConnectionRefused) {
   {
     RealServer probe;
     ASSERT_TRUE(probe.start_status.ok());
-    port = probe.port;
+    port = probe.port();
   }
   std::shared_ptr<Channel> channel =
       CreateChannel(absl::StrCat("127.0.0.1:", port), FastBackoff());

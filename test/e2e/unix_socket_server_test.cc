@@ -24,6 +24,7 @@
 #include "rpc/server.h"
 #include "test/util/loopback_socket.h"
 #include "test/util/raw_h2_client.h"
+#include "test/util/stub_server.h"
 
 namespace h2rpc {
 namespace {
@@ -38,6 +39,7 @@ using ::h2rpc::testing::RawH2Client;
 using ::h2rpc::testing::RawRequest;
 using ::h2rpc::testing::RawResponse;
 using ::h2rpc::testing::SetHeader;
+using ::h2rpc::testing::StubServer;
 using ::testing::HasSubstr;
 
 constexpr char kPeer[] = "/h2rpc.test.Unix/Peer";
@@ -73,23 +75,18 @@ bool IsSocketFile(const std::string& path) {
   return lstat(path.c_str(), &info) == 0 && S_ISSOCK(info.st_mode);
 }
 
-// A server answering kPeer with the peer its ServerContext reports.
-std::unique_ptr<Server> StartServer(const std::vector<std::string>& addresses,
-                                    Status* status,
-                                    std::vector<int>* ports = nullptr) {
-  Server::Builder builder;
-  if (ports != nullptr) ports->assign(addresses.size(), -1);
-  for (size_t i = 0; i < addresses.size(); ++i) {
-    builder.AddListeningPort(addresses[i],
-                             ports != nullptr ? &(*ports)[i] : nullptr);
-  }
-  builder.RegisterUnary<SimpleRequest, SimpleResponse>(
+// Starts `server` on `addresses`, answering kPeer with the peer its
+// ServerContext reports; Start()'s status.
+Status StartServer(StubServer* server,
+                   const std::vector<std::string>& addresses) {
+  for (const std::string& address : addresses) server->ListenOn(address);
+  server->builder().RegisterUnary<SimpleRequest, SimpleResponse>(
       kPeer, [](ServerContext* context, const SimpleRequest&,
                 SimpleResponse* response) {
         response->mutable_payload()->set_body(context->peer());
         return Status();
       });
-  return builder.BuildAndStart(status);
+  return server->Start();
 }
 
 // Calls kPeer over `client`; the peer the server reported, or "(failed: ...)".
@@ -123,12 +120,10 @@ std::string ConnectAndCallPeer(const std::string& path, bool abstract) {
 TEST(UnixSocketServerTest, ServesOnAPathAndRemovesTheFileAtShutdown) {
   TempDir dir;
   const std::string path = dir.File("s");
-  Status status;
-  std::vector<int> ports;
-  std::unique_ptr<Server> server =
-      StartServer({"unix:" + path}, &status, &ports);
-  ASSERT_NE(server, nullptr) << status.ToString();
-  EXPECT_EQ(ports[0], 0);
+  StubServer server;
+  const Status status = StartServer(&server, {"unix:" + path});
+  ASSERT_TRUE(server.started()) << status.ToString();
+  EXPECT_EQ(server.port(0), 0);
   EXPECT_TRUE(IsSocketFile(path));
 
   // The client's socket is unnamed: the peer is the server's socket, as
@@ -136,7 +131,7 @@ TEST(UnixSocketServerTest, ServesOnAPathAndRemovesTheFileAtShutdown) {
   EXPECT_EQ(ConnectAndCallPeer(path, false), "unix:" + path);
   EXPECT_EQ(ConnectAndCallPeer(path, false), "unix:" + path);
 
-  server->Shutdown(absl::Now());
+  server.server().Shutdown(absl::Now());
   EXPECT_FALSE(Exists(path));
   EXPECT_LT(ConnectToUnix(path), 0);
 }
@@ -144,39 +139,37 @@ TEST(UnixSocketServerTest, ServesOnAPathAndRemovesTheFileAtShutdown) {
 TEST(UnixSocketServerTest, ServesOnAnAbsolutePathWithThreeSlashes) {
   TempDir dir;
   const std::string path = dir.File("s");
-  Status status;
-  std::unique_ptr<Server> server = StartServer({"unix://" + path}, &status);
-  ASSERT_NE(server, nullptr) << status.ToString();
+  StubServer server;
+  const Status status = StartServer(&server, {"unix://" + path});
+  ASSERT_TRUE(server.started()) << status.ToString();
   EXPECT_EQ(ConnectAndCallPeer(path, false), "unix:" + path);
-  server.reset();  // Shuts down.
+  server.Stop();
   EXPECT_FALSE(Exists(path));
 }
 
 TEST(UnixSocketServerTest, ServesOnAnAbstractName) {
   const std::string name = absl::StrCat("h2rpc_unix_test/", getpid());
-  Status status;
-  std::vector<int> ports;
-  std::unique_ptr<Server> server =
-      StartServer({"unix-abstract:" + name}, &status, &ports);
-  ASSERT_NE(server, nullptr) << status.ToString();
-  EXPECT_EQ(ports[0], 0);
+  StubServer server;
+  const Status status = StartServer(&server, {"unix-abstract:" + name});
+  ASSERT_TRUE(server.started()) << status.ToString();
+  EXPECT_EQ(server.port(0), 0);
   EXPECT_EQ(ConnectAndCallPeer(name, true), "unix-abstract:" + name);
-  server->Shutdown(absl::Now());
+  server.server().Shutdown(absl::Now());
   // The name is released with the socket.
   EXPECT_LT(ConnectToUnix(name, true), 0);
 }
 
 TEST(UnixSocketServerTest, ServesTcpAndUnixPortsTogether) {
   TempDir dir;
-  Status status;
-  std::vector<int> ports;
-  std::unique_ptr<Server> server =
-      StartServer({"127.0.0.1:0", "unix:" + dir.File("s")}, &status, &ports);
-  ASSERT_NE(server, nullptr) << status.ToString();
-  ASSERT_GT(ports[0], 0);
-  EXPECT_EQ(ports[1], 0);
+  StubServer server;
+  const Status status =
+      StartServer(&server, {"127.0.0.1:0", "unix:" + dir.File("s")});
+  ASSERT_TRUE(server.started()) << status.ToString();
+  ASSERT_GT(server.port(0), 0);
+  EXPECT_EQ(server.port(1), 0);
   std::string error;
-  std::unique_ptr<RawH2Client> tcp = RawH2Client::Connect(ports[0], &error);
+  std::unique_ptr<RawH2Client> tcp =
+      RawH2Client::Connect(server.port(0), &error);
   ASSERT_NE(tcp, nullptr) << error;
   EXPECT_THAT(CallPeer(tcp.get()), ::testing::StartsWith("127.0.0.1:"));
   EXPECT_EQ(ConnectAndCallPeer(dir.File("s"), false), "unix:" + dir.File("s"));
@@ -185,7 +178,6 @@ TEST(UnixSocketServerTest, ServesTcpAndUnixPortsTogether) {
 TEST(UnixSocketServerTest, ReplacesAStaleSocketFile) {
   TempDir dir;
   const std::string path = dir.File("s");
-  Status status;
   // What a server that exited without shutting down leaves: a socket file
   // nothing listens on.
   {
@@ -201,8 +193,9 @@ TEST(UnixSocketServerTest, ReplacesAStaleSocketFile) {
     close(fd);
   }
   ASSERT_TRUE(IsSocketFile(path));
-  std::unique_ptr<Server> server = StartServer({"unix:" + path}, &status);
-  ASSERT_NE(server, nullptr) << status.ToString();
+  StubServer server;
+  const Status status = StartServer(&server, {"unix:" + path});
+  ASSERT_TRUE(server.started()) << status.ToString();
   EXPECT_EQ(ConnectAndCallPeer(path, false), "unix:" + path);
 }
 
@@ -215,9 +208,9 @@ TEST(UnixSocketServerTest, RefusesARegularFileAndLeavesIt) {
     ASSERT_EQ(write(fd, "data", 4), 4);
     close(fd);
   }
-  Status status;
-  std::unique_ptr<Server> server = StartServer({"unix:" + path}, &status);
-  EXPECT_EQ(server, nullptr);
+  StubServer server;
+  const Status status = StartServer(&server, {"unix:" + path});
+  EXPECT_FALSE(server.started());
   EXPECT_EQ(status.code(), StatusCode::kUnavailable);
   EXPECT_EQ(status.message(),
             "cannot listen on unix:" + path +
@@ -237,10 +230,10 @@ TEST(UnixSocketServerTest, AFailedLaterPortRemovesTheFileBoundBefore) {
     ASSERT_GE(fd, 0);
     close(fd);
   }
-  Status status;
-  std::unique_ptr<Server> server = StartServer(
-      {"unix:" + dir.File("s"), "unix:" + dir.File("file")}, &status);
-  EXPECT_EQ(server, nullptr);
+  StubServer server;
+  const Status status = StartServer(
+      &server, {"unix:" + dir.File("s"), "unix:" + dir.File("file")});
+  EXPECT_FALSE(server.started());
   EXPECT_EQ(status.code(), StatusCode::kUnavailable) << status.ToString();
   EXPECT_FALSE(Exists(dir.File("s")));
   EXPECT_TRUE(Exists(dir.File("file")));
@@ -255,9 +248,9 @@ TEST(UnixSocketServerTest, RefusesMalformedUnixAddresses) {
       {"unix:" + too_long, "is 108 bytes; the limit is 107 (sun_path)"},
   };
   for (const auto& [address, why] : cases) {
-    Status status;
-    std::unique_ptr<Server> server = StartServer({address}, &status);
-    EXPECT_EQ(server, nullptr) << address;
+    StubServer server;
+    const Status status = StartServer(&server, {address});
+    EXPECT_FALSE(server.started()) << address;
     EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << address;
     EXPECT_THAT(status.message(), HasSubstr(why)) << address;
     EXPECT_THAT(status.message(), HasSubstr("'" + address + "'")) << address;
