@@ -614,11 +614,11 @@ TEST(ClientFaultTest, RefusedStreamIsRetriedTransparently) {
   EXPECT_TRUE(status.ok()) << status.ToString();
 }
 
-// Regression: a TryCancel() whose cancel task runs while a refused stream's
-// transparent retry is on its way (stream detached, restart posted) must
-// still end the call CANCELLED, not let the retry go out. Triggered by
-// cancelling call A from call B's completion callback while the same read
-// carries B's response and A's RST_STREAM(REFUSED_STREAM).
+// A TryCancel() whose cancel task runs while a refused stream's transparent
+// retry is on its way (stream detached, restart posted) ends the call
+// CANCELLED, and the retry never goes out. The test gets there by cancelling
+// call A from call B's completion callback while the same read carries B's
+// response and A's RST_STREAM(REFUSED_STREAM).
 TEST(ClientFaultTest, CancelDuringTransparentRetryIsNotLost) {
   std::mutex mu;
   uint32_t stream_a = 0;  // guarded by mu
@@ -762,11 +762,11 @@ std::string AmplifiedResponseHeaderBlock(int refs) {
   return block;
 }
 
-// Regression: the client bounds the decoded size of a response header block
-// by its advertised SETTINGS_MAX_HEADER_LIST_SIZE (16 KiB). A server's single
-// 16 KiB HEADERS frame that HPACK-decodes to ~48 MB (a 4000-byte dynamic
-// table entry referenced 12000 times) must fail the call with
-// RESOURCE_EXHAUSTED without buffering the block.
+// The client bounds the decoded size of a response header block by its
+// advertised SETTINGS_MAX_HEADER_LIST_SIZE (16 KiB): a server's single 16 KiB
+// HEADERS frame that HPACK-decodes to ~48 MB (a 4000-byte dynamic table entry
+// referenced 12000 times) fails the call with RESOURCE_EXHAUSTED without the
+// block being buffered.
 TEST(ClientFaultTest, HpackAmplifiedResponseHeadersAreRefused) {
   const std::string block = AmplifiedResponseHeaderBlock(12000);
   ASSERT_LE(block.size(), 16384u);
