@@ -11,10 +11,11 @@
 //   ASSERT_TRUE(server.Start().ok());
 //   std::shared_ptr<Channel> channel = server.NewChannel();
 //
-// One thread configures and starts it (builder(), ListenOn(), Start());
-// channels may be made and the accessors read from any thread once it has
-// started. Destroying it shuts the server down at once (calls still running
-// are cancelled) and waits for their handlers.
+// One thread configures, starts and stops it (builder(), ListenOn(),
+// Start(), Stop(), the destructor); between Start() and Stop() any thread
+// may read its accessors, make channels and use server(). Destroying it
+// shuts the server down at once (calls still running are cancelled) and
+// waits for their handlers.
 
 #include <cstddef>
 #include <memory>
