@@ -189,7 +189,7 @@ class ReceiveWindow {
   // Bytes that may be returned to the peer now (and counts them returned).
   // Zero while held bytes exceed what was not yet returned, e.g. when a
   // large message was returned while being gathered and is now held whole.
-  size_t TakeCredit() {
+  [[nodiscard]] size_t TakeCredit() {
     const size_t kept = held_ + ungranted_;
     const size_t returnable = received_ > kept ? received_ - kept : 0;
     if (closed_ || returnable <= credited_) return 0;
@@ -204,7 +204,7 @@ class ReceiveWindow {
   size_t returned() const { return credited_; }
   // The stream is gone: every byte not yet returned, for the connection
   // window. Later calls return nothing.
-  size_t CloseAndTakeAll() {
+  [[nodiscard]] size_t CloseAndTakeAll() {
     if (closed_) return 0;
     closed_ = true;
     return received_ - credited_;
