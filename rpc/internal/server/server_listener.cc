@@ -66,10 +66,14 @@ ServerListener::ServerListener(
 
 void ServerListener::Start(transport::io::EventLoop* loop) {
   loop_ = loop;
-  loop->Post([this] { Watch(); });
+  loop->Post([this] {
+    loop_->AssertInLoopThread();
+    Watch();
+  });
 }
 
 void ServerListener::Stop() {
+  loop_->AssertInLoopThread();
   if (!socket_.valid()) return;
   Unwatch();
   loop_->Cancel(this);
@@ -83,6 +87,7 @@ void ServerListener::ConnectionSlotFreed() {
 }
 
 void ServerListener::OnFdReady(uint32_t events) {
+  loop_->AssertInLoopThread();
   for (int i = 0; i < kMaxAcceptsPerEvent && watching_; ++i) {
     if (server_->AtConnectionLimit()) {
       // Pending connections wait in the backlog until one closes.
@@ -125,9 +130,13 @@ std::string ServerListener::PeerName(
   return peer.ToString();
 }
 
-void ServerListener::OnTimer() { Watch(); }
+void ServerListener::OnTimer() {
+  loop_->AssertInLoopThread();
+  Watch();
+}
 
 void ServerListener::Run() {
+  loop_->AssertInLoopThread();
   if (!paused_at_limit_) return;
   paused_at_limit_ = false;
   Watch();

@@ -104,11 +104,12 @@ class ServerListener final : private transport::io::FdWatcher,
   // The peer string of an accepted connection (ServerContext::peer()).
   std::string PeerName(const transport::io::SocketAddress& peer) const;
   // Registers the socket with the loop unless it is; backs off on failure.
-  void Watch();
-  void Unwatch();
+  void Watch() ABSL_EXCLUSIVE_LOCKS_REQUIRED(*loop_);
+  void Unwatch() ABSL_EXCLUSIVE_LOCKS_REQUIRED(*loop_);
   // Stops watching for the next pause of the back-off episode, logging
   // "`what` failed on <address>: `reason`" if the episode starts here.
-  void BackOff(const char* what, absl::string_view reason);
+  void BackOff(const char* what, absl::string_view reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(*loop_);
 
   Host* const server_;
   transport::io::FileDescriptor socket_;
@@ -118,11 +119,10 @@ class ServerListener final : private transport::io::FdWatcher,
   // connection from an unnamed unix-domain socket.
   std::string address_;
   transport::io::EventLoop* loop_ = nullptr;
-  // Loop thread state.
-  bool watching_ = false;
-  bool paused_at_limit_ = false;
+  bool watching_ ABSL_GUARDED_BY(*loop_) = false;
+  bool paused_at_limit_ ABSL_GUARDED_BY(*loop_) = false;
   // The last pause of the current back-off episode; zero outside one.
-  absl::Duration backoff_ = absl::ZeroDuration();
+  absl::Duration backoff_ ABSL_GUARDED_BY(*loop_) = absl::ZeroDuration();
 };
 
 }  // namespace h2rpc::internal
