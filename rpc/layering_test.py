@@ -28,16 +28,19 @@ NOT_LIBRARY = re.compile(r"(_test\.cc|_benchmark\.cc|fake_lb_helper\.h)$|"
                          r"^rpc/(health_check|reflection)_service")
 FACADE_FILES = {"rpc/channel.h", "rpc/channel.cc", "rpc/server.h",
                 "rpc/server.cc", "rpc/internal/channel_core_access.h"}
+# //rpc:value_types's headers.
+VALUE_FILES = {"rpc/compression.h", "rpc/connection_options.h",
+               "rpc/connectivity_state.h", "rpc/metadata.h",
+               "rpc/peer_identity.h", "rpc/status.h"}
 PACKAGES = ("common", "config", "lb", "client", "server")
 
-# layer -> the layers it may use. "value" (header-only value types) and
-# "api" (the public types) are told apart by target; in the include view
-# both are "api".
+# layer -> the layers it may use: "value" is //rpc:value_types (header-only
+# value types), "api" //rpc:api_types (the public types).
 ALLOWED = {
     "value": {"value"},
     "api": {"api", "value"},
     "config": {"config"},
-    "lb": {"lb", "value", "api"},
+    "lb": {"lb", "value"},
     "common": {"common", "api", "value"},
     "client": {"client", "common", "config", "lb", "api", "value"},
     "server": {"server", "common", "config", "api", "value"},
@@ -62,6 +65,8 @@ def target_layer(label):
 def file_layer(path):
     if path in FACADE_FILES:
         return "facade"
+    if path in VALUE_FILES:
+        return "value"
     for package in PACKAGES:
         if path.startswith("rpc/internal/%s/" % package):
             return package
