@@ -3,6 +3,8 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
@@ -16,19 +18,61 @@
 
 namespace h2rpc {
 
+class ServerContext;
+
 namespace internal {
 class ClientContextAccess;
+class ContextLink;
+
+// Why a client call is cancelled from outside: what its status says.
+enum class CancelCause : uint8_t {
+  kTryCancel,        // CANCELLED: ClientContext::TryCancel
+  kParentCancelled,  // CANCELLED: the server call it was made for
+  kParentDeadline,   // DEADLINE_EXCEEDED: that server call's deadline
+  kParentEnded,      // CANCELLED: that server call is over
+};
+// The status a call cancelled for `cause` ends with. Allocates the message.
+Status CancelStatus(CancelCause cause);
 
 // What ClientContext::TryCancel reaches: the channel's call.
 class CancellableClientCall {
  public:
   // Any thread, under the context's mutex.
-  virtual void RequestCancel() = 0;
+  virtual void RequestCancel(CancelCause cause) = 0;
 
  protected:
   ~CancellableClientCall() = default;
 };
 }  // namespace internal
+
+// What a ClientContext made from a ServerContext inherits (gRPC C++'s
+// class of the same name, without its census options). Default: both the
+// deadline and the cancellation.
+class PropagationOptions {
+ public:
+  PropagationOptions& enable_deadline_propagation() {
+    deadline_ = true;
+    return *this;
+  }
+  PropagationOptions& disable_deadline_propagation() {
+    deadline_ = false;
+    return *this;
+  }
+  PropagationOptions& enable_cancellation_propagation() {
+    cancellation_ = true;
+    return *this;
+  }
+  PropagationOptions& disable_cancellation_propagation() {
+    cancellation_ = false;
+    return *this;
+  }
+  bool is_deadline_propagated() const { return deadline_; }
+  bool is_cancellation_propagated() const { return cancellation_; }
+
+ private:
+  bool deadline_ = true;
+  bool cancellation_ = true;
+};
 
 // Per-call settings and results on the client, as in gRPC C++: a deadline,
 // metadata to send, and the server's initial and trailing metadata once the
@@ -37,6 +81,31 @@ class CancellableClientCall {
 class ClientContext {
  public:
   ClientContext() = default;
+  // A context for a call a server handler makes on behalf of the call
+  // `parent` serves (a service calling another one). As grpc-go's handler
+  // context and gRPC C++'s FromServerContext, by `options`:
+  //   - deadline: the call's deadline is the earlier of the parent's and
+  //     its own (set_deadline cannot extend it past the parent's);
+  //   - cancellation: the call is cancelled when the parent call is, from
+  //     whatever thread and channel it runs on, in that channel loop's next
+  //     iteration: CANCELLED when the parent was cancelled (its client
+  //     cancelled, its connection was lost, or its handler called
+  //     TryCancel), DEADLINE_EXCEEDED when the parent's deadline passed. A
+  //     call still running when the parent call ends (its handler returned,
+  //     called UnaryDone, or its reactor's OnDone came), also normally, is
+  //     cancelled too (CANCELLED), as in gRPC and grpc-go; a call that
+  //     finished before is untouched. A context made from a parent already
+  //     cancelled or over fails its call at once.
+  // Made while the parent's handler runs (the ServerContext is valid), on
+  // any thread. Allocates nothing; links this context to the parent's
+  // (under one of a fixed set of mutexes) when it inherits cancellation,
+  // until it is destroyed.
+  explicit ClientContext(const ServerContext& parent,
+                         PropagationOptions options = PropagationOptions());
+  // The same on the heap: gRPC C++'s shape.
+  static std::unique_ptr<ClientContext> FromServerContext(
+      const ServerContext& parent,
+      PropagationOptions options = PropagationOptions());
   ClientContext(const ClientContext&) = delete;
   ClientContext& operator=(const ClientContext&) = delete;
   ~ClientContext();
@@ -51,7 +120,8 @@ class ClientContext {
   // read).
   void set_timeout(absl::Duration timeout);
   // The deadline on the wall clock, converted back when called (it differs
-  // from what set_deadline() was given by any wall-clock step since).
+  // from what set_deadline() was given by any wall-clock step since): the
+  // earlier of this context's and an inherited one.
   absl::Time deadline() const;
 
   // Metadata sent with the call. Keys must be lowercase [0-9a-z_.-] and not
@@ -119,10 +189,18 @@ class ClientContext {
  private:
   // The channel's calls reach the fields below through it.
   friend class internal::ClientContextAccess;
+  friend class internal::ContextLink;
+
+  // The call (or the next one) is cancelled for `cause`; a cancellation
+  // already recorded stays.
+  void Cancel(internal::CancelCause cause) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // The deadline on the monotonic clock (time since its epoch);
   // InfiniteDuration: none.
   absl::Duration monotonic_deadline_ = absl::InfiniteDuration();
+  // The parent call's (see the constructor from a ServerContext), the same
+  // way.
+  absl::Duration inherited_deadline_ = absl::InfiniteDuration();
   absl::optional<CompressionAlgorithm> compression_;
   bool last_message_compressed_ = false;  // written on the loop thread
   bool wait_for_ready_ = false;
@@ -140,11 +218,23 @@ class ClientContext {
   // ClientContextAccess::Bind and Unbind).
   Mutex mu_;
   internal::CancellableClientCall* call_ ABSL_GUARDED_BY(mu_) = nullptr;
-  // TryCancel came before any call was linked.
+  // TryCancel (or the parent's cancellation) came before any call was
+  // linked, for cancel_cause_.
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  internal::CancelCause cancel_cause_ ABSL_GUARDED_BY(mu_) =
+      internal::CancelCause::kTryCancel;
   // A call linked here has ended: TryCancel does nothing unless another is
   // linked.
   bool call_ended_ ABSL_GUARDED_BY(mu_) = false;
+
+  // The link to a parent ServerContext whose cancellation this context
+  // inherits (internal/context_link.h). All guarded by link_stripe_, one
+  // of a fixed set of mutexes chosen by the parent's address (the analysis
+  // cannot name a mutex chosen at run time): null while not linked.
+  Mutex* link_stripe_ = nullptr;  // set before linking, then constant
+  const ServerContext* parent_ = nullptr;
+  ClientContext* prev_sibling_ = nullptr;
+  ClientContext* next_sibling_ = nullptr;
 };
 
 }  // namespace h2rpc

@@ -15,7 +15,10 @@
 
 namespace h2rpc {
 
+class ClientContext;
+
 namespace internal {
+class ContextLink;
 class ServerContextAccess;
 
 // What ServerContext::TryCancel reaches: the call the context belongs to.
@@ -119,7 +122,8 @@ class ServerContext {
 
  private:
   // The server's calls make contexts and reach the fields below through
-  // it.
+  // it; client contexts made from this one link to it through ContextLink.
+  friend class internal::ContextLink;
   friend class internal::ServerContextAccess;
   ServerContext() = default;
 
@@ -140,6 +144,12 @@ class ServerContext {
   absl::optional<CompressionAlgorithm> compression_;
   bool last_message_compressed_ = false;  // written on the loop thread
   std::atomic<bool> cancelled_{false};
+  // The call is over (set at its end, cleared for the next one).
+  mutable std::atomic<bool> ended_{false};
+  // The first of the client contexts made from this one that inherit its
+  // cancellation (internal/context_link.h): written under the link's
+  // mutex, read without it to skip that mutex when there are none.
+  mutable std::atomic<ClientContext*> first_child_{nullptr};
   Metadata initial_metadata_;
   Metadata trailing_metadata_;
 };

@@ -33,6 +33,8 @@ constexpr char kSync[] = "/h2rpc.test.Alloc/Sync";
 constexpr char kCallback[] = "/h2rpc.test.Alloc/Callback";
 constexpr char kCompressedEcho[] = "/h2rpc.test.Alloc/CompressedEcho";
 constexpr char kSyncEcho[] = "/h2rpc.test.Alloc/SyncEcho";
+// Calls kCallback on this server with a ClientContext made from its own.
+constexpr char kRelay[] = "/h2rpc.test.Alloc/Relay";
 
 struct PerRpc {
   double client;
@@ -67,6 +69,14 @@ class UnaryAllocationTest : public ::testing::TestWithParam<bool> {
         .RegisterCallbackUnary<Empty, Empty>(
             kCallback, [](ServerContext*, const Empty*, Empty*,
                           UnaryDone done) { done(Status()); })
+        .RegisterUnary<Empty, Empty>(
+            kRelay,
+            [this](ServerContext* context, const Empty& request,
+                   Empty* response) {
+              ClientContext child(*context);
+              return relay_channel_->UnaryCall(&child, kCallback, request,
+                                               response);
+            })
         .RegisterUnary<SimpleRequest, SimpleResponse>(
             kSyncEcho,
             [](ServerContext*, const SimpleRequest& request,
@@ -92,6 +102,7 @@ class UnaryAllocationTest : public ::testing::TestWithParam<bool> {
     ASSERT_TRUE(status.ok()) << status.ToString();
     channel_credentials_ = channel_credentials;
     channel_ = server_.NewChannel(ChannelOptions(), channel_credentials_);
+    relay_channel_ = server_.NewChannel(ChannelOptions(), channel_credentials_);
   }
 
   // Blocking calls from this thread: its allocations count as the client's.
@@ -153,6 +164,7 @@ class UnaryAllocationTest : public ::testing::TestWithParam<bool> {
   StubServer server_;
   std::shared_ptr<ChannelCredentials> channel_credentials_;
   std::shared_ptr<Channel> channel_;
+  std::shared_ptr<Channel> relay_channel_;  // kRelay's
 };
 
 INSTANTIATE_TEST_SUITE_P(PlaintextAndTls, UnaryAllocationTest,
@@ -187,6 +199,17 @@ TEST_P(UnaryAllocationTest, WarmSyncCallsAllocateNothingButTlsRecords) {
   const PerRpc per_rpc = Measure(kSync, Empty(), &response, 200, 1000);
   EXPECT_EQ(per_rpc.client, TlsRecords());
   EXPECT_EQ(per_rpc.server, TlsRecords());
+}
+
+// A handler's call with a ClientContext made from its ServerContext (linked
+// for cancellation, the deadline inherited) costs what two plain calls do.
+// The relay's own call runs on the server's worker thread and the channel
+// loop it calls through counts as a client's, so the sum of both sides is
+// what is compared.
+TEST_P(UnaryAllocationTest, WarmPropagatingCallsAllocateNothingButTlsRecords) {
+  Empty response;
+  const PerRpc per_rpc = Measure(kRelay, Empty(), &response, 200, 1000);
+  EXPECT_EQ(per_rpc.client + per_rpc.server, 4 * TlsRecords());
 }
 
 // The request and response live on the server call's arena: with a

@@ -237,16 +237,18 @@ bool ChannelCall::RetryTransparently() {
   return true;
 }
 
-void ChannelCall::RequestCancel() {
+void ChannelCall::RequestCancel(CancelCause cause) {
   if (cancel_posted_.exchange(true)) return;
+  cancel_cause_ = cause;
   Ref();
   loop()->Post(&cancel_task_);
 }
 
 void ChannelCall::CancelTask::Run() {
   ChannelCall* call = call_;
+  const CancelCause cause = call->cancel_cause_;
   call->cancel_posted_.store(false);
-  call->CancelOnLoop(Status(StatusCode::kCancelled, "the call was cancelled"));
+  call->CancelOnLoop(CancelStatus(cause));
   call->Unref();
 }
 

@@ -49,8 +49,11 @@ class ChannelCall : public CancellableClientCall {
 
   transport::http2::ClientStream& stream() { return stream_; }
 
-  // Any thread (ClientContext::TryCancel, under the context's mutex).
-  void RequestCancel() override;
+  // Any thread (ClientContext::TryCancel or the cancellation of the server
+  // call the context was made from, under the context's mutex): the call
+  // ends with CancelStatus(cause) in the loop's next iteration. The first
+  // request wins until that has run.
+  void RequestCancel(CancelCause cause) override;
 
   // The call's result, once: OnFinish of every interceptor whose OnStart
   // ran, innermost first. The thread that has the result.
@@ -214,6 +217,9 @@ class ChannelCall : public CancellableClientCall {
   size_t retry_buffer_charged_ = 0;  // bytes counted in the channel's total
   RetryTimer retry_timer_{this};
   std::atomic<bool> cancel_posted_{false};
+  // Written by the RequestCancel that set cancel_posted_, read by the task
+  // it posted.
+  CancelCause cancel_cause_ = CancelCause::kTryCancel;
   std::atomic<int> refs_{0};
 };
 

@@ -7,9 +7,7 @@ namespace h2rpc::internal {
 Status ClientContextAccess::Bind(ClientContext* context,
                                  CancellableClientCall* call) {
   MutexLock lock(&context->mu_);
-  if (context->cancelled_) {
-    return Status(StatusCode::kCancelled, "the call was cancelled");
-  }
+  if (context->cancelled_) return CancelStatus(context->cancel_cause_);
   context->call_ = call;
   return Status();
 }

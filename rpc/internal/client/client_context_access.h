@@ -1,6 +1,7 @@
 #ifndef H2RPC_RPC_INTERNAL_CLIENT_CLIENT_CONTEXT_ACCESS_H_
 #define H2RPC_RPC_INTERNAL_CLIENT_CLIENT_CONTEXT_ACCESS_H_
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 
@@ -15,14 +16,15 @@ namespace h2rpc::internal {
 // (and test/util/client_call_peer.h). Static functions only; none allocates.
 class ClientContextAccess {
  public:
-  // The call's deadline on the monotonic clock.
   // Whether set_wait_for_ready was called.
   static bool WaitForReadySet(const ClientContext& context) {
     return context.wait_for_ready_set_;
   }
+  // The call's deadline on the monotonic clock: the earlier of the
+  // context's own and the one it inherited.
   static transport::io::MonotonicTime Deadline(const ClientContext& context) {
     return transport::io::MonotonicTime::FromSinceEpoch(
-        context.monotonic_deadline_);
+        std::min(context.monotonic_deadline_, context.inherited_deadline_));
   }
   // User thread, as the call starts: links `call` to `context` for
   // TryCancel. CANCELLED (and not linked) if the context was cancelled

@@ -42,7 +42,10 @@ class ClientStreamCall final : public ChannelCall,
     StreamOps::StartWrite(message, options);
   }
   void StartWritesDone() override;
-  void RequestCancel() override { ChannelCall::RequestCancel(); }
+  using ChannelCall::RequestCancel;  // the context's, with its cause
+  void RequestCancel() override {
+    ChannelCall::RequestCancel(CancelCause::kTryCancel);
+  }
   // Unread messages are dropped, so the call ends as soon as its status is
   // known (the blocking Finish).
   void DiscardUnread() override;

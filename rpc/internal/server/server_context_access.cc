@@ -20,9 +20,15 @@ void ServerContextAccess::Bind(ServerContext* context,
   context->peer_ = stream.peer();
   context->peer_identity_ = stream.peer_identity();
   context->cancelled_.store(false, std::memory_order_relaxed);
+  context->ended_.store(false, std::memory_order_relaxed);
 }
 
 void ServerContextAccess::Reset(ServerContext* context) {
+  // Sequentially consistent with ContextLink::Link's.
+  context->ended_.store(true, std::memory_order_seq_cst);
+  if (context->first_child_.load(std::memory_order_seq_cst) != nullptr) {
+    ContextLink::EndChildren(*context);
+  }
   context->client_metadata_ = nullptr;
   context->method_ = absl::string_view();
   context->authority_ = absl::string_view();

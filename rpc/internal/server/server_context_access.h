@@ -1,7 +1,10 @@
 #ifndef H2RPC_RPC_INTERNAL_SERVER_SERVER_CONTEXT_ACCESS_H_
 #define H2RPC_RPC_INTERNAL_SERVER_SERVER_CONTEXT_ACCESS_H_
 
+#include <atomic>
+
 #include "rpc/compression.h"
+#include "rpc/internal/context_link.h"
 #include "rpc/metadata.h"
 #include "rpc/server_context.h"
 
@@ -26,11 +29,18 @@ class ServerContextAccess {
   static void Bind(ServerContext* context,
                    const transport::http2::ServerStream& stream,
                    CancellableServerCall* call);
-  // Any thread: the call was cancelled.
+  // Any thread: the call was cancelled. So are the client calls made from
+  // the context that inherit its cancellation.
   static void MarkCancelled(ServerContext* context) {
-    context->cancelled_.store(true, std::memory_order_release);
+    // Sequentially consistent with ContextLink::Link's.
+    context->cancelled_.store(true, std::memory_order_seq_cst);
+    if (context->first_child_.load(std::memory_order_seq_cst) != nullptr) {
+      ContextLink::CancelChildren(*context);
+    }
   }
-  // The call is over: clears the context for the next one.
+  // The call is over: cancels the client calls made from the context that
+  // still run and inherit its cancellation, and clears the context for the
+  // next call.
   static void Reset(ServerContext* context);
   // The response's encoding: the chosen one (or `server_default`) if the
   // client accepts it, else identity.
