@@ -83,6 +83,7 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/internal/config/service_config.h
   rpc/internal/config/target.cc
   rpc/internal/config/target.h
+  rpc/internal/context_link.h
   rpc/internal/credentials_access.h
   rpc/internal/lb/lb_policy.cc
   rpc/internal/lb/lb_policy.h
