@@ -15,6 +15,8 @@ set(H2RPC_LIBRARY_SOURCES
   base/status_code.h
   rpc/arena_options.cc
   rpc/arena_options.h
+  rpc/byte_buffer.cc
+  rpc/byte_buffer.h
   rpc/channel.cc
   rpc/channel.h
   rpc/channel_options.h
@@ -91,6 +93,7 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/internal/lb/pick_first.h
   rpc/internal/lb/round_robin.cc
   rpc/internal/lb/round_robin.h
+  rpc/internal/message_ref.h
   rpc/internal/name_resolver_impl.h
   rpc/internal/op_waiter.h
   rpc/internal/server/server_call_host.h
@@ -207,6 +210,7 @@ set(H2RPC_PUBLIC_HEADERS
   base/status.h
   base/status_code.h
   rpc/arena_options.h
+  rpc/byte_buffer.h
   rpc/channel.h
   rpc/channel_options.h
   rpc/client_context.h
@@ -222,6 +226,7 @@ set(H2RPC_PUBLIC_HEADERS
   rpc/interceptors/metrics_interceptor.h
   rpc/internal/common/listening_port.h
   rpc/internal/common/method.h
+  rpc/internal/message_ref.h
   rpc/internal/op_waiter.h
   rpc/metadata.h
   rpc/name_resolver.h

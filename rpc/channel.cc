@@ -72,10 +72,26 @@ void Channel::AsyncGenericUnaryCall(
                                std::move(done));
 }
 
+Status Channel::GenericUnaryCall(ClientContext* context,
+                                 absl::string_view method,
+                                 const ByteBuffer& request,
+                                 ByteBuffer* response) {
+  return core_->GenericUnaryCall(context, method, request.bytes(),
+                                 internal::ByteBufferAccess::Storage(response));
+}
+
+void Channel::AsyncGenericUnaryCall(
+    ClientContext* context, absl::string_view method, const ByteBuffer& request,
+    ByteBuffer* response, absl::AnyInvocable<void(const Status&)> done) {
+  core_->AsyncGenericUnaryCall(context, method, request.bytes(),
+                               internal::ByteBufferAccess::Storage(response),
+                               std::move(done));
+}
+
 void Channel::BindStreamingCall(ClientContext* context,
                                 absl::string_view method,
-                                const google::protobuf::MessageLite* request,
-                                google::protobuf::MessageLite* response,
+                                internal::ConstMessageRef request,
+                                internal::MessageRef response,
                                 ClientStreamReactor* reactor) {
   core_->BindStreamingCall(context, method, request, response, reactor);
 }

@@ -10,6 +10,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "google/protobuf/message_lite.h"
+#include "rpc/byte_buffer.h"
 #include "rpc/channel_options.h"
 #include "rpc/client_context.h"
 #include "rpc/client_stream.h"
@@ -122,18 +123,28 @@ class Channel final {
                       google::protobuf::MessageLite* response,
                       absl::AnyInvocable<void(const Status&)> done);
 
-  // The same with serialized messages (the generic layer stubs build on).
+  // The same with serialized messages (the generic layer stubs build on):
+  // calls of any method, the request sent as given and the response
+  // copied into `*response` (whose capacity is kept: a warm call allocates
+  // nothing).
   Status GenericUnaryCall(ClientContext* context, absl::string_view method,
                           absl::string_view request, std::string* response);
+  Status GenericUnaryCall(ClientContext* context, absl::string_view method,
+                          const ByteBuffer& request, ByteBuffer* response);
   // `done` as for AsyncUnaryCall.
   void AsyncGenericUnaryCall(ClientContext* context, absl::string_view method,
                              absl::string_view request, std::string* response,
                              absl::AnyInvocable<void(const Status&)> done);
+  void AsyncGenericUnaryCall(ClientContext* context, absl::string_view method,
+                             const ByteBuffer& request, ByteBuffer* response,
+                             absl::AnyInvocable<void(const Status&)> done);
 
   // Streaming calls with a reactor (callbacks on the channel's loop
-  // thread): bind the call, then call reactor->StartCall(). `context`
-  // and the reactor must live until OnDone; `method` is copied. Server
-  // streaming sends `request` (serialized here) and half-closes; client
+  // thread): bind the call, then call reactor->StartCall(). With ByteBuffer
+  // as Request and Response (GenericClientBidiReactor and the others of
+  // rpc/client_stream.h), calls of any method with serialized messages.
+  // `context` and the reactor must live until OnDone; `method` is copied.
+  // Server streaming sends `request` (serialized here) and half-closes; client
   // streaming puts the single response in `*response` before OnDone(OK).
   template <class Request, class Response>
   void AsyncBidiStreamingCall(ClientContext* context, absl::string_view method,
@@ -187,8 +198,8 @@ class Channel final {
   explicit Channel(std::unique_ptr<internal::ChannelCore> core);
 
   void BindStreamingCall(ClientContext* context, absl::string_view method,
-                         const google::protobuf::MessageLite* request,
-                         google::protobuf::MessageLite* response,
+                         internal::ConstMessageRef request,
+                         internal::MessageRef response,
                          ClientStreamReactor* reactor);
 
   std::unique_ptr<internal::ChannelCore> core_;

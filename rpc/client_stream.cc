@@ -4,13 +4,12 @@ namespace h2rpc {
 
 void ClientStreamReactor::StartCall() { call_->StartCall(); }
 
-void ClientStreamReactor::StartReadMessage(
-    google::protobuf::MessageLite* message) {
+void ClientStreamReactor::StartReadMessage(internal::MessageRef message) {
   call_->StartRead(message);
 }
 
-void ClientStreamReactor::StartWriteMessage(
-    const google::protobuf::MessageLite* message, WriteOptions options) {
+void ClientStreamReactor::StartWriteMessage(internal::ConstMessageRef message,
+                                            WriteOptions options) {
   call_->StartWrite(message, options);
 }
 
@@ -36,18 +35,18 @@ bool BlockingClientStream::done() {
   return done_;
 }
 
-bool BlockingClientStream::Read(google::protobuf::MessageLite* message) {
+bool BlockingClientStream::Read(MessageRef message) {
   if (done()) return false;
   read_.Arm();
   StartReadMessage(message);
   return read_.Wait();
 }
 
-bool BlockingClientStream::Write(const google::protobuf::MessageLite& message,
+bool BlockingClientStream::Write(ConstMessageRef message,
                                  WriteOptions options) {
   if (done() || writes_done_called_) return false;
   write_.Arm();
-  StartWriteMessage(&message, options);
+  StartWriteMessage(message, options);
   return write_.Wait();
 }
 

@@ -7,7 +7,9 @@
 #include "absl/strings/string_view.h"
 #include "base/mutex.h"
 #include "google/protobuf/message_lite.h"
+#include "rpc/byte_buffer.h"
 #include "rpc/compression.h"
+#include "rpc/internal/message_ref.h"
 #include "rpc/internal/op_waiter.h"
 #include "rpc/status.h"
 
@@ -24,9 +26,8 @@ class ClientReactorAccess;
 class ClientStreamOperations {
  public:
   virtual void StartCall() = 0;
-  virtual void StartRead(google::protobuf::MessageLite* message) = 0;
-  virtual void StartWrite(const google::protobuf::MessageLite* message,
-                          WriteOptions options) = 0;
+  virtual void StartRead(MessageRef message) = 0;
+  virtual void StartWrite(ConstMessageRef message, WriteOptions options) = 0;
   virtual void StartWritesDone() = 0;
   // For the blocking wrapper, which holds a reference to the call (taken
   // when the channel starts it) until ReleaseKeepAlive: cancels the call,
@@ -76,8 +77,9 @@ class ClientStreamReactor {
   void StartCall();
 
  protected:
-  void StartReadMessage(google::protobuf::MessageLite* message);
-  void StartWriteMessage(const google::protobuf::MessageLite* message,
+  // `message`: a protobuf message or a ByteBuffer.
+  void StartReadMessage(internal::MessageRef message);
+  void StartWriteMessage(internal::ConstMessageRef message,
                          WriteOptions options);
   void StartWritesDone();
 
@@ -128,8 +130,8 @@ struct BlockingStreamStart {
   ChannelCore* core;
   ClientContext* context;
   absl::string_view method;
-  const google::protobuf::MessageLite* request;  // server streaming
-  google::protobuf::MessageLite* response;       // client streaming
+  ConstMessageRef request;  // server streaming
+  MessageRef response;      // client streaming
   // Binds `stream` to a new call on `core` and starts it.
   void Run(BlockingClientStream* stream) const;
 };
@@ -144,9 +146,8 @@ class BlockingClientStream final : public ClientStreamReactor {
   // Cancels the call if Finish() was not called, and waits for it to end.
   ~BlockingClientStream() override;
 
-  bool Read(google::protobuf::MessageLite* message);
-  bool Write(const google::protobuf::MessageLite& message,
-             WriteOptions options);
+  bool Read(MessageRef message);
+  bool Write(ConstMessageRef message, WriteOptions options);
   bool WritesDone();
   void WaitForInitialMetadata();
   Status Finish();
@@ -190,7 +191,7 @@ class ClientReaderWriter {
   }
   bool Read(Response* response) { return stream_.Read(response); }
   bool Write(const Request& request, WriteOptions options = WriteOptions()) {
-    return stream_.Write(request, options);
+    return stream_.Write(&request, options);
   }
   bool WritesDone() { return stream_.WritesDone(); }
   void WaitForInitialMetadata() { stream_.WaitForInitialMetadata(); }
@@ -225,7 +226,7 @@ class ClientWriter {
     start.Run(&stream_);
   }
   bool Write(const Request& request, WriteOptions options = WriteOptions()) {
-    return stream_.Write(request, options);
+    return stream_.Write(&request, options);
   }
   bool WritesDone() { return stream_.WritesDone(); }
   void WaitForInitialMetadata() { stream_.WaitForInitialMetadata(); }
@@ -237,6 +238,15 @@ class ClientWriter {
  private:
   internal::BlockingClientStream stream_;
 };
+
+// Generic streaming calls: messages as serialized bytes (see
+// rpc/byte_buffer.h), for any method.
+using GenericClientBidiReactor = ClientBidiReactor<ByteBuffer, ByteBuffer>;
+using GenericClientReadReactor = ClientReadReactor<ByteBuffer>;
+using GenericClientWriteReactor = ClientWriteReactor<ByteBuffer>;
+using GenericClientReaderWriter = ClientReaderWriter<ByteBuffer, ByteBuffer>;
+using GenericClientReader = ClientReader<ByteBuffer>;
+using GenericClientWriter = ClientWriter<ByteBuffer>;
 
 }  // namespace h2rpc
 

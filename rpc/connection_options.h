@@ -17,8 +17,9 @@ inline constexpr int kMaxBusyPollUs = 1000000;
 // Limits and HTTP/2 settings of one connection, for ChannelOptions::connection
 // and ServerOptions::connection. Every field: default, unit. The transport
 // has a struct of the same shape (transport::http2::ConnectionOptions); the
-// two meet in one conversion (rpc/internal/common/connection_options_conversion.h),
-// whose test checks that every field and default carries over.
+// two meet in one conversion
+// (rpc/internal/common/connection_options_conversion.h), whose test checks that
+// every field and default carries over.
 struct ConnectionOptions {
   // SETTINGS_MAX_CONCURRENT_STREAMS we advertise (servers); a stream past
   // it is refused alone with RST_STREAM(REFUSED_STREAM). Streams.

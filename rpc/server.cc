@@ -57,6 +57,29 @@ Server::Builder& Server::Builder::Register(
   return *this;
 }
 
+Server::Builder& Server::Builder::RegisterCallbackGenericService(
+    std::function<GenericServerBidiReactor*(ServerContext*)> factory) {
+  return RegisterGeneric(
+      std::make_unique<internal::CallbackGenericMethod>(std::move(factory)));
+}
+
+Server::Builder& Server::Builder::RegisterGenericService(
+    std::function<Status(ServerContext*, GenericServerReaderWriter*)> handler) {
+  return RegisterGeneric(
+      std::make_unique<internal::SyncGenericMethod>(std::move(handler)));
+}
+
+Server::Builder& Server::Builder::RegisterGeneric(
+    std::unique_ptr<internal::Method> handler) {
+  if (generic_method_ != nullptr) {
+    error_ = Status(StatusCode::kInvalidArgument,
+                    "a generic service registered twice");
+  } else {
+    generic_method_ = std::move(handler);
+  }
+  return *this;
+}
+
 Server::Builder& Server::Builder::AddShutdownCallback(
     std::function<void()> callback) {
   shutdown_callbacks_.push_back(std::move(callback));
@@ -92,7 +115,8 @@ std::unique_ptr<Server> Server::Builder::BuildAndStart(Status* status) {
   options_.interceptors.insert(options_.interceptors.end(),
                                interceptors_.begin(), interceptors_.end());
   std::unique_ptr<internal::ServerCore> core = internal::ServerCore::Start(
-      std::move(options_), ports_, std::move(methods_), status);
+      std::move(options_), ports_, std::move(methods_),
+      std::move(generic_method_), status);
   if (core == nullptr) return nullptr;
   return std::unique_ptr<Server>(
       new Server(std::move(core), std::move(shutdown_callbacks_)));

@@ -191,6 +191,25 @@ class Server {
              Response*) -> ServerStreamReactor* { return f(context); });
     }
 
+    // A generic service: serves every call no registered method claims (an
+    // unknown service, or an unknown method of a known one), as gRPC C++'s
+    // CallbackGenericService and grpc-go's UnknownServiceHandler do, as a
+    // bidirectional stream of serialized messages (rpc/byte_buffer.h)
+    // whatever the method's kind: a unary method's client sends one
+    // message and half-closes, and expects one message before an OK
+    // status. ServerContext::method() names the method. Server
+    // interceptors run as for registered methods, and Shutdown waits for
+    // its calls. At most one generic service, of either form.
+    //
+    // The callback form: `factory` creates the call's reactor on the loop
+    // thread, as a registered bidi reactor factory does.
+    Builder& RegisterCallbackGenericService(
+        std::function<GenericServerBidiReactor*(ServerContext*)> factory);
+    // The synchronous form: `handler` runs on a worker thread and may block.
+    Builder& RegisterGenericService(
+        std::function<Status(ServerContext*, GenericServerReaderWriter*)>
+            handler);
+
     // Runs `callback` once, on the thread that first calls Server::Shutdown
     // (or ~Server), before the server stops accepting: for a service whose
     // calls never end by themselves (HealthCheckService's Watch) to end
@@ -244,10 +263,12 @@ class Server {
     }
     Builder& Register(std::string method,
                       std::unique_ptr<internal::Method> handler);
+    Builder& RegisterGeneric(std::unique_ptr<internal::Method> handler);
 
     std::vector<internal::ListeningPort> ports_;
     ServerOptions options_;
     internal::MethodMap methods_;
+    std::unique_ptr<internal::Method> generic_method_;
     Status error_;
     std::vector<std::function<void()>> shutdown_callbacks_;
     std::vector<std::shared_ptr<ServerInterceptor>> interceptors_;

@@ -27,28 +27,27 @@ void ServerStreamReactor::Finish(const Status& status) {
   call_->Finish(status);
 }
 
-void ServerStreamReactor::StartReadMessage(
-    google::protobuf::MessageLite* message) {
+void ServerStreamReactor::StartReadMessage(internal::MessageRef message) {
   call_->StartRead(message);
 }
 
-void ServerStreamReactor::StartWriteMessage(
-    const google::protobuf::MessageLite* message, WriteOptions options) {
+void ServerStreamReactor::StartWriteMessage(internal::ConstMessageRef message,
+                                            WriteOptions options) {
   call_->StartWrite(message, options);
 }
 
 namespace internal {
 
-bool BlockingServerStream::Read(google::protobuf::MessageLite* message) {
+bool BlockingServerStream::Read(MessageRef message) {
   read_.Arm();
   StartReadMessage(message);
   return read_.Wait();
 }
 
-bool BlockingServerStream::Write(const google::protobuf::MessageLite& message,
+bool BlockingServerStream::Write(ConstMessageRef message,
                                  WriteOptions options) {
   write_.Arm();
-  StartWriteMessage(&message, options);
+  StartWriteMessage(message, options);
   return write_.Wait();
 }
 

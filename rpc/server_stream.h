@@ -2,7 +2,9 @@
 #define H2RPC_RPC_SERVER_STREAM_H_
 
 #include "google/protobuf/message_lite.h"
+#include "rpc/byte_buffer.h"
 #include "rpc/compression.h"
+#include "rpc/internal/message_ref.h"
 #include "rpc/internal/op_waiter.h"
 #include "rpc/status.h"
 
@@ -17,9 +19,8 @@ class ServerStreamOperations {
  public:
   virtual void StartSendInitialMetadata() = 0;
   virtual void Finish(const Status& status) = 0;
-  virtual void StartRead(google::protobuf::MessageLite* message) = 0;
-  virtual void StartWrite(const google::protobuf::MessageLite* message,
-                          WriteOptions options) = 0;
+  virtual void StartRead(MessageRef message) = 0;
+  virtual void StartWrite(ConstMessageRef message, WriteOptions options) = 0;
 
  protected:
   ~ServerStreamOperations() = default;
@@ -81,8 +82,9 @@ class ServerStreamReactor {
   explicit ServerStreamReactor(internal::ServerStreamOperations* call)
       : call_(call) {}
 
-  void StartReadMessage(google::protobuf::MessageLite* message);
-  void StartWriteMessage(const google::protobuf::MessageLite* message,
+  // `message`: a protobuf message or a ByteBuffer.
+  void StartReadMessage(internal::MessageRef message);
+  void StartWriteMessage(internal::ConstMessageRef message,
                          WriteOptions options);
 
  private:
@@ -127,9 +129,8 @@ class BlockingServerStream final : public ServerStreamReactor {
   explicit BlockingServerStream(ServerStreamOperations* call)
       : ServerStreamReactor(call) {}
 
-  bool Read(google::protobuf::MessageLite* message);
-  bool Write(const google::protobuf::MessageLite& message,
-             WriteOptions options);
+  bool Read(MessageRef message);
+  bool Write(ConstMessageRef message, WriteOptions options);
   void SendInitialMetadata();
 
  private:
@@ -170,7 +171,7 @@ class ServerWriter {
   explicit ServerWriter(internal::BlockingServerStream* stream)
       : stream_(stream) {}
   bool Write(const Response& response, WriteOptions options = WriteOptions()) {
-    return stream_->Write(response, options);
+    return stream_->Write(&response, options);
   }
   void SendInitialMetadata() { stream_->SendInitialMetadata(); }
 
@@ -186,13 +187,18 @@ class ServerReaderWriter {
       : stream_(stream) {}
   bool Read(Request* request) { return stream_->Read(request); }
   bool Write(const Response& response, WriteOptions options = WriteOptions()) {
-    return stream_->Write(response, options);
+    return stream_->Write(&response, options);
   }
   void SendInitialMetadata() { stream_->SendInitialMetadata(); }
 
  private:
   internal::BlockingServerStream* stream_;
 };
+
+// A generic service's calls (Server::Builder::RegisterCallbackGenericService
+// and RegisterGenericService): messages as serialized bytes.
+using GenericServerBidiReactor = ServerBidiReactor<ByteBuffer, ByteBuffer>;
+using GenericServerReaderWriter = ServerReaderWriter<ByteBuffer, ByteBuffer>;
 
 }  // namespace h2rpc
 

@@ -23,11 +23,11 @@ class UnaryCompletion {
 // Finishes a callback-style unary call: the handler fills the response, then
 // calls done(status) exactly once, from any thread, then or later. Move-only
 // (pass it on with std::move). Misuse is reported (see
-// rpc/internal/common/misuse.h: a debug build aborts with the message, naming the
-// call's method): calling it a second time (or after it was moved from)
-// is ignored in optimized builds; destroying it without calling it fails
-// the call with INTERNAL, so a dropped UnaryDone never leaves a call
-// hanging (nor Server::Shutdown waiting for it).
+// rpc/internal/common/misuse.h: a debug build aborts with the message, naming
+// the call's method): calling it a second time (or after it was moved from) is
+// ignored in optimized builds; destroying it without calling it fails the call
+// with INTERNAL, so a dropped UnaryDone never leaves a call hanging (nor
+// Server::Shutdown waiting for it).
 class UnaryDone {
  public:
   // Made by the server, one per call, for the call's handler. `method` (the

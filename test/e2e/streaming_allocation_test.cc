@@ -1,14 +1,18 @@
 // Heap allocations per message on a warm bidi stream (ping-pong: one write
 // and one read on each side), counted (not timed). Empty messages keep
 // protobuf's own allocations out of the figure: what is left is h2rpc's, and
-// its goal is none. Over plaintext and TLS, where OpenSSL's own
-// per-record allocations add to it (TlsRecords()).
+// its goal is none; so do ByteBuffers, which keep their capacity, between a
+// generic client and a generic service. Over plaintext and TLS, where OpenSSL's
+// own per-record allocations add to it (TlsRecords()).
+#include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <tuple>
 
 #include "gtest/gtest.h"
 #include "proto/grpc/testing/empty.pb.h"
+#include "rpc/byte_buffer.h"
 #include "rpc/channel.h"
 #include "rpc/credentials.h"
 #include "rpc/server.h"
@@ -27,28 +31,34 @@ using testing::ThreadRole;
 constexpr char kSync[] = "/h2rpc.test.Alloc/SyncPingPong";
 constexpr char kCallback[] = "/h2rpc.test.Alloc/CallbackPingPong";
 
+// Served by the generic service (no method registers it).
+constexpr char kGeneric[] = "/h2rpc.test.Alloc/GenericPingPong";
+// The generic ping-pong's message: 1 KiB of serialized bytes.
+constexpr size_t kGenericMessageBytes = 1024;
+
 // Echoes every message until the client half-closes.
-class PingPongReactor final : public ServerBidiReactor<Empty, Empty> {
+template <class Message>
+class PingPongReactor final : public ServerBidiReactor<Message, Message> {
  public:
-  PingPongReactor() { StartRead(&message_); }
+  PingPongReactor() { this->StartRead(&message_); }
   void OnReadDone(bool ok) override {
     if (ok) {
-      StartWrite(&message_);
+      this->StartWrite(&message_);
     } else {
-      Finish(Status());
+      this->Finish(Status());
     }
   }
   void OnWriteDone(bool ok) override {
     if (ok) {
-      StartRead(&message_);
+      this->StartRead(&message_);
     } else {
-      Finish(Status(StatusCode::kUnknown, "write failed"));
+      this->Finish(Status(StatusCode::kUnknown, "write failed"));
     }
   }
   void OnDone() override { delete this; }
 
  private:
-  Empty message_;
+  Message message_;
 };
 
 // The parameters: the method (synchronous or callback handler), and
@@ -86,7 +96,22 @@ class StreamingAllocationTest
               return Status();
             })
         .RegisterCallbackBidiStreaming<Empty, Empty>(
-            kCallback, [](ServerContext*) { return new PingPongReactor; });
+            kCallback,
+            [](ServerContext*) { return new PingPongReactor<Empty>; });
+    // The generic service in the form the method parameter names.
+    if (method() == kSync) {
+      server_.builder().RegisterGenericService(
+          [](ServerContext*, GenericServerReaderWriter* stream) {
+            ByteBuffer message;
+            while (stream->Read(&message)) {
+              if (!stream->Write(message)) break;
+            }
+            return Status();
+          });
+    } else {
+      server_.builder().RegisterCallbackGenericService(
+          [](ServerContext*) { return new PingPongReactor<ByteBuffer>; });
+    }
     const Status status = server_.Start(server_credentials);
     ASSERT_TRUE(status.ok()) << status.ToString();
     channel_ = server_.NewChannel(ChannelOptions(), channel_credentials);
@@ -104,31 +129,61 @@ class StreamingAllocationTest
   std::shared_ptr<Channel> channel_;
 };
 
-TEST_P(StreamingAllocationTest, WarmPingPongAllocatesNothingButTlsRecords) {
-  ClientContext context;
-  auto stream = channel_->BidiStreamingCall<Empty, Empty>(&context, method());
-  Empty message;
+// Ping-pongs `message` on `stream` and expects no allocation per message
+// but OpenSSL's, on each side: the fewest of kWindows windows of kMessages,
+// so what every message costs shows and a one-off does not (a
+// connection-level frame queued with a message's, such as the BDP
+// estimator's PING, grows nghttp2's block pool by one block once, at a
+// moment the timing decides).
+template <class Message, class Stream>
+void PingPongCountsNothingButTlsRecords(Stream* stream, Message message,
+                                        int64_t tls_records) {
+  constexpr int kWindows = 3;
+  constexpr int kMessages = 1000;
   auto ping_pong = [&] {
     ASSERT_TRUE(stream->Write(message));
     ASSERT_TRUE(stream->Read(&message));
   };
   for (int i = 0; i < 200; ++i) ping_pong();
-  // This thread is the client's caller: kOther counts for the client.
-  const auto client0 = AllocationsByRole(ThreadRole::kClient);
-  const auto other0 = AllocationsByRole(ThreadRole::kOther);
-  const auto server0 = AllocationsByRole(ThreadRole::kServer);
-  constexpr int kMessages = 1000;
-  for (int i = 0; i < kMessages; ++i) ping_pong();
-  const auto client1 = AllocationsByRole(ThreadRole::kClient);
-  const auto other1 = AllocationsByRole(ThreadRole::kOther);
-  const auto server1 = AllocationsByRole(ThreadRole::kServer);
-  EXPECT_EQ(client1.allocations - client0.allocations + other1.allocations -
-                other0.allocations,
-            kMessages * TlsRecords());
-  EXPECT_EQ(server1.allocations - server0.allocations,
-            kMessages * TlsRecords());
+  int64_t client = INT64_MAX;
+  int64_t server = INT64_MAX;
+  for (int window = 0; window < kWindows; ++window) {
+    // This thread is the client's caller: kOther counts for the client.
+    const auto client0 = AllocationsByRole(ThreadRole::kClient);
+    const auto other0 = AllocationsByRole(ThreadRole::kOther);
+    const auto server0 = AllocationsByRole(ThreadRole::kServer);
+    for (int i = 0; i < kMessages; ++i) ping_pong();
+    const auto client1 = AllocationsByRole(ThreadRole::kClient);
+    const auto other1 = AllocationsByRole(ThreadRole::kOther);
+    const auto server1 = AllocationsByRole(ThreadRole::kServer);
+    client = std::min(client, client1.allocations - client0.allocations +
+                                  other1.allocations - other0.allocations);
+    server = std::min(server, server1.allocations - server0.allocations);
+  }
+  EXPECT_EQ(client, kMessages * tls_records);
+  EXPECT_EQ(server, kMessages * tls_records);
   ASSERT_TRUE(stream->WritesDone());
   EXPECT_TRUE(stream->Finish().ok());
+}
+
+TEST_P(StreamingAllocationTest, WarmPingPongAllocatesNothingButTlsRecords) {
+  ClientContext context;
+  auto stream = channel_->BidiStreamingCall<Empty, Empty>(&context, method());
+  PingPongCountsNothingButTlsRecords(stream.get(), Empty(), TlsRecords());
+}
+
+// ByteBuffers of 1 KiB between a generic client and the generic service:
+// the buffers keep their capacity, so nothing at all. Plaintext only: over
+// TLS a kibibyte per message also makes the flow-control WINDOW_UPDATEs
+// records of their own, whose OpenSSL allocations depend on when the
+// windows are replenished, not on the messages.
+TEST_P(StreamingAllocationTest, WarmGenericPingPongAllocatesNothing) {
+  if (tls()) GTEST_SKIP() << "plaintext only";
+  ClientContext context;
+  auto stream =
+      channel_->BidiStreamingCall<ByteBuffer, ByteBuffer>(&context, kGeneric);
+  PingPongCountsNothingButTlsRecords(
+      stream.get(), ByteBuffer(std::string(kGenericMessageBytes, 'g')), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(

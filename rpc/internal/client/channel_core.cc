@@ -331,27 +331,30 @@ void ChannelCore::AsyncGenericUnaryCall(
   call->Start();
 }
 
-ClientStreamCall* ChannelCore::NewStreamingCall(
-    ClientContext* context, absl::string_view method,
-    const google::protobuf::MessageLite* request,
-    google::protobuf::MessageLite* response, ClientStreamReactor* reactor) {
+ClientStreamCall* ChannelCore::NewStreamingCall(ClientContext* context,
+                                                absl::string_view method,
+                                                ConstMessageRef request,
+                                                MessageRef response,
+                                                ClientStreamReactor* reactor) {
   auto* call = new ClientStreamCall(this, reactor);
   ClientReactorAccess::Bind(reactor, call);
   call->Prepare(context, method, request, response);
   return call;
 }
 
-void ChannelCore::BindStreamingCall(
-    ClientContext* context, absl::string_view method,
-    const google::protobuf::MessageLite* request,
-    google::protobuf::MessageLite* response, ClientStreamReactor* reactor) {
+void ChannelCore::BindStreamingCall(ClientContext* context,
+                                    absl::string_view method,
+                                    ConstMessageRef request,
+                                    MessageRef response,
+                                    ClientStreamReactor* reactor) {
   NewStreamingCall(context, method, request, response, reactor);
 }
 
-void ChannelCore::StartBlockingStream(
-    ClientContext* context, absl::string_view method,
-    const google::protobuf::MessageLite* request,
-    google::protobuf::MessageLite* response, BlockingClientStream* stream) {
+void ChannelCore::StartBlockingStream(ClientContext* context,
+                                      absl::string_view method,
+                                      ConstMessageRef request,
+                                      MessageRef response,
+                                      BlockingClientStream* stream) {
   ClientStreamCall* call =
       NewStreamingCall(context, method, request, response, stream);
   // Released by the wrapper's destructor, which may still reach the call.

@@ -152,13 +152,11 @@ class ChannelCore final : public ChannelCallHost,
                              absl::AnyInvocable<void(const Status&)> done);
   // Binds `reactor` to a new streaming call (not started).
   void BindStreamingCall(ClientContext* context, absl::string_view method,
-                         const google::protobuf::MessageLite* request,
-                         google::protobuf::MessageLite* response,
+                         ConstMessageRef request, MessageRef response,
                          ClientStreamReactor* reactor);
   // Binds `stream` to a new streaming call and starts it.
   void StartBlockingStream(ClientContext* context, absl::string_view method,
-                           const google::protobuf::MessageLite* request,
-                           google::protobuf::MessageLite* response,
+                           ConstMessageRef request, MessageRef response,
                            BlockingClientStream* stream);
 
   // The Channel's connectivity (see there). Any thread; the waits block.
@@ -189,10 +187,11 @@ class ChannelCore final : public ChannelCallHost,
 
   UnaryClientCall* TakeCall();
   // A streaming call bound to `reactor` and prepared, not yet started.
-  ClientStreamCall* NewStreamingCall(
-      ClientContext* context, absl::string_view method,
-      const google::protobuf::MessageLite* request,
-      google::protobuf::MessageLite* response, ClientStreamReactor* reactor);
+  ClientStreamCall* NewStreamingCall(ClientContext* context,
+                                     absl::string_view method,
+                                     ConstMessageRef request,
+                                     MessageRef response,
+                                     ClientStreamReactor* reactor);
   // A pooled call set up for `request` (or `request_bytes`), or null with
   // `*status` saying why the call cannot start.
   UnaryClientCall* PrepareCall(ClientContext* context, absl::string_view method,

@@ -16,16 +16,15 @@ ClientStreamCall::ClientStreamCall(ChannelCallHost* core,
 }
 
 void ClientStreamCall::Prepare(ClientContext* context, absl::string_view method,
-                               const google::protobuf::MessageLite* request,
-                               google::protobuf::MessageLite* response) {
+                               ConstMessageRef request, MessageRef response) {
   start_error_ = core_->loop_status();
   if (start_error_.ok()) start_error_ = Describe(context, method);
   set_max_send_message_size(max_send_size_);
   // A retryable call keeps what it writes until it is committed.
   stream_.outgoing().set_retain_written(retryable());
   single_response_ = response;
-  if (request != nullptr && start_error_.ok()) {
-    start_error_ = SerializeFramed(*request, send_compression_, max_send_size_,
+  if (request && start_error_.ok()) {
+    start_error_ = SerializeFramed(request, send_compression_, max_send_size_,
                                    &stream_.outgoing().buffer());
     stream_.outgoing().set_end_of_data();
     ChargeRetryBuffer();
@@ -90,7 +89,7 @@ void ClientStreamCall::OnInitialMetadata(Metadata& metadata) {
 }
 
 Status ClientStreamCall::OnMessage(absl::string_view message, bool compressed) {
-  if (single_response_ == nullptr) {
+  if (!single_response_) {
     return OnMessageReceived(message, compressed);
   }
   if (got_single_response_) {
@@ -100,8 +99,7 @@ Status ClientStreamCall::OnMessage(absl::string_view message, bool compressed) {
   }
   got_single_response_ = true;
   ClientContextAccess::SetLastMessageCompressed(context_, compressed);
-  if (!single_response_->ParseFromArray(message.data(),
-                                        static_cast<int>(message.size()))) {
+  if (!single_response_.Read(message)) {
     return Status(StatusCode::kInternal,
                   "failed to parse the response message");
   }
@@ -112,7 +110,7 @@ void ClientStreamCall::OnClose(const Status& status, Metadata& trailing) {
   if (RetryOrCommit(status, trailing)) return;
   using std::swap;
   swap(ClientContextAccess::TrailingMetadata(context_), trailing);
-  if (status.ok() && single_response_ != nullptr && !got_single_response_) {
+  if (status.ok() && single_response_ && !got_single_response_) {
     Close(Status(StatusCode::kInternal,
                  "the server sent no response message for a client-streaming "
                  "call"));

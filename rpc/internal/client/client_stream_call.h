@@ -30,15 +30,11 @@ class ClientStreamCall final : public ChannelCall,
   // (past deadline, oversized request, cancelled context) ends the call
   // with it once started.
   void Prepare(ClientContext* context, absl::string_view method,
-               const google::protobuf::MessageLite* request,
-               google::protobuf::MessageLite* response);
+               ConstMessageRef request, MessageRef response);
   // ClientStreamOperations: any thread.
   void StartCall() override;
-  void StartRead(google::protobuf::MessageLite* message) override {
-    StreamOps::StartRead(message);
-  }
-  void StartWrite(const google::protobuf::MessageLite* message,
-                  WriteOptions options) override {
+  void StartRead(MessageRef message) override { StreamOps::StartRead(message); }
+  void StartWrite(ConstMessageRef message, WriteOptions options) override {
     StreamOps::StartWrite(message, options);
   }
   void StartWritesDone() override;
@@ -100,7 +96,7 @@ class ClientStreamCall final : public ChannelCall,
   Status OnMessage(absl::string_view message, bool compressed) override;
   // Messages a read does not take at once are queued compressed.
   bool DefersDecompression() const override {
-    return single_response_ == nullptr && QueuesNextMessage();
+    return !single_response_ && QueuesNextMessage();
   }
   Status OnCompressedMessage(absl::string_view wire,
                              CompressionAlgorithm encoding,
@@ -121,7 +117,7 @@ class ClientStreamCall final : public ChannelCall,
   void RunDone();
 
   ClientStreamReactor* const reactor_;
-  google::protobuf::MessageLite* single_response_ = nullptr;
+  MessageRef single_response_;
   bool got_single_response_ = false;
   std::atomic<bool> discard_requested_{false};
   std::atomic<bool> writes_done_started_{false};

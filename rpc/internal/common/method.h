@@ -13,17 +13,15 @@
 
 #include "google/protobuf/arena.h"
 #include "google/protobuf/message_lite.h"
+#include "rpc/server_stream.h"
 #include "rpc/status.h"
 #include "rpc/unary_done.h"
 
 namespace h2rpc {
 
 class ServerContext;
-class ServerStreamReactor;
 
 namespace internal {
-
-class BlockingServerStream;
 
 enum class MethodKind {
   kUnary,
@@ -187,6 +185,57 @@ class CallbackStreamMethod final : public TypedMethod<Request, Response> {
  private:
   Factory factory_;
   Create create_;
+};
+
+// A generic service's handlers: every call a bidi stream of ByteBuffers.
+class SyncGenericMethod final : public Method {
+ public:
+  using Handler =
+      std::function<Status(ServerContext*, GenericServerReaderWriter*)>;
+  explicit SyncGenericMethod(Handler handler)
+      : Method(MethodKind::kBidiStreaming, /*sync=*/true),
+        handler_(std::move(handler)) {}
+  google::protobuf::MessageLite* NewRequest(
+      google::protobuf::Arena*) const override {
+    return nullptr;  // bidi: never asked
+  }
+  google::protobuf::MessageLite* NewResponse(
+      google::protobuf::Arena*) const override {
+    return nullptr;
+  }
+  Status RunSyncStream(ServerContext* context, BlockingServerStream* stream,
+                       const google::protobuf::MessageLite*,
+                       google::protobuf::MessageLite*) const override {
+    GenericServerReaderWriter reader_writer(stream);
+    return handler_(context, &reader_writer);
+  }
+
+ private:
+  Handler handler_;
+};
+
+class CallbackGenericMethod final : public Method {
+ public:
+  using Factory = std::function<GenericServerBidiReactor*(ServerContext*)>;
+  explicit CallbackGenericMethod(Factory factory)
+      : Method(MethodKind::kBidiStreaming, /*sync=*/false),
+        factory_(std::move(factory)) {}
+  google::protobuf::MessageLite* NewRequest(
+      google::protobuf::Arena*) const override {
+    return nullptr;  // bidi: never asked
+  }
+  google::protobuf::MessageLite* NewResponse(
+      google::protobuf::Arena*) const override {
+    return nullptr;
+  }
+  ServerStreamReactor* CreateReactor(
+      ServerContext* context, const google::protobuf::MessageLite*,
+      google::protobuf::MessageLite*) const override {
+    return factory_(context);
+  }
+
+ private:
+  Factory factory_;
 };
 
 // The registered methods by path.

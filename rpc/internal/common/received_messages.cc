@@ -8,7 +8,6 @@
 namespace h2rpc::internal {
 namespace {
 
-
 // Appends `value` as a varint (7 bits a byte, low bits first) to `out`;
 // returns the bytes written (at most 10).
 size_t PutVarint(uint64_t value, char* out) {

@@ -11,7 +11,6 @@
 namespace h2rpc::internal {
 namespace {
 
-
 // The wire size of a message of `length` bytes: its 5-byte gRPC prefix and
 // its bytes.
 size_t Wire(size_t length) { return 5 + length; }

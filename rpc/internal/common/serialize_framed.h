@@ -5,8 +5,10 @@
 #include <cstddef>
 #include <string>
 
+#include "absl/strings/string_view.h"
 #include "google/protobuf/message_lite.h"
 #include "rpc/compression.h"
+#include "rpc/internal/message_ref.h"
 #include "rpc/status.h"
 
 namespace h2rpc::internal {
@@ -28,6 +30,22 @@ inline constexpr size_t kMaxSerializedMessageSize = INT_MAX;
 Status SerializeFramed(const google::protobuf::MessageLite& message,
                        CompressionAlgorithm compression,
                        size_t max_send_message_size, std::string* out);
+
+// Appends `serialized` (a message's bytes, which must not point into
+// `*out`) as one gRPC length-prefixed message: copied after the prefix, or
+// compressed as SerializeFramed does. The same limits and errors.
+Status AppendFramed(absl::string_view serialized,
+                    CompressionAlgorithm compression,
+                    size_t max_send_message_size, std::string* out);
+
+// SerializeFramed of the referenced message, or AppendFramed of the
+// referenced buffer's bytes.
+Status SerializeFramed(ConstMessageRef message,
+                       CompressionAlgorithm compression,
+                       size_t max_send_message_size, std::string* out);
+// The size of the message SerializeFramed(`message`) last framed (before
+// compression).
+size_t FramedMessageSize(ConstMessageRef message);
 
 }  // namespace h2rpc::internal
 

@@ -11,6 +11,7 @@
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/message_lite.h"
 #include "gtest/gtest.h"
+#include "rpc/byte_buffer.h"
 #include "transport/compression/thread_codecs.h"
 #include "transport/core/message_framer.h"
 
@@ -124,6 +125,24 @@ TEST_P(SerializeFramedTest, SendsAMessageAtTheLimit) {
     EXPECT_EQ(prefix.flag, 0);
   }
   EXPECT_EQ(message_bytes, std::string(100, 'm'));
+}
+
+// A ByteBuffer's bytes are framed as they are: after what was queued, the
+// same frame a message of those bytes gives, within the same limits.
+TEST_P(SerializeFramedTest, FramesAByteBufferAsAMessageOfItsBytes) {
+  const ByteBuffer buffer(std::string(100, 'm'));
+  std::string out = kBefore;
+  ASSERT_TRUE(SerializeFramed(&buffer, GetParam(), 100, &out).ok());
+  EXPECT_EQ(FramedMessageSize(&buffer), 100u);
+  std::string from_message = kBefore;
+  SizedMessage message(100);
+  ASSERT_TRUE(SerializeFramed(&message, GetParam(), 100, &from_message).ok());
+  EXPECT_EQ(out, from_message);
+
+  std::string untouched = kBefore;
+  const Status status = SerializeFramed(&buffer, GetParam(), 99, &untouched);
+  EXPECT_EQ(status.code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(untouched, kBefore);
 }
 
 INSTANTIATE_TEST_SUITE_P(IdentityAndCompressed, SerializeFramedTest,

@@ -15,7 +15,7 @@ StreamOps::StreamOps(transport::io::EventLoop* loop, size_t write_buffer_size,
       write_buffer_size_(write_buffer_size),
       max_send_message_size_(max_send_message_size) {}
 
-void StreamOps::StartRead(google::protobuf::MessageLite* message) {
+void StreamOps::StartRead(MessageRef message) {
   if (read_outstanding_.exchange(true, std::memory_order_acq_rel)) {
     ReportOpMisuse("StartRead while a read is outstanding");
     return;
@@ -25,8 +25,7 @@ void StreamOps::StartRead(google::protobuf::MessageLite* message) {
   loop_->Post(&read_task_);
 }
 
-void StreamOps::StartWrite(const google::protobuf::MessageLite* message,
-                           WriteOptions options) {
+void StreamOps::StartWrite(ConstMessageRef message, WriteOptions options) {
   if (write_outstanding_.exchange(true, std::memory_order_acq_rel)) {
     ReportOpMisuse("StartWrite while a write is outstanding");
     return;
@@ -99,8 +98,7 @@ Status StreamOps::OnCompressedMessageReceived(absl::string_view wire,
 
 bool StreamOps::ParseIntoReadTarget(absl::string_view message) {
   OnMessageRead(message.size());
-  return read_target_->ParseFromArray(message.data(),
-                                      static_cast<int>(message.size()));
+  return read_target_.Read(message);
 }
 
 Status StreamOps::ParseError() {
@@ -138,7 +136,7 @@ void StreamOps::RunWrite() {
   transport::http2::OutgoingData& out = outgoing();
   // Fixes the call's encoding even for a message sent uncompressed.
   const CompressionAlgorithm compression = SendCompression();
-  Status status = SerializeFramed(*write_message_,
+  Status status = SerializeFramed(write_message_,
                                   write_options_.no_compression()
                                       ? CompressionAlgorithm::kIdentity
                                       : compression,
@@ -150,7 +148,7 @@ void StreamOps::RunWrite() {
     FailCall(status);
     return;
   }
-  OnWriteAppended(write_message_->GetCachedSize());
+  OnWriteAppended(FramedMessageSize(write_message_));
   ResumeSend();
   if (out.pending() <= write_buffer_size_) {
     CompleteWrite(true);

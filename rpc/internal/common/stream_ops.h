@@ -10,6 +10,7 @@
 #include "rpc/compression.h"
 #include "rpc/internal/common/member_task.h"
 #include "rpc/internal/common/received_messages.h"
+#include "rpc/internal/message_ref.h"
 #include "rpc/status.h"
 #include "transport/http2/stream_base.h"
 #include "transport/io/event_loop.h"
@@ -39,10 +40,10 @@ namespace h2rpc::internal {
 //    enough). So a writer holds at most one message plus that much.
 class StreamOps : private transport::http2::OutgoingData::DrainListener {
  public:
-  // Any thread. `message` must stay valid until ReadDone / WriteDone.
-  void StartRead(google::protobuf::MessageLite* message);
-  void StartWrite(const google::protobuf::MessageLite* message,
-                  WriteOptions options);
+  // Any thread. `message` (a protobuf message or a ByteBuffer) must stay
+  // valid until ReadDone / WriteDone.
+  void StartRead(MessageRef message);
+  void StartWrite(ConstMessageRef message, WriteOptions options);
 
  protected:
   StreamOps(transport::io::EventLoop* loop, size_t write_buffer_size,
@@ -155,8 +156,8 @@ class StreamOps : private transport::http2::OutgoingData::DrainListener {
   std::string misuse_message_;  // written before misuse_task_ is posted
 
   // Set by StartRead/StartWrite before posting; read on the loop thread.
-  google::protobuf::MessageLite* read_target_ = nullptr;
-  const google::protobuf::MessageLite* write_message_ = nullptr;
+  MessageRef read_target_;
+  ConstMessageRef write_message_;
   WriteOptions write_options_;
 
   // Loop thread.

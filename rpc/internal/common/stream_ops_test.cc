@@ -1,5 +1,5 @@
-// The streaming operations engine (rpc/internal/common/stream_ops.h), on both sides,
-// against misuse: a second read or write while one is outstanding is
+// The streaming operations engine (rpc/internal/common/stream_ops.h), on both
+// sides, against misuse: a second read or write while one is outstanding is
 // reported naming the method, and fails the call with INTERNAL (in
 // optimized builds; a debug build aborts). Counted as an operation whose
 // task never runs, it would keep the call from completing and leak the

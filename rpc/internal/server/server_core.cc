@@ -160,7 +160,7 @@ std::vector<ServerInterceptor*> InterceptorsOf(const ServerOptions& options) {
 
 std::unique_ptr<ServerCore> ServerCore::Start(
     ServerOptions options, const std::vector<ListeningPort>& ports,
-    MethodMap methods, Status* status) {
+    MethodMap methods, std::unique_ptr<Method> generic_method, Status* status) {
   *status = CheckOptions(options);
   if (!status->ok()) return nullptr;
   for (const ListeningPort& port : ports) {
@@ -199,8 +199,8 @@ std::unique_ptr<ServerCore> ServerCore::Start(
     if (selected_port != nullptr) *selected_port = is_unix ? 0 : bound.port();
     sockets.push_back(std::move(socket));
   }
-  std::unique_ptr<ServerCore> core(
-      new ServerCore(std::move(options), std::move(methods)));
+  std::unique_ptr<ServerCore> core(new ServerCore(
+      std::move(options), std::move(methods), std::move(generic_method)));
   for (const auto& loop : core->loops_) {
     if (!loop->start_status().ok()) {
       *status = loop->start_status();
@@ -234,14 +234,16 @@ int SyncThreadsPerConnection(const ServerOptions& options) {
 
 }  // namespace
 
-ServerCore::ServerCore(ServerOptions options, MethodMap methods)
+ServerCore::ServerCore(ServerOptions options, MethodMap methods,
+                       std::unique_ptr<Method> generic_method)
     : options_(std::move(options)),
       transport_options_(ToServerTransportOptions(options_)),
       settings_{options_.default_compression,
                 options_.connection.max_send_message_size,
                 options_.stream_write_buffer, InterceptorsOf(options_)},
       sync_threads_per_connection_(SyncThreadsPerConnection(options_)),
-      methods_(std::move(methods)) {
+      methods_(std::move(methods)),
+      generic_method_(std::move(generic_method)) {
   for (const auto& [method, handler] : methods_) {
     services_.insert(method.substr(1, method.rfind('/') - 1));
   }
@@ -285,6 +287,13 @@ Status ServerCore::Dispatch(ServerLoop* loop,
   const absl::string_view path = stream->method();
   auto it = methods_.find(path);
   if (it == methods_.end()) {
+    if (generic_method_ != nullptr) {
+      // The stream's path outlives the call (released at its end).
+      generic_method_->CallStarted();
+      (new ServerStreamCall(loop, this, generic_method_.get(), path, stream))
+          ->Start();
+      return Status();
+    }
     const size_t slash = path.rfind('/');
     const absl::string_view service =
         slash == absl::string_view::npos || slash == 0
@@ -322,6 +331,7 @@ void ServerCore::CallEnded(const Method* method) {
 int ServerCore::live_calls() const {
   int live = 0;
   for (const auto& [name, method] : methods_) live += method->live_calls();
+  if (generic_method_ != nullptr) live += generic_method_->live_calls();
   return live;
 }
 
@@ -372,13 +382,15 @@ bool ServerCore::WaitUntilIdle(absl::Duration timeout) {
 void ServerCore::LogStillRunning(absl::Duration past_deadline) {
   std::string calls;
   int total = 0;
-  for (const auto& [name, method] : methods_) {
-    const int live = method->live_calls();
-    if (live == 0) continue;
+  auto add = [&](absl::string_view name, const Method& method) {
+    const int live = method.live_calls();
+    if (live == 0) return;
     total += live;
     absl::StrAppend(&calls, calls.empty() ? "" : ", ", name, " (", live,
                     live == 1 ? " call)" : " calls)");
-  }
+  };
+  for (const auto& [name, method] : methods_) add(name, *method);
+  if (generic_method_ != nullptr) add("the generic service", *generic_method_);
   int connections;
   {
     MutexLock lock(&mu_);

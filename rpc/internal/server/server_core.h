@@ -46,11 +46,13 @@ class ServerCore final : public ServerCallHost,
 
   // Checks `options`, binds `ports` (as Server::Builder::AddListeningPort
   // takes them, and where to write the port picked for port 0), starts the
-  // loops and the listeners. Returns null and sets `*status` as
-  // Server::Builder::BuildAndStart says.
+  // loops and the listeners. `generic_method` (may be null) serves the
+  // calls no method of `methods` claims. Returns null and sets `*status`
+  // as Server::Builder::BuildAndStart says.
   static std::unique_ptr<ServerCore> Start(
       ServerOptions options, const std::vector<ListeningPort>& ports,
-      MethodMap methods, Status* status);
+      MethodMap methods, std::unique_ptr<Method> generic_method,
+      Status* status);
   // Shutdown(now) and Wait().
   ~ServerCore();
   ServerCore(const ServerCore&) = delete;
@@ -90,7 +92,8 @@ class ServerCore final : public ServerCallHost,
              std::shared_ptr<const transport::tls::TlsContext> tls) override;
 
  private:
-  ServerCore(ServerOptions options, MethodMap methods);
+  ServerCore(ServerOptions options, MethodMap methods,
+             std::unique_ptr<Method> generic_method);
 
   // Shutdown: waits up to `timeout` (steady clock) for every connection to
   // close and every call to end; true if they have.
@@ -107,6 +110,7 @@ class ServerCore final : public ServerCallHost,
   // Outlives the loops and their connections.
   transport::MemoryQuota memory_quota_{options_.memory_quota};
   const MethodMap methods_;
+  const std::unique_ptr<Method> generic_method_;  // null: none
   std::set<std::string, std::less<>> services_;
   // Written by the constructor and by Shutdown once every call has ended
   // and every connection closed (read without a lock in between).

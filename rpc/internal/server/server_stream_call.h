@@ -62,11 +62,8 @@ class ServerStreamCall final : public StreamOps,
   // metadata once at a time.
   void StartSendInitialMetadata() override;
   void Finish(const Status& status) override;
-  void StartRead(google::protobuf::MessageLite* message) override {
-    StreamOps::StartRead(message);
-  }
-  void StartWrite(const google::protobuf::MessageLite* message,
-                  WriteOptions options) override {
+  void StartRead(MessageRef message) override { StreamOps::StartRead(message); }
+  void StartWrite(ConstMessageRef message, WriteOptions options) override {
     StreamOps::StartWrite(message, options);
   }
 
