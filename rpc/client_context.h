@@ -144,6 +144,13 @@ class ClientContext {
   // Whether the response message last received (the unary response, or the
   // message of the last successful read) arrived compressed.
   bool last_message_compressed() const { return last_message_compressed_; }
+  // The algorithm the server compresses its messages with (its
+  // grpc-encoding), once its response headers arrived
+  // (OnReadInitialMetadataDone, or the call's end); identity before and when it
+  // sent none.
+  CompressionAlgorithm server_compression_algorithm() const {
+    return server_compression_;
+  }
 
   // Whether the call waits for the channel to connect (gRPC's
   // wait_for_ready). Default false: a call made while the channel is in
@@ -202,7 +209,9 @@ class ClientContext {
   // way.
   absl::Duration inherited_deadline_ = absl::InfiniteDuration();
   absl::optional<CompressionAlgorithm> compression_;
-  bool last_message_compressed_ = false;  // written on the loop thread
+  bool last_message_compressed_ = false;      // written on the loop thread
+  CompressionAlgorithm server_compression_ =  // written on the loop thread
+      CompressionAlgorithm::kIdentity;
   bool wait_for_ready_ = false;
   bool wait_for_ready_set_ = false;  // by set_wait_for_ready
   Metadata send_metadata_;

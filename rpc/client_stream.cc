@@ -15,6 +15,10 @@ void ClientStreamReactor::StartWriteMessage(internal::ConstMessageRef message,
 
 void ClientStreamReactor::StartWritesDone() { call_->StartWritesDone(); }
 
+void ClientStreamReactor::AddHold() { call_->AddHold(); }
+
+void ClientStreamReactor::RemoveHold() { call_->RemoveHold(); }
+
 namespace internal {
 
 BlockingClientStream::~BlockingClientStream() {

@@ -29,6 +29,8 @@ class ClientStreamOperations {
   virtual void StartRead(MessageRef message) = 0;
   virtual void StartWrite(ConstMessageRef message, WriteOptions options) = 0;
   virtual void StartWritesDone() = 0;
+  virtual void AddHold() = 0;
+  virtual void RemoveHold() = 0;
   // For the blocking wrapper, which holds a reference to the call (taken
   // when the channel starts it) until ReleaseKeepAlive: cancels the call,
   // drops its unread messages so that it ends as soon as its status is
@@ -75,6 +77,17 @@ class ClientStreamReactor {
   virtual void OnDone(const Status& status) = 0;
 
   void StartCall();
+
+  // Holds keep the call from ending (OnDone) while the application may still
+  // start operations from outside the reactor's own events, as gRPC's
+  // AddHold/RemoveHold: a reactor whose StartRead/StartWrite come from
+  // another thread or loop (a proxy feeding one call from another's
+  // events) could otherwise start one on a call whose OnDone has already
+  // run. Each AddHold (any thread, before the call is done: before
+  // StartCall, or from a reactor event) needs one RemoveHold (any thread);
+  // OnDone comes only once every hold is removed. Allocates nothing.
+  void AddHold();
+  void RemoveHold();
 
  protected:
   // `message`: a protobuf message or a ByteBuffer.

@@ -102,6 +102,12 @@ class ServerContext {
   CompressionAlgorithmSet client_accepted_compression() const {
     return client_accepted_;
   }
+  // The algorithm the client compresses its messages with (its
+  // grpc-encoding; identity when it sent none): each message arrives
+  // compressed with it or uncompressed (last_message_compressed()).
+  CompressionAlgorithm client_compression_algorithm() const {
+    return client_compression_;
+  }
   // Whether the request message last received (the unary or
   // server-streaming request, or the message of the last successful read)
   // arrived compressed.
@@ -136,6 +142,7 @@ class ServerContext {
   int previous_rpc_attempts_ = 0;
   absl::Duration monotonic_deadline_ = absl::InfiniteDuration();
   CompressionAlgorithmSet client_accepted_;
+  CompressionAlgorithm client_compression_ = CompressionAlgorithm::kIdentity;
 
   internal::CancellableServerCall* call_ = nullptr;
   uint64_t connection_id_ = 0;

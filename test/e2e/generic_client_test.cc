@@ -3,6 +3,7 @@
 // server over real loopback sockets: what a generic call sends is parsed by
 // the typed handler, and what it receives is the typed response's
 // serialization, byte for byte.
+#include <atomic>
 #include <memory>
 #include <string>
 #include <utility>
@@ -292,6 +293,58 @@ TEST_F(GenericClientTest, BidiReactor) {
   EXPECT_TRUE(status.ok()) << status.ToString();
   EXPECT_EQ(reactor.rounds_done(), 20);
   EXPECT_EQ(reactor.mismatches(), 0);
+}
+
+// A reactor holding its call: the call's status is known and every
+// operation done, but OnDone waits for RemoveHold.
+class HeldReactor final : public GenericClientBidiReactor {
+ public:
+  void Start() {
+    AddHold();
+    StartWritesDone();
+    StartRead(&response_);
+    StartCall();
+  }
+  void OnReadDone(bool ok) override { read_ended_.Notify(); }
+  void OnDone(const Status& status) override {
+    removed_when_done_ = removed_.load();
+    done_.Notify();
+  }
+  void Remove() {
+    removed_.store(true);
+    RemoveHold();
+  }
+  Notification& read_ended() { return read_ended_; }
+  Notification& done() { return done_; }
+  bool removed_when_done() const { return removed_when_done_; }
+
+ private:
+  ByteBuffer response_;
+  Notification read_ended_;
+  Notification done_;
+  std::atomic<bool> removed_{false};
+  bool removed_when_done_ = false;
+};
+
+TEST_F(GenericClientTest, AHoldKeepsTheCallUntilRemoved) {
+  ClientContext context;
+  HeldReactor reactor;
+  channel_->AsyncBidiStreamingCall(&context, kBidi, &reactor);
+  reactor.Start();
+  ASSERT_TRUE(
+      reactor.read_ended().WaitForNotificationWithTimeout(kHangTimeout));
+  // A whole call on the same channel (its loop runs past the held call's
+  // end meanwhile) before the hold goes.
+  SimpleRequest request;
+  ClientContext other;
+  ByteBuffer response;
+  ASSERT_TRUE(
+      channel_->GenericUnaryCall(&other, kUnary, Serialized(request), &response)
+          .ok());
+  EXPECT_FALSE(reactor.done().HasBeenNotified());
+  reactor.Remove();
+  ASSERT_TRUE(reactor.done().WaitForNotificationWithTimeout(kHangTimeout));
+  EXPECT_TRUE(reactor.removed_when_done());
 }
 
 }  // namespace

@@ -90,6 +90,9 @@ class ClientStream : private io::Timer {
   size_t HoldMessage() { return window_.HoldMessage(delivering_wire_size_); }
   // Loop thread: the application is done with a held message.
   void ReleaseMessage(size_t held_bytes);
+  // The response's grpc-encoding, once its headers arrived (identity
+  // before, and when it sent none).
+  CompressionAlgorithm receive_encoding() const { return receive_encoding_; }
 
   // Loop thread. Cancels the stream (RST_STREAM CANCEL) and closes it with
   // `status`; no-op when not started or already over.

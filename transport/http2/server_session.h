@@ -83,6 +83,8 @@ class ServerStream final : private io::Timer {
   // The client's grpc-previous-rpc-attempts: how many attempts of this call
   // came before (a retried call); 0 when absent or malformed.
   int previous_rpc_attempts() const { return previous_rpc_attempts_; }
+  // The request's grpc-encoding (identity when it sent none).
+  CompressionAlgorithm receive_encoding() const { return receive_encoding_; }
   // The encodings the client's grpc-accept-encoding lists (identity
   // always): the only ones the response may use.
   CompressionAlgorithmSet client_accepted_encodings() const {

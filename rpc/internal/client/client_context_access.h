@@ -48,6 +48,11 @@ class ClientContextAccess {
                                        bool compressed) {
     context->last_message_compressed_ = compressed;
   }
+  // Loop thread: the response's grpc-encoding.
+  static void SetServerCompression(ClientContext* context,
+                                   CompressionAlgorithm algorithm) {
+    context->server_compression_ = algorithm;
+  }
   // Bytes of response messages the streaming call holds unread: written on
   // the loop thread, read from any.
   static std::atomic<size_t>& HeldBytes(ClientContext* context) {

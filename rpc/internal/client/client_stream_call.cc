@@ -81,6 +81,8 @@ void ClientStreamCall::RunDiscard() {
 
 void ClientStreamCall::OnInitialMetadata(Metadata& metadata) {
   CommitRetries();
+  ClientContextAccess::SetServerCompression(context_,
+                                            stream_.receive_encoding());
   InterceptInitialMetadata(metadata);
   using std::swap;
   swap(ClientContextAccess::InitialMetadata(context_), metadata);
@@ -138,6 +140,23 @@ void ClientStreamCall::Close(const Status& status) {
     EndWrites();
   }
   MaybeDone();
+}
+
+void ClientStreamCall::RemoveHold() {
+  // The hold's operation stays counted until the task ends it, so the call
+  // outlives the task.
+  if (holds_to_remove_.fetch_add(1, std::memory_order_acq_rel) == 0) {
+    loop_->Post(&remove_holds_task_);
+  }
+}
+
+void ClientStreamCall::RunRemoveHolds() {
+  // A RemoveHold after the exchange posts the task again. OnDone runs from a
+  // task of its own, so no EndOp frees the call here.
+  for (int n = holds_to_remove_.exchange(0, std::memory_order_acq_rel); n > 0;
+       --n) {
+    EndOp([] {});
+  }
 }
 
 void ClientStreamCall::MaybeDone() {

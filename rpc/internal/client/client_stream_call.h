@@ -38,6 +38,10 @@ class ClientStreamCall final : public ChannelCall,
     StreamOps::StartWrite(message, options);
   }
   void StartWritesDone() override;
+  // A hold counts as an outstanding operation until it is removed (through
+  // a task on the loop, so the call is never freed under a caller).
+  void AddHold() override { BeginOp(); }
+  void RemoveHold() override;
   using ChannelCall::RequestCancel;  // the context's, with its cause
   void RequestCancel() override {
     ChannelCall::RequestCancel(CancelCause::kTryCancel);
@@ -115,12 +119,15 @@ class ClientStreamCall final : public ChannelCall,
   void RunWritesDone();
   void RunDiscard();
   void RunDone();
+  void RunRemoveHolds();
 
   ClientStreamReactor* const reactor_;
   MessageRef single_response_;
   bool got_single_response_ = false;
   std::atomic<bool> discard_requested_{false};
   std::atomic<bool> writes_done_started_{false};
+  // RemoveHold calls whose task has not run yet.
+  std::atomic<int> holds_to_remove_{0};
   // Loop thread.
   bool initial_metadata_reported_ = false;
   bool closed_ = false;
@@ -132,6 +139,8 @@ class ClientStreamCall final : public ChannelCall,
   MemberTask<ClientStreamCall, &ClientStreamCall::RunDiscard> discard_task_{
       this};
   MemberTask<ClientStreamCall, &ClientStreamCall::RunDone> done_task_{this};
+  MemberTask<ClientStreamCall, &ClientStreamCall::RunRemoveHolds>
+      remove_holds_task_{this};
 };
 
 }  // namespace h2rpc::internal

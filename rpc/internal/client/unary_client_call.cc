@@ -37,6 +37,8 @@ Status UnaryClientCall::Wait() {
 
 void UnaryClientCall::OnInitialMetadata(Metadata& metadata) {
   CommitRetries();
+  ClientContextAccess::SetServerCompression(context_,
+                                            stream_.receive_encoding());
   InterceptInitialMetadata(metadata);
   using std::swap;
   swap(ClientContextAccess::InitialMetadata(context_), metadata);

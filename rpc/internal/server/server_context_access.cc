@@ -15,6 +15,7 @@ void ServerContextAccess::Bind(ServerContext* context,
   context->monotonic_deadline_ = stream.deadline().since_epoch();
   context->previous_rpc_attempts_ = stream.previous_rpc_attempts();
   context->client_accepted_ = stream.client_accepted_encodings();
+  context->client_compression_ = stream.receive_encoding();
   context->call_ = call;
   context->connection_id_ = stream.connection_id();
   context->peer_ = stream.peer();
@@ -35,6 +36,7 @@ void ServerContextAccess::Reset(ServerContext* context) {
   context->monotonic_deadline_ = absl::InfiniteDuration();
   context->previous_rpc_attempts_ = 0;
   context->client_accepted_ = CompressionAlgorithmSet();
+  context->client_compression_ = CompressionAlgorithm::kIdentity;
   context->connection_id_ = 0;
   context->peer_.clear();
   context->peer_identity_.reset();
