@@ -33,6 +33,7 @@ def interop_pairing_test(
         tls = False,
         server_args = [],
         client_args = [],
+        server_data = [],
         **kwargs):
     """A cc_test running `cases` with `client` against `server`.
 
@@ -47,11 +48,14 @@ def interop_pairing_test(
     TLS flags (--use_tls, --use_test_ca, --server_host_override), and three
     more tests check that the server refuses a plaintext client and the client
     rejects an untrusted CA and a wrong host name.
+
+    `server_data` are more files the server needs at run time (binaries it
+    starts, named in `server_args` with $(location)).
     """
     native.cc_test(
         name = name,
         deps = ["//test/interop:interop_pairing_driver"],
-        data = [server, client] + (
+        data = [server, client] + server_data + (
             ["//test/interop/testdata:interop_testdata"] if tls else []
         ),
         args = [

@@ -32,6 +32,7 @@ InteropServerProcess::~InteropServerProcess() {
 }
 
 bool InteropServerProcess::Start(const std::string& path,
+                                 const std::vector<std::string>& args,
                                  absl::Duration timeout, std::string* error) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) {
@@ -42,11 +43,13 @@ bool InteropServerProcess::Start(const std::string& path,
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
-  std::string port_flag = "--port=0";
-  std::string program = path;
-  char* argv[] = {program.data(), port_flag.data(), nullptr};
+  std::vector<std::string> strings = {path};
+  strings.insert(strings.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& arg : strings) argv.push_back(arg.data());
+  argv.push_back(nullptr);
   const int rc =
-      posix_spawn(&pid_, path.c_str(), &actions, nullptr, argv, environ);
+      posix_spawn(&pid_, path.c_str(), &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   close(fds[1]);
   stdout_fd_ = fds[0];

@@ -4,13 +4,14 @@
 #include <sys/types.h>
 
 #include <string>
+#include <vector>
 
 #include "absl/time/time.h"
 
 namespace h2rpc::testing {
 
-// An interop server binary (h2rpc_interop_server or grpcpp_interop_server)
-// run as a child process with --port=0: stdin /dev/null, stdout piped (for
+// An interop server binary (h2rpc_interop_server or grpcpp_interop_server,
+// or h2rpc_proxy) run as a child process: stdin /dev/null, stdout piped (for
 // its "listening on port N" line), stderr inherited. The destructor stops
 // it with SIGTERM and reaps it. One thread; not copyable.
 class InteropServerProcess {
@@ -20,10 +21,16 @@ class InteropServerProcess {
   InteropServerProcess(const InteropServerProcess&) = delete;
   InteropServerProcess& operator=(const InteropServerProcess&) = delete;
 
-  // Starts the binary at `path`; false (with `*error`) if it could not
-  // start or did not announce its port within `timeout`.
+  // Starts the binary at `path` with --port=0; false (with `*error`) if it
+  // could not start or did not announce its port within `timeout`.
   bool Start(const std::string& path, absl::Duration timeout,
-             std::string* error);
+             std::string* error) {
+    return Start(path, {"--port=0"}, timeout, error);
+  }
+  // The same with `args` as its arguments (any binary that announces its
+  // port so).
+  bool Start(const std::string& path, const std::vector<std::string>& args,
+             absl::Duration timeout, std::string* error);
 
   // The port it announced (0 before a successful Start).
   int port() const { return port_; }
