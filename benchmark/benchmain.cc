@@ -128,6 +128,10 @@ ABSL_FLAG(bool, bdp_probe, true,
           "Receive windows sized by BDP probing on every h2rpc connection, "
           "client and server (ConnectionOptions::bdp_probe); false: fixed "
           "windows. gRPC C++ sides ignore it.");
+ABSL_FLAG(std::string, proxy_pids, "",
+          "Processes between client and server (a proxy; comma-separated "
+          "pids) whose CPU time over each measured run is recorded (result "
+          "files: proxy.cpu_nanos) and printed per op.");
 ABSL_FLAG(bool, server_only, false,
           "Serve BenchmarkService (one --server_stack) on --port; prints "
           "'listening on port N' and answers 'usage' lines on stdin until "
@@ -286,6 +290,7 @@ struct Plan {
   std::string lb_policy;
   absl::Duration warmup;
   TlsCredentialFiles tls;  // --secure only
+  std::vector<int> proxy_pids;
 };
 
 // --secure: the interop test credentials, or false after printing why.
@@ -419,6 +424,7 @@ bool RunOne(const RunFeatures& features, Workload workload,
     const absl::Time start = absl::Now();
     const ThreadCpuSnapshot cpu0 = ThreadCpuSnapshot::Take(unnamed);
     const int64_t process_cpu0 = ProcessCpuNanos();
+    const int64_t proxy_cpu0 = OtherProcessesCpuNanos(plan.proxy_pids);
     const AllocationTotals client0 = AllocationsByRole(ThreadRole::kClient);
     const AllocationTotals server0 = AllocationsByRole(ThreadRole::kServer);
     Backends::Snapshot backends0;
@@ -430,6 +436,10 @@ bool RunOne(const RunFeatures& features, Workload workload,
     result->duration = absl::Now() - start;
     const ThreadCpuSnapshot cpu1 = ThreadCpuSnapshot::Take(unnamed);
     const int64_t process_cpu1 = ProcessCpuNanos();
+    if (!plan.proxy_pids.empty()) {
+      result->proxy_cpu_nanos =
+          OtherProcessesCpuNanos(plan.proxy_pids) - proxy_cpu0;
+    }
     const AllocationTotals client1 = AllocationsByRole(ThreadRole::kClient);
     const AllocationTotals server1 = AllocationsByRole(ThreadRole::kServer);
     Backends::Snapshot backends1;
@@ -531,6 +541,14 @@ int Main(int argc, char** argv) {
   plan.process = absl::GetFlag(FLAGS_process);
   plan.target = absl::GetFlag(FLAGS_target);
   plan.warmup = absl::GetFlag(FLAGS_warmup);
+  for (const std::string& pid : ListFlag(absl::GetFlag(FLAGS_proxy_pids))) {
+    int value = 0;
+    if (!absl::SimpleAtoi(pid, &value) || value <= 0) {
+      std::fprintf(stderr, "bad --proxy_pids: %s\n", pid.c_str());
+      return 2;
+    }
+    plan.proxy_pids.push_back(value);
+  }
   const bool secure = absl::GetFlag(FLAGS_secure);
   if (secure && !LoadTls(&plan.tls)) return 2;
   if (plan.process != "auto" && plan.process != "one" &&
@@ -673,6 +691,12 @@ int Main(int argc, char** argv) {
                   return 1;
                 }
                 std::printf("%s\n", TableRow(result).c_str());
+                if (result.proxy_cpu_nanos.has_value()) {
+                  std::printf("  proxy cpu: %.2fus per op\n",
+                              static_cast<double>(*result.proxy_cpu_nanos) /
+                                  1000.0 /
+                                  std::max<int64_t>(1, result.total_ops()));
+                }
                 const std::string backends_line = BackendsLine(result);
                 if (!backends_line.empty()) {
                   std::printf("%s\n", backends_line.c_str());

@@ -124,7 +124,14 @@ std::string RunJson(const RunResult& r) {
                       absl::StrJoin(buckets, ", ")),
       "      \"client\": ", SideJson(r.client, r.total_ops()),
       ",\n      \"server\": ", SideJson(r.server, r.total_ops()),
-      ",\n      \"backends\": ", BackendsJson(r.backends), "\n    }");
+      ",\n      \"backends\": ", BackendsJson(r.backends),
+      ",\n      \"proxy\": ",
+      r.proxy_cpu_nanos.has_value()
+          ? absl::StrFormat("{\"cpu_nanos\": %d, \"cpu_ns_per_op\": %.0f}",
+                            *r.proxy_cpu_nanos,
+                            PerOp(*r.proxy_cpu_nanos, r.total_ops()))
+          : std::string("null"),
+      "\n    }");
 }
 
 std::string Micros(absl::Duration d) {

@@ -52,6 +52,9 @@ struct RunResult {
   // Each backend, in the target's order; empty when not measured (a remote
   // server, or a child that did not answer).
   std::vector<BackendRequests> backends;
+  // CPU time of the --proxy_pids processes (a proxy between client and
+  // server) over the measured time; unset without them.
+  std::optional<int64_t> proxy_cpu_nanos;
 
   // unary, streaming: round trips; unconstrained: messages each way (the
   // smaller count); streaming_from_server: messages received.

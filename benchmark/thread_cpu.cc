@@ -6,10 +6,12 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 
@@ -98,6 +100,24 @@ int64_t ProcessCpuNanos() {
     return int64_t{t.tv_sec} * 1000000000 + int64_t{t.tv_usec} * 1000;
   };
   return nanos(usage.ru_utime) + nanos(usage.ru_stime);
+}
+
+int64_t OtherProcessesCpuNanos(const std::vector<int>& pids) {
+  int64_t total = 0;
+  for (const int pid : pids) {
+    const std::string tasks = absl::StrCat("/proc/", pid, "/task");
+    DIR* dir = opendir(tasks.c_str());
+    if (dir == nullptr) continue;
+    while (const dirent* entry = readdir(dir)) {
+      if (entry->d_name[0] == '.') continue;
+      std::ifstream schedstat(
+          absl::StrCat(tasks, "/", entry->d_name, "/schedstat"));
+      int64_t on_cpu = 0;
+      if (schedstat >> on_cpu) total += on_cpu;
+    }
+    closedir(dir);
+  }
+  return total;
 }
 
 }  // namespace h2rpc::benchmark

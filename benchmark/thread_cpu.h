@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <map>
+#include <vector>
 
 #include "test/util/allocation_counter.h"
 
@@ -33,6 +34,10 @@ class ThreadCpuSnapshot {
 
 // CPU time of the whole calling process so far (all threads, live or not).
 int64_t ProcessCpuNanos();
+
+// CPU time (nanoseconds on a CPU, /proc/PID/task/*/schedstat) of the live
+// threads of other processes, summed; a process that is gone counts 0.
+int64_t OtherProcessesCpuNanos(const std::vector<int>& pids);
 
 }  // namespace h2rpc::benchmark
 
