@@ -175,8 +175,11 @@ def Median(values):
     return statistics.median(values) if values else None
 
 
-def PrintTable(result):
-    """The Markdown table of a result (what --out wrote)."""
+def Summarize(result):
+    """One dict per (row, stack, path) with runs, in table order: medians
+    over the repetitions of QPS, p50 and p99 (µs), latency added to the
+    direct path's of the same repetition (µs), proxy CPU per call (µs),
+    calls per proxy CPU-second, and that over HAProxy's and nginx's."""
     runs = [r for r in result["runs"] if "qps" in r]
     by_key = {}
     for run in runs:
@@ -198,49 +201,66 @@ def PrintTable(result):
         proxy = run.get("proxy")
         return proxy["cpu_ns_per_op"] / 1e3 if proxy else None
 
+    summary = []
+    for row in ROWS:
+        for stack in STACKS:
+            per_cpu_second = {}
+            for path in PROXIES:
+                cpu = Median([PerCall(r)
+                              for r in by_key.get((row, stack, path), [])])
+                per_cpu_second[path] = 1e6 / cpu if cpu else None
+            for path in PATHS:
+                group = by_key.get((row, stack, path))
+                if not group:
+                    continue
+                entry = {
+                    "row": row, "stack": stack, "path": path,
+                    "runs": len(group),
+                    "qps": Median([r["qps"] for r in group]),
+                    "p50_us": Median([r["latency_ns"]["p50"]
+                                      for r in group]) / 1e3,
+                    "p99_us": Median([r["latency_ns"]["p99"]
+                                      for r in group]) / 1e3,
+                }
+                if path != "direct":
+                    entry["added_p50_us"] = Median([Added(r, "p50")
+                                                    for r in group])
+                    entry["added_p99_us"] = Median([Added(r, "p99")
+                                                    for r in group])
+                    entry["cpu_us_per_call"] = Median([PerCall(r)
+                                                       for r in group])
+                    entry["calls_per_cpu_second"] = per_cpu_second[path]
+                    for other in ("haproxy", "nginx"):
+                        mine, theirs = (per_cpu_second[path],
+                                        per_cpu_second[other])
+                        entry["vs_" + other] = (
+                            mine / theirs
+                            if mine and theirs and path != other else None)
+                summary.append(entry)
+    return summary
+
+
+def PrintTable(result):
+    """The Markdown table of a result (what --out wrote)."""
+    def Cell(value, form):
+        return form % value if value is not None else ""
+
     header = ["row", "stack", "path", "QPS", "p50", "p99", "added p50",
               "added p99", "proxy CPU per call", "calls per proxy CPU-s",
               "vs HAProxy", "vs nginx"]
     print("| " + " | ".join(header) + " |")
     print("|" + " --- |" * len(header))
-    for row in ROWS:
-        for stack in STACKS:
-            efficiency = {}
-            for path in PROXIES:
-                cpu = Median([PerCall(r) for r in
-                              by_key.get((row, stack, path), [])])
-                efficiency[path] = 1e6 / cpu if cpu else None
-            for path in PATHS:
-                group = by_key.get((row, stack, path))
-                if not group:
-                    continue
-                cpu = Median([PerCall(r) for r in group])
-                cells = [
-                    row, stack, path,
-                    "%.0f (%d runs)" % (Median([r["qps"] for r in group]),
-                                        len(group)),
-                    "%.0f µs" % (Median([r["latency_ns"]["p50"]
-                                         for r in group]) / 1e3),
-                    "%.0f µs" % (Median([r["latency_ns"]["p99"]
-                                         for r in group]) / 1e3),
-                ]
-                if path == "direct":
-                    cells += [""] * 6
-                else:
-                    added50 = Median([Added(r, "p50") for r in group])
-                    added99 = Median([Added(r, "p99") for r in group])
-                    cells += ["%.0f µs" % added50 if added50 is not None
-                              else "", "%.0f µs" % added99
-                              if added99 is not None else "",
-                              "%.1f µs" % cpu if cpu else "",
-                              "%.0f" % efficiency[path]
-                              if efficiency[path] else ""]
-                    for other in ("haproxy", "nginx"):
-                        mine, theirs = efficiency[path], efficiency[other]
-                        cells.append("%.2fx" % (mine / theirs)
-                                     if mine and theirs and path != other
-                                     else "")
-                print("| " + " | ".join(cells) + " |")
+    for e in Summarize(result):
+        cells = [e["row"], e["stack"], e["path"],
+                 "%.0f (%d runs)" % (e["qps"], e["runs"]),
+                 "%.0f µs" % e["p50_us"], "%.0f µs" % e["p99_us"],
+                 Cell(e.get("added_p50_us"), "%.0f µs"),
+                 Cell(e.get("added_p99_us"), "%.0f µs"),
+                 Cell(e.get("cpu_us_per_call"), "%.1f µs"),
+                 Cell(e.get("calls_per_cpu_second"), "%.0f"),
+                 Cell(e.get("vs_haproxy"), "%.2fx"),
+                 Cell(e.get("vs_nginx"), "%.2fx")]
+        print("| " + " | ".join(cells) + " |")
 
 
 def main():
@@ -274,7 +294,15 @@ def main():
                        check=True)
     bin_dir = Build()
     directory = tempfile.mkdtemp(prefix="proxy_bench-")
-    result = {"format": FORMAT, "argv": sys.argv, "versions": {}, "runs": []}
+    commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"],
+                            cwd=ROOT, capture_output=True,
+                            text=True).stdout.strip()
+    if subprocess.run(["git", "status", "--porcelain", "--", "rpc",
+                       "transport", "tools/h2rpc_proxy", "benchmark"],
+                      cwd=ROOT, capture_output=True, text=True).stdout:
+        commit += "-dirty"
+    result = {"format": FORMAT, "argv": sys.argv,
+              "versions": {"commit": commit}, "runs": []}
     if "nginx" in paths:
         result["versions"]["nginx"] = Version(["nginx", "-v"])
     if "haproxy" in paths:

@@ -19,6 +19,11 @@
 #                    for 1, 2 and 3 server processes); the repetitions of
 #                    the topics interleave, so a slow minute of the machine
 #                    does not fall on one topic only
+#   proxy            benchmark/proxy_bench.py: h2rpc_proxy, HAProxy and
+#                    nginx between each stack's client and server, three
+#                    repetitions (proxy.json); installs Debian's nginx and
+#                    haproxy (benchmark/proxies/install.sh); not in the
+#                    default topics
 #   soak             the soak under faults for 30 minutes (soak.json,
 #                    docs/security.md's soak figures): tools/soak
 #                    --duration=30m --result_file=benchmark/results/soak.json;
@@ -173,6 +178,9 @@ for topic in "${topics[@]}"; do
   if [[ $topic == soak ]]; then
     tools/soak --duration=30m --result_file="$out/soak.json"
   fi
+  if [[ $topic == proxy ]]; then
+    benchmark/proxy_bench.py --out="$out/proxy.json" >/dev/null
+  fi
   if [[ $topic == main_job ]]; then
     # The README's command, as README gives it.
     tools/bazel run -c opt //benchmark:main_job -- \
@@ -182,7 +190,7 @@ done
 for i in 1 2 3; do
   for topic in "${topics[@]}"; do
     case $topic in
-      main_job | microbenchmarks | memory | attacks | soak) continue ;;
+      main_job | microbenchmarks | memory | attacks | soak | proxy) continue ;;
     esac
     echo "== $topic, repetition $i"
     run_topic "$topic" "$out/${topic}_$i.json"

@@ -22,13 +22,18 @@ extern char** environ;
 namespace h2rpc::testing {
 
 InteropServerProcess::~InteropServerProcess() {
-  if (pid_ > 0) {
-    kill(pid_, SIGTERM);
-    int status = 0;
-    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-    }
-  }
+  Stop();
   if (stdout_fd_ >= 0) close(stdout_fd_);
+}
+
+int InteropServerProcess::Stop() {
+  if (pid_ <= 0) return 0;
+  kill(pid_, SIGTERM);
+  int status = 0;
+  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  pid_ = -1;
+  return status;
 }
 
 bool InteropServerProcess::Start(const std::string& path,

@@ -35,6 +35,10 @@ class InteropServerProcess {
   // The port it announced (0 before a successful Start).
   int port() const { return port_; }
 
+  // Sends SIGTERM and waits for the process: its wait status (0 for a
+  // clean exit), or 0 if it was not running. The destructor does the same.
+  int Stop();
+
  private:
   bool ReadPort(absl::Duration timeout, std::string* error);
 

@@ -11,7 +11,7 @@
 // --use_tls=true the proxy's listener serves TLS with gRPC's interop test
 // key pair (the backend stays plaintext), so the pairing's TLS checks
 // apply to the proxy. SIGTERM or SIGINT stops the proxy, then the backend,
-// each with SIGTERM, and exits 0.
+// each with SIGTERM, and exits 0 if both exited 0 (1 otherwise).
 
 #include <signal.h>
 
@@ -73,7 +73,20 @@ int Run() {
     const int signal_number = WaitForShutdownSignal(signals);
     std::fprintf(stderr, "proxied_interop_server: signal %d, stopping\n",
                  signal_number);
-  }  // the proxy first, then the backend
+    // The proxy first (it drains), then the backend; each must exit 0.
+    if (const int status = proxy.Stop(); status != 0) {
+      std::fprintf(stderr,
+                   "proxied_interop_server: the proxy's wait status is %d\n",
+                   status);
+      return 1;
+    }
+  }
+  if (const int status = backend.Stop(); status != 0) {
+    std::fprintf(stderr,
+                 "proxied_interop_server: the backend's wait status is %d\n",
+                 status);
+    return 1;
+  }
   return 0;
 }
 

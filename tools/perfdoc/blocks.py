@@ -15,6 +15,7 @@ import re
 import statistics
 
 import benchresult_lib as lib
+import proxy_bench
 import text_report
 import wan_bench
 
@@ -112,6 +113,22 @@ def _wan_block(root, names):
     with contextlib.redirect_stdout(text):
         wan_bench.PrintTable(document)
     return text.getvalue()
+
+
+def _proxy_block(root, names):
+    (name,) = names
+    document = load_json(root, name)
+    versions = document.get("versions", {})
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):
+        proxy_bench.PrintTable(document)
+    nginx = re.search(r"nginx/(\S+)", versions.get("nginx", ""))
+    haproxy = re.search(r"version (\S+)", versions.get("haproxy", ""))
+    lead = (f"`benchmark/results/{name}`: commit "
+            f'`{versions.get("commit", "unrecorded")}`, nginx '
+            f'{nginx.group(1) if nginx else "?"}, HAProxy '
+            f'{haproxy.group(1) if haproxy else "?"}.\n\n')
+    return lead + text.getvalue()
 
 
 def load_json(root, name):
@@ -385,6 +402,7 @@ _GBENCH_FIELDS = frozenset({
 
 
 BLOCKS = {"pairings": _pairings_block, "main_job": _main_job_block,
-          "wan": _wan_block, "h2load": _h2load_block,
+          "wan": _wan_block, "proxy": _proxy_block,
+          "h2load": _h2load_block,
           "gbench": _gbench_block, "memory": _memory_block,
           "attacks": _attacks_block, "soak": _soak_block}

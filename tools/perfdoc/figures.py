@@ -10,6 +10,7 @@ import re
 
 import benchresult_lib as lib
 import blocks
+import proxy_bench
 import wan_bench
 
 
@@ -34,6 +35,8 @@ def collect_figures(root):
                 name)
         elif document.get("format") == wan_bench.FORMAT:
             _wan_figures(document, figures)
+        elif document.get("format") == proxy_bench.FORMAT:
+            _proxy_figures(document, figures)
         elif document.get("format") == blocks.H2LOAD_FORMAT:
             h2load.append(name)
     if h2load:
@@ -80,12 +83,24 @@ def _wan_figures(document, figures):
             figures.ratios.add(other / value)
 
 
+def _proxy_figures(document, figures):
+    for entry in proxy_bench.Summarize(document):
+        figures.qps.add(entry["qps"])
+        if entry.get("cpu_us_per_call") is not None:
+            figures.cpu_us.add(entry["cpu_us_per_call"])
+        for other in ("haproxy", "nginx"):
+            ratio = entry.get("vs_" + other)
+            if ratio is not None:
+                figures.ratios.add(ratio)
+                figures.ratios.add(1 / ratio)
+
+
 # A figure in prose: (kind, pattern with the number as group 1, and whether
 # a "k" suffix multiplies by 1000 (group 2)).
 FIGURE_PATTERNS = (
     ("ratios", re.compile(
         r"(?<![\w.])(\d+(?:\.\d+)?)x\b(?=[^.\n]{0,60}"
-        r"(?:gRPC C\+\+|grpcpp|h2load|nghttpd))")),
+        r"(?:gRPC C\+\+|grpcpp|h2load|nghttpd|HAProxy|nginx))")),
     ("qps", re.compile(
         r"(?<![\w.,])(\d[\d,]*(?:\.\d+)?)(k?) (?:calls|QPS|req|ops)(?:/s| per "
         r"second)\b")),

@@ -14,6 +14,8 @@ A generated block is the text between a marker line and `<!-- /perfdoc -->`:
       the README's short table of one main-job run
   <!-- perfdoc wan wan_uncapped.json -->
       benchmark/wan_bench.py's table of a wide-area run
+  <!-- perfdoc proxy proxy.json -->
+      benchmark/proxy_bench.py's table: h2rpc_proxy, HAProxy and nginx
   <!-- perfdoc h2load h2load_1.json h2load_2.json h2load_3.json -->
       the raw HTTP/2 reference (benchmark/results/record.sh's h2load
       topic), with h2rpc→h2rpc unary QPS from unary_*.json beside it
