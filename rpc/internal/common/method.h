@@ -187,22 +187,28 @@ class CallbackStreamMethod final : public TypedMethod<Request, Response> {
   Create create_;
 };
 
-// A generic service's handlers: every call a bidi stream of ByteBuffers.
-class SyncGenericMethod final : public Method {
+// A generic service's handlers: every call a bidi stream of ByteBuffers, so
+// the server never asks them for a message.
+class GenericMethod : public Method {
+ public:
+  explicit GenericMethod(bool sync)
+      : Method(MethodKind::kBidiStreaming, sync) {}
+  google::protobuf::MessageLite* NewRequest(
+      google::protobuf::Arena*) const final {
+    return nullptr;
+  }
+  google::protobuf::MessageLite* NewResponse(
+      google::protobuf::Arena*) const final {
+    return nullptr;
+  }
+};
+
+class SyncGenericMethod final : public GenericMethod {
  public:
   using Handler =
       std::function<Status(ServerContext*, GenericServerReaderWriter*)>;
   explicit SyncGenericMethod(Handler handler)
-      : Method(MethodKind::kBidiStreaming, /*sync=*/true),
-        handler_(std::move(handler)) {}
-  google::protobuf::MessageLite* NewRequest(
-      google::protobuf::Arena*) const override {
-    return nullptr;  // bidi: never asked
-  }
-  google::protobuf::MessageLite* NewResponse(
-      google::protobuf::Arena*) const override {
-    return nullptr;
-  }
+      : GenericMethod(/*sync=*/true), handler_(std::move(handler)) {}
   Status RunSyncStream(ServerContext* context, BlockingServerStream* stream,
                        const google::protobuf::MessageLite*,
                        google::protobuf::MessageLite*) const override {
@@ -214,20 +220,11 @@ class SyncGenericMethod final : public Method {
   Handler handler_;
 };
 
-class CallbackGenericMethod final : public Method {
+class CallbackGenericMethod final : public GenericMethod {
  public:
   using Factory = std::function<GenericServerBidiReactor*(ServerContext*)>;
   explicit CallbackGenericMethod(Factory factory)
-      : Method(MethodKind::kBidiStreaming, /*sync=*/false),
-        factory_(std::move(factory)) {}
-  google::protobuf::MessageLite* NewRequest(
-      google::protobuf::Arena*) const override {
-    return nullptr;  // bidi: never asked
-  }
-  google::protobuf::MessageLite* NewResponse(
-      google::protobuf::Arena*) const override {
-    return nullptr;
-  }
+      : GenericMethod(/*sync=*/false), factory_(std::move(factory)) {}
   ServerStreamReactor* CreateReactor(
       ServerContext* context, const google::protobuf::MessageLite*,
       google::protobuf::MessageLite*) const override {
