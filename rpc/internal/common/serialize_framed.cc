@@ -9,6 +9,26 @@
 #include "transport/core/message_framer.h"
 
 namespace h2rpc::internal {
+namespace {
+
+// Appends the prefix of an uncompressed message of `size` bytes and room for
+// the message to `*out`; returns where the message goes. An empty `*out` too
+// small for a large message takes its storage from
+// transport::LargeBufferCache::Global().
+char* AppendUncompressedFrame(size_t size, std::string* out) {
+  const size_t start = out->size();
+  const size_t framed_size = transport::kMessagePrefixSize + size;
+  if (start == 0 && out->capacity() < framed_size &&
+      framed_size >= transport::LargeBufferCache::kMinCapacity) {
+    transport::LargeBufferCache::Global().Take(framed_size, out);
+  }
+  out->resize(start + framed_size);
+  transport::EncodeMessagePrefix(
+      /*compressed=*/false, static_cast<uint32_t>(size), out->data() + start);
+  return out->data() + start + transport::kMessagePrefixSize;
+}
+
+}  // namespace
 
 Status SerializeFramed(const google::protobuf::MessageLite& message,
                        CompressionAlgorithm compression,
@@ -35,17 +55,8 @@ Status SerializeFramed(const google::protobuf::MessageLite& message,
     return transport::compression::AppendCompressedFramedMessage(
         serialized, compression, max_send_message_size, out);
   }
-  const size_t start = out->size();
-  const size_t framed_size = transport::kMessagePrefixSize + size;
-  if (start == 0 && out->capacity() < framed_size &&
-      framed_size >= transport::LargeBufferCache::kMinCapacity) {
-    transport::LargeBufferCache::Global().Take(framed_size, out);
-  }
-  out->resize(start + framed_size);
-  transport::EncodeMessagePrefix(
-      /*compressed=*/false, static_cast<uint32_t>(size), out->data() + start);
-  message.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(
-      out->data() + start + transport::kMessagePrefixSize));
+  message.SerializeWithCachedSizesToArray(
+      reinterpret_cast<uint8_t*>(AppendUncompressedFrame(size, out)));
   return status;
 }
 
@@ -65,19 +76,8 @@ Status AppendFramed(absl::string_view serialized,
     return transport::compression::AppendCompressedFramedMessage(
         serialized, compression, max_send_message_size, out);
   }
-  const size_t start = out->size();
-  const size_t framed_size = transport::kMessagePrefixSize + size;
-  if (start == 0 && out->capacity() < framed_size &&
-      framed_size >= transport::LargeBufferCache::kMinCapacity) {
-    transport::LargeBufferCache::Global().Take(framed_size, out);
-  }
-  out->resize(start + framed_size);
-  transport::EncodeMessagePrefix(
-      /*compressed=*/false, static_cast<uint32_t>(size), out->data() + start);
-  if (size > 0) {
-    std::memcpy(out->data() + start + transport::kMessagePrefixSize,
-                serialized.data(), size);
-  }
+  char* body = AppendUncompressedFrame(size, out);
+  if (size > 0) std::memcpy(body, serialized.data(), size);
   return status;
 }
 

@@ -139,6 +139,19 @@ TEST_P(SerializeFramedTest, FramesAByteBufferAsAMessageOfItsBytes) {
   ASSERT_TRUE(SerializeFramed(&message, GetParam(), 100, &from_message).ok());
   EXPECT_EQ(out, from_message);
 
+  // An empty message is a frame too (a prefix of length 0).
+  const ByteBuffer empty;
+  std::string empty_out = kBefore;
+  ASSERT_TRUE(SerializeFramed(&empty, GetParam(), 100, &empty_out).ok());
+  std::string empty_message_out = kBefore;
+  SizedMessage empty_message(0);
+  ASSERT_TRUE(
+      SerializeFramed(&empty_message, GetParam(), 100, &empty_message_out)
+          .ok());
+  EXPECT_EQ(empty_out, empty_message_out);
+  EXPECT_GE(empty_out.size(),
+            sizeof(kBefore) - 1 + transport::kMessagePrefixSize);
+
   std::string untouched = kBefore;
   const Status status = SerializeFramed(&buffer, GetParam(), 99, &untouched);
   EXPECT_EQ(status.code(), StatusCode::kResourceExhausted);
