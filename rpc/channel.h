@@ -25,12 +25,16 @@
 
 namespace h2rpc {
 
+class Channel;
+
+namespace transport::io {
+class EventLoop;
+}  // namespace transport::io
 namespace internal {
 class ChannelCore;
 class ChannelCoreAccess;
+transport::io::EventLoop& ChannelLoop(Channel& channel);
 }  // namespace internal
-
-class Channel;
 
 // Makes a channel to `target`, in gRPC's naming syntax (gRPC's naming.md):
 //   "host:port", "dns:///host:port", "dns:host:port": the host name's
@@ -192,6 +196,7 @@ class Channel final {
 
  private:
   friend class internal::ChannelCoreAccess;  // tests
+  friend transport::io::EventLoop& internal::ChannelLoop(Channel& channel);
   friend std::shared_ptr<Channel> CreateChannel(
       absl::string_view target, std::shared_ptr<ChannelCredentials> credentials,
       const ChannelOptions& options);

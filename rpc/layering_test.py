@@ -27,7 +27,8 @@ NOT_LIBRARY = re.compile(r"(_test\.cc|_benchmark\.cc|fake_lb_helper\.h)$|"
                          r"^rpc/interceptors/|"
                          r"^rpc/(health_check|reflection)_service")
 FACADE_FILES = {"rpc/channel.h", "rpc/channel.cc", "rpc/server.h",
-                "rpc/server.cc", "rpc/internal/channel_core_access.h"}
+                "rpc/server.cc", "rpc/internal/channel_core_access.h",
+                "rpc/internal/loop_sharing.h", "rpc/internal/loop_sharing.cc"}
 # //rpc:value_types's headers.
 VALUE_FILES = {"rpc/compression.h", "rpc/connection_options.h",
                "rpc/connectivity_state.h", "rpc/metadata.h",

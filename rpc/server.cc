@@ -116,7 +116,7 @@ std::unique_ptr<Server> Server::Builder::BuildAndStart(Status* status) {
                                interceptors_.begin(), interceptors_.end());
   std::unique_ptr<internal::ServerCore> core = internal::ServerCore::Start(
       std::move(options_), ports_, std::move(methods_),
-      std::move(generic_method_), status);
+      std::move(generic_method_), loops_, status);
   if (core == nullptr) return nullptr;
   return std::unique_ptr<Server>(
       new Server(std::move(core), std::move(shutdown_callbacks_)));

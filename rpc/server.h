@@ -28,7 +28,11 @@
 
 namespace h2rpc {
 
+namespace transport::io {
+class EventLoop;
+}  // namespace transport::io
 namespace internal {
+class ServerBuilderAccess;
 class ServerCore;
 }  // namespace internal
 
@@ -242,6 +246,8 @@ class Server {
     std::unique_ptr<Server> BuildAndStart(Status* status);
 
    private:
+    friend class internal::ServerBuilderAccess;
+
     template <class Request, class Response, class Handler, class Run>
     Builder& RegisterSyncStream(std::string method, internal::MethodKind kind,
                                 Handler handler, Run run) {
@@ -274,6 +280,8 @@ class Server {
     std::vector<std::shared_ptr<ServerInterceptor>> interceptors_;
     std::vector<std::function<void(const std::vector<std::string>&)>>
         service_list_callbacks_;
+    // Loops of another owner the server runs on (ServerBuilderAccess).
+    std::vector<transport::io::EventLoop*> loops_;
   };
 
   ~Server();  // Shutdown(now) and Wait().

@@ -81,7 +81,7 @@ TEST(ProxyAllocationTest, AForwardedWarmUnaryCallAddsNoMoreThanToday) {
             done(Status());
           });
   ASSERT_TRUE(backend.Start().ok());
-  Forwarder forwarder(CreateChannel(backend.target()), Forwarder::Options());
+  Forwarder forwarder({CreateChannel(backend.target())}, Forwarder::Options());
   StubServer proxy;
   proxy.builder().SetOptions(options);
   forwarder.AddTo(proxy.builder());

@@ -10,6 +10,7 @@
 #include "rpc/byte_buffer.h"
 #include "rpc/client_context.h"
 #include "rpc/client_stream.h"
+#include "rpc/internal/loop_sharing.h"
 #include "rpc/metadata.h"
 #include "rpc/server_context.h"
 #include "rpc/server_stream.h"
@@ -49,8 +50,8 @@ class ProxyCall {
                              ? std::string(context_->authority())
                              : forwarder_->options_.authority);
     child_.set_compression_algorithm(context_->client_compression_algorithm());
-    forwarder_->target_->AsyncBidiStreamingCall(&child_, context_->method(),
-                                                &up_);
+    forwarder_->LocalTarget().AsyncBidiStreamingCall(
+        &child_, context_->method(), &up_);
     up_.AddHold();  // client to target
     up_.AddHold();  // target to client
     up_.StartRead(&response_);
@@ -183,8 +184,16 @@ class ProxyCall {
   bool upstream_hold_ ABSL_GUARDED_BY(mu_) = true;
 };
 
-Forwarder::Forwarder(std::shared_ptr<Channel> target, Options options)
-    : target_(std::move(target)), options_(std::move(options)) {}
+Forwarder::Forwarder(std::vector<std::shared_ptr<Channel>> targets,
+                     Options options)
+    : targets_(std::move(targets)), options_(std::move(options)) {}
+
+Channel& Forwarder::LocalTarget() const {
+  for (const std::shared_ptr<Channel>& target : targets_) {
+    if (internal::ChannelLoop(*target).InLoopThread()) return *target;
+  }
+  return *targets_.front();  // not reached: the server runs on their loops
+}
 
 namespace {
 
@@ -206,6 +215,11 @@ class Refusal final : public GenericServerBidiReactor {
 }  // namespace
 
 void Forwarder::AddTo(Server::Builder& builder) {
+  std::vector<transport::io::EventLoop*> loops;
+  for (const std::shared_ptr<Channel>& target : targets_) {
+    loops.push_back(&internal::ChannelLoop(*target));
+  }
+  internal::ServerBuilderAccess::RunOnLoops(builder, std::move(loops));
   builder.RegisterCallbackGenericService(
       [this](ServerContext* context) -> GenericServerBidiReactor* {
         calls_started_.fetch_add(1, std::memory_order_relaxed);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "rpc/channel.h"
 #include "rpc/server.h"
@@ -26,9 +27,12 @@ struct ForwarderStats {
   int64_t bytes_to_clients = 0;
 };
 
-// Forwards every call a server receives to one channel, as a generic
-// service (Server::Builder::RegisterCallbackGenericService): each call
-// opens a generic bidi call of the same method on the channel, made from
+// Forwards every call a server receives to one target, as a generic
+// service (Server::Builder::RegisterCallbackGenericService) on the event
+// loops of the target's channels: the server gets one loop per channel, and
+// each call opens a generic bidi call of the same method on the channel of
+// the loop that serves it (so both calls run on one thread, and nothing
+// crosses threads), made from
 // the server call's context (so the client's deadline and cancellation
 // reach the target), and relays, both ways:
 //   - metadata: the client's (but user-agent, which is the channel's) to
@@ -53,12 +57,16 @@ class Forwarder {
     std::string authority;
   };
 
-  Forwarder(std::shared_ptr<Channel> target, Options options);
+  // `targets`: channels to the target, at least one; the server serves its
+  // connections on their loops.
+  Forwarder(std::vector<std::shared_ptr<Channel>> targets, Options options);
   Forwarder(const Forwarder&) = delete;
   Forwarder& operator=(const Forwarder&) = delete;
 
   // Registers the forwarding generic service on `builder` (which then may
-  // have no generic service of its own).
+  // have no generic service of its own) and makes the server run on the
+  // targets' loops (ServerOptions' num_loops, loop_cpus and busy_poll_us do
+  // not apply; ChannelOptions' loop_cpu and busy_poll_us do).
   void AddTo(Server::Builder& builder);
 
   ForwarderStats stats() const;
@@ -67,8 +75,10 @@ class Forwarder {
   friend class ProxyCall;
 
   void CallEnded(StatusCode code);
+  // The target channel on the calling loop thread.
+  Channel& LocalTarget() const;
 
-  const std::shared_ptr<Channel> target_;
+  const std::vector<std::shared_ptr<Channel>> targets_;
   const Options options_;
   std::atomic<int64_t> calls_started_{0};
   std::atomic<int64_t> calls_ended_{0};

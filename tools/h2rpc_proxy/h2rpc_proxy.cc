@@ -59,7 +59,9 @@ ABSL_FLAG(std::string, lb_policy, "pick_first",
           "round_robin.");
 ABSL_FLAG(std::string, authority, "",
           ":authority of forwarded calls (default: the client's).");
-ABSL_FLAG(int, loops, 1, "Event loop threads serving the clients.");
+ABSL_FLAG(int, loops, 1,
+          "Event loop threads; each serves clients and has its own "
+          "connections to the target.");
 ABSL_FLAG(absl::Duration, report_interval, absl::ZeroDuration(),
           "How often to print what was forwarded (0: only at exit).");
 ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(5),
@@ -164,13 +166,14 @@ int Run() {
 
   Forwarder::Options forwarder_options;
   forwarder_options.authority = absl::GetFlag(FLAGS_authority);
-  Forwarder forwarder(
-      CreateChannel(target, channel_credentials, channel_options),
-      forwarder_options);
-  ServerOptions server_options;
-  server_options.num_loops = absl::GetFlag(FLAGS_loops);
+  // One channel per loop: the server runs on the channels' loops.
+  std::vector<std::shared_ptr<Channel>> targets;
+  for (int i = 0; i < absl::GetFlag(FLAGS_loops); ++i) {
+    targets.push_back(
+        CreateChannel(target, channel_credentials, channel_options));
+  }
+  Forwarder forwarder(std::move(targets), forwarder_options);
   Server::Builder builder;
-  builder.SetOptions(server_options);
   std::vector<int> ports(listen.size(), 0);
   for (size_t i = 0; i < listen.size(); ++i) {
     builder.AddListeningPort(listen[i], server_credentials, &ports[i]);

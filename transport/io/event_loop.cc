@@ -101,6 +101,11 @@ EventLoop::~EventLoop() {
     posted_head_ = posted_tail_ = nullptr;
     has_posted_.store(false);
   }
+  if (own_posted_.tail != nullptr) {
+    own_posted_.tail->next_ = task;
+    task = own_posted_.head;
+    own_posted_ = TaskList();
+  }
   while (task != nullptr) {
     Task* next = task->next_;
     task->next_ = nullptr;
@@ -172,9 +177,22 @@ void EventLoop::CheckInLoopThread() const {
 
 void EventLoop::Post(Task* task) {
   if (task->queued_.exchange(true, std::memory_order_acq_rel)) return;
+  task->next_ = nullptr;
+  // The loop thread's own tasks, while no other thread's waits, go to its
+  // own queue: no lock, no wake-up. Each of them was posted before every
+  // task in the shared queue (a task another thread posted before is seen
+  // here), so running them first keeps the posting order.
+  if (InLoopThread() && !has_posted_.load(std::memory_order_acquire)) {
+    if (own_posted_.tail != nullptr) {
+      own_posted_.tail->next_ = task;
+    } else {
+      own_posted_.head = task;
+    }
+    own_posted_.tail = task;
+    return;
+  }
   {
     MutexLock lock(&mu_);
-    task->next_ = nullptr;
     if (posted_tail_ != nullptr) {
       posted_tail_->next_ = task;
     } else {
@@ -343,7 +361,8 @@ void EventLoop::Run(std::string name, int cpu, StartSignal* started) {
     do {
       RunIteration();
     } while (!stop_requested_.load());
-    while (has_posted_.load() || end_lists_[end_add_].head != nullptr) {
+    while (has_posted_.load() || own_posted_.head != nullptr ||
+           end_lists_[end_add_].head != nullptr) {
       RunPostedTasks();
       RunEndOfIterationTasks();
     }
@@ -352,7 +371,7 @@ void EventLoop::Run(std::string name, int cpu, StartSignal* started) {
 }
 
 int EventLoop::ComputeTimeoutMs() const {
-  if (end_lists_[end_add_].head != nullptr ||
+  if (end_lists_[end_add_].head != nullptr || own_posted_.head != nullptr ||
       has_posted_.load(std::memory_order_relaxed) ||
       stop_requested_.load(std::memory_order_relaxed)) {
     return 0;
@@ -454,13 +473,22 @@ void EventLoop::RunExpiredTimers() {
 }
 
 void EventLoop::RunPostedTasks() {
-  if (!has_posted_.load(std::memory_order_acquire)) return;
-  Task* task;
-  {
-    MutexLock lock(&mu_);
-    task = posted_head_;
-    posted_head_ = posted_tail_ = nullptr;
-    has_posted_.store(false, std::memory_order_relaxed);
+  Task* task = own_posted_.head;
+  Task* const own_tail = own_posted_.tail;
+  own_posted_ = TaskList();
+  if (has_posted_.load(std::memory_order_acquire)) {
+    Task* shared;
+    {
+      MutexLock lock(&mu_);
+      shared = posted_head_;
+      posted_head_ = posted_tail_ = nullptr;
+      has_posted_.store(false, std::memory_order_relaxed);
+    }
+    if (own_tail != nullptr) {
+      own_tail->next_ = shared;
+    } else {
+      task = shared;
+    }
   }
   while (task != nullptr) {
     Task* next = task->next_;

@@ -130,7 +130,8 @@ class ABSL_LOCKABLE EventLoop final : public Scheduler {
   // Queues `task` to run on the loop thread; wakes the loop (one eventfd
   // write, skipped when the loop is known to be awake or a wake-up is
   // already on its way). Never allocates. A task already queued is not
-  // queued twice.
+  // queued twice. On the loop thread itself, it takes no lock and makes no
+  // wake-up while no other thread's task is queued.
   void Post(Task* task);
   // Convenience for cold paths; allocates.
   void Post(absl::AnyInvocable<void()> fn);
@@ -234,6 +235,8 @@ class ABSL_LOCKABLE EventLoop final : public Scheduler {
   // list runs, new requests go to the other one (the next iteration).
   TaskList end_lists_[2];
   int end_add_ = 0;
+  // Tasks the loop thread posted while the shared queue was empty (Post()).
+  TaskList own_posted_;
   bool yield_requested_ = false;               // loop thread
   std::unique_ptr<char[]> large_read_buffer_;  // loop thread
 

@@ -278,6 +278,34 @@ TEST(EventLoopTest, PostedTasksRunInPostingOrderOnTheLoopThread) {
   EXPECT_FALSE(loop.InLoopThread());
 }
 
+// The loop thread's own posts skip the shared queue only while it is empty;
+// posting order holds across both queues, in either interleaving.
+TEST(EventLoopTest, LoopThreadAndOtherThreadPostsKeepPostingOrder) {
+  EventLoop loop;
+  ASSERT_TRUE(loop.Start("order").ok());
+  std::vector<int> order;  // loop thread
+  Latch all_ran;
+  FunctionTask own_first([&] { order.push_back(1); });
+  FunctionTask other([&] { order.push_back(2); });
+  FunctionTask own_after_other([&] { order.push_back(3); });
+  FunctionTask other_after_own([&] { order.push_back(4); });
+  FunctionTask own_last([&] {
+    order.push_back(5);
+    all_ran.Notify();
+  });
+  RunOnLoop(loop, [&] {
+    loop.Post(&own_first);
+    // Each post from another thread happens after the loop's posts before
+    // it and before the loop's posts after it.
+    std::thread([&] { loop.Post(&other); }).join();
+    loop.Post(&own_after_other);
+    std::thread([&] { loop.Post(&other_after_own); }).join();
+    loop.Post(&own_last);
+  });
+  ASSERT_TRUE(all_ran.Wait());
+  RunOnLoop(loop, [&] { EXPECT_THAT(order, ElementsAre(1, 2, 3, 4, 5)); });
+}
+
 struct Firing {
   int id;
   MonotonicTime deadline;

@@ -160,7 +160,8 @@ std::vector<ServerInterceptor*> InterceptorsOf(const ServerOptions& options) {
 
 std::unique_ptr<ServerCore> ServerCore::Start(
     ServerOptions options, const std::vector<ListeningPort>& ports,
-    MethodMap methods, std::unique_ptr<Method> generic_method, Status* status) {
+    MethodMap methods, std::unique_ptr<Method> generic_method,
+    const std::vector<transport::io::EventLoop*>& loops, Status* status) {
   *status = CheckOptions(options);
   if (!status->ok()) return nullptr;
   for (const ListeningPort& port : ports) {
@@ -199,8 +200,9 @@ std::unique_ptr<ServerCore> ServerCore::Start(
     if (selected_port != nullptr) *selected_port = is_unix ? 0 : bound.port();
     sockets.push_back(std::move(socket));
   }
-  std::unique_ptr<ServerCore> core(new ServerCore(
-      std::move(options), std::move(methods), std::move(generic_method)));
+  std::unique_ptr<ServerCore> core(
+      new ServerCore(std::move(options), std::move(methods),
+                     std::move(generic_method), loops));
   for (const auto& loop : core->loops_) {
     if (!loop->start_status().ok()) {
       *status = loop->start_status();
@@ -235,7 +237,8 @@ int SyncThreadsPerConnection(const ServerOptions& options) {
 }  // namespace
 
 ServerCore::ServerCore(ServerOptions options, MethodMap methods,
-                       std::unique_ptr<Method> generic_method)
+                       std::unique_ptr<Method> generic_method,
+                       const std::vector<transport::io::EventLoop*>& loops)
     : options_(std::move(options)),
       transport_options_(ToServerTransportOptions(options_)),
       settings_{options_.default_compression,
@@ -249,7 +252,12 @@ ServerCore::ServerCore(ServerOptions options, MethodMap methods,
   }
   const int cores =
       std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  const int num_loops = options_.num_loops > 0 ? options_.num_loops : cores;
+  for (transport::io::EventLoop* loop : loops) {
+    loops_.push_back(std::make_unique<ServerLoop>(this, loop));
+  }
+  const int num_loops = !loops.empty()           ? 0
+                        : options_.num_loops > 0 ? options_.num_loops
+                                                 : cores;
   for (int i = 0; i < num_loops; ++i) {
     const int cpu = i < static_cast<int>(options_.loop_cpus.size())
                         ? options_.loop_cpus[i]

@@ -47,12 +47,15 @@ class ServerCore final : public ServerCallHost,
   // Checks `options`, binds `ports` (as Server::Builder::AddListeningPort
   // takes them, and where to write the port picked for port 0), starts the
   // loops and the listeners. `generic_method` (may be null) serves the
-  // calls no method of `methods` claims. Returns null and sets `*status`
-  // as Server::Builder::BuildAndStart says.
+  // calls no method of `methods` claims. Non-empty `loops` (started and
+  // run by their owner until the server has shut down) are the server's
+  // loops, in place of its own (ServerOptions::num_loops, loop_cpus and
+  // busy_poll_us then do not apply). Returns null and sets `*status` as
+  // Server::Builder::BuildAndStart says.
   static std::unique_ptr<ServerCore> Start(
       ServerOptions options, const std::vector<ListeningPort>& ports,
       MethodMap methods, std::unique_ptr<Method> generic_method,
-      Status* status);
+      const std::vector<transport::io::EventLoop*>& loops, Status* status);
   // Shutdown(now) and Wait().
   ~ServerCore();
   ServerCore(const ServerCore&) = delete;
@@ -93,7 +96,8 @@ class ServerCore final : public ServerCallHost,
 
  private:
   ServerCore(ServerOptions options, MethodMap methods,
-             std::unique_ptr<Method> generic_method);
+             std::unique_ptr<Method> generic_method,
+             const std::vector<transport::io::EventLoop*>& loops);
 
   // Shutdown: waits up to `timeout` (steady clock) for every connection to
   // close and every call to end; true if they have.

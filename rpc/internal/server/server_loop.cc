@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/mutex.h"
 #include "rpc/internal/server/unary_server_call.h"
 #include "transport/tls/tls_session.h"
 
@@ -16,16 +17,47 @@ using transport::http2::ServerSession;
 using transport::http2::ServerStream;
 
 ServerLoop::ServerLoop(Host* server, int cpu, absl::Duration busy_poll)
-    : server_(server) {
+    : server_(server),
+      own_loop_(std::make_unique<transport::io::EventLoop>()),
+      loop_(*own_loop_) {
   // Before any connection exists, so before the quota is shared.
   server->memory_quota().AddListener(this);
   loop_.set_busy_poll(busy_poll);
   start_status_ = loop_.Start("h2rpc-server", cpu);
 }
 
+ServerLoop::ServerLoop(Host* server, transport::io::EventLoop* loop)
+    : server_(server), loop_(*loop) {
+  server->memory_quota().AddListener(this);
+}
+
 ServerLoop::~ServerLoop() {
-  loop_.Stop();
+  if (own_loop_ != nullptr) {
+    loop_.Stop();
+    loop_.AssertInLoopThread();  // the thread has exited
+    ReleaseLoop();
+    return;
+  }
+  // Tasks run in posting order: every task of this server queued before
+  // runs before this one.
+  Mutex mu;
+  CondVar cv;
+  bool released = false;
+  loop_.Post([&] {
+    loop_.AssertInLoopThread();
+    ReleaseLoop();
+    MutexLock lock(&mu);
+    released = true;
+    cv.Signal();
+  });
+  MutexLock lock(&mu);
+  while (!released) cv.Wait(&mu);
+}
+
+void ServerLoop::ReleaseLoop() {
+  loop_.CancelEndOfIteration(&wake_workers_task_);
   for (UnaryServerCall* call : free_calls_) delete call;
+  free_calls_.clear();
 }
 
 void ServerLoop::Adopt(transport::io::FileDescriptor socket, std::string peer,

@@ -56,6 +56,13 @@ class ServerLoop final : public ServerCallLoop,
   // `server` must outlive the loop. Starts the loop thread, pinned to `cpu`
   // unless it is -1, busy-polling for `busy_poll` (EventLoop::set_busy_poll).
   ServerLoop(Host* server, int cpu, absl::Duration busy_poll);
+  // Serves on `loop`, which another owner started and runs until this
+  // ServerLoop is destroyed (which must not happen on `loop`'s thread).
+  ServerLoop(Host* server, transport::io::EventLoop* loop);
+  // With its own loop: stops it. On a borrowed loop: lets the loop run
+  // every task queued so far, and forgets the loop (a task of the server
+  // still queued for the end of its iteration is withdrawn); the server's
+  // connections must be gone.
   ~ServerLoop();
 
   transport::io::EventLoop& loop() override ABSL_LOCK_RETURNED(loop_) {
@@ -115,8 +122,13 @@ class ServerLoop final : public ServerCallLoop,
   // SubmitToWorkers() once the connection's share leaves room for the task.
   Status SubmitToPool(WorkerTask* task) ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
 
+  // Frees the pooled calls; on the loop thread, or once no thread runs it.
+  void ReleaseLoop() ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
+
   Host* const server_;
-  transport::io::EventLoop loop_;
+  // Null when the loop is borrowed.
+  const std::unique_ptr<transport::io::EventLoop> own_loop_;
+  transport::io::EventLoop& loop_;
   std::vector<std::unique_ptr<
       transport::io::SocketConnection<transport::http2::ServerSession>>>
       connections_ ABSL_GUARDED_BY(loop_);

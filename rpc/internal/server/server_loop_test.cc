@@ -153,7 +153,7 @@ std::unique_ptr<ServerCore> StartCore(int num_loops, int min_threads,
   options.max_sync_threads_per_connection = max_threads_per_connection;
   Status status;
   std::unique_ptr<ServerCore> core = ServerCore::Start(
-      std::move(options), {}, ServerCore::MethodMap(), nullptr, &status);
+      std::move(options), {}, ServerCore::MethodMap(), nullptr, {}, &status);
   EXPECT_TRUE(status.ok()) << status.ToString();
   if (core != nullptr) no_server.store(false);
   return core;
