@@ -1,12 +1,12 @@
 #include "tools/h2rpc_proxy/forwarder.h"
 
 #include <atomic>
+#include <memory>
+#include <optional>
 #include <utility>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "base/mutex.h"
 #include "rpc/byte_buffer.h"
 #include "rpc/client_context.h"
 #include "rpc/client_stream.h"
@@ -17,47 +17,49 @@
 
 namespace h2rpc::proxy {
 
-// One forwarded call: the server's call (downstream, events on its server
-// loop) and the channel's (upstream, events on the channel's loop), joined
-// message by message. Deleted once both have ended (OnDone).
+// One forwarded call: the server's call (downstream) and the channel's
+// (upstream), both on the loop thread that serves the client's connection
+// (the channel is that loop's), joined message by message. Pooled per loop:
+// once both have ended (OnDone), the call goes back to its loop's idle
+// list, its buffers keeping their capacity.
 //
 // Each direction has one message in flight: client to target, a read
 // downstream, then a write upstream, then the next read; target to client
-// the mirror. Upstream operations started from downstream events run on
-// another thread than the upstream call's own events, so the upstream call
-// carries two holds (ClientStreamReactor::AddHold), one per direction,
-// removed once that direction starts no more: it cannot end (and be freed)
-// under such an operation. The server's call ends only with Finish, which
-// runs from the upstream's OnDone, after every operation the upstream's
-// events started on it.
+// the mirror. The upstream call carries two holds
+// (ClientStreamReactor::AddHold), one per direction, removed once that
+// direction starts no more upstream operations from downstream events. The
+// server's call ends only with Finish, which runs from the upstream's
+// OnDone, after every operation the upstream's events started on it.
 class ProxyCall {
  public:
-  ProxyCall(Forwarder* forwarder, ServerContext* context)
-      : forwarder_(forwarder),
-        context_(context),
-        child_(*context),
-        down_(this),
-        up_(this) {}
+  explicit ProxyCall(Forwarder::Loop* loop) : loop_(loop), up_(this) {}
 
-  // Loop thread of the server call, inside the generic service's factory.
-  GenericServerBidiReactor* Start() {
-    for (const Metadata::Entry entry : context_->client_metadata()) {
+  // The loop's thread, inside the generic service's factory.
+  GenericServerBidiReactor* Start(Forwarder* forwarder,
+                                  ServerContext* context) {
+    forwarder_ = forwarder;
+    context_ = context;
+    refs_ = 2;
+    upstream_hold_ = true;
+    ClientContext& child = child_.emplace(*context);
+    for (const Metadata::Entry entry : context->client_metadata()) {
       if (!IsReservedMetadataKey(entry.key)) {
-        child_.AddMetadata(entry.key, entry.value);
+        child.AddMetadata(entry.key, entry.value);
       }
     }
-    child_.set_authority(forwarder_->options_.authority.empty()
-                             ? std::string(context_->authority())
-                             : forwarder_->options_.authority);
-    child_.set_compression_algorithm(context_->client_compression_algorithm());
-    forwarder_->LocalTarget().AsyncBidiStreamingCall(
-        &child_, context_->method(), &up_);
+    child.set_authority(forwarder->options_.authority.empty()
+                            ? std::string(context->authority())
+                            : forwarder->options_.authority);
+    child.set_compression_algorithm(context->client_compression_algorithm());
+    loop_->target->AsyncBidiStreamingCall(&child, context->method(), &up_);
     up_.AddHold();  // client to target
     up_.AddHold();  // target to client
     up_.StartRead(&response_);
     up_.StartCall();
-    down_.StartRead(&request_);
-    return &down_;
+    // Bound to the server's call as it is made (it is, in the factory).
+    Downstream& down = down_.emplace(this);
+    down.StartRead(&request_);
+    return &down;
   }
 
  private:
@@ -87,10 +89,9 @@ class ProxyCall {
     ProxyCall* const call_;
   };
 
-  // Client to target. Server loop: a request message, or the client's
-  // half-close (or the call's end).
+  // Client to target: a request message, or the client's half-close (or
+  // the call's end).
   void DownReadDone(bool ok) {
-    MutexLock lock(&mu_);
     if (!upstream_hold_) return;  // the target's stream is over
     if (!ok) {
       up_.StartWritesDone();
@@ -104,38 +105,33 @@ class ProxyCall {
     if (!context_->last_message_compressed()) options.set_no_compression();
     up_.StartWrite(&request_, options);
   }
-  // Channel loop.
   void UpWriteDone(bool ok) {
     if (ok) {
-      down_.StartRead(&request_);
+      down_->StartRead(&request_);
       return;
     }
-    MutexLock lock(&mu_);
     if (upstream_hold_) EndClientToTarget();
   }
-  void EndClientToTarget() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  void EndClientToTarget() {
     upstream_hold_ = false;
     up_.RemoveHold();
   }
 
-  // Target to client. Channel loop.
+  // Target to client.
   void UpInitialMetadata(bool ok) {
     if (!ok) return;
     // The server call reads its context's initial metadata only when it
     // sends it, which StartSendInitialMetadata (below) orders after this.
-    for (const Metadata::Entry entry : child_.GetServerInitialMetadata()) {
+    for (const Metadata::Entry entry : child_->GetServerInitialMetadata()) {
       context_->AddInitialMetadata(entry.key, entry.value);
     }
-    context_->set_compression_algorithm(child_.server_compression_algorithm());
-    down_.StartSendInitialMetadata();
+    context_->set_compression_algorithm(child_->server_compression_algorithm());
+    down_->StartSendInitialMetadata();
   }
   void UpReadDone(bool ok) {
     if (!ok) {
       // The target's stream is over: nothing more goes to it either.
-      {
-        MutexLock lock(&mu_);
-        if (upstream_hold_) EndClientToTarget();
-      }
+      if (upstream_hold_) EndClientToTarget();
       up_.RemoveHold();  // target to client
       return;
     }
@@ -143,10 +139,9 @@ class ProxyCall {
     forwarder_->bytes_to_clients_.fetch_add(
         static_cast<int64_t>(response_.size()), std::memory_order_relaxed);
     WriteOptions options;
-    if (!child_.last_message_compressed()) options.set_no_compression();
-    down_.StartWrite(&response_, options);
+    if (!child_->last_message_compressed()) options.set_no_compression();
+    down_->StartWrite(&response_, options);
   }
-  // Server loop.
   void DownWriteDone(bool ok) {
     if (ok) {
       up_.StartRead(&response_);
@@ -154,45 +149,58 @@ class ProxyCall {
       up_.RemoveHold();  // the client is gone (its call cancelled the child)
     }
   }
-  // Channel loop: the target's status, relayed with its trailing metadata.
+  // The target's status, relayed with its trailing metadata.
   void UpDone(const Status& status) {
-    for (const Metadata::Entry entry : child_.GetServerTrailingMetadata()) {
+    for (const Metadata::Entry entry : child_->GetServerTrailingMetadata()) {
       context_->AddTrailingMetadata(entry.key, entry.value);
     }
     forwarder_->CallEnded(status.code());
-    down_.Finish(status);
+    down_->Finish(status);
     Unref();
   }
 
   void Unref() {
-    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+    if (--refs_ > 0) return;
+    // Its context must not outlive the server call, nor keep the
+    // buffers this call's messages used.
+    child_.reset();
+    loop_->idle.push_back(this);
   }
 
-  Forwarder* const forwarder_;
-  ServerContext* const context_;
-  ClientContext child_;
-  Downstream down_;
+  Forwarder::Loop* const loop_;
+  Forwarder* forwarder_ = nullptr;
+  ServerContext* context_ = nullptr;
+  std::optional<ClientContext> child_;
+  std::optional<Downstream> down_;
   Upstream up_;
   ByteBuffer request_;   // client to target
   ByteBuffer response_;  // target to client
   // Both OnDones.
-  std::atomic<int> refs_{2};
-  // Whether the client-to-target hold is still on the upstream call: taken
-  // by the server loop to start an upstream operation, by the channel loop
-  // to remove the hold.
-  Mutex mu_;
-  bool upstream_hold_ ABSL_GUARDED_BY(mu_) = true;
+  int refs_ = 0;
+  // Whether the client-to-target hold is still on the upstream call.
+  bool upstream_hold_ = false;
 };
 
 Forwarder::Forwarder(std::vector<std::shared_ptr<Channel>> targets,
                      Options options)
-    : targets_(std::move(targets)), options_(std::move(options)) {}
-
-Channel& Forwarder::LocalTarget() const {
-  for (const std::shared_ptr<Channel>& target : targets_) {
-    if (internal::ChannelLoop(*target).InLoopThread()) return *target;
+    : options_(std::move(options)) {
+  for (std::shared_ptr<Channel>& target : targets) {
+    loops_.push_back(std::make_unique<Loop>());
+    loops_.back()->target = std::move(target);
   }
-  return *targets_.front();  // not reached: the server runs on their loops
+}
+
+Forwarder::~Forwarder() {
+  for (const std::unique_ptr<Loop>& loop : loops_) {
+    for (ProxyCall* call : loop->idle) delete call;
+  }
+}
+
+Forwarder::Loop& Forwarder::LocalLoop() {
+  for (const std::unique_ptr<Loop>& loop : loops_) {
+    if (internal::ChannelLoop(*loop->target).InLoopThread()) return *loop;
+  }
+  return *loops_.front();  // not reached: the server runs on their loops
 }
 
 namespace {
@@ -216,8 +224,8 @@ class Refusal final : public GenericServerBidiReactor {
 
 void Forwarder::AddTo(Server::Builder& builder) {
   std::vector<transport::io::EventLoop*> loops;
-  for (const std::shared_ptr<Channel>& target : targets_) {
-    loops.push_back(&internal::ChannelLoop(*target));
+  for (const std::unique_ptr<Loop>& loop : loops_) {
+    loops.push_back(&internal::ChannelLoop(*loop->target));
   }
   internal::ServerBuilderAccess::RunOnLoops(builder, std::move(loops));
   builder.RegisterCallbackGenericService(
@@ -230,7 +238,15 @@ void Forwarder::AddTo(Server::Builder& builder) {
               absl::StrCat("the path '", context->method(),
                            "' is not of the form /package.Service/Method")));
         }
-        return (new ProxyCall(this, context))->Start();
+        Loop& loop = LocalLoop();
+        ProxyCall* call;
+        if (loop.idle.empty()) {
+          call = new ProxyCall(&loop);
+        } else {
+          call = loop.idle.back();
+          loop.idle.pop_back();
+        }
+        return call->Start(this, context);
       });
 }
 

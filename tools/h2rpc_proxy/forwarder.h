@@ -14,6 +14,8 @@
 
 namespace h2rpc::proxy {
 
+class ProxyCall;
+
 // What a Forwarder has forwarded so far.
 struct ForwarderStats {
   int64_t calls_started = 0;
@@ -60,6 +62,7 @@ class Forwarder {
   // `targets`: channels to the target, at least one; the server serves its
   // connections on their loops.
   Forwarder(std::vector<std::shared_ptr<Channel>> targets, Options options);
+  ~Forwarder();
   Forwarder(const Forwarder&) = delete;
   Forwarder& operator=(const Forwarder&) = delete;
 
@@ -74,12 +77,19 @@ class Forwarder {
  private:
   friend class ProxyCall;
 
-  void CallEnded(StatusCode code);
-  // The target channel on the calling loop thread.
-  Channel& LocalTarget() const;
+  // A target channel and the idle calls of its loop (touched only on the
+  // loop's thread).
+  struct Loop {
+    std::shared_ptr<Channel> target;
+    std::vector<ProxyCall*> idle;
+  };
 
-  const std::vector<std::shared_ptr<Channel>> targets_;
+  void CallEnded(StatusCode code);
+  // The Loop of the calling loop thread.
+  Loop& LocalLoop();
+
   const Options options_;
+  std::vector<std::unique_ptr<Loop>> loops_;
   std::atomic<int64_t> calls_started_{0};
   std::atomic<int64_t> calls_ended_{0};
   std::array<std::atomic<int64_t>, 17> calls_ended_by_code_{};

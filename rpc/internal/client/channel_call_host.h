@@ -17,6 +17,7 @@
 namespace h2rpc::internal {
 
 class ChannelCall;
+class ClientStreamCall;
 class UnaryClientCall;
 
 // What every call on a channel needs from it to set itself up, fixed when
@@ -84,8 +85,10 @@ class ChannelCallHost {
   // retry_buffer_size.
   [[nodiscard]] virtual bool ChargeRetryBuffer(size_t bytes) = 0;
   virtual void ReleaseRetryBuffer(size_t bytes) = 0;
-  // Any thread: a unary call is over; back to the channel's pool.
+  // Any thread: a unary or streaming call is over; back to the channel's
+  // pool.
   virtual void ReturnCall(UnaryClientCall* call) = 0;
+  virtual void ReturnCall(ClientStreamCall* call) = 0;
 
  protected:
   ~ChannelCallHost() = default;

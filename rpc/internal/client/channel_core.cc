@@ -199,6 +199,7 @@ ChannelCore::~ChannelCore() {
   loop_.Stop();
   MutexLock lock(&pool_mu_);
   for (UnaryClientCall* call : free_calls_) delete call;
+  for (ClientStreamCall* call : free_stream_calls_) delete call;
 }
 
 void ChannelCore::Destroy(std::unique_ptr<ChannelCore> core) {
@@ -239,6 +240,12 @@ void ChannelCore::ReturnCall(UnaryClientCall* call) {
   call->ResetForReuse();
   MutexLock lock(&pool_mu_);
   free_calls_.push_back(call);
+}
+
+void ChannelCore::ReturnCall(ClientStreamCall* call) {
+  call->ResetForReuse();
+  MutexLock lock(&pool_mu_);
+  free_stream_calls_.push_back(call);
 }
 
 UnaryClientCall* ChannelCore::PrepareCall(
@@ -336,9 +343,17 @@ ClientStreamCall* ChannelCore::NewStreamingCall(ClientContext* context,
                                                 ConstMessageRef request,
                                                 MessageRef response,
                                                 ClientStreamReactor* reactor) {
-  auto* call = new ClientStreamCall(this, reactor);
+  ClientStreamCall* call = nullptr;
+  {
+    MutexLock lock(&pool_mu_);
+    if (!free_stream_calls_.empty()) {
+      call = free_stream_calls_.back();
+      free_stream_calls_.pop_back();
+    }
+  }
+  if (call == nullptr) call = new ClientStreamCall(this);
   ClientReactorAccess::Bind(reactor, call);
-  call->Prepare(context, method, request, response);
+  call->Prepare(reactor, context, method, request, response);
   return call;
 }
 

@@ -136,6 +136,7 @@ class ChannelCore final : public ChannelCallHost,
   [[nodiscard]] bool ChargeRetryBuffer(size_t bytes) override;
   void ReleaseRetryBuffer(size_t bytes) override;
   void ReturnCall(UnaryClientCall* call) override;
+  void ReturnCall(ClientStreamCall* call) override;
 
   // The Channel's calls (see there for their contracts).
   Status UnaryCall(ClientContext* context, absl::string_view method,
@@ -329,9 +330,10 @@ class ChannelCore final : public ChannelCallHost,
   mutable Mutex keepalive_mu_;
   absl::Duration keepalive_time_ ABSL_GUARDED_BY(keepalive_mu_);
 
-  // Idle unary calls, taken and returned from any thread.
+  // Idle calls, taken and returned from any thread.
   Mutex pool_mu_;
   std::vector<UnaryClientCall*> free_calls_ ABSL_GUARDED_BY(pool_mu_);
+  std::vector<ClientStreamCall*> free_stream_calls_ ABSL_GUARDED_BY(pool_mu_);
 };
 
 }  // namespace h2rpc::internal

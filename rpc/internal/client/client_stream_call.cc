@@ -6,17 +6,16 @@
 
 namespace h2rpc::internal {
 
-ClientStreamCall::ClientStreamCall(ChannelCallHost* core,
-                                   ClientStreamReactor* reactor)
+ClientStreamCall::ClientStreamCall(ChannelCallHost* core)
     : ChannelCall(core),
       StreamOps(&core->loop(), core->call_settings().stream_write_buffer,
-                core->call_settings().max_send_message_size),
-      reactor_(reactor) {
-  stream_.observer = this;
-}
+                core->call_settings().max_send_message_size) {}
 
-void ClientStreamCall::Prepare(ClientContext* context, absl::string_view method,
+void ClientStreamCall::Prepare(ClientStreamReactor* reactor,
+                               ClientContext* context, absl::string_view method,
                                ConstMessageRef request, MessageRef response) {
+  reactor_ = reactor;
+  stream_.observer = this;
   start_error_ = core_->loop_status();
   if (start_error_.ok()) start_error_ = Describe(context, method);
   set_max_send_message_size(max_send_size_);
@@ -165,6 +164,22 @@ void ClientStreamCall::MaybeDone() {
   }
   done_posted_ = true;
   loop_->Post(&done_task_);
+}
+
+void ClientStreamCall::ResetForReuse() {
+  ResetChannelCall();
+  ResetStreamOps();
+  reactor_ = nullptr;
+  single_response_ = MessageRef();
+  got_single_response_ = false;
+  discard_requested_.store(false, std::memory_order_relaxed);
+  writes_done_started_.store(false, std::memory_order_relaxed);
+  holds_to_remove_.store(0, std::memory_order_relaxed);
+  initial_metadata_reported_ = false;
+  closed_ = false;
+  discard_unread_ = false;
+  done_posted_ = false;
+  status_ = Status();
 }
 
 void ClientStreamCall::RunDone() {

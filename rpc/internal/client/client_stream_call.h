@@ -15,22 +15,30 @@
 namespace h2rpc::internal {
 
 // One streaming call on a Channel (client, server or bidi streaming),
-// driving a ClientStreamReactor. Created when the call is bound to its
-// reactor, deleted after OnDone (and after any cancel task still queued).
+// driving a ClientStreamReactor. Pooled by the channel: taken when a call is
+// bound to its reactor, returned after OnDone (and after any cancel task
+// still queued, and the blocking wrapper's release), its stream's buffers
+// (header list, received header block, request frame, message queue)
+// keeping their capacity, so a warm streaming call allocates nothing.
 class ClientStreamCall final : public ChannelCall,
                                public ClientStreamOperations,
                                public StreamOps,
                                public transport::http2::ClientStream::Observer {
  public:
-  ClientStreamCall(ChannelCallHost* core, ClientStreamReactor* reactor);
+  explicit ClientStreamCall(ChannelCallHost* core);
 
-  // User thread. `request` (server streaming) is serialized now, sent as the
+  // User thread. The call drives `reactor` (bound to it already).
+  // `request` (server streaming) is serialized now, sent as the
   // only message and followed by the half-close; `response` (client
   // streaming) receives the single response message. A problem found here
   // (past deadline, oversized request, cancelled context) ends the call
   // with it once started.
-  void Prepare(ClientContext* context, absl::string_view method,
-               ConstMessageRef request, MessageRef response);
+  void Prepare(ClientStreamReactor* reactor, ClientContext* context,
+               absl::string_view method, ConstMessageRef request,
+               MessageRef response);
+  // The channel's pool, once the last reference is gone: the state of a
+  // new call.
+  void ResetForReuse();
   // ClientStreamOperations: any thread.
   void StartCall() override;
   void StartRead(MessageRef message) override { StreamOps::StartRead(message); }
@@ -112,7 +120,7 @@ class ClientStreamCall final : public ChannelCall,
 
   // ChannelCall.
   void FailBeforeStream(const Status& status) override { Close(status); }
-  void OnLastUnref() override { delete this; }
+  void OnLastUnref() override { core_->ReturnCall(this); }
 
   void Close(const Status& status);
   void MaybeDone();
@@ -121,7 +129,7 @@ class ClientStreamCall final : public ChannelCall,
   void RunDone();
   void RunRemoveHolds();
 
-  ClientStreamReactor* const reactor_;
+  ClientStreamReactor* reactor_ = nullptr;
   MessageRef single_response_;
   bool got_single_response_ = false;
   std::atomic<bool> discard_requested_{false};

@@ -75,6 +75,12 @@ class ReceivedMessages {
   size_t front_held_bytes() const { return Front().held_bytes; }
   // Drops the oldest message. Not empty().
   void Pop();
+  // Drops every message, keeping up to `retained_capacity` bytes of
+  // capacity.
+  void Clear(size_t retained_capacity) {
+    Drop();
+    if (bytes_.capacity() > retained_capacity) std::string().swap(bytes_);
+  }
 
   // Capacity the buffer keeps once drained. Bytes.
   static constexpr size_t kRetainedCapacity = 64 << 10;

@@ -47,6 +47,30 @@ TEST(ReceivedMessagesTest, KeepsOrderSizesFlagsAndHeldBytes) {
   EXPECT_TRUE(queue.empty());
 }
 
+TEST(ReceivedMessagesTest, ClearDropsEveryMessageAndBoundsTheCapacityKept) {
+  ReceivedMessages queue;
+  for (int i = 0; i < 3; ++i) {
+    queue.Push(std::string(1000, 'a'), /*compressed=*/false, Wire(1000));
+  }
+  queue.Push(std::string(ReceivedMessages::kOwnBufferSize, 'b'),
+             /*compressed=*/false, Wire(ReceivedMessages::kOwnBufferSize));
+  ASSERT_GE(queue.capacity_bytes(), 3000u);
+  queue.Clear(/*retained_capacity=*/4096);
+  EXPECT_TRUE(queue.empty());
+  EXPECT_LE(queue.capacity_bytes(), 4096u);
+  EXPECT_GT(queue.capacity_bytes(), std::string().capacity());
+
+  for (int i = 0; i < 10; ++i) {
+    queue.Push(std::string(1000, 'c'), /*compressed=*/false, Wire(1000));
+  }
+  queue.Clear(/*retained_capacity=*/4096);
+  EXPECT_TRUE(queue.empty());
+  EXPECT_EQ(queue.capacity_bytes(), std::string().capacity());
+  // Still a working queue.
+  queue.Push("d", /*compressed=*/false, Wire(1));
+  EXPECT_EQ(TakeFront(queue), "d");
+}
+
 TEST(ReceivedMessagesTest, AQueuedMessageCostsNoMoreThanItsWireBytes) {
   // Empty and tiny messages: each costs a 5-byte prefix on the wire and
   // flow control, and at most that in the queue (its header and bytes),

@@ -15,6 +15,23 @@ StreamOps::StreamOps(transport::io::EventLoop* loop, size_t write_buffer_size,
       write_buffer_size_(write_buffer_size),
       max_send_message_size_(max_send_message_size) {}
 
+void StreamOps::ResetStreamOps() {
+  queue_.Clear(kPooledQueueCapacity);
+  read_outstanding_.store(false, std::memory_order_relaxed);
+  write_outstanding_.store(false, std::memory_order_relaxed);
+  misuse_posted_.store(false, std::memory_order_relaxed);
+  misuse_message_.clear();
+  read_target_ = MessageRef();
+  write_message_ = ConstMessageRef();
+  write_options_ = WriteOptions();
+  read_waiting_ = false;
+  last_read_compressed_ = false;
+  reads_ended_ = false;
+  write_waiting_ = false;
+  writes_ended_ = false;
+  drained_task_posted_ = false;
+}
+
 void StreamOps::StartRead(MessageRef message) {
   if (read_outstanding_.exchange(true, std::memory_order_acq_rel)) {
     ReportOpMisuse("StartRead while a read is outstanding");
@@ -22,6 +39,13 @@ void StreamOps::StartRead(MessageRef message) {
   }
   read_target_ = message;
   BeginOp();
+  // On the loop thread with nothing to take yet, the read waits at once
+  // (RunRead's last case): the next message goes straight into it, never
+  // through the queue.
+  if (loop_->InLoopThread() && queue_.empty() && !reads_ended_) {
+    read_waiting_ = true;
+    return;
+  }
   loop_->Post(&read_task_);
 }
 

@@ -41,7 +41,9 @@ namespace h2rpc::internal {
 class StreamOps : private transport::http2::OutgoingData::DrainListener {
  public:
   // Any thread. `message` (a protobuf message or a ByteBuffer) must stay
-  // valid until ReadDone / WriteDone.
+  // valid until ReadDone / WriteDone. A read started on the loop thread
+  // while no message is queued waits at once, so the next message is parsed
+  // into it as it arrives.
   void StartRead(MessageRef message);
   void StartWrite(ConstMessageRef message, WriteOptions options);
 
@@ -129,6 +131,14 @@ class StreamOps : private transport::http2::OutgoingData::DrainListener {
   }
 
   bool has_unread_messages() const { return !queue_.empty(); }
+
+  // For a pooled call, once no operation is outstanding and its stream is
+  // gone: the state of a new call. Messages still queued (a server handler
+  // that finished without reading them) are dropped; the queue keeps up to
+  // kPooledQueueCapacity of capacity, so that idle pooled calls hold little
+  // memory however much their calls queued.
+  void ResetStreamOps();
+  static constexpr size_t kPooledQueueCapacity = 4096;
 
   transport::io::EventLoop* const loop_;
 

@@ -15,6 +15,7 @@
 
 namespace h2rpc::internal {
 
+class ServerStreamCall;
 class UnaryServerCall;
 
 // What every call needs from the server to answer, fixed when the server
@@ -57,8 +58,9 @@ class ServerCallLoop {
   // (ServerLoop::SubmitToWorkers says how).
   virtual Status SubmitToWorkers(WorkerTask* task, uint64_t connection_id,
                                  SyncTaskCount* count) = 0;
-  // Loop thread: a unary call object back to the loop's pool.
+  // Loop thread: a call object back to the loop's pool.
   virtual void ReturnCall(UnaryServerCall* call) = 0;
+  virtual void ReturnCall(ServerStreamCall* call) = 0;
 
  protected:
   ~ServerCallLoop() = default;

@@ -292,14 +292,14 @@ void ServerCore::Adopt(transport::io::FileDescriptor socket, std::string peer,
 
 Status ServerCore::Dispatch(ServerLoop* loop,
                             transport::http2::ServerStream* stream) {
+  loop->loop().AssertInLoopThread();
   const absl::string_view path = stream->method();
   auto it = methods_.find(path);
   if (it == methods_.end()) {
     if (generic_method_ != nullptr) {
       // The stream's path outlives the call (released at its end).
       generic_method_->CallStarted();
-      (new ServerStreamCall(loop, this, generic_method_.get(), path, stream))
-          ->Start();
+      loop->TakeStreamCall(this)->Begin(generic_method_.get(), path, stream);
       return Status();
     }
     const size_t slash = path.rfind('/');
@@ -318,10 +318,9 @@ Status ServerCore::Dispatch(ServerLoop* loop,
   Method* method = it->second.get();
   method->CallStarted();
   if (method->kind() == MethodKind::kUnary) {
-    loop->loop().AssertInLoopThread();
     loop->TakeCall()->Begin(this, method, it->first, stream);
   } else {
-    (new ServerStreamCall(loop, this, method, it->first, stream))->Start();
+    loop->TakeStreamCall(this)->Begin(method, it->first, stream);
   }
   return Status();
 }

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/mutex.h"
+#include "rpc/internal/server/server_stream_call.h"
 #include "rpc/internal/server/unary_server_call.h"
 #include "transport/tls/tls_session.h"
 
@@ -58,6 +59,8 @@ void ServerLoop::ReleaseLoop() {
   loop_.CancelEndOfIteration(&wake_workers_task_);
   for (UnaryServerCall* call : free_calls_) delete call;
   free_calls_.clear();
+  for (ServerStreamCall* call : free_stream_calls_) delete call;
+  free_stream_calls_.clear();
 }
 
 void ServerLoop::Adopt(transport::io::FileDescriptor socket, std::string peer,
@@ -108,6 +111,17 @@ UnaryServerCall* ServerLoop::TakeCall() {
 
 void ServerLoop::ReturnCall(UnaryServerCall* call) {
   free_calls_.push_back(call);
+}
+
+ServerStreamCall* ServerLoop::TakeStreamCall(ServerCallHost* server) {
+  if (free_stream_calls_.empty()) return new ServerStreamCall(this, server);
+  ServerStreamCall* call = free_stream_calls_.back();
+  free_stream_calls_.pop_back();
+  return call;
+}
+
+void ServerLoop::ReturnCall(ServerStreamCall* call) {
+  free_stream_calls_.push_back(call);
 }
 
 Status ServerLoop::Dispatch(ServerStream* stream) {

@@ -21,6 +21,7 @@
 
 namespace h2rpc::internal {
 
+class ServerStreamCall;
 class UnaryServerCall;
 
 // One of the server's event loops with the connections it serves and its
@@ -79,8 +80,14 @@ class ServerLoop final : public ServerCallLoop,
   void DrainConnections() ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
   void CloseConnections() ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
 
+  // The loop's pooled call objects.
   UnaryServerCall* TakeCall() ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
   void ReturnCall(UnaryServerCall* call) override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
+  // `server`: the call's host (the server; the same for every call).
+  ServerStreamCall* TakeStreamCall(ServerCallHost* server)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
+  void ReturnCall(ServerStreamCall* call) override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
 
   // Loop thread. Hands a synchronous handler's task, for a call on the
@@ -133,6 +140,7 @@ class ServerLoop final : public ServerCallLoop,
       transport::io::SocketConnection<transport::http2::ServerSession>>>
       connections_ ABSL_GUARDED_BY(loop_);
   std::vector<UnaryServerCall*> free_calls_ ABSL_GUARDED_BY(loop_);
+  std::vector<ServerStreamCall*> free_stream_calls_ ABSL_GUARDED_BY(loop_);
   // The open connections' counts of synchronous tasks, by connection id,
   // made at their first task. Loop thread.
   absl::flat_hash_map<uint64_t, SyncTaskCount> sync_tasks_by_connection_

@@ -12,17 +12,18 @@ constexpr char kFinishTwice[] = "Finish called twice";
 
 }  // namespace
 
-ServerStreamCall::ServerStreamCall(ServerCallLoop* loop, ServerCallHost* server,
-                                   const Method* method,
-                                   absl::string_view method_name,
-                                   transport::http2::ServerStream* stream)
+ServerStreamCall::ServerStreamCall(ServerCallLoop* loop, ServerCallHost* server)
     : StreamOps(&loop->loop(), server->call_settings().stream_write_buffer,
                 server->call_settings().max_send_message_size),
       loop_(loop),
-      server_(server),
-      method_(method),
-      method_name_(method_name),
-      stream_(stream) {
+      server_(server) {}
+
+void ServerStreamCall::Begin(const Method* method,
+                             absl::string_view method_name,
+                             transport::http2::ServerStream* stream) {
+  method_ = method;
+  method_name_ = method_name;
+  stream_ = stream;
   stream->observer = this;
   ServerContextAccess::Bind(&context_, *stream, this);
   cancel_gate_.Open();
@@ -31,9 +32,6 @@ ServerStreamCall::ServerStreamCall(ServerCallLoop* loop, ServerCallHost* server,
   } else if (method->kind() == MethodKind::kClientStreaming) {
     response_.reset(method->NewResponse(nullptr));
   }
-}
-
-void ServerStreamCall::Start() {
   // A server-streaming handler waits for its request (OnMessage).
   if (request_ == nullptr) StartHandler();
 }
@@ -224,7 +222,7 @@ void ServerStreamCall::RequestCancel() {
 void ServerStreamCall::RunCancel() {
   // Null once the call is done (the gate kept the object alive).
   if (stream_ != nullptr) stream_->ResetWithCancel();
-  if (cancel_gate_.CancelTaskDone()) Destroy();
+  if (cancel_gate_.CancelTaskDone()) Recycle();
 }
 
 void ServerStreamCall::MaybeDone() {
@@ -248,13 +246,31 @@ void ServerStreamCall::RunDone() {
   stream_ = nullptr;
   ServerContextAccess::Reset(&context_);
   stream->Release();
-  if (cancel_gate_.Close()) Destroy();
+  if (cancel_gate_.Close()) Recycle();
 }
 
-void ServerStreamCall::Destroy() {
+void ServerStreamCall::Recycle() {
   ServerCallHost* server = server_;
   const Method* method = method_;
-  delete this;
+  ResetStreamOps();
+  method_ = nullptr;
+  method_name_ = absl::string_view();
+  request_ = nullptr;
+  response_ = nullptr;
+  reactor_ = nullptr;
+  handler_started_ = false;
+  rejected_ = false;
+  finished_ = false;
+  request_bytes_ = 0;
+  final_status_ = Status();
+  done_posted_ = false;
+  finish_status_ = Status();
+  finish_called_.store(false, std::memory_order_relaxed);
+  finished_twice_.store(false, std::memory_order_relaxed);
+  metadata_outstanding_.store(false, std::memory_order_relaxed);
+  handler_status_ = Status();
+  sync_tasks_ = nullptr;
+  loop_->ReturnCall(this);
   server->CallEnded(method);  // last: Shutdown() may be waiting for it
 }
 

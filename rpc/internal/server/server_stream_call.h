@@ -24,7 +24,8 @@ namespace h2rpc::internal {
 // One streaming call on the server (client, server or bidi streaming),
 // driving the method's reactor: one the application's factory created, or
 // the BlockingServerStream of a synchronous handler running on a worker.
-// Created at dispatch; deleted after OnDone.
+// Pooled by its loop: taken at dispatch, returned after OnDone (and after
+// an accepted cancel's task), its message queue keeping its capacity.
 //
 // A server-streaming handler starts once the request message has arrived;
 // the others start at once. A synchronous handler that gets no worker thread
@@ -41,22 +42,22 @@ namespace h2rpc::internal {
 // reported and fails the call with INTERNAL instead of counting an
 // operation that would never complete; a second Finish that comes before
 // the first has taken effect (its task has run) makes that task send the
-// INTERNAL status instead of the first one. Destroy(), which deletes the
-// object and ends the server's count of the call, runs exactly once per
-// call.
+// INTERNAL status instead of the first one. Recycle(), which returns the
+// object to its loop's pool and ends the server's count of the call, runs
+// exactly once per call.
 class ServerStreamCall final : public StreamOps,
                                public ServerStreamOperations,
                                public transport::http2::ServerStream::Observer,
                                public CancellableServerCall {
  public:
-  // `method_name` (the server's copy of the path) names the call in misuse
-  // reports.
-  ServerStreamCall(ServerCallLoop* loop, ServerCallHost* server,
-                   const Method* method, absl::string_view method_name,
-                   transport::http2::ServerStream* stream);
-  // Loop thread, once constructed: starts the handler (or waits for the
-  // request of a server-streaming call).
-  void Start();
+  ServerStreamCall(ServerCallLoop* loop, ServerCallHost* server);
+
+  // Loop thread: serves `stream` with `method` (the object is new or back
+  // from its pool) and starts the handler (or waits for the request of a
+  // server-streaming call). `method_name` (the server's copy of the path)
+  // names the call in misuse reports.
+  void Begin(const Method* method, absl::string_view method_name,
+             transport::http2::ServerStream* stream);
 
   // ServerStreamOperations: any thread, until OnDone. Finish once; initial
   // metadata once at a time.
@@ -126,15 +127,16 @@ class ServerStreamCall final : public StreamOps,
   void RunCancel();
   void MaybeDone();
   void RunDone();
-  // Deletes the call; the server's count of live calls drops.
-  void Destroy();
+  // Returns the call to its loop's pool; the server's count of live calls
+  // drops.
+  void Recycle();
 
   ServerCallLoop* const loop_;
   ServerCallHost* const server_;
-  const Method* const method_;
-  const absl::string_view method_name_;
+  const Method* method_ = nullptr;
+  absl::string_view method_name_;
   // Null once RunDone() released it.
-  transport::http2::ServerStream* stream_;
+  transport::http2::ServerStream* stream_ = nullptr;
   ServerContext context_ = ServerContextAccess::Make();
   std::unique_ptr<google::protobuf::MessageLite> request_;   // server streaming
   std::unique_ptr<google::protobuf::MessageLite> response_;  // client streaming
