@@ -3,6 +3,7 @@
 #include <atomic>
 #include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -21,7 +22,7 @@ namespace h2rpc::proxy {
 // (upstream), both on the loop thread that serves the client's connection
 // (the channel is that loop's), joined message by message. Pooled per loop:
 // once both have ended (OnDone), the call goes back to its loop's idle
-// list, its buffers keeping their capacity.
+// list, its buffers keeping up to kIdleBufferCapacity each.
 //
 // Each direction has one message in flight: client to target, a read
 // downstream, then a write upstream, then the next read; target to client
@@ -161,11 +162,25 @@ class ProxyCall {
 
   void Unref() {
     if (--refs_ > 0) return;
-    // Its context must not outlive the server call, nor keep the
-    // buffers this call's messages used.
+    // The context must not outlive the server call it was made from.
     child_.reset();
+    Trim(&request_);
+    Trim(&response_);
     loop_->idle.push_back(this);
   }
+
+  // An idle call keeps a buffer's capacity only up to kIdleBufferCapacity:
+  // the pool holds as many calls as were ever in flight at once, and large
+  // messages must not stay pinned in all of them.
+  static void Trim(ByteBuffer* buffer) {
+    std::string* storage = internal::ByteBufferAccess::Storage(buffer);
+    if (storage->capacity() > kIdleBufferCapacity) {
+      std::string().swap(*storage);
+    } else {
+      storage->clear();
+    }
+  }
+  static constexpr size_t kIdleBufferCapacity = 64 << 10;
 
   Forwarder::Loop* const loop_;
   Forwarder* forwarder_ = nullptr;
