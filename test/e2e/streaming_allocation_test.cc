@@ -1,5 +1,6 @@
 // Heap allocations per message on a warm bidi stream (ping-pong: one write
-// and one read on each side), counted (not timed). Empty messages keep
+// and one read on each side), and per whole warm streaming call, counted
+// (not timed). Empty messages keep
 // protobuf's own allocations out of the figure: what is left is h2rpc's, and
 // its goal is none; so do ByteBuffers, which keep their capacity, between a
 // generic client and a generic service. Over plaintext and TLS, where OpenSSL's
@@ -129,39 +130,49 @@ class StreamingAllocationTest
   std::shared_ptr<Channel> channel_;
 };
 
-// Ping-pongs `message` on `stream` and expects no allocation per message
-// but OpenSSL's, on each side: the fewest of kWindows windows of kMessages,
-// so what every message costs shows and a one-off does not (a
-// connection-level frame queued with a message's, such as the BDP
-// estimator's PING, grows nghttp2's block pool by one block once, at a
-// moment the timing decides).
-template <class Message, class Stream>
-void PingPongCountsNothingButTlsRecords(Stream* stream, Message message,
-                                        int64_t tls_records) {
-  constexpr int kWindows = 3;
-  constexpr int kMessages = 1000;
-  auto ping_pong = [&] {
-    ASSERT_TRUE(stream->Write(message));
-    ASSERT_TRUE(stream->Read(&message));
-  };
-  for (int i = 0; i < 200; ++i) ping_pong();
+// Allocations of the client (the threads of its channel, and this thread,
+// its caller) and of the server, in total over `runs` runs of `fn` after
+// `warm_up` runs: the fewest of three windows, so what every run costs
+// shows and a one-off does not (a connection-level frame queued with a
+// message's, such as the BDP estimator's PING, grows nghttp2's block pool by
+// one block once, at a moment the timing decides).
+struct Allocations {
   int64_t client = INT64_MAX;
   int64_t server = INT64_MAX;
-  for (int window = 0; window < kWindows; ++window) {
-    // This thread is the client's caller: kOther counts for the client.
+};
+template <class Fn>
+Allocations FewestAllocations(int warm_up, int runs, Fn fn) {
+  for (int i = 0; i < warm_up; ++i) fn();
+  Allocations fewest;
+  for (int window = 0; window < 3; ++window) {
     const auto client0 = AllocationsByRole(ThreadRole::kClient);
     const auto other0 = AllocationsByRole(ThreadRole::kOther);
     const auto server0 = AllocationsByRole(ThreadRole::kServer);
-    for (int i = 0; i < kMessages; ++i) ping_pong();
+    for (int i = 0; i < runs; ++i) fn();
     const auto client1 = AllocationsByRole(ThreadRole::kClient);
     const auto other1 = AllocationsByRole(ThreadRole::kOther);
     const auto server1 = AllocationsByRole(ThreadRole::kServer);
-    client = std::min(client, client1.allocations - client0.allocations +
-                                  other1.allocations - other0.allocations);
-    server = std::min(server, server1.allocations - server0.allocations);
+    fewest.client =
+        std::min(fewest.client, client1.allocations - client0.allocations +
+                                    other1.allocations - other0.allocations);
+    fewest.server =
+        std::min(fewest.server, server1.allocations - server0.allocations);
   }
-  EXPECT_EQ(client, kMessages * tls_records);
-  EXPECT_EQ(server, kMessages * tls_records);
+  return fewest;
+}
+
+// Ping-pongs `message` on `stream` and expects no allocation per message
+// but OpenSSL's, on each side.
+template <class Message, class Stream>
+void PingPongCountsNothingButTlsRecords(Stream* stream, Message message,
+                                        int64_t tls_records) {
+  constexpr int kMessages = 1000;
+  const Allocations counted = FewestAllocations(200, kMessages, [&] {
+    ASSERT_TRUE(stream->Write(message));
+    ASSERT_TRUE(stream->Read(&message));
+  });
+  EXPECT_EQ(counted.client, kMessages * tls_records);
+  EXPECT_EQ(counted.server, kMessages * tls_records);
   ASSERT_TRUE(stream->WritesDone());
   EXPECT_TRUE(stream->Finish().ok());
 }
@@ -204,27 +215,10 @@ TEST_P(StreamingAllocationTest, AWarmCallAllocatesOnlyWhatTheApplicationMakes) {
     ASSERT_TRUE(stream->Finish().ok());
   };
   constexpr int kCalls = 200;
-  for (int i = 0; i < kCalls; ++i) call();
-  double client = 1e9;
-  double server = 1e9;
-  for (int window = 0; window < 3; ++window) {
-    const auto client0 = AllocationsByRole(ThreadRole::kClient);
-    const auto other0 = AllocationsByRole(ThreadRole::kOther);
-    const auto server0 = AllocationsByRole(ThreadRole::kServer);
-    for (int i = 0; i < kCalls; ++i) call();
-    const auto client1 = AllocationsByRole(ThreadRole::kClient);
-    const auto other1 = AllocationsByRole(ThreadRole::kOther);
-    const auto server1 = AllocationsByRole(ThreadRole::kServer);
-    client = std::min(
-        client, static_cast<double>(client1.allocations - client0.allocations +
-                                    other1.allocations - other0.allocations) /
-                    kCalls);
-    server = std::min(
-        server, static_cast<double>(server1.allocations - server0.allocations) /
-                    kCalls);
-  }
-  EXPECT_EQ(client, 1) << "the stream wrapper";
-  EXPECT_EQ(server, method() == kCallback ? 1 : 0) << "the reactor";
+  const Allocations counted = FewestAllocations(kCalls, kCalls, call);
+  EXPECT_EQ(counted.client, kCalls) << "the stream wrapper";
+  EXPECT_EQ(counted.server, method() == kCallback ? kCalls : 0)
+      << "the reactor";
 }
 
 INSTANTIATE_TEST_SUITE_P(
