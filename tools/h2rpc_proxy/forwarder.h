@@ -34,9 +34,8 @@ struct ForwarderStats {
 // loops of the target's channels: the server gets one loop per channel, and
 // each call opens a generic bidi call of the same method on the channel of
 // the loop that serves it (so both calls run on one thread, and nothing
-// crosses threads), made from
-// the server call's context (so the client's deadline and cancellation
-// reach the target), and relays, both ways:
+// crosses threads), made from the server call's context (so the client's
+// deadline and cancellation reach the target), and relays, both ways:
 //   - metadata: the client's (but user-agent, which is the channel's) to
 //     the target; the target's initial and trailing metadata and its status
 //     (message and grpc-status-details-bin included) to the client;
@@ -50,8 +49,10 @@ struct ForwarderStats {
 // its reason); a request the server's transport refuses (a malformed one)
 // never reaches the channel.
 //
-// Any thread may read stats(). The forwarder must outlive the server it
-// was added to (and the channel the calls in flight).
+// A warm forwarded call allocates nothing: the forwarder's call state is
+// pooled per loop. Any thread may read stats(). The forwarder (which holds
+// the channels, whose loops the server runs on) must outlive the server it
+// was added to.
 class Forwarder {
  public:
   struct Options {
