@@ -10,9 +10,12 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -75,6 +78,10 @@ class Backend {
             [this](ServerContext* context, const SimpleRequest& request,
                    SimpleResponse* response) {
               calls_.fetch_add(1);
+              {
+                std::lock_guard<std::mutex> lock(peers_mu_);
+                peers_.insert(context->peer());
+              }
               response->set_hostname(name_);
               response->mutable_payload()->set_body(request.payload().body());
               if (request.response_compressed().value()) {
@@ -171,6 +178,11 @@ class Backend {
 
   StubServer& server() { return server_; }
   int calls() const { return calls_.load(); }
+  // The connections unary calls came on (their peer addresses).
+  size_t unary_peers() {
+    std::lock_guard<std::mutex> lock(peers_mu_);
+    return peers_.size();
+  }
   Notification& started() { return started_; }
   Notification& saw_cancel() { return saw_cancel_; }
   absl::Time deadline() const { return deadline_; }
@@ -180,18 +192,32 @@ class Backend {
   const std::string name_;
   StubServer server_;
   std::atomic<int> calls_{0};
+  std::mutex peers_mu_;
+  std::set<std::string> peers_;
   Notification started_;
   Notification saw_cancel_;
   absl::Time deadline_;  // written before started_ is notified
   std::atomic<int> flood_written_{0};
 };
 
-// A proxy (a server with the forwarder) in front of `target`.
+// Channels to `target`, one per proxy loop.
+std::vector<std::shared_ptr<Channel>> Targets(const std::string& target,
+                                              const ChannelOptions& options,
+                                              int loops) {
+  std::vector<std::shared_ptr<Channel>> targets;
+  for (int i = 0; i < loops; ++i) {
+    targets.push_back(CreateChannel(target, options));
+  }
+  return targets;
+}
+
+// A proxy (a server with the forwarder) in front of `target`, on `loops`
+// loops.
 class Proxy {
  public:
   explicit Proxy(const std::string& target,
-                 ChannelOptions options = ChannelOptions())
-      : forwarder_({CreateChannel(target, options)}, Forwarder::Options()) {
+                 ChannelOptions options = ChannelOptions(), int loops = 1)
+      : forwarder_(Targets(target, options, loops), Forwarder::Options()) {
     forwarder_.AddTo(server_.builder());
   }
   Status Start() { return server_.Start(); }
@@ -254,6 +280,35 @@ TEST_F(ProxyTest, UnaryWithMetadataAndStatusDetails) {
                 StatusCode::kFailedPrecondition)],
             1);
   EXPECT_EQ(stats.messages_to_target, 2);
+}
+
+// Client connections are spread over the proxy's loops, and each loop
+// forwards on its own channel: two client connections, on two loops, reach
+// the backend over two connections.
+TEST(ProxyLoopsTest, EachLoopForwardsOnItsOwnChannel) {
+  Backend backend("backend");
+  ASSERT_TRUE(backend.Start().ok());
+  Proxy proxy(backend.server().target(), ChannelOptions(), /*loops=*/2);
+  ASSERT_TRUE(proxy.Start().ok());
+  // Each channel is a connection of its own; the server hands connections
+  // to its loops in turn.
+  std::shared_ptr<Channel> first = proxy.NewChannel();
+  std::shared_ptr<Channel> second = proxy.NewChannel();
+  for (int i = 0; i < 4; ++i) {
+    for (Channel* channel : {first.get(), second.get()}) {
+      SimpleRequest request;
+      request.mutable_payload()->set_body(absl::StrCat("call ", i));
+      SimpleResponse response;
+      ClientContext context;
+      const Status status =
+          channel->UnaryCall(&context, kUnary, request, &response);
+      ASSERT_TRUE(status.ok()) << status.ToString();
+      EXPECT_EQ(response.payload().body(), request.payload().body());
+    }
+  }
+  EXPECT_EQ(backend.calls(), 8);
+  EXPECT_EQ(backend.unary_peers(), 2u);
+  EXPECT_EQ(proxy.stats().calls_ended_by_code[0], 8);
 }
 
 TEST_F(ProxyTest, EveryStreamingKind) {
