@@ -28,6 +28,8 @@ SYSTEM_LIBRARIES = {
         "absl_synchronization",
         "absl_time",
     ],
+    # The Prometheus endpoint (rpc/metrics/prometheus_endpoint.h).
+    "microhttpd": ["libmicrohttpd"],
     "nghttp2": ["libnghttp2"],
     # Header-only: pkg-config checks it is installed and adds no flags.
     "nlohmann_json": ["nlohmann_json"],

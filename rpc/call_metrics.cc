@@ -1,0 +1,165 @@
+#include "rpc/call_metrics.h"
+
+#include <map>
+#include <tuple>
+#include <utility>
+
+#include "rpc/internal/call_metric_shards.h"
+
+namespace h2rpc {
+namespace {
+
+using internal::ClientMethodStats;
+using internal::ClientMetricShard;
+using internal::ClientStatusStats;
+using internal::ServerMethodStats;
+using internal::ServerMetricShard;
+using internal::ServerStatusStats;
+
+// Adds `record` to `data`, giving `data` the bounds the first time (the
+// record's, in the unit of `bounds`) and dividing its sum by `scale`.
+template <class Record, class Bounds>
+void AddTo(const Record& record, const Bounds& bounds, double scale,
+           HistogramData* data) {
+  static_assert(std::tuple_size<Bounds>::value + 1 == Record::kBuckets);
+  if (data->buckets.empty()) {
+    data->bounds.assign(bounds.begin(), bounds.end());
+    data->buckets.assign(Record::kBuckets, 0);
+  }
+  for (size_t i = 0; i < Record::kBuckets; ++i) {
+    const uint64_t n = record.bucket(i);
+    data->buckets[i] += n;
+    data->count += n;
+  }
+  data->sum += static_cast<double>(record.sum()) / scale;
+}
+
+void AddLatency(const internal::LatencyRecord& record, HistogramData* data) {
+  AddTo(record, internal::kLatencyBoundsSeconds, 1e9, data);
+}
+void AddSize(const internal::SizeRecord& record, HistogramData* data) {
+  AddTo(record, internal::kSizeBounds, 1, data);
+}
+
+using MethodKey = std::pair<std::string, std::string>;  // target, method
+using SeriesKey = std::tuple<std::string, std::string, int>;
+
+}  // namespace
+
+CallMetrics::CallMetrics(Options options) : options_(std::move(options)) {}
+
+CallMetrics::~CallMetrics() = default;
+
+internal::ClientMetricShard* CallMetrics::AcquireClientShard(
+    absl::string_view target) {
+  const bool named =
+      options_.target_filter == nullptr || options_.target_filter(target);
+  const absl::string_view recorded = named ? target : internal::kOtherMethod;
+  MutexLock lock(&mu_);
+  for (ClientEntry& entry : client_shards_) {
+    if (!entry.in_use && entry.shard->target() == recorded) {
+      entry.in_use = true;
+      return entry.shard.get();
+    }
+  }
+  client_shards_.push_back(
+      ClientEntry{std::make_unique<ClientMetricShard>(std::string(recorded),
+                                                      options_.max_methods),
+                  true});
+  return client_shards_.back().shard.get();
+}
+
+void CallMetrics::ReleaseClientShard(internal::ClientMetricShard* shard) {
+  MutexLock lock(&mu_);
+  for (ClientEntry& entry : client_shards_) {
+    if (entry.shard.get() == shard) entry.in_use = false;
+  }
+}
+
+internal::ServerMetricShard* CallMetrics::AcquireServerShard() {
+  MutexLock lock(&mu_);
+  for (ServerEntry& entry : server_shards_) {
+    if (!entry.in_use) {
+      entry.in_use = true;
+      return entry.shard.get();
+    }
+  }
+  server_shards_.push_back(ServerEntry{
+      std::make_unique<ServerMetricShard>(options_.max_methods), true});
+  return server_shards_.back().shard.get();
+}
+
+void CallMetrics::ReleaseServerShard(internal::ServerMetricShard* shard) {
+  MutexLock lock(&mu_);
+  for (ServerEntry& entry : server_shards_) {
+    if (entry.shard.get() == shard) entry.in_use = false;
+  }
+}
+
+CallMetricsSnapshot CallMetrics::Snapshot() const {
+  std::map<MethodKey, uint64_t> client_started;
+  std::map<SeriesKey, CallMetricsSnapshot::ClientSeries> client;
+  std::map<std::string, uint64_t> server_started;
+  std::map<std::pair<std::string, int>, CallMetricsSnapshot::ServerSeries>
+      server;
+  {
+    MutexLock lock(&mu_);
+    for (const ClientEntry& entry : client_shards_) {
+      const std::string& target = entry.shard->target();
+      entry.shard->methods().ForEach(
+          [&](absl::string_view method, const ClientMethodStats& stats) {
+            const uint64_t started = stats.attempts_started.Read();
+            if (started > 0) {
+              client_started[MethodKey(target, std::string(method))] += started;
+            }
+            for (int code = 0; code <= kMaxStatusCode; ++code) {
+              const ClientStatusStats* by_code = stats.by_status.Find(code);
+              if (by_code == nullptr) continue;
+              CallMetricsSnapshot::ClientSeries& series =
+                  client[SeriesKey(target, std::string(method), code)];
+              AddLatency(by_code->attempt_duration, &series.attempt_duration);
+              AddSize(by_code->attempt_sent, &series.attempt_sent);
+              AddSize(by_code->attempt_rcvd, &series.attempt_rcvd);
+              AddLatency(by_code->call_duration, &series.call_duration);
+            }
+          });
+    }
+    for (const ServerEntry& entry : server_shards_) {
+      entry.shard->methods().ForEach(
+          [&](absl::string_view method, const ServerMethodStats& stats) {
+            const uint64_t started = stats.calls_started.Read();
+            if (started > 0) server_started[std::string(method)] += started;
+            for (int code = 0; code <= kMaxStatusCode; ++code) {
+              const ServerStatusStats* by_code = stats.by_status.Find(code);
+              if (by_code == nullptr) continue;
+              CallMetricsSnapshot::ServerSeries& series =
+                  server[std::make_pair(std::string(method), code)];
+              AddLatency(by_code->call_duration, &series.call_duration);
+              AddSize(by_code->call_sent, &series.call_sent);
+              AddSize(by_code->call_rcvd, &series.call_rcvd);
+            }
+          });
+    }
+  }
+  CallMetricsSnapshot snapshot;
+  for (auto& [key, attempts] : client_started) {
+    snapshot.client_started.push_back({key.first, key.second, attempts});
+  }
+  for (auto& [key, series] : client) {
+    series.target = std::get<0>(key);
+    series.method = std::get<1>(key);
+    series.code = static_cast<StatusCode>(std::get<2>(key));
+    snapshot.client.push_back(std::move(series));
+  }
+  for (auto& [method, calls] : server_started) {
+    snapshot.server_started.push_back({method, calls});
+  }
+  for (auto& [key, series] : server) {
+    series.method = key.first;
+    series.code = static_cast<StatusCode>(key.second);
+    snapshot.server.push_back(std::move(series));
+  }
+  return snapshot;
+}
+
+}  // namespace h2rpc

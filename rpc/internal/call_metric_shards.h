@@ -1,0 +1,225 @@
+#ifndef H2RPC_RPC_INTERNAL_CALL_METRIC_SHARDS_H_
+#define H2RPC_RPC_INTERNAL_CALL_METRIC_SHARDS_H_
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/string_view.h"
+#include "base/mutex.h"
+#include "rpc/status.h"
+
+namespace h2rpc::internal {
+
+// Where CallMetrics (rpc/call_metrics.h) records: one shard per writer (a
+// channel's loop thread, a server loop's thread), merged when read. A shard
+// has exactly one writer at a time, so recording is plain loads and stores
+// of relaxed atomics: no lock, no read-modify-write instruction, no
+// allocation once a method and status have been seen. Readers (snapshots)
+// may run on any thread at any time; they see each value whole, but a
+// histogram's buckets and sum as of slightly different moments.
+
+// A count written by one thread at a time, read by any.
+class OwnedCounter {
+ public:
+  void Add(uint64_t n) {
+    value_.store(value_.load(std::memory_order_relaxed) + n,
+                 std::memory_order_relaxed);
+  }
+  uint64_t Read() const { return value_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<uint64_t> value_{0};
+};
+
+// The bucket bounds of gRPC's standard metrics (A66): a value v falls in
+// the first bucket whose bound is >= v, or in the last one (+Inf).
+inline constexpr std::array<double, 41> kLatencyBoundsSeconds = {
+    0,     0.00001, 0.00005, 0.0001, 0.0003, 0.0006, 0.0008, 0.001, 0.002,
+    0.003, 0.004,   0.005,   0.006,  0.008,  0.01,   0.013,  0.016, 0.02,
+    0.025, 0.03,    0.04,    0.05,   0.065,  0.08,   0.1,    0.13,  0.16,
+    0.2,   0.25,    0.3,     0.4,    0.5,    0.65,   0.8,    1,     2,
+    5,     10,      20,      50,     100};
+constexpr std::array<uint64_t, 41> ToNanos(
+    const std::array<double, 41>& seconds) {
+  std::array<uint64_t, 41> nanos{};
+  for (size_t i = 0; i < seconds.size(); ++i) {
+    nanos[i] = static_cast<uint64_t>(seconds[i] * 1e9 + 0.5);
+  }
+  return nanos;
+}
+inline constexpr std::array<uint64_t, 41> kLatencyBoundsNanos =
+    ToNanos(kLatencyBoundsSeconds);
+inline constexpr std::array<uint64_t, 14> kSizeBounds = {
+    0,       1024,    2048,     4096,     16384,     65536,      262144,
+    1048576, 4194304, 16777216, 67108864, 268435456, 1073741824, 4294967296};
+
+// A histogram over `kBounds` written by one thread at a time: a count per
+// bucket (kBounds.size() + 1, the last above every bound) and the sum.
+template <const auto& kBounds>
+class OwnedHistogram {
+ public:
+  static constexpr size_t kBuckets = kBounds.size() + 1;
+
+  void Record(uint64_t value) {
+    const size_t bucket =
+        std::lower_bound(kBounds.begin(), kBounds.end(), value) -
+        kBounds.begin();
+    buckets_[bucket].Add(1);
+    sum_.Add(value);
+  }
+  uint64_t bucket(size_t i) const { return buckets_[i].Read(); }
+  uint64_t sum() const { return sum_.Read(); }
+
+ private:
+  std::array<OwnedCounter, kBuckets> buckets_;
+  OwnedCounter sum_;
+};
+
+// Nanoseconds and bytes.
+using LatencyRecord = OwnedHistogram<kLatencyBoundsNanos>;
+using SizeRecord = OwnedHistogram<kSizeBounds>;
+
+// What a channel records per method and status code: its attempts and its
+// calls (an attempt's status and its call's may differ).
+struct ClientStatusStats {
+  LatencyRecord attempt_duration;
+  SizeRecord attempt_sent;
+  SizeRecord attempt_rcvd;
+  LatencyRecord call_duration;
+};
+
+// What a server records per method and status code.
+struct ServerStatusStats {
+  LatencyRecord call_duration;
+  SizeRecord call_sent;
+  SizeRecord call_rcvd;
+};
+
+// Stats per status code, each allocated the first time its code is
+// recorded.
+template <class Stats>
+class ByStatus {
+ public:
+  ByStatus() = default;
+  ByStatus(const ByStatus&) = delete;
+  ByStatus& operator=(const ByStatus&) = delete;
+  ~ByStatus() {
+    for (std::atomic<Stats*>& stats : stats_) delete stats.load();
+  }
+
+  // The writer: the stats of `code` (UNKNOWN's for a value outside the
+  // enum); allocates the first time.
+  Stats& For(StatusCode code) {
+    int index = static_cast<int>(code);
+    if (index < 0 || index > kMaxStatusCode) {
+      index = static_cast<int>(StatusCode::kUnknown);
+    }
+    Stats* stats = stats_[index].load(std::memory_order_relaxed);
+    if (stats == nullptr) {
+      stats = new Stats();
+      stats_[index].store(stats, std::memory_order_release);
+    }
+    return *stats;
+  }
+  // Any thread: the stats of code `index`, null if never recorded.
+  const Stats* Find(int index) const {
+    return stats_[index].load(std::memory_order_acquire);
+  }
+
+ private:
+  std::array<std::atomic<Stats*>, kMaxStatusCode + 1> stats_{};
+};
+
+struct ClientMethodStats {
+  OwnedCounter attempts_started;
+  ByStatus<ClientStatusStats> by_status;
+};
+
+struct ServerMethodStats {
+  OwnedCounter calls_started;
+  ByStatus<ServerStatusStats> by_status;
+};
+
+// The label of methods not recorded by name (A66): unregistered ones, and
+// those past a table's max_methods.
+inline constexpr absl::string_view kOtherMethod = "other";
+
+// Stats by method name: the writer looks methods up without a lock (it is
+// the only thread that adds to the table); adding one takes the lock, and
+// so does reading.
+template <class Stats>
+class MethodTable {
+ public:
+  explicit MethodTable(size_t max_methods) : max_methods_(max_methods) {}
+  MethodTable(const MethodTable&) = delete;
+  MethodTable& operator=(const MethodTable&) = delete;
+
+  // The writer: the stats of `method`; kOtherMethod's when it is that name
+  // or the table already holds max_methods others. Allocates the first time
+  // it sees a method.
+  Stats& For(absl::string_view method) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    // Without the lock: only this thread changes methods_, and readers hold
+    // the lock (their reads and this one do not conflict).
+    auto it = methods_.find(method);
+    if (it != methods_.end()) return *it->second;
+    if (method == kOtherMethod || methods_.size() >= max_methods_) {
+      return other_;
+    }
+    MutexLock lock(&mu_);
+    return *methods_.emplace(method, std::make_unique<Stats>()).first->second;
+  }
+  Stats& other() { return other_; }
+
+  // Any thread: `visit(name, stats)` for every method, kOtherMethod last.
+  template <class Visit>
+  void ForEach(Visit visit) const {
+    {
+      MutexLock lock(&mu_);
+      for (const auto& [name, stats] : methods_) visit(name, *stats);
+    }
+    visit(kOtherMethod, other_);
+  }
+
+ private:
+  const size_t max_methods_;
+  mutable Mutex mu_;
+  absl::flat_hash_map<std::string, std::unique_ptr<Stats>> methods_
+      ABSL_GUARDED_BY(mu_);
+  Stats other_;
+};
+
+// A channel's shard: its target (as recorded) and its methods.
+class ClientMetricShard {
+ public:
+  ClientMetricShard(std::string target, size_t max_methods)
+      : target_(std::move(target)), methods_(max_methods) {}
+  const std::string& target() const { return target_; }
+  MethodTable<ClientMethodStats>& methods() { return methods_; }
+  const MethodTable<ClientMethodStats>& methods() const { return methods_; }
+
+ private:
+  const std::string target_;
+  MethodTable<ClientMethodStats> methods_;
+};
+
+// A server loop's shard.
+class ServerMetricShard {
+ public:
+  explicit ServerMetricShard(size_t max_methods) : methods_(max_methods) {}
+  MethodTable<ServerMethodStats>& methods() { return methods_; }
+  const MethodTable<ServerMethodStats>& methods() const { return methods_; }
+
+ private:
+  MethodTable<ServerMethodStats> methods_;
+};
+
+}  // namespace h2rpc::internal
+
+#endif  // H2RPC_RPC_INTERNAL_CALL_METRIC_SHARDS_H_

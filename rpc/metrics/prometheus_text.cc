@@ -1,0 +1,188 @@
+#include "rpc/metrics/prometheus_text.h"
+
+#include <charconv>
+#include <cstdint>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+
+namespace h2rpc {
+namespace {
+
+// One label of a series.
+struct Label {
+  absl::string_view name;
+  absl::string_view value;
+};
+
+// A label value with `\`, `"` and newlines escaped, as the format wants.
+void AppendEscaped(absl::string_view value, std::string* out) {
+  for (char c : value) {
+    switch (c) {
+      case '\\':
+        out->append("\\\\");
+        break;
+      case '"':
+        out->append("\\\"");
+        break;
+      case '\n':
+        out->append("\\n");
+        break;
+      default:
+        out->push_back(c);
+    }
+  }
+}
+
+// `{a="x",b="y"` without the closing brace, so `le` can follow.
+void AppendLabels(const std::vector<Label>& labels, std::string* out) {
+  out->push_back('{');
+  for (size_t i = 0; i < labels.size(); ++i) {
+    if (i > 0) out->push_back(',');
+    absl::StrAppend(out, labels[i].name, "=\"");
+    AppendEscaped(labels[i].value, out);
+    out->push_back('"');
+  }
+}
+
+void AppendHeader(absl::string_view name, absl::string_view type,
+                  absl::string_view help, std::string* out) {
+  absl::StrAppend(out, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type,
+                  "\n");
+}
+
+// The shortest text that reads back as `value`, in printf's %g style, as
+// Prometheus's Go clients write it (0.0003, 1e-05, 4.294967296e+09).
+std::string FormatDouble(double value) {
+  char text[32];
+  const std::to_chars_result end = std::to_chars(
+      text, text + sizeof(text), value, std::chars_format::general);
+  return std::string(text, end.ptr);
+}
+
+void AppendHistogram(absl::string_view name, const std::vector<Label>& labels,
+                     const HistogramData& data, std::string* out) {
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < data.buckets.size(); ++i) {
+    cumulative += data.buckets[i];
+    absl::StrAppend(out, name, "_bucket");
+    AppendLabels(labels, out);
+    absl::StrAppend(out, labels.empty() ? "" : ",", "le=\"",
+                    i < data.bounds.size() ? FormatDouble(data.bounds[i])
+                                           : std::string("+Inf"),
+                    "\"} ", cumulative, "\n");
+  }
+  absl::StrAppend(out, name, "_sum");
+  AppendLabels(labels, out);
+  absl::StrAppend(out, "} ", FormatDouble(data.sum), "\n");
+  absl::StrAppend(out, name, "_count");
+  AppendLabels(labels, out);
+  absl::StrAppend(out, "} ", data.count, "\n");
+}
+
+// One histogram metric over the series of one side.
+template <class Series, class Field, class LabelsOf>
+void AppendHistogramMetric(absl::string_view name, absl::string_view help,
+                           const std::vector<Series>& all, Field field,
+                           LabelsOf labels_of, std::string* out) {
+  bool header = false;
+  for (const Series& series : all) {
+    const HistogramData& data = series.*field;
+    if (data.count == 0) continue;
+    if (!header) {
+      AppendHeader(name, "histogram", help, out);
+      header = true;
+    }
+    AppendHistogram(name, labels_of(series), data, out);
+  }
+}
+
+}  // namespace
+
+void AppendPrometheusText(const CallMetricsSnapshot& snapshot,
+                          std::string* out) {
+  using Snapshot = CallMetricsSnapshot;
+  if (!snapshot.client_started.empty()) {
+    constexpr absl::string_view kName = "grpc_client_attempt_started_total";
+    AppendHeader(kName, "counter",
+                 "The total number of RPC attempts started, including those "
+                 "that have not completed.",
+                 out);
+    for (const Snapshot::ClientStarted& started : snapshot.client_started) {
+      absl::StrAppend(out, kName);
+      AppendLabels(
+          {{"grpc_method", started.method}, {"grpc_target", started.target}},
+          out);
+      absl::StrAppend(out, "} ", started.attempts, "\n");
+    }
+  }
+  const auto client_labels = [](const Snapshot::ClientSeries& series) {
+    return std::vector<Label>{{"grpc_method", series.method},
+                              {"grpc_status", StatusCodeName(series.code)},
+                              {"grpc_target", series.target}};
+  };
+  AppendHistogramMetric(
+      "grpc_client_attempt_duration_seconds",
+      "End-to-end time taken to complete an RPC attempt including the time "
+      "it takes to pick a subchannel.",
+      snapshot.client, &Snapshot::ClientSeries::attempt_duration, client_labels,
+      out);
+  AppendHistogramMetric(
+      "grpc_client_attempt_sent_total_compressed_message_size_bytes",
+      "Total bytes (compressed but not encrypted) sent across all request "
+      "messages (metadata excluded) per RPC attempt; does not include grpc "
+      "or transport framing bytes.",
+      snapshot.client, &Snapshot::ClientSeries::attempt_sent, client_labels,
+      out);
+  AppendHistogramMetric(
+      "grpc_client_attempt_rcvd_total_compressed_message_size_bytes",
+      "Total bytes (compressed but not encrypted) received across all "
+      "response messages (metadata excluded) per RPC attempt; does not "
+      "include grpc or transport framing bytes.",
+      snapshot.client, &Snapshot::ClientSeries::attempt_rcvd, client_labels,
+      out);
+  AppendHistogramMetric(
+      "grpc_client_call_duration_seconds",
+      "Time taken by gRPC to complete an RPC from the application's "
+      "perspective.",
+      snapshot.client, &Snapshot::ClientSeries::call_duration, client_labels,
+      out);
+
+  if (!snapshot.server_started.empty()) {
+    constexpr absl::string_view kName = "grpc_server_call_started_total";
+    AppendHeader(kName, "counter",
+                 "The total number of RPCs started, including those that "
+                 "have not completed.",
+                 out);
+    for (const Snapshot::ServerStarted& started : snapshot.server_started) {
+      absl::StrAppend(out, kName);
+      AppendLabels({{"grpc_method", started.method}}, out);
+      absl::StrAppend(out, "} ", started.calls, "\n");
+    }
+  }
+  const auto server_labels = [](const Snapshot::ServerSeries& series) {
+    return std::vector<Label>{{"grpc_method", series.method},
+                              {"grpc_status", StatusCodeName(series.code)}};
+  };
+  AppendHistogramMetric(
+      "grpc_server_call_duration_seconds",
+      "End-to-end time taken to complete a call from the server transport's "
+      "perspective.",
+      snapshot.server, &Snapshot::ServerSeries::call_duration, server_labels,
+      out);
+  AppendHistogramMetric(
+      "grpc_server_call_sent_total_compressed_message_size_bytes",
+      "Total bytes (compressed but not encrypted) sent across all response "
+      "messages (metadata excluded) per RPC; does not include grpc or "
+      "transport framing bytes.",
+      snapshot.server, &Snapshot::ServerSeries::call_sent, server_labels, out);
+  AppendHistogramMetric(
+      "grpc_server_call_rcvd_total_compressed_message_size_bytes",
+      "Total bytes (compressed but not encrypted) received across all "
+      "request messages (metadata excluded) per RPC; does not include grpc "
+      "or transport framing bytes.",
+      snapshot.server, &Snapshot::ServerSeries::call_rcvd, server_labels, out);
+}
+
+}  // namespace h2rpc

@@ -1,0 +1,93 @@
+#include "rpc/metrics/prometheus_text.h"
+
+#include <string>
+
+#include "absl/strings/match.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "rpc/call_metrics.h"
+#include "rpc/internal/call_metric_shards.h"
+
+namespace h2rpc {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+std::string Text(const CallMetrics& metrics) {
+  std::string text;
+  AppendPrometheusText(metrics.Snapshot(), &text);
+  return text;
+}
+
+TEST(PrometheusTextTest, NothingRecordedIsAnEmptyExposition) {
+  EXPECT_EQ(Text(CallMetrics()), "");
+}
+
+TEST(PrometheusTextTest, ServerCallsAsOpenTelemetryNamesThem) {
+  CallMetrics metrics;
+  internal::ServerMethodStats& stats =
+      internal::CallMetricsAccess::AcquireServerShard(metrics)->methods().For(
+          "/echo.Echo/Say");
+  stats.calls_started.Add(3);
+  internal::ServerStatusStats& ok = stats.by_status.For(StatusCode::kOk);
+  ok.call_duration.Record(700'000);    // le 0.0008
+  ok.call_duration.Record(2'000'000);  // le 0.002
+  ok.call_sent.Record(4294967296);     // the largest bound
+  stats.by_status.For(StatusCode::kNotFound).call_duration.Record(1);
+
+  const std::string text = Text(metrics);
+  EXPECT_THAT(text, HasSubstr("# TYPE grpc_server_call_started_total counter\n"
+                              "grpc_server_call_started_total{grpc_method="
+                              "\"/echo.Echo/Say\"} 3\n"));
+  EXPECT_THAT(text,
+              HasSubstr("# TYPE grpc_server_call_duration_seconds histogram\n"
+                        "grpc_server_call_duration_seconds_bucket{grpc_method="
+                        "\"/echo.Echo/Say\",grpc_status=\"OK\",le=\"0\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("grpc_status=\"OK\",le=\"0.0006\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("grpc_status=\"OK\",le=\"0.0008\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("grpc_status=\"OK\",le=\"0.002\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("grpc_status=\"OK\",le=\"1e-05\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("grpc_status=\"OK\",le=\"+Inf\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("grpc_server_call_duration_seconds_sum{grpc_"
+                              "method=\"/echo.Echo/Say\",grpc_status=\"OK\"} "
+                              "0.0027"));
+  EXPECT_THAT(text, HasSubstr("grpc_server_call_duration_seconds_count{grpc_"
+                              "method=\"/echo.Echo/Say\",grpc_status=\"OK\"} "
+                              "2\n"));
+  EXPECT_THAT(text, HasSubstr("grpc_status=\"NOT_FOUND\",le=\"+Inf\"} 1\n"));
+  EXPECT_THAT(text,
+              HasSubstr("grpc_server_call_sent_total_compressed_message_"
+                        "size_bytes_bucket{grpc_method=\"/echo.Echo/"
+                        "Say\",grpc_status=\"OK\",le=\"4.294967296e+09\"} 1"));
+  // The size histograms of NOT_FOUND recorded nothing: no series.
+  EXPECT_THAT(text, Not(HasSubstr("grpc_server_call_rcvd_total_compressed_"
+                                  "message_size_bytes_count{grpc_method=\"/"
+                                  "echo.Echo/Say\",grpc_status=\"NOT_FOUND")));
+  // Each metric's TYPE line once.
+  const size_t first = text.find("# TYPE grpc_server_call_duration_seconds");
+  EXPECT_EQ(text.find("# TYPE grpc_server_call_duration_seconds", first + 1),
+            std::string::npos);
+}
+
+TEST(PrometheusTextTest, ClientSeriesCarryTheTargetAndEscapeLabelValues) {
+  CallMetrics metrics;
+  internal::ClientMethodStats& stats =
+      internal::CallMetricsAccess::AcquireClientShard(metrics,
+                                                      "unix:/tmp/a\"b\\c")
+          ->methods()
+          .For("/s.S/M");
+  stats.attempts_started.Add(1);
+  stats.by_status.For(StatusCode::kOk).call_duration.Record(1);
+  const std::string text = Text(metrics);
+  EXPECT_THAT(text, HasSubstr("grpc_client_attempt_started_total{grpc_method="
+                              "\"/s.S/M\",grpc_target=\"unix:/tmp/a\\\"b\\\\c"
+                              "\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("grpc_client_call_duration_seconds_count{grpc_"
+                              "method=\"/s.S/M\",grpc_status=\"OK\",grpc_"
+                              "target=\"unix:/tmp/a\\\"b\\\\c\"} 1\n"));
+  EXPECT_THAT(text, Not(HasSubstr("grpc_client_attempt_duration_seconds")));
+}
+
+}  // namespace
+}  // namespace h2rpc
