@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "benchmark/op_stats.h"
+#include "rpc/call_metrics.h"
 #include "rpc/compression.h"
 
 namespace h2rpc::benchmark {
@@ -90,6 +91,8 @@ struct ClientConfig {
   std::string pem_root_certs;
   std::string ssl_target_name_override;
   int interceptors = 0;  // h2rpc only: no-op interceptors per channel
+  // h2rpc only: ChannelOptions::metrics of every channel (--metrics).
+  std::shared_ptr<CallMetrics> metrics;
   // h2rpc only: ChannelOptions::busy_poll_us of every channel.
   int busy_poll_us = 0;
   // h2rpc only: ConnectionOptions::bdp_probe of every channel.
@@ -109,7 +112,9 @@ struct ServerConfig {
   bool secure = false;
   std::string pem_private_key;
   std::string pem_cert_chain;
-  int interceptors = 0;   // h2rpc only
+  int interceptors = 0;  // h2rpc only
+  // h2rpc only: ServerOptions::metrics (--metrics).
+  std::shared_ptr<CallMetrics> metrics;
   int busy_poll_us = 0;   // h2rpc only: ServerOptions::busy_poll_us
   bool bdp_probe = true;  // h2rpc only: ConnectionOptions::bdp_probe
 };

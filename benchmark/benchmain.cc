@@ -64,8 +64,10 @@
 #include "benchmark/server_process.h"
 #include "benchmark/thread_cpu.h"
 #include "benchmark/tls_credentials.h"
+#include "rpc/call_metrics.h"
 #include "rpc/compression.h"
 #include "rpc/connection_options.h"
+#include "rpc/metrics/prometheus_endpoint.h"
 #include "test/util/allocation_counter.h"
 
 ABSL_FLAG(std::string, workloads, "unary",
@@ -124,6 +126,14 @@ ABSL_FLAG(int, busy_poll_us, 0,
           "(ChannelOptions and ServerOptions busy_poll_us): microseconds a "
           "loop polls before it sleeps, 0 to 1000000; 0: never. gRPC C++ "
           "sides ignore it.");
+ABSL_FLAG(bool, metrics, false,
+          "gRPC's standard call metrics (rpc/call_metrics.h) on every h2rpc "
+          "channel and server, all recorded into one CallMetrics. gRPC C++ "
+          "sides ignore it.");
+ABSL_FLAG(int, metrics_port, -1,
+          "Serves that CallMetrics (with --metrics implied) for Prometheus at "
+          "http://127.0.0.1:PORT/metrics (0: a free port, printed as "
+          "\"metrics on port N\"); -1: none.");
 ABSL_FLAG(bool, bdp_probe, true,
           "Receive windows sized by BDP probing on every h2rpc connection, "
           "client and server (ConnectionOptions::bdp_probe); false: fixed "
@@ -330,6 +340,16 @@ void WaitForFirstOp(OpStats* stats) {
   }
 }
 
+// The process's one CallMetrics, made on first use, when --metrics or
+// --metrics_port asks for it; null otherwise.
+std::shared_ptr<CallMetrics> ProcessMetrics() {
+  static const std::shared_ptr<CallMetrics> metrics =
+      absl::GetFlag(FLAGS_metrics) || absl::GetFlag(FLAGS_metrics_port) >= 0
+          ? std::make_shared<CallMetrics>()
+          : nullptr;
+  return metrics;
+}
+
 SideUsage Minus(const SideUsage& a, const SideUsage& b) {
   return {a.allocations - b.allocations, a.bytes - b.bytes,
           a.cpu_nanos - b.cpu_nanos};
@@ -349,6 +369,7 @@ std::unique_ptr<Backends> StartBackends(const RunFeatures& features,
          absl::StrCat("--secure=", features.secure ? "true" : "false"),
          absl::StrCat("--interceptors=", features.interceptors),
          absl::StrCat("--busy_poll_us=", features.busy_poll_us),
+         absl::StrCat("--metrics=", features.metrics ? "true" : "false"),
          absl::StrCat("--bdp_probe=",
                       absl::GetFlag(FLAGS_bdp_probe) ? "true" : "false"),
          "--tls_credentials_dir=" + plan.tls.dir},
@@ -358,6 +379,7 @@ std::unique_ptr<Backends> StartBackends(const RunFeatures& features,
   config.compression = compression;
   config.cpus = plan.server_cpus;
   config.interceptors = features.interceptors;
+  if (features.metrics) config.metrics = ProcessMetrics();
   config.busy_poll_us = features.busy_poll_us;
   config.bdp_probe = absl::GetFlag(FLAGS_bdp_probe);
   if (features.secure) SetServerTls(plan.tls, &config);
@@ -397,6 +419,7 @@ bool RunOne(const RunFeatures& features, Workload workload,
   config.target = target;
   config.lb_policy = features.lb_policy;
   config.interceptors = features.interceptors;
+  if (features.metrics) config.metrics = ProcessMetrics();
   config.busy_poll_us = features.busy_poll_us;
   config.bdp_probe = absl::GetFlag(FLAGS_bdp_probe);
   config.workload = workload;
@@ -492,6 +515,7 @@ int ServeOnly() {
   ServerConfig config;
   config.compression = compression;
   config.interceptors = absl::GetFlag(FLAGS_interceptors);
+  config.metrics = ProcessMetrics();
   config.busy_poll_us = absl::GetFlag(FLAGS_busy_poll_us);
   config.bdp_probe = absl::GetFlag(FLAGS_bdp_probe);
   if (!BusyPollInRange(config.busy_poll_us)) return 2;
@@ -528,6 +552,20 @@ int ServeOnly() {
 int Main(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);
   const std::string command = absl::StrJoin(args, " ");
+  std::unique_ptr<PrometheusEndpoint> metrics_endpoint;
+  if (absl::GetFlag(FLAGS_metrics_port) >= 0) {
+    PrometheusEndpoint::Options options;
+    options.port = absl::GetFlag(FLAGS_metrics_port);
+    Status status;
+    metrics_endpoint =
+        PrometheusEndpoint::Start(ProcessMetrics(), options, &status);
+    if (metrics_endpoint == nullptr) {
+      std::fprintf(stderr, "%s\n", status.ToString().c_str());
+      return 1;
+    }
+    std::printf("metrics on port %d\n", metrics_endpoint->port());
+    std::fflush(stdout);
+  }
   if (absl::GetFlag(FLAGS_server_only)) return ServeOnly();
   SetThisThreadRole(ThreadRole::kOther);
 
@@ -681,6 +719,7 @@ int Main(int argc, char** argv) {
                 f.lb_policy = plan.lb_policy;
                 f.interceptors = absl::GetFlag(FLAGS_interceptors);
                 f.busy_poll_us = absl::GetFlag(FLAGS_busy_poll_us);
+                f.metrics = ProcessMetrics() != nullptr;
                 f.two_processes =
                     plan.target.empty() &&
                     (plan.process == "two" || plan.servers > 1 ||

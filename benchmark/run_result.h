@@ -28,10 +28,11 @@ struct RunFeatures {
   std::string lb_policy = "pick_first";
   int interceptors = 0;  // no-op interceptors per h2rpc side (--interceptors)
   int busy_poll_us = 0;  // h2rpc event loops' busy-polling (--busy_poll_us)
+  bool metrics = false;  // CallMetrics on every h2rpc side (--metrics)
 
   // "unary h2rpc->grpcpp c=120 1024/1024B off", then " conns=N", " tls",
-  // " servers=N", " round_robin", " interceptors=N" and " busy_poll=Nus"
-  // when not the defaults.
+  // " servers=N", " round_robin", " interceptors=N", " busy_poll=Nus" and
+  // " metrics" when not the defaults.
   std::string Title() const;
 };
 

@@ -62,10 +62,11 @@ internal::ClientMetricShard* CallMetrics::AcquireClientShard(
       return entry.shard.get();
     }
   }
-  client_shards_.push_back(
-      ClientEntry{std::make_unique<ClientMetricShard>(std::string(recorded),
-                                                      options_.max_methods),
-                  true});
+  client_shards_.push_back(ClientEntry{
+      std::make_unique<ClientMetricShard>(std::string(recorded),
+                                          options_.max_methods,
+                                          options_.record_generic_methods),
+      true});
   return client_shards_.back().shard.get();
 }
 

@@ -92,14 +92,16 @@ void Channel::BindStreamingCall(ClientContext* context,
                                 absl::string_view method,
                                 internal::ConstMessageRef request,
                                 internal::MessageRef response,
-                                ClientStreamReactor* reactor) {
-  core_->BindStreamingCall(context, method, request, response, reactor);
+                                ClientStreamReactor* reactor, bool generic) {
+  core_->BindStreamingCall(context, method, request, response, reactor,
+                           generic);
 }
 
 namespace internal {
 
 void BlockingStreamStart::Run(BlockingClientStream* stream) const {
-  core->StartBlockingStream(context, method, request, response, stream);
+  core->StartBlockingStream(context, method, request, response, stream,
+                            generic);
 }
 
 }  // namespace internal

@@ -153,20 +153,23 @@ class Channel final {
   template <class Request, class Response>
   void AsyncBidiStreamingCall(ClientContext* context, absl::string_view method,
                               ClientBidiReactor<Request, Response>* reactor) {
-    BindStreamingCall(context, method, nullptr, nullptr, reactor);
+    BindStreamingCall(context, method, nullptr, nullptr, reactor,
+                      internal::kGenericCall<Request, Response>);
   }
   template <class Request, class Response>
   void AsyncServerStreamingCall(ClientContext* context,
                                 absl::string_view method,
                                 const Request& request,
                                 ClientReadReactor<Response>* reactor) {
-    BindStreamingCall(context, method, &request, nullptr, reactor);
+    BindStreamingCall(context, method, &request, nullptr, reactor,
+                      internal::kGenericCall<Request, Response>);
   }
   template <class Request, class Response>
   void AsyncClientStreamingCall(ClientContext* context,
                                 absl::string_view method, Response* response,
                                 ClientWriteReactor<Request>* reactor) {
-    BindStreamingCall(context, method, nullptr, response, reactor);
+    BindStreamingCall(context, method, nullptr, response, reactor,
+                      internal::kGenericCall<Request, Response>);
   }
 
   // Blocking streaming calls, started at once. `context` (and `response`)
@@ -175,23 +178,26 @@ class Channel final {
   std::unique_ptr<ClientReaderWriter<Request, Response>> BidiStreamingCall(
       ClientContext* context, absl::string_view method) {
     return std::make_unique<ClientReaderWriter<Request, Response>>(
-        internal::BlockingStreamStart{core_.get(), context, method, nullptr,
-                                      nullptr});
+        internal::BlockingStreamStart{
+            core_.get(), context, method, nullptr, nullptr,
+            internal::kGenericCall<Request, Response>});
   }
   template <class Request, class Response>
   std::unique_ptr<ClientReader<Response>> ServerStreamingCall(
       ClientContext* context, absl::string_view method,
       const Request& request) {
     return std::make_unique<ClientReader<Response>>(
-        internal::BlockingStreamStart{core_.get(), context, method, &request,
-                                      nullptr});
+        internal::BlockingStreamStart{
+            core_.get(), context, method, &request, nullptr,
+            internal::kGenericCall<Request, Response>});
   }
   template <class Request, class Response>
   std::unique_ptr<ClientWriter<Request>> ClientStreamingCall(
       ClientContext* context, absl::string_view method, Response* response) {
     return std::make_unique<ClientWriter<Request>>(
-        internal::BlockingStreamStart{core_.get(), context, method, nullptr,
-                                      response});
+        internal::BlockingStreamStart{
+            core_.get(), context, method, nullptr, response,
+            internal::kGenericCall<Request, Response>});
   }
 
  private:
@@ -202,10 +208,12 @@ class Channel final {
       const ChannelOptions& options);
   explicit Channel(std::unique_ptr<internal::ChannelCore> core);
 
+  // `generic`: a call of the generic API (CallMetrics records its method
+  // as "other").
   void BindStreamingCall(ClientContext* context, absl::string_view method,
                          internal::ConstMessageRef request,
                          internal::MessageRef response,
-                         ClientStreamReactor* reactor);
+                         ClientStreamReactor* reactor, bool generic);
 
   std::unique_ptr<internal::ChannelCore> core_;
 };

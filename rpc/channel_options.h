@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "rpc/call_metrics.h"
 #include "rpc/compression.h"
 #include "rpc/connection_options.h"
 #include "rpc/interceptor.h"
@@ -152,6 +153,9 @@ struct ChannelOptions {
   std::string ssl_target_name_override;
   // Interceptors of every call, outermost first (rpc/interceptor.h).
   std::vector<std::shared_ptr<ClientInterceptor>> interceptors;
+  // gRPC's standard per-call metrics (rpc/call_metrics.h), recorded by the
+  // channel's loop; null: none.
+  std::shared_ptr<CallMetrics> metrics;
   // CPU to pin the channel's event loop thread to; -1: not pinned.
   int loop_cpu = -1;
   // Busy-polling of the channel's event loop (EventLoop::set_busy_poll in

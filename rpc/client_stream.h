@@ -2,6 +2,7 @@
 #define H2RPC_RPC_CLIENT_STREAM_H_
 
 #include <atomic>
+#include <type_traits>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/string_view.h"
@@ -139,12 +140,19 @@ namespace internal {
 
 // How Channel starts a blocking streaming call: the wrappers below take one
 // in their constructor and bind their stream with Run().
+// Whether a streaming call with these message types is one of the generic
+// API (serialized messages, any method).
+template <class Request, class Response>
+inline constexpr bool kGenericCall =
+    std::is_same_v<Request, ByteBuffer> || std::is_same_v<Response, ByteBuffer>;
+
 struct BlockingStreamStart {
   ChannelCore* core;
   ClientContext* context;
   absl::string_view method;
   ConstMessageRef request;  // server streaming
   MessageRef response;      // client streaming
+  bool generic;             // a call of the generic API
   // Binds `stream` to a new call on `core` and starts it.
   void Run(BlockingClientStream* stream) const;
 };

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "rpc/call_metrics.h"
 #include "rpc/compression.h"
 #include "rpc/connection_options.h"
 #include "rpc/interceptor.h"
@@ -31,6 +32,9 @@ struct ServerOptions {
   // Interceptors of every call, outermost first (rpc/interceptor.h);
   // Builder::AddInterceptor appends to them.
   std::vector<std::shared_ptr<ServerInterceptor>> interceptors;
+  // gRPC's standard per-call metrics (rpc/call_metrics.h), recorded by
+  // every loop into a shard of its own; null: none.
+  std::shared_ptr<CallMetrics> metrics;
   // Threads running synchronous handlers; a synchronous streaming handler
   // holds its thread for the whole call. A call whose handler finds no idle
   // thread gets a new one, up to max_sync_threads; beyond that it fails at

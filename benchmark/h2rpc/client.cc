@@ -51,6 +51,7 @@ ChannelOptions ChannelOptionsFor(const ClientConfig& config, int index) {
   options.ssl_target_name_override = config.ssl_target_name_override;
   options.lb_policy = config.lb_policy;
   options.busy_poll_us = config.busy_poll_us;
+  options.metrics = config.metrics;
   options.connection.bdp_probe = config.bdp_probe;
   options.connection.max_receive_message_size = kMaxBenchMessageSize;
   return options;

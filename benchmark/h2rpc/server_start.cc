@@ -19,6 +19,7 @@ ServerOptions OptionsFor(const ServerConfig& config) {
   options.loop_cpus = config.cpus;
   options.default_compression = config.compression;
   options.busy_poll_us = config.busy_poll_us;
+  options.metrics = config.metrics;
   options.connection.bdp_probe = config.bdp_probe;
   options.connection.max_receive_message_size = kMaxBenchMessageSize;
   // One client, often on one connection: every synchronous handler thread

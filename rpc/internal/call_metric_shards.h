@@ -198,14 +198,20 @@ class MethodTable {
 // A channel's shard: its target (as recorded) and its methods.
 class ClientMetricShard {
  public:
-  ClientMetricShard(std::string target, size_t max_methods)
-      : target_(std::move(target)), methods_(max_methods) {}
+  ClientMetricShard(std::string target, size_t max_methods,
+                    bool record_generic_methods)
+      : target_(std::move(target)),
+        record_generic_methods_(record_generic_methods),
+        methods_(max_methods) {}
   const std::string& target() const { return target_; }
+  // CallMetrics::Options::record_generic_methods.
+  bool record_generic_methods() const { return record_generic_methods_; }
   MethodTable<ClientMethodStats>& methods() { return methods_; }
   const MethodTable<ClientMethodStats>& methods() const { return methods_; }
 
  private:
   const std::string target_;
+  const bool record_generic_methods_;
   MethodTable<ClientMethodStats> methods_;
 };
 

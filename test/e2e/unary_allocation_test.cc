@@ -12,6 +12,7 @@
 #include "proto/grpc/testing/empty.pb.h"
 #include "proto/grpc/testing/messages.pb.h"
 #include "rpc/arena_options.h"
+#include "rpc/call_metrics.h"
 #include "rpc/channel.h"
 #include "rpc/credentials.h"
 #include "rpc/server.h"
@@ -100,6 +101,7 @@ class UnaryAllocationTest : public ::testing::TestWithParam<bool> {
             });
     const Status status = server_.Start(server_credentials);
     ASSERT_TRUE(status.ok()) << status.ToString();
+    server_credentials_ = server_credentials;
     channel_credentials_ = channel_credentials;
     channel_ = server_.NewChannel(ChannelOptions(), channel_credentials_);
   }
@@ -161,6 +163,7 @@ class UnaryAllocationTest : public ::testing::TestWithParam<bool> {
   double TlsRecords() const { return GetParam() ? 4.0 : 0.0; }
 
   StubServer server_;
+  std::shared_ptr<ServerCredentials> server_credentials_;
   std::shared_ptr<ChannelCredentials> channel_credentials_;
   std::shared_ptr<Channel> channel_;
   // kRelay's, made by the test that calls it (before its first call).
@@ -192,6 +195,35 @@ TEST_P(UnaryAllocationTest, WarmRoundRobinCallsAllocateNothingButTlsRecords) {
   const PerRpc per_rpc = Measure(kCallback, Empty(), &response, 200, 1000);
   EXPECT_EQ(per_rpc.client, TlsRecords());
   EXPECT_EQ(per_rpc.server, TlsRecords());
+}
+
+// CallMetrics on both sides (one object for both): recording a call of a
+// method and status seen before allocates nothing.
+TEST_P(UnaryAllocationTest, WarmCallsWithCallMetricsAllocateNothingMore) {
+  auto metrics = std::make_shared<CallMetrics>();
+  StubServer server;
+  ServerOptions options;
+  options.num_loops = 1;
+  options.metrics = metrics;
+  server.builder().SetOptions(options).RegisterCallbackUnary<Empty, Empty>(
+      kCallback, [](ServerContext*, const Empty*, Empty*, UnaryDone done) {
+        done(Status());
+      });
+  ASSERT_TRUE(server.Start(server_credentials_).ok());
+  ChannelOptions channel_options;
+  channel_options.metrics = metrics;
+  channel_ = server.NewChannel(channel_options, channel_credentials_);
+  Empty response;
+  const PerRpc per_rpc = Measure(kCallback, Empty(), &response, 200, 1000);
+  EXPECT_EQ(per_rpc.client, TlsRecords());
+  EXPECT_EQ(per_rpc.server, TlsRecords());
+  // And every call was recorded (the server's last one perhaps not yet).
+  const CallMetricsSnapshot snapshot = metrics->Snapshot();
+  ASSERT_EQ(snapshot.client.size(), 1u);
+  EXPECT_EQ(snapshot.client[0].call_duration.count, 200u + 3 * 1000);
+  ASSERT_EQ(snapshot.server_started.size(), 1u);
+  EXPECT_EQ(snapshot.server_started[0].calls, 200u + 3 * 1000);
+  channel_.reset();
 }
 
 TEST_P(UnaryAllocationTest, WarmSyncCallsAllocateNothingButTlsRecords) {

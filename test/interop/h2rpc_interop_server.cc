@@ -93,6 +93,7 @@
 #include "rpc/compression.h"
 #include "rpc/credentials.h"
 #include "rpc/health_check_service.h"
+#include "rpc/metrics/prometheus_endpoint.h"
 #include "rpc/peer_identity.h"
 #include "rpc/reflection_service.h"
 #include "rpc/server.h"
@@ -107,6 +108,10 @@ ABSL_FLAG(std::string, host, "127.0.0.1",
 ABSL_FLAG(bool, use_tls, false,
           "Serve TLS with the interop test key pair (server1.key, "
           "server1.pem) instead of plaintext h2c.");
+ABSL_FLAG(int, metrics_port, -1,
+          "Serve gRPC's standard call metrics for Prometheus at "
+          "http://HOST:PORT/metrics on this port (0: a free one, printed as "
+          "\"metrics on port N\"); -1: no metrics.");
 ABSL_FLAG(std::string, tls_testdata_dir, h2rpc::testing::kDefaultTlsTestdataDir,
           "Directory holding server1.key and server1.pem, relative to the "
           "working directory unless absolute.");
@@ -490,6 +495,21 @@ int Run() {
   }
 
   ServerOptions options;
+  std::unique_ptr<PrometheusEndpoint> metrics_endpoint;
+  if (absl::GetFlag(FLAGS_metrics_port) >= 0) {
+    options.metrics = std::make_shared<CallMetrics>();
+    PrometheusEndpoint::Options endpoint_options;
+    endpoint_options.host = absl::GetFlag(FLAGS_host);
+    endpoint_options.port = absl::GetFlag(FLAGS_metrics_port);
+    Status started;
+    metrics_endpoint =
+        PrometheusEndpoint::Start(options.metrics, endpoint_options, &started);
+    if (metrics_endpoint == nullptr) {
+      std::fprintf(stderr, "%s\n", started.ToString().c_str());
+      return 1;
+    }
+    std::printf("metrics on port %d\n", metrics_endpoint->port());
+  }
   int selected_port = 0;
   Status status;
   TestServiceImpl service;       // outlives the server

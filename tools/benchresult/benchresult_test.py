@@ -152,8 +152,13 @@ class FormatTest(unittest.TestCase):
                          "unary h2rpc→grpcpp c=120 req=1KiB resp=100B "
                          "comp=gzip proc=two interceptors=3 busy_poll=50µs "
                          "extra=7")
-        features.update(interceptors=0, busy_poll_us=0)
+        features.update(interceptors=0, busy_poll_us=0, metrics=True)
+        self.assertEqual(text_report.describe_features(features),
+                         "unary h2rpc→grpcpp c=120 req=1KiB resp=100B "
+                         "comp=gzip proc=two metrics extra=7")
+        features.update(metrics=False)
         self.assertNotIn("busy_poll", text_report.describe_features(features))
+        self.assertNotIn("metrics", text_report.describe_features(features))
 
 
 class ComparisonTest(unittest.TestCase):

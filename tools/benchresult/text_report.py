@@ -28,7 +28,7 @@ _DESCRIBED_FEATURES = frozenset({
     "workload", "client_stack", "server_stack", "max_concurrent_calls",
     "req_size_bytes", "resp_size_bytes", "compression", "connections",
     "process", "benchtime_s", "secure", "servers", "lb_policy",
-    "interceptors", "busy_poll_us"})
+    "interceptors", "busy_poll_us", "metrics"})
 
 
 def format_percent(percent):
@@ -125,8 +125,8 @@ def describe_features(features):
 
     "unary h2rpc→grpcpp c=120 req=1KiB resp=1KiB comp=off", then "tls"
     when secure, "conns=N", "proc=two", "servers=N", the lb_policy
-    ("round_robin"), "interceptors=N" and "busy_poll=Nµs" when not the
-    defaults (1, "one", 1, "pick_first", 0, 0), then
+    ("round_robin"), "interceptors=N", "busy_poll=Nµs" and "metrics" when
+    not the defaults (1, "one", 1, "pick_first", 0, 0, false), then
     any feature this tool does not know as name=value. benchtime_s is left
     out: it does not identify a run.
     """
@@ -160,6 +160,8 @@ def describe_features(features):
         parts.append(f'interceptors={features["interceptors"]}')
     if features.get("busy_poll_us", 0) != 0:
         parts.append(f'busy_poll={features["busy_poll_us"]}µs')
+    if features.get("metrics"):
+        parts.append("metrics")
     parts.extend(f"{name}={value}" for name, value in sorted(features.items())
                  if name not in _DESCRIBED_FEATURES)
     return " ".join(parts)

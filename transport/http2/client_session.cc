@@ -34,6 +34,7 @@ void ClientStream::ClearAttempt() {
   header_blocks_ = 0;
   header_bytes_ = 0;
   receive_encoding_ = CompressionAlgorithm::kIdentity;
+  delivered_ = DeliveredMessageBytes();
   initial_metadata_.Clear();
   trailing_metadata_.Clear();
   status_known_ = false;
@@ -328,7 +329,7 @@ int ClientSession::OnDataChunk(int32_t stream_id, const uint8_t* data,
   } else {
     DeliverToObserver<ClientStream::Observer> listener(
         stream->observer, stream->receive_encoding_, ReceiveLimit(*stream),
-        &stream->delivering_wire_size_);
+        &stream->delivered_);
     Status status = stream->deframer_.Feed(
         absl::string_view(reinterpret_cast<const char*>(data), size), listener);
     NoteMessageInput(stream->deframer_);

@@ -87,9 +87,12 @@ class ClientStream : private io::Timer {
   // compressed if it was) counted against the peer's flow-control windows
   // until ReleaseMessage(returned value), so a reader that falls behind
   // stops the sender (see ReceiveWindow).
-  size_t HoldMessage() { return window_.HoldMessage(delivering_wire_size_); }
+  size_t HoldMessage() { return window_.HoldMessage(delivered_.last); }
   // Loop thread: the application is done with a held message.
   void ReleaseMessage(size_t held_bytes);
+  // Bytes of the response messages this attempt received, on the wire
+  // (compressed if they were), prefixes not included.
+  uint64_t received_message_bytes() const { return delivered_.total; }
   // The response's grpc-encoding, once its headers arrived (identity
   // before, and when it sent none).
   CompressionAlgorithm receive_encoding() const { return receive_encoding_; }
@@ -126,10 +129,10 @@ class ClientStream : private io::Timer {
   int header_blocks_ = 0;
   size_t header_bytes_ = 0;  // of the block being received, HPACK-counted
   MessageDeframer deframer_{MessageDeframer::Options()};
-  // The response's grpc-encoding, and the wire size of the message being
+  // The response's grpc-encoding, and the wire sizes of the messages
   // delivered.
   CompressionAlgorithm receive_encoding_ = CompressionAlgorithm::kIdentity;
-  size_t delivering_wire_size_ = 0;
+  DeliveredMessageBytes delivered_;
   Metadata initial_metadata_;
   Metadata trailing_metadata_;
   // The outcome, once known (trailers, a local error, a cancel); delivered

@@ -40,6 +40,8 @@ void ServerStream::Reset() {
   client_accepted_encodings_ = CompressionAlgorithmSet();
   receive_encoding_ = send_encoding_ = CompressionAlgorithm::kIdentity;
   cancelled_.store(false, std::memory_order_relaxed);
+  end_code_ = StatusCode::kOk;
+  delivered_ = DeliveredMessageBytes();
   headers_sent_ = finished_ = half_closed_ = cancel_on_close_ = false;
   header_bytes_ = 0;
   initial_metadata_.Clear();
@@ -51,7 +53,7 @@ void ServerStream::Reset() {
 }
 
 size_t ServerStream::HoldMessage() {
-  const size_t bytes = window_.HoldMessage(delivering_wire_size_);
+  const size_t bytes = window_.HoldMessage(delivered_.last);
   if (connection_ != nullptr) {
     connection_->memory_share_.ForceReserve(bytes);
     held_charged_ += bytes;
@@ -156,6 +158,7 @@ void ServerStream::ResumeSend() {
 void ServerStream::Finish(const Status& status, const Metadata* trailing) {
   if (finished_ || cancelled() || connection_ == nullptr) return;
   finished_ = true;
+  end_code_ = status.code();
   scheduler_->Cancel(this);
   if (trailing != nullptr) {
     trailing_metadata_ = *trailing;
@@ -183,6 +186,7 @@ void ServerStream::Finish(const Status& status, const Metadata* trailing) {
 
 void ServerStream::Cancel() {
   if (cancelled()) return;
+  if (!finished_) end_code_ = StatusCode::kCancelled;
   cancelled_.store(true, std::memory_order_release);
   scheduler_->Cancel(this);
   if (observer != nullptr) observer->OnCancel();
@@ -191,6 +195,7 @@ void ServerStream::Cancel() {
 void ServerStream::ResetWithCancel() {
   if (finished_ || cancelled() || connection_ == nullptr) return;
   finished_ = true;
+  end_code_ = StatusCode::kCancelled;
   connection_->ResetStream(stream_id_, NGHTTP2_CANCEL);
   Cancel();
 }
@@ -525,7 +530,7 @@ int ServerSession::OnDataChunk(int32_t stream_id, const uint8_t* data,
   if (!stream->ignoring_data()) {
     DeliverToObserver<ServerStream::Observer> listener(
         stream->observer, stream->receive_encoding_,
-        options().max_receive_message_size, &stream->delivering_wire_size_);
+        options().max_receive_message_size, &stream->delivered_);
     MessageDeframer& deframer = stream->deframer_;
     const uint64_t delivered = deframer.messages_delivered();
     const Status status = deframer.Feed(

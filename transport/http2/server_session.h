@@ -93,6 +93,12 @@ class ServerStream final : private io::Timer {
   // True once the call ended without this side's Finish (see
   // Observer::OnCancel). Safe from any thread.
   bool cancelled() const { return cancelled_.load(std::memory_order_acquire); }
+  // Loop thread: how the call ended: the code of Finish or Abort, or
+  // CANCELLED when it was cancelled first; OK until then.
+  StatusCode end_code() const { return end_code_; }
+  // Bytes of the request messages received, on the wire (compressed if
+  // they were), prefixes not included.
+  uint64_t received_message_bytes() const { return delivered_.total; }
 
   // Set by the dispatcher.
   Observer* observer = nullptr;
@@ -193,10 +199,11 @@ class ServerStream final : private io::Timer {
   CompressionAlgorithmSet client_accepted_encodings_;
   CompressionAlgorithm receive_encoding_ = CompressionAlgorithm::kIdentity;
   CompressionAlgorithm send_encoding_ = CompressionAlgorithm::kIdentity;
-  size_t delivering_wire_size_ = 0;  // of the message being delivered
+  DeliveredMessageBytes delivered_;
   // Held message bytes charged to the connection's memory share.
   size_t held_charged_ = 0;
   std::atomic<bool> cancelled_{false};
+  StatusCode end_code_ = StatusCode::kOk;
   bool headers_sent_ = false;
   bool finished_ = false;
   bool half_closed_ = false;

@@ -116,6 +116,7 @@ void OutgoingData::Clear() {
   drain_listener_ = nullptr;
   drain_threshold_ = 0;
   reserved_ = written_ = 0;
+  message_bytes_ = 0;
   end_of_data_ = false;
   retain_written_ = false;
   dropped_sent_bytes_ = false;

@@ -117,6 +117,15 @@ class OutgoingData {
   // or one written while retained); returns false otherwise.
   bool Rewind();
 
+  // The application appended a framed message of `framed_bytes`; counts
+  // its bytes without the prefix.
+  void CountMessage(size_t framed_bytes) {
+    message_bytes_ += framed_bytes - kMessagePrefixSize;
+  }
+  // Bytes of the messages counted since the last Clear(), prefixes not
+  // included (gRPC's sent_total_compressed_message_size).
+  uint64_t message_bytes() const { return message_bytes_; }
+
   // Empties the queue for reuse, keeping up to kRetainedCapacity of
   // capacity and giving back what is charged to the quota.
   void Clear();
@@ -154,6 +163,7 @@ class OutgoingData {
   size_t drain_threshold_ = 0;
   size_t reserved_ = 0;
   size_t written_ = 0;
+  uint64_t message_bytes_ = 0;
   bool end_of_data_ = false;
   bool retain_written_ = false;
   bool dropped_sent_bytes_ = false;
@@ -240,25 +250,33 @@ class ReceivedHeaderBlock {
   std::vector<HeaderField> fields_;
 };
 
+// The sizes on the wire (compressed if they were, without the 5-byte
+// prefix) of the messages a stream delivered.
+struct DeliveredMessageBytes {
+  size_t last = 0;     // the message being delivered
+  uint64_t total = 0;  // all of them
+};
+
 // Hands each deframed message to a stream observer's OnMessage (client and
 // server observers alike), inflating it first when it arrived flagged
 // compressed, and records its size on the wire for flow control (see
-// ReceiveWindow::HoldMessage).
+// ReceiveWindow::HoldMessage) and metrics.
 template <class Observer>
 class DeliverToObserver final : public MessageDeframer::Listener {
  public:
   // `encoding`: the stream's grpc-encoding. `max_message_size`: the receive
-  // limit, which applies to the decompressed size too. `*wire_size` is set
-  // to each message's size on the wire before the observer sees it.
+  // limit, which applies to the decompressed size too. `*delivered` counts
+  // each message before the observer sees it.
   DeliverToObserver(Observer* observer, CompressionAlgorithm encoding,
-                    size_t max_message_size, size_t* wire_size)
+                    size_t max_message_size, DeliveredMessageBytes* delivered)
       : observer_(observer),
         encoding_(encoding),
         max_message_size_(max_message_size),
-        wire_size_(wire_size) {}
+        delivered_(delivered) {}
 
   Status OnMessage(absl::string_view message, bool compressed) override {
-    *wire_size_ = message.size();
+    delivered_->last = message.size();
+    delivered_->total += message.size();
     if (!compressed) return observer_->OnMessage(message, false);
     if (observer_->DefersDecompression()) {
       return observer_->OnCompressedMessage(message, encoding_,
@@ -275,7 +293,7 @@ class DeliverToObserver final : public MessageDeframer::Listener {
   Observer* const observer_;
   const CompressionAlgorithm encoding_;
   const size_t max_message_size_;
-  size_t* const wire_size_;
+  DeliveredMessageBytes* const delivered_;
 };
 
 }  // namespace h2rpc::transport::http2

@@ -9,7 +9,9 @@ namespace h2rpc::internal {
 
 transport::io::EventLoop* ChannelCall::loop() const { return &core_->loop(); }
 
-Status ChannelCall::Describe(ClientContext* context, absl::string_view method) {
+Status ChannelCall::Describe(ClientContext* context, absl::string_view method,
+                             bool generic) {
+  metrics_.StartCall(core_->metric_shard(), generic);
   transport::CallDescription& call = stream_.description;
   call.method_path = method_path_.Set(method);
   context_ = context;
@@ -182,6 +184,20 @@ void ChannelCall::InterceptInitialMetadata(const Metadata& metadata) {
 void ChannelCall::InterceptReceive(size_t bytes) {
   for (ClientInterceptor* interceptor : core_->interceptors()) {
     interceptor->OnReceiveMessage(CallInfo(), bytes);
+  }
+}
+
+void ChannelCall::ReportResult(const Status& status, const Metadata& trailing) {
+  FinishInterceptors(status, trailing);
+  EndAttempt(status.code());
+  metrics_.EndCall(status.code());
+}
+
+void ChannelCall::ReportUnstartedResult(const Status& status) {
+  FinishInterceptors(status, Metadata());
+  if (metrics_.on()) {
+    core_->RecordUnstartedCall(&metrics_, stream_.description.method_path,
+                               status.code());
   }
 }
 

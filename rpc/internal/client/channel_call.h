@@ -7,6 +7,7 @@
 #include "rpc/client_context.h"
 #include "rpc/interceptor.h"
 #include "rpc/internal/client/channel_call_host.h"
+#include "rpc/internal/client/client_call_metrics.h"
 #include "rpc/internal/client/method_path_copy.h"
 #include "rpc/internal/client/retry.h"
 #include "rpc/status.h"
@@ -55,9 +56,17 @@ class ChannelCall : public CancellableClientCall {
   // request wins until that has run.
   void RequestCancel(CancelCause cause) override;
 
+  // Loop thread: an attempt of the call starts (CallMetrics).
+  void StartAttempt() {
+    metrics_.StartAttempt(stream_.description.method_path);
+  }
   // The call's result, once: OnFinish of every interceptor whose OnStart
-  // ran, innermost first. The thread that has the result.
-  void FinishInterceptors(const Status& status, const Metadata& trailing);
+  // ran, innermost first, and the end of the call (and of its attempt
+  // under way) in CallMetrics. Loop thread.
+  void ReportResult(const Status& status, const Metadata& trailing);
+  // The same for a call that failed before it reached the loop, on the
+  // thread that started it.
+  void ReportUnstartedResult(const Status& status);
 
   // Any thread: hands the call to the loop (again, for a transparent retry).
   void Start() { loop()->Post(&start_task_); }
@@ -73,8 +82,10 @@ class ChannelCall : public CancellableClientCall {
   // the deadline (timeout), sets wait_for_ready unless the context did, and
   // lowers the message size limits (max_send_size_, the stream's
   // max_receive_message_size). Returns DEADLINE_EXCEEDED for a deadline
-  // already past.
-  Status Describe(ClientContext* context, absl::string_view method);
+  // already past. The call starts here for CallMetrics; `generic`: a call
+  // of the generic API.
+  Status Describe(ClientContext* context, absl::string_view method,
+                  bool generic);
   // Links the call to `context` for TryCancel; CANCELLED if the context was
   // cancelled already. Takes the call's own reference.
   Status BindContext(ClientContext* context);
@@ -123,6 +134,12 @@ class ChannelCall : public CancellableClientCall {
   void InterceptSend(size_t bytes);
   void InterceptInitialMetadata(const Metadata& metadata);
   void InterceptReceive(size_t bytes);
+  // Loop thread: the attempt under way, if any, ended with `code`
+  // (CallMetrics).
+  void EndAttempt(StatusCode code) {
+    metrics_.EndAttempt(code, stream_.outgoing().message_bytes(),
+                        stream_.received_message_bytes());
+  }
 
   void Ref() { refs_.fetch_add(1, std::memory_order_relaxed); }
   void Unref();
@@ -195,6 +212,10 @@ class ChannelCall : public CancellableClientCall {
     return ClientCallInfo{stream_.description.method_path, context_};
   }
 
+  // OnFinish of every interceptor whose OnStart ran, innermost first.
+  void FinishInterceptors(const Status& status, const Metadata& trailing);
+
+  ClientCallMetrics metrics_;
   int transparent_retries_ = 0;
   int started_interceptors_ = 0;  // whose OnStart ran
   transport::io::MonotonicTime intercept_start_;

@@ -17,6 +17,8 @@
 namespace h2rpc::internal {
 
 class ChannelCall;
+class ClientCallMetrics;
+class ClientMetricShard;
 class ClientStreamCall;
 class UnaryClientCall;
 
@@ -52,6 +54,14 @@ class ChannelCallHost {
   virtual const ServiceConfig& service_config() const = 0;
   // ChannelOptions::enable_retries.
   virtual bool retries_enabled() const = 0;
+  // Where the loop thread records CallMetrics; null when the channel
+  // records none. Fixed when the channel is made.
+  virtual ClientMetricShard* metric_shard() const = 0;
+  // Any thread: records the end of a call to `method` that failed before
+  // it reached the loop (ClientCallMetrics::EndCallOffLoop).
+  virtual void RecordUnstartedCall(ClientCallMetrics* metrics,
+                                   absl::string_view method,
+                                   StatusCode code) = 0;
   // The channel's event loop, and why it could not start if it could not.
   virtual transport::io::EventLoop& loop() = 0;
   virtual const Status& loop_status() const = 0;

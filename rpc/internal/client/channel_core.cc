@@ -8,10 +8,14 @@
 #include <thread>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "rpc/call_metrics.h"
+#include "rpc/internal/call_metric_shards.h"
 #include "rpc/internal/client/channel_call.h"
 #include "rpc/internal/client/channel_options_check.h"
+#include "rpc/internal/client/client_call_metrics.h"
 #include "rpc/internal/client/client_stream_call.h"
 #include "rpc/internal/client/reactor_access.h"
 #include "rpc/internal/client/unary_client_call.h"
@@ -155,6 +159,18 @@ ChannelCore::ChannelCore(absl::string_view target,
         HealthCheckSettings{*service_config_.health_check_service_name,
                             default_authority_, scheme_, options.user_agent});
   }
+  if (options_.metrics != nullptr) {
+    // A66's canonical form: a target without a scheme is a DNS name.
+    const std::string target =
+        parsed_target_.kind == ParsedTarget::Kind::kDns &&
+                !absl::StartsWith(target_, "dns:")
+            ? absl::StrCat("dns:///", target_)
+            : target_;
+    metric_shard_ =
+        CallMetricsAccess::AcquireClientShard(*options_.metrics, target);
+    unstarted_metric_shard_ =
+        CallMetricsAccess::AcquireClientShard(*options_.metrics, target);
+  }
   // A channel that can never connect has nothing to poll for.
   if (channel_error_.ok()) {
     loop_.set_busy_poll(absl::Microseconds(options_.busy_poll_us));
@@ -197,9 +213,21 @@ ChannelCore::~ChannelCore() {
     Shutdown();
   });
   loop_.Stop();
+  if (metric_shard_ != nullptr) {
+    CallMetricsAccess::ReleaseClientShard(*options_.metrics, metric_shard_);
+    CallMetricsAccess::ReleaseClientShard(*options_.metrics,
+                                          unstarted_metric_shard_);
+  }
   MutexLock lock(&pool_mu_);
   for (UnaryClientCall* call : free_calls_) delete call;
   for (ClientStreamCall* call : free_stream_calls_) delete call;
+}
+
+void ChannelCore::RecordUnstartedCall(ClientCallMetrics* metrics,
+                                      absl::string_view method,
+                                      StatusCode code) {
+  MutexLock lock(&unstarted_metrics_mu_);
+  metrics->EndCallOffLoop(*unstarted_metric_shard_, method, code);
 }
 
 void ChannelCore::Destroy(std::unique_ptr<ChannelCore> core) {
@@ -259,7 +287,7 @@ UnaryClientCall* ChannelCore::PrepareCall(
   UnaryClientCall* call = TakeCall();
   *status = call->Prepare(context, method, request, request_bytes);
   if (!status->ok()) {
-    call->FinishInterceptors(*status, Metadata());
+    call->ReportUnstartedResult(*status);
     ReturnCall(call);
     return nullptr;
   }
@@ -338,11 +366,9 @@ void ChannelCore::AsyncGenericUnaryCall(
   call->Start();
 }
 
-ClientStreamCall* ChannelCore::NewStreamingCall(ClientContext* context,
-                                                absl::string_view method,
-                                                ConstMessageRef request,
-                                                MessageRef response,
-                                                ClientStreamReactor* reactor) {
+ClientStreamCall* ChannelCore::NewStreamingCall(
+    ClientContext* context, absl::string_view method, ConstMessageRef request,
+    MessageRef response, ClientStreamReactor* reactor, bool generic) {
   ClientStreamCall* call = nullptr;
   {
     MutexLock lock(&pool_mu_);
@@ -353,25 +379,21 @@ ClientStreamCall* ChannelCore::NewStreamingCall(ClientContext* context,
   }
   if (call == nullptr) call = new ClientStreamCall(this);
   ClientReactorAccess::Bind(reactor, call);
-  call->Prepare(reactor, context, method, request, response);
+  call->Prepare(reactor, context, method, request, response, generic);
   return call;
 }
 
-void ChannelCore::BindStreamingCall(ClientContext* context,
-                                    absl::string_view method,
-                                    ConstMessageRef request,
-                                    MessageRef response,
-                                    ClientStreamReactor* reactor) {
-  NewStreamingCall(context, method, request, response, reactor);
+void ChannelCore::BindStreamingCall(
+    ClientContext* context, absl::string_view method, ConstMessageRef request,
+    MessageRef response, ClientStreamReactor* reactor, bool generic) {
+  NewStreamingCall(context, method, request, response, reactor, generic);
 }
 
-void ChannelCore::StartBlockingStream(ClientContext* context,
-                                      absl::string_view method,
-                                      ConstMessageRef request,
-                                      MessageRef response,
-                                      BlockingClientStream* stream) {
+void ChannelCore::StartBlockingStream(
+    ClientContext* context, absl::string_view method, ConstMessageRef request,
+    MessageRef response, BlockingClientStream* stream, bool generic) {
   ClientStreamCall* call =
-      NewStreamingCall(context, method, request, response, stream);
+      NewStreamingCall(context, method, request, response, stream, generic);
   // Released by the wrapper's destructor, which may still reach the call.
   call->KeepAlive();
   call->StartCall();
@@ -402,6 +424,7 @@ absl::Duration ChannelCore::keepalive_time() const {
 }
 
 void ChannelCore::StartOnLoop(ChannelCall* call) {
+  call->StartAttempt();
   if (shut_down_) {
     call->FailBeforeStream(
         Status(StatusCode::kCancelled, "the channel was destroyed"));

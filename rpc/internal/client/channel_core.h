@@ -113,6 +113,9 @@ class ChannelCore final : public ChannelCallHost,
     return service_config_;
   }
   bool retries_enabled() const override { return options_.enable_retries; }
+  ClientMetricShard* metric_shard() const override { return metric_shard_; }
+  void RecordUnstartedCall(ClientCallMetrics* metrics, absl::string_view method,
+                           StatusCode code) override;
   transport::io::EventLoop& loop() override { return loop_; }
   const Status& loop_status() const override { return loop_status_; }
   void StartOnLoop(ChannelCall* call) override
@@ -152,13 +155,14 @@ class ChannelCore final : public ChannelCallHost,
                              absl::string_view request, std::string* response,
                              absl::AnyInvocable<void(const Status&)> done);
   // Binds `reactor` to a new streaming call (not started).
+  // `generic`: a call of the generic API (CallMetrics records "other").
   void BindStreamingCall(ClientContext* context, absl::string_view method,
                          ConstMessageRef request, MessageRef response,
-                         ClientStreamReactor* reactor);
+                         ClientStreamReactor* reactor, bool generic);
   // Binds `stream` to a new streaming call and starts it.
   void StartBlockingStream(ClientContext* context, absl::string_view method,
                            ConstMessageRef request, MessageRef response,
-                           BlockingClientStream* stream);
+                           BlockingClientStream* stream, bool generic);
 
   // The Channel's connectivity (see there). Any thread; the waits block.
   ConnectivityState GetState(bool try_to_connect);
@@ -188,11 +192,9 @@ class ChannelCore final : public ChannelCallHost,
 
   UnaryClientCall* TakeCall();
   // A streaming call bound to `reactor` and prepared, not yet started.
-  ClientStreamCall* NewStreamingCall(ClientContext* context,
-                                     absl::string_view method,
-                                     ConstMessageRef request,
-                                     MessageRef response,
-                                     ClientStreamReactor* reactor);
+  ClientStreamCall* NewStreamingCall(
+      ClientContext* context, absl::string_view method, ConstMessageRef request,
+      MessageRef response, ClientStreamReactor* reactor, bool generic);
   // A pooled call set up for `request` (or `request_bytes`), or null with
   // `*status` saying why the call cannot start.
   UnaryClientCall* PrepareCall(ClientContext* context, absl::string_view method,
@@ -331,6 +333,14 @@ class ChannelCore final : public ChannelCallHost,
   absl::Duration keepalive_time_ ABSL_GUARDED_BY(keepalive_mu_);
 
   // Idle calls, taken and returned from any thread.
+  // CallMetrics (options_.metrics): the loop thread's shard, and the one
+  // calls that fail before reaching the loop record into, under its lock.
+  // Null without metrics.
+  ClientMetricShard* metric_shard_ = nullptr;
+  Mutex unstarted_metrics_mu_;
+  ClientMetricShard* unstarted_metric_shard_
+      ABSL_PT_GUARDED_BY(unstarted_metrics_mu_) = nullptr;
+
   Mutex pool_mu_;
   std::vector<UnaryClientCall*> free_calls_ ABSL_GUARDED_BY(pool_mu_);
   std::vector<ClientStreamCall*> free_stream_calls_ ABSL_GUARDED_BY(pool_mu_);

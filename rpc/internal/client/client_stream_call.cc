@@ -13,11 +13,12 @@ ClientStreamCall::ClientStreamCall(ChannelCallHost* core)
 
 void ClientStreamCall::Prepare(ClientStreamReactor* reactor,
                                ClientContext* context, absl::string_view method,
-                               ConstMessageRef request, MessageRef response) {
+                               ConstMessageRef request, MessageRef response,
+                               bool generic) {
   reactor_ = reactor;
   stream_.observer = this;
   start_error_ = core_->loop_status();
-  if (start_error_.ok()) start_error_ = Describe(context, method);
+  if (start_error_.ok()) start_error_ = Describe(context, method, generic);
   set_max_send_message_size(max_send_size_);
   // A retryable call keeps what it writes until it is committed.
   stream_.outgoing().set_retain_written(retryable());
@@ -25,6 +26,9 @@ void ClientStreamCall::Prepare(ClientStreamReactor* reactor,
   if (request && start_error_.ok()) {
     start_error_ = SerializeFramed(request, send_compression_, max_send_size_,
                                    &stream_.outgoing().buffer());
+    if (start_error_.ok()) {
+      stream_.outgoing().CountMessage(stream_.outgoing().size());
+    }
     stream_.outgoing().set_end_of_data();
     ChargeRetryBuffer();
   }
@@ -108,6 +112,7 @@ Status ClientStreamCall::OnMessage(absl::string_view message, bool compressed) {
 }
 
 void ClientStreamCall::OnClose(const Status& status, Metadata& trailing) {
+  EndAttempt(status.code());
   if (RetryOrCommit(status, trailing)) return;
   using std::swap;
   swap(ClientContextAccess::TrailingMetadata(context_), trailing);
@@ -123,7 +128,7 @@ void ClientStreamCall::OnClose(const Status& status, Metadata& trailing) {
 void ClientStreamCall::Close(const Status& status) {
   status_ = status;
   closed_ = true;
-  FinishInterceptors(status, ClientContextAccess::TrailingMetadata(context_));
+  ReportResult(status, ClientContextAccess::TrailingMetadata(context_));
   UnbindContext();
   if (!initial_metadata_reported_) {
     initial_metadata_reported_ = true;

@@ -32,10 +32,10 @@ class ClientStreamCall final : public ChannelCall,
   // only message and followed by the half-close; `response` (client
   // streaming) receives the single response message. A problem found here
   // (past deadline, oversized request, cancelled context) ends the call
-  // with it once started.
+  // with it once started. `generic`: a call of the generic API.
   void Prepare(ClientStreamReactor* reactor, ClientContext* context,
                absl::string_view method, ConstMessageRef request,
-               MessageRef response);
+               MessageRef response, bool generic);
   // The channel's pool, once the last reference is gone: the state of a
   // new call.
   void ResetForReuse();
@@ -115,7 +115,10 @@ class ClientStreamCall final : public ChannelCall,
                              size_t max_size) override {
     return OnCompressedMessageReceived(wire, encoding, max_size);
   }
-  bool OnRefused() override { return RetryTransparently(); }
+  bool OnRefused() override {
+    EndAttempt(StatusCode::kUnavailable);
+    return RetryTransparently();
+  }
   void OnClose(const Status& status, Metadata& trailing) override;
 
   // ChannelCall.

@@ -12,7 +12,7 @@ Status UnaryClientCall::Prepare(ClientContext* context,
                                 absl::string_view method,
                                 const google::protobuf::MessageLite* request,
                                 absl::string_view request_bytes) {
-  Status status = Describe(context, method);
+  Status status = Describe(context, method, /*generic=*/request == nullptr);
   if (!status.ok()) return status;
   const size_t max_size = max_send_size_;
   std::string* frame = &stream_.outgoing().buffer();
@@ -21,6 +21,7 @@ Status UnaryClientCall::Prepare(ClientContext* context,
                : transport::compression::AppendCompressedFramedMessage(
                      request_bytes, send_compression_, max_size, frame);
   if (!status.ok()) return status;
+  stream_.outgoing().CountMessage(frame->size());
   stream_.outgoing().set_end_of_data();
   InterceptSend(request != nullptr ? request->GetCachedSize()
                                    : request_bytes.size());
@@ -64,9 +65,13 @@ Status UnaryClientCall::OnMessage(absl::string_view message, bool compressed) {
   return Status();
 }
 
-bool UnaryClientCall::OnRefused() { return RetryTransparently(); }
+bool UnaryClientCall::OnRefused() {
+  EndAttempt(StatusCode::kUnavailable);
+  return RetryTransparently();
+}
 
 void UnaryClientCall::OnClose(const Status& status, Metadata& trailing) {
+  EndAttempt(status.code());
   if (RetryOrCommit(status, trailing)) return;
   using std::swap;
   swap(ClientContextAccess::TrailingMetadata(context_), trailing);
@@ -79,7 +84,7 @@ void UnaryClientCall::OnClose(const Status& status, Metadata& trailing) {
 }
 
 void UnaryClientCall::Complete(const Status& status) {
-  FinishInterceptors(status, ClientContextAccess::TrailingMetadata(context_));
+  ReportResult(status, ClientContextAccess::TrailingMetadata(context_));
   UnbindContext();
   if (done) {
     // Move the callback out: it may start another call from this pool.

@@ -160,6 +160,7 @@ void StreamOps::RunWrite() {
   transport::http2::OutgoingData& out = outgoing();
   // Fixes the call's encoding even for a message sent uncompressed.
   const CompressionAlgorithm compression = SendCompression();
+  const size_t before = out.buffer().size();
   Status status = SerializeFramed(write_message_,
                                   write_options_.no_compression()
                                       ? CompressionAlgorithm::kIdentity
@@ -172,6 +173,7 @@ void StreamOps::RunWrite() {
     FailCall(status);
     return;
   }
+  out.CountMessage(out.buffer().size() - before);
   OnWriteAppended(FramedMessageSize(write_message_));
   ResumeSend();
   if (out.pending() <= write_buffer_size_) {

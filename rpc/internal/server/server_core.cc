@@ -10,9 +10,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "rpc/call_metrics.h"
+#include "rpc/internal/call_metric_shards.h"
 #include "rpc/internal/common/connection_options_conversion.h"
 #include "rpc/internal/config/target.h"
 #include "rpc/internal/credentials_access.h"
+#include "rpc/internal/server/server_call_metrics.h"
 #include "rpc/internal/server/server_listener.h"
 #include "rpc/internal/server/server_loop.h"
 #include "rpc/internal/server/server_stream_call.h"
@@ -265,6 +268,13 @@ ServerCore::ServerCore(ServerOptions options, MethodMap methods,
     loops_.push_back(std::make_unique<ServerLoop>(
         this, cpu, absl::Microseconds(options_.busy_poll_us)));
   }
+  if (options_.metrics != nullptr) {
+    for (const auto& loop : loops_) {
+      metric_shards_.push_back(
+          CallMetricsAccess::AcquireServerShard(*options_.metrics));
+      loop->set_metric_shard(metric_shards_.back());
+    }
+  }
   const int min_sync_threads =
       options_.min_sync_threads > 0
           ? options_.min_sync_threads
@@ -277,6 +287,9 @@ ServerCore::ServerCore(ServerOptions options, MethodMap methods,
 ServerCore::~ServerCore() {
   Shutdown(absl::Now());
   Wait();
+  for (ServerMetricShard* shard : metric_shards_) {
+    CallMetricsAccess::ReleaseServerShard(*options_.metrics, shard);
+  }
 }
 
 ServerLoop* ServerCore::NextLoop() {
@@ -295,34 +308,61 @@ Status ServerCore::Dispatch(ServerLoop* loop,
   loop->loop().AssertInLoopThread();
   const absl::string_view path = stream->method();
   auto it = methods_.find(path);
-  if (it == methods_.end()) {
-    if (generic_method_ != nullptr) {
-      // The stream's path outlives the call (released at its end).
-      generic_method_->CallStarted();
-      loop->TakeStreamCall(this)->Begin(generic_method_.get(), path, stream);
-      return Status();
-    }
-    const size_t slash = path.rfind('/');
-    const absl::string_view service =
-        slash == absl::string_view::npos || slash == 0
+  const bool registered = it != methods_.end();
+  ServerMethodStats* metrics = nullptr;
+  if (ServerMetricShard* shard = loop->metric_shard()) {
+    metrics = &shard->methods().For(
+        registered || options_.metrics->options().record_generic_methods
             ? path
-            : path.substr(1, slash - 1);
-    if (services_.find(service) == services_.end()) {
-      return Status(StatusCode::kUnimplemented,
-                    absl::StrCat("unknown service ", service));
+            : kOtherMethod);
+  }
+  const Status refused = RefuseNewCall(path, registered);
+  if (!refused.ok()) {
+    if (metrics != nullptr) {
+      ServerCallMetrics::RecordRefused(*metrics, refused.code());
     }
-    return Status(StatusCode::kUnimplemented,
-                  absl::StrCat("unknown method ", path.substr(slash + 1),
-                               " for service ", service));
+    return refused;
+  }
+  if (!registered) {
+    // The stream's path outlives the call (released at its end).
+    generic_method_->CallStarted();
+    loop->TakeStreamCall(this)->Begin(generic_method_.get(), path, stream,
+                                      metrics);
+    return Status();
   }
   Method* method = it->second.get();
   method->CallStarted();
   if (method->kind() == MethodKind::kUnary) {
-    loop->TakeCall()->Begin(this, method, it->first, stream);
+    loop->TakeCall()->Begin(this, method, it->first, stream, metrics);
   } else {
-    loop->TakeStreamCall(this)->Begin(method, it->first, stream);
+    loop->TakeStreamCall(this)->Begin(method, it->first, stream, metrics);
   }
   return Status();
+}
+
+Status ServerCore::RefuseNewCall(absl::string_view path,
+                                 bool registered) const {
+  if (memory_quota_.exhausted()) {
+    return Status(
+        StatusCode::kResourceExhausted,
+        absl::StrCat("server memory quota exhausted: ", memory_quota_.used(),
+                     " of ", memory_quota_.limit(),
+                     " bytes in use (memory_quota); new calls are "
+                     "refused while less than 1/16 is free"));
+  }
+  if (registered || generic_method_ != nullptr) return Status();
+  const size_t slash = path.rfind('/');
+  const absl::string_view service =
+      slash == absl::string_view::npos || slash == 0
+          ? path
+          : path.substr(1, slash - 1);
+  if (services_.find(service) == services_.end()) {
+    return Status(StatusCode::kUnimplemented,
+                  absl::StrCat("unknown service ", service));
+  }
+  return Status(StatusCode::kUnimplemented,
+                absl::StrCat("unknown method ", path.substr(slash + 1),
+                             " for service ", service));
 }
 
 void ServerCore::CallEnded(const Method* method) {

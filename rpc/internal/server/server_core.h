@@ -106,6 +106,10 @@ class ServerCore final : public ServerCallHost,
   // Shutdown: logs what it still waits for, `past_deadline` after its
   // deadline.
   void LogStillRunning(absl::Duration past_deadline);
+  // Why a new call to `path` (a method of a registered service, or not) is
+  // refused before it reaches a handler: the memory quota is exhausted, or
+  // no handler serves the path. OK otherwise.
+  Status RefuseNewCall(absl::string_view path, bool registered) const;
 
   const ServerOptions options_;
   const transport::http2::ConnectionOptions transport_options_;
@@ -121,6 +125,9 @@ class ServerCore final : public ServerCallHost,
   std::vector<std::unique_ptr<ServerLoop>> loops_;
   std::unique_ptr<WorkerPool> workers_;
   std::atomic<size_t> next_loop_{0};
+  // One per loop, taken from options_.metrics (when set) by the
+  // constructor and given back by the destructor.
+  std::vector<ServerMetricShard*> metric_shards_;
 
   mutable Mutex mu_;
   // Any of the fields below changed, or a method's count of live calls

@@ -125,14 +125,6 @@ void ServerLoop::ReturnCall(ServerStreamCall* call) {
 }
 
 Status ServerLoop::Dispatch(ServerStream* stream) {
-  const transport::MemoryQuota& quota = server_->memory_quota();
-  if (quota.exhausted()) {
-    return Status(StatusCode::kResourceExhausted,
-                  absl::StrCat("server memory quota exhausted: ", quota.used(),
-                               " of ", quota.limit(),
-                               " bytes in use (memory_quota); new calls are "
-                               "refused while less than 1/16 is free"));
-  }
   return server_->Dispatch(this, stream);
 }
 

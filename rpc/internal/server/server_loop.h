@@ -7,6 +7,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/time/time.h"
+#include "rpc/internal/call_metric_shards.h"
 #include "rpc/internal/common/member_task.h"
 #include "rpc/internal/server/server_call_host.h"
 #include "rpc/internal/server/sync_task_count.h"
@@ -71,6 +72,10 @@ class ServerLoop final : public ServerCallLoop,
   }
   // Why the loop thread could not start (e.g. a CPU it cannot pin to).
   const Status& start_status() const { return start_status_; }
+  // Where this loop's calls record CallMetrics; null: they do not. Set
+  // before the loop serves its first connection.
+  ServerMetricShard* metric_shard() const { return metric_shard_; }
+  void set_metric_shard(ServerMetricShard* shard) { metric_shard_ = shard; }
 
   // Any thread: serve a newly accepted socket on this loop, over TLS with
   // `tls` unless it is null.
@@ -147,6 +152,7 @@ class ServerLoop final : public ServerCallLoop,
       ABSL_GUARDED_BY(loop_);
   bool draining_ ABSL_GUARDED_BY(loop_) = false;
   Status start_status_;
+  ServerMetricShard* metric_shard_ = nullptr;
   MemberTask<ServerLoop, &ServerLoop::RetryMemoryWaiters> memory_task_{this};
   MemberTask<ServerLoop, &ServerLoop::WakeWorkers> wake_workers_task_{this};
   // The next WakeWorkers() wakes every thread the handed-out tasks need.

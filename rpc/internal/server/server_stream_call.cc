@@ -20,7 +20,9 @@ ServerStreamCall::ServerStreamCall(ServerCallLoop* loop, ServerCallHost* server)
 
 void ServerStreamCall::Begin(const Method* method,
                              absl::string_view method_name,
-                             transport::http2::ServerStream* stream) {
+                             transport::http2::ServerStream* stream,
+                             ServerMethodStats* metrics) {
+  metrics_.Start(metrics);
   method_ = method;
   method_name_ = method_name;
   stream_ = stream;
@@ -186,11 +188,14 @@ void ServerStreamCall::RunFinish() {
   CloseWrites();
   if (!stream_->cancelled() && !stream_->finished()) {
     if (status.ok() && response_ != nullptr) {
+      transport::http2::OutgoingData& out = stream_->outgoing();
+      const size_t before = out.buffer().size();
       status = SerializeFramed(*response_, SendCompression(),
                                server_->call_settings().max_send_message_size,
-                               &stream_->outgoing().buffer());
-      if (status.ok()) status = stream_->outgoing().ChargeAppended();
+                               &out.buffer());
+      if (status.ok()) status = out.ChargeAppended();
       if (status.ok()) {
+        out.CountMessage(out.buffer().size() - before);
         interception_.Send(response_->GetCachedSize());
         ResumeSend();
       }
@@ -244,6 +249,7 @@ void ServerStreamCall::RunDone() {
                                             : final_status_);
   transport::http2::ServerStream* stream = stream_;
   stream_ = nullptr;
+  metrics_.End(*stream);
   ServerContextAccess::Reset(&context_);
   stream->Release();
   if (cancel_gate_.Close()) Recycle();

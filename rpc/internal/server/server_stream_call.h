@@ -10,6 +10,7 @@
 #include "rpc/internal/common/method.h"
 #include "rpc/internal/common/stream_ops.h"
 #include "rpc/internal/server/server_call_host.h"
+#include "rpc/internal/server/server_call_metrics.h"
 #include "rpc/internal/server/server_context_access.h"
 #include "rpc/internal/server/server_interception.h"
 #include "rpc/internal/server/sync_task_count.h"
@@ -55,9 +56,11 @@ class ServerStreamCall final : public StreamOps,
   // Loop thread: serves `stream` with `method` (the object is new or back
   // from its pool) and starts the handler (or waits for the request of a
   // server-streaming call). `method_name` (the server's copy of the path)
-  // names the call in misuse reports.
+  // names the call in misuse reports; the call records itself in `metrics`
+  // (null: CallMetrics are off).
   void Begin(const Method* method, absl::string_view method_name,
-             transport::http2::ServerStream* stream);
+             transport::http2::ServerStream* stream,
+             ServerMethodStats* metrics);
 
   // ServerStreamOperations: any thread, until OnDone. Finish once; initial
   // metadata once at a time.
@@ -150,6 +153,7 @@ class ServerStreamCall final : public StreamOps,
   size_t request_bytes_ = 0;  // server streaming: the request's, serialized
   Status final_status_;       // what the client was sent
   ServerInterception interception_;
+  ServerCallMetrics metrics_;
   bool done_posted_ = false;
   Status finish_status_;  // set by Finish before its task runs
   // Set by the first Finish / StartSendInitialMetadata (any thread); the

@@ -10,7 +10,9 @@ namespace internal {
 
 void UnaryServerCall::Begin(ServerCallHost* server, const Method* method,
                             absl::string_view method_name,
-                            transport::http2::ServerStream* stream) {
+                            transport::http2::ServerStream* stream,
+                            ServerMethodStats* metrics) {
+  metrics_.Start(metrics);
   server_ = server;
   method_ = method;
   method_name_ = method_name;
@@ -136,6 +138,7 @@ void UnaryServerCall::Run() {
     // A response the memory quota cannot hold fails the call instead.
     if (status.ok()) status = stream_->outgoing().ChargeAppended();
     if (status.ok()) {
+      stream_->outgoing().CountMessage(stream_->outgoing().size());
       interception_.Send(response_->GetCachedSize());
       stream_->SendInitialMetadata(&initial_metadata);
       stream_->ResumeSend();
@@ -152,6 +155,7 @@ void UnaryServerCall::Run() {
 void UnaryServerCall::End() {
   transport::http2::ServerStream* stream = stream_;
   stream_ = nullptr;
+  metrics_.End(*stream);
   ServerContextAccess::Reset(&context_);
   // Frees the messages (and whatever outgrew the first block) now rather
   // than when the pooled call is next used; keeps the first block.

@@ -12,6 +12,7 @@
 #include "rpc/internal/common/member_task.h"
 #include "rpc/internal/common/method.h"
 #include "rpc/internal/server/server_call_host.h"
+#include "rpc/internal/server/server_call_metrics.h"
 #include "rpc/internal/server/server_context_access.h"
 #include "rpc/internal/server/server_interception.h"
 #include "rpc/internal/server/sync_task_count.h"
@@ -55,10 +56,12 @@ class UnaryServerCall final : public transport::http2::ServerStream::Observer,
   explicit UnaryServerCall(ServerCallLoop* loop) : loop_(loop) {}
 
   // Loop thread: binds the call to a new stream. `method_name` (the
-  // server's copy of the path) names the call in misuse reports.
+  // server's copy of the path) names the call in misuse reports; the call
+  // records itself in `metrics` (null: CallMetrics are off).
   void Begin(ServerCallHost* server, const Method* method,
              absl::string_view method_name,
-             transport::http2::ServerStream* stream);
+             transport::http2::ServerStream* stream,
+             ServerMethodStats* metrics);
   // Any thread, once per call: a callback handler finished (UnaryDone).
   // Loop thread: a synchronous handler could not start (`status` says why).
   void HandlerDone(const Status& status) override;
@@ -118,6 +121,7 @@ class UnaryServerCall final : public transport::http2::ServerStream::Observer,
   SyncTaskCount sync_tasks_;
   size_t request_bytes_ = 0;  // the request message's, serialized
   ServerInterception interception_;
+  ServerCallMetrics metrics_;
   Status handler_status_;
   HandlerTask handler_task_{this};
   CancelGate cancel_gate_;

@@ -1,0 +1,97 @@
+#ifndef H2RPC_RPC_INTERNAL_CLIENT_CLIENT_CALL_METRICS_H_
+#define H2RPC_RPC_INTERNAL_CLIENT_CLIENT_CALL_METRICS_H_
+
+#include <cstdint>
+
+#include "absl/strings/string_view.h"
+#include "rpc/internal/call_metric_shards.h"
+#include "rpc/status.h"
+#include "transport/io/monotonic_time.h"
+
+namespace h2rpc::internal {
+
+// A client call's record in CallMetrics (rpc/call_metrics.h): the call
+// starts when the application starts it (before its request is
+// serialized); each attempt when the channel's loop takes it up (a retry's
+// after its backoff, a transparent retry's at once) and ends when its
+// stream closes, is refused or fails to start; the call ends when its
+// result is known. Part of a pooled call object. Without metrics (a null
+// shard) each step is one branch.
+class ClientCallMetrics {
+ public:
+  // The thread starting the call. `generic`: a call of the generic API,
+  // recorded as "other" unless the metrics record generic methods.
+  void StartCall(ClientMetricShard* shard, bool generic) {
+    shard_ = shard;
+    stats_ = nullptr;
+    attempt_open_ = false;
+    if (shard == nullptr) return;
+    generic_ = generic && !shard->record_generic_methods();
+    call_start_ = transport::io::MonotonicTime::Now();
+  }
+
+  // Loop thread (the shard's writer): an attempt of the call to `method`
+  // starts.
+  void StartAttempt(absl::string_view method) {
+    if (shard_ == nullptr) return;
+    if (stats_ == nullptr) {
+      stats_ = &shard_->methods().For(generic_ ? kOtherMethod : method);
+    }
+    stats_->attempts_started.Add(1);
+    attempt_open_ = true;
+    attempt_start_ = transport::io::MonotonicTime::Now();
+  }
+
+  // Loop thread: the attempt under way, if any, ended with `code`, having
+  // sent and received message bytes as given (on the wire, prefixes not
+  // included).
+  void EndAttempt(StatusCode code, uint64_t sent, uint64_t received) {
+    if (!attempt_open_) return;
+    attempt_open_ = false;
+    ClientStatusStats& by_code = stats_->by_status.For(code);
+    by_code.attempt_duration.Record(
+        Nanos(transport::io::MonotonicTime::Now() - attempt_start_));
+    by_code.attempt_sent.Record(sent);
+    by_code.attempt_rcvd.Record(received);
+  }
+
+  // Loop thread: the call's result is `code`. A call that never reached
+  // the loop ends through EndCallOffLoop instead.
+  void EndCall(StatusCode code) {
+    if (shard_ == nullptr) return;
+    if (stats_ != nullptr) Record(*stats_, code);
+    shard_ = nullptr;
+  }
+
+  // The thread that started the call, which failed before reaching the
+  // loop: records it into `shard`, whose writer the caller is (the
+  // channel's shard for such calls, under its lock).
+  void EndCallOffLoop(ClientMetricShard& shard, absl::string_view method,
+                      StatusCode code) {
+    if (shard_ == nullptr) return;
+    Record(shard.methods().For(generic_ ? kOtherMethod : method), code);
+    shard_ = nullptr;
+  }
+
+  bool on() const { return shard_ != nullptr; }
+
+ private:
+  static uint64_t Nanos(absl::Duration elapsed) {
+    return static_cast<uint64_t>(absl::ToInt64Nanoseconds(elapsed));
+  }
+  void Record(ClientMethodStats& stats, StatusCode code) {
+    stats.by_status.For(code).call_duration.Record(
+        Nanos(transport::io::MonotonicTime::Now() - call_start_));
+  }
+
+  ClientMetricShard* shard_ = nullptr;
+  ClientMethodStats* stats_ = nullptr;  // found by the first attempt
+  bool generic_ = false;
+  bool attempt_open_ = false;
+  transport::io::MonotonicTime call_start_;
+  transport::io::MonotonicTime attempt_start_;
+};
+
+}  // namespace h2rpc::internal
+
+#endif  // H2RPC_RPC_INTERNAL_CLIENT_CLIENT_CALL_METRICS_H_

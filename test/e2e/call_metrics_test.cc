@@ -1,0 +1,352 @@
+// CallMetrics (rpc/call_metrics.h) recorded by real channels and servers
+// over loopback: gRPC's A66 instruments, their labels and the message
+// sizes they count.
+#include "rpc/call_metrics.h"
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "proto/grpc/testing/messages.pb.h"
+#include "rpc/channel.h"
+#include "rpc/server.h"
+#include "test/util/stub_server.h"
+#include "test/util/wait_for.h"
+
+namespace h2rpc {
+namespace {
+
+using grpc::testing::SimpleRequest;
+using grpc::testing::SimpleResponse;
+using ::h2rpc::testing::kHangTimeout;
+using ::h2rpc::testing::StubServer;
+using ::h2rpc::testing::WaitFor;
+
+constexpr char kEcho[] = "/metrics.Test/Echo";
+constexpr char kFlaky[] = "/metrics.Test/Flaky";
+constexpr char kBidi[] = "/metrics.Test/Bidi";
+
+// The series of `method` with `code`, or null.
+const CallMetricsSnapshot::ClientSeries* Client(
+    const CallMetricsSnapshot& snapshot, absl::string_view method,
+    StatusCode code) {
+  for (const auto& series : snapshot.client) {
+    if (series.method == method && series.code == code) return &series;
+  }
+  return nullptr;
+}
+const CallMetricsSnapshot::ServerSeries* Server(
+    const CallMetricsSnapshot& snapshot, absl::string_view method,
+    StatusCode code) {
+  for (const auto& series : snapshot.server) {
+    if (series.method == method && series.code == code) return &series;
+  }
+  return nullptr;
+}
+uint64_t AttemptsStarted(const CallMetricsSnapshot& snapshot,
+                         absl::string_view method) {
+  for (const auto& started : snapshot.client_started) {
+    if (started.method == method) return started.attempts;
+  }
+  return 0;
+}
+uint64_t CallsStarted(const CallMetricsSnapshot& snapshot,
+                      absl::string_view method) {
+  for (const auto& started : snapshot.server_started) {
+    if (started.method == method) return started.calls;
+  }
+  return 0;
+}
+// How many calls of `method` the server has ended, any status.
+uint64_t CallsEnded(const CallMetrics& metrics, absl::string_view method) {
+  uint64_t ended = 0;
+  for (const auto& series : metrics.Snapshot().server) {
+    if (series.method == method) ended += series.call_duration.count;
+  }
+  return ended;
+}
+
+class CallMetricsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ServerOptions options;
+    options.num_loops = 2;
+    options.metrics = server_metrics_;
+    server_.builder()
+        .SetOptions(options)
+        .RegisterUnary<SimpleRequest, SimpleResponse>(
+            kEcho,
+            [](ServerContext*, const SimpleRequest& request,
+               SimpleResponse* response) {
+              response->mutable_payload()->set_body(
+                  std::string(request.response_size(), 'r'));
+              if (request.has_response_status()) {
+                return Status(
+                    static_cast<StatusCode>(request.response_status().code()),
+                    "asked for");
+              }
+              return Status();
+            })
+        .RegisterUnary<SimpleRequest, SimpleResponse>(
+            kFlaky,
+            [this](ServerContext*, const SimpleRequest&, SimpleResponse*) {
+              return flaky_calls_.fetch_add(1) < 2
+                         ? Status(StatusCode::kUnavailable, "try again")
+                         : Status();
+            })
+        .RegisterBidiStreaming<SimpleRequest, SimpleResponse>(
+            kBidi,
+            [](ServerContext*,
+               ServerReaderWriter<SimpleResponse, SimpleRequest>* stream) {
+              SimpleRequest request;
+              while (stream->Read(&request)) {
+                SimpleResponse response;
+                response.mutable_payload()->set_body(
+                    std::string(request.response_size(), 'r'));
+                if (!stream->Write(response)) break;
+              }
+              return Status();
+            })
+        .RegisterCallbackGenericService(
+            [](ServerContext*) -> GenericServerBidiReactor* {
+              return nullptr;  // fails the call with INTERNAL
+            });
+    ASSERT_TRUE(server_.Start().ok());
+    ChannelOptions channel_options;
+    channel_options.metrics = client_metrics_;
+    channel_options.service_config = R"({"methodConfig": [{
+        "name": [{"service": "metrics.Test", "method": "Flaky"}],
+        "retryPolicy": {"maxAttempts": 4, "initialBackoff": "0.01s",
+          "maxBackoff": "0.05s", "backoffMultiplier": 2,
+          "retryableStatusCodes": ["UNAVAILABLE"]}}]})";
+    channel_ = server_.NewChannel(channel_options);
+  }
+
+  Status Echo(
+      int request_bytes, int response_bytes, StatusCode code = StatusCode::kOk,
+      CompressionAlgorithm compression = CompressionAlgorithm::kIdentity) {
+    ClientContext context;
+    context.set_timeout(kHangTimeout);
+    context.set_compression_algorithm(compression);
+    SimpleRequest request;
+    request.mutable_payload()->set_body(std::string(request_bytes, 'q'));
+    request.set_response_size(response_bytes);
+    if (code != StatusCode::kOk) {
+      request.mutable_response_status()->set_code(static_cast<int>(code));
+    }
+    SimpleResponse response;
+    return channel_->UnaryCall(&context, kEcho, request, &response);
+  }
+
+  // The serialized size of Echo's request and response messages.
+  static uint64_t RequestSize(int request_bytes, int response_bytes,
+                              StatusCode code = StatusCode::kOk) {
+    SimpleRequest request;
+    request.mutable_payload()->set_body(std::string(request_bytes, 'q'));
+    request.set_response_size(response_bytes);
+    if (code != StatusCode::kOk) {
+      request.mutable_response_status()->set_code(static_cast<int>(code));
+    }
+    return request.ByteSizeLong();
+  }
+  static uint64_t ResponseSize(int response_bytes) {
+    SimpleResponse response;
+    response.mutable_payload()->set_body(std::string(response_bytes, 'r'));
+    return response.ByteSizeLong();
+  }
+
+  std::shared_ptr<CallMetrics> client_metrics_ =
+      std::make_shared<CallMetrics>();
+  std::shared_ptr<CallMetrics> server_metrics_ =
+      std::make_shared<CallMetrics>();
+  std::atomic<int> flaky_calls_{0};
+  StubServer server_;
+  std::shared_ptr<Channel> channel_;
+};
+
+TEST_F(CallMetricsTest, UnaryCallsAreCountedByMethodStatusAndTarget) {
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(Echo(100, 2000).ok());
+  ASSERT_EQ(Echo(10, 0, StatusCode::kNotFound).code(), StatusCode::kNotFound);
+  ASSERT_TRUE(
+      WaitFor([&] { return CallsEnded(*server_metrics_, kEcho) == 4; }));
+
+  const CallMetricsSnapshot client = client_metrics_->Snapshot();
+  ASSERT_EQ(client.client_started.size(), 1u);
+  EXPECT_EQ(client.client_started[0].target,
+            absl::StrCat("dns:///", server_.target()));
+  EXPECT_EQ(AttemptsStarted(client, kEcho), 4u);
+  const auto* ok = Client(client, kEcho, StatusCode::kOk);
+  ASSERT_NE(ok, nullptr);
+  EXPECT_EQ(ok->target, absl::StrCat("dns:///", server_.target()));
+  EXPECT_EQ(ok->attempt_duration.count, 3u);
+  EXPECT_EQ(ok->call_duration.count, 3u);
+  EXPECT_GT(ok->call_duration.sum, 0);
+  EXPECT_GE(ok->call_duration.sum, ok->attempt_duration.sum);
+  EXPECT_EQ(ok->attempt_sent.sum, 3.0 * RequestSize(100, 2000));
+  EXPECT_EQ(ok->attempt_rcvd.sum, 3.0 * ResponseSize(2000));
+  EXPECT_EQ(ok->attempt_rcvd.buckets[2], 3u);  // le 2048
+  const auto* not_found = Client(client, kEcho, StatusCode::kNotFound);
+  ASSERT_NE(not_found, nullptr);
+  EXPECT_EQ(not_found->attempt_duration.count, 1u);
+  EXPECT_EQ(not_found->attempt_rcvd.sum, 0);
+  // The channel records nothing of the server's side, and the reverse.
+  EXPECT_TRUE(client.server.empty());
+  EXPECT_TRUE(server_metrics_->Snapshot().client.empty());
+
+  const CallMetricsSnapshot server = server_metrics_->Snapshot();
+  EXPECT_EQ(CallsStarted(server, kEcho), 4u);
+  const auto* served = Server(server, kEcho, StatusCode::kOk);
+  ASSERT_NE(served, nullptr);
+  EXPECT_EQ(served->call_duration.count, 3u);
+  EXPECT_EQ(served->call_rcvd.sum, 3.0 * RequestSize(100, 2000));
+  EXPECT_EQ(served->call_sent.sum, 3.0 * ResponseSize(2000));
+  const auto* refused = Server(server, kEcho, StatusCode::kNotFound);
+  ASSERT_NE(refused, nullptr);
+  EXPECT_EQ(refused->call_rcvd.sum,
+            static_cast<double>(RequestSize(10, 0, StatusCode::kNotFound)));
+  EXPECT_EQ(refused->call_sent.sum, 0);
+}
+
+TEST_F(CallMetricsTest, SizesAreThoseOfTheCompressedMessages) {
+  ASSERT_TRUE(
+      Echo(20000, 0, StatusCode::kOk, CompressionAlgorithm::kGzip).ok());
+  ASSERT_TRUE(
+      WaitFor([&] { return CallsEnded(*server_metrics_, kEcho) == 1; }));
+  const CallMetricsSnapshot client = client_metrics_->Snapshot();
+  const auto* sent = Client(client, kEcho, StatusCode::kOk);
+  ASSERT_NE(sent, nullptr);
+  // 20,000 equal bytes deflate to a few dozen.
+  EXPECT_GT(sent->attempt_sent.sum, 0);
+  EXPECT_LT(sent->attempt_sent.sum, 1000);
+  const CallMetricsSnapshot server = server_metrics_->Snapshot();
+  const auto* received = Server(server, kEcho, StatusCode::kOk);
+  ASSERT_NE(received, nullptr);
+  EXPECT_EQ(received->call_rcvd.sum, sent->attempt_sent.sum);
+}
+
+TEST_F(CallMetricsTest, EachRetryIsAnAttemptOfOneCall) {
+  ClientContext context;
+  context.set_timeout(kHangTimeout);
+  SimpleRequest request;
+  SimpleResponse response;
+  ASSERT_TRUE(channel_->UnaryCall(&context, kFlaky, request, &response).ok());
+  const CallMetricsSnapshot client = client_metrics_->Snapshot();
+  EXPECT_EQ(AttemptsStarted(client, kFlaky), 3u);
+  const auto* unavailable = Client(client, kFlaky, StatusCode::kUnavailable);
+  ASSERT_NE(unavailable, nullptr);
+  EXPECT_EQ(unavailable->attempt_duration.count, 2u);
+  EXPECT_EQ(unavailable->call_duration.count, 0u);
+  const auto* ok = Client(client, kFlaky, StatusCode::kOk);
+  ASSERT_NE(ok, nullptr);
+  EXPECT_EQ(ok->attempt_duration.count, 1u);
+  EXPECT_EQ(ok->call_duration.count, 1u);
+  // The call spans its attempts and the backoffs between them.
+  EXPECT_GT(ok->call_duration.sum,
+            ok->attempt_duration.sum + unavailable->attempt_duration.sum);
+}
+
+TEST_F(CallMetricsTest, StreamsCountEveryMessageOfTheCall) {
+  ClientContext context;
+  context.set_timeout(kHangTimeout);
+  auto stream = channel_->BidiStreamingCall<SimpleRequest, SimpleResponse>(
+      &context, kBidi);
+  SimpleRequest request;
+  request.set_response_size(300);
+  SimpleResponse response;
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(stream->Write(request));
+    ASSERT_TRUE(stream->Read(&response));
+  }
+  ASSERT_TRUE(stream->WritesDone());
+  ASSERT_TRUE(stream->Finish().ok());
+  ASSERT_TRUE(
+      WaitFor([&] { return CallsEnded(*server_metrics_, kBidi) == 1; }));
+  const CallMetricsSnapshot client_snapshot = client_metrics_->Snapshot();
+  const auto* client = Client(client_snapshot, kBidi, StatusCode::kOk);
+  ASSERT_NE(client, nullptr);
+  EXPECT_EQ(client->attempt_sent.sum, 5.0 * request.ByteSizeLong());
+  EXPECT_EQ(client->attempt_rcvd.sum, 5.0 * ResponseSize(300));
+  const CallMetricsSnapshot server_snapshot = server_metrics_->Snapshot();
+  const auto* server = Server(server_snapshot, kBidi, StatusCode::kOk);
+  ASSERT_NE(server, nullptr);
+  EXPECT_EQ(server->call_rcvd.sum, 5.0 * request.ByteSizeLong());
+  EXPECT_EQ(server->call_sent.sum, 5.0 * ResponseSize(300));
+}
+
+TEST_F(CallMetricsTest, UnregisteredAndGenericMethodsAreRecordedAsOther) {
+  ClientContext context;
+  context.set_timeout(kHangTimeout);
+  ByteBuffer response;
+  // Served by the generic service, whose factory fails the call.
+  EXPECT_EQ(channel_
+                ->GenericUnaryCall(&context, "/no.Such/Method", ByteBuffer(),
+                                   &response)
+                .code(),
+            StatusCode::kInternal);
+  ASSERT_TRUE(
+      WaitFor([&] { return CallsEnded(*server_metrics_, "other") == 1; }));
+  EXPECT_EQ(CallsStarted(server_metrics_->Snapshot(), "/no.Such/Method"), 0u);
+  EXPECT_NE(Server(server_metrics_->Snapshot(), "other", StatusCode::kInternal),
+            nullptr);
+  EXPECT_EQ(AttemptsStarted(client_metrics_->Snapshot(), "other"), 1u);
+  EXPECT_EQ(AttemptsStarted(client_metrics_->Snapshot(), "/no.Such/Method"),
+            0u);
+}
+
+TEST_F(CallMetricsTest, GenericMethodsByNameWhenAsked) {
+  CallMetrics::Options options;
+  options.record_generic_methods = true;
+  auto metrics = std::make_shared<CallMetrics>(options);
+  ChannelOptions channel_options;
+  channel_options.metrics = metrics;
+  std::shared_ptr<Channel> channel = server_.NewChannel(channel_options);
+  ClientContext context;
+  context.set_timeout(kHangTimeout);
+  ByteBuffer response;
+  EXPECT_EQ(channel
+                ->GenericUnaryCall(&context, "/no.Such/Method", ByteBuffer(),
+                                   &response)
+                .code(),
+            StatusCode::kInternal);
+  EXPECT_EQ(AttemptsStarted(metrics->Snapshot(), "/no.Such/Method"), 1u);
+}
+
+TEST_F(CallMetricsTest, ACallThatNeverStartsHasACallDurationAndNoAttempt) {
+  ClientContext context;
+  context.set_deadline(absl::Now() - absl::Seconds(1));
+  SimpleRequest request;
+  SimpleResponse response;
+  EXPECT_EQ(channel_->UnaryCall(&context, kEcho, request, &response).code(),
+            StatusCode::kDeadlineExceeded);
+  const CallMetricsSnapshot client = client_metrics_->Snapshot();
+  EXPECT_EQ(AttemptsStarted(client, kEcho), 0u);
+  const auto* expired = Client(client, kEcho, StatusCode::kDeadlineExceeded);
+  ASSERT_NE(expired, nullptr);
+  EXPECT_EQ(expired->call_duration.count, 1u);
+  EXPECT_EQ(expired->attempt_duration.count, 0u);
+}
+
+TEST_F(CallMetricsTest, UnknownMethodsOfAServerWithoutAGenericServiceToo) {
+  StubServer plain;
+  ServerOptions options;
+  options.metrics = server_metrics_;
+  plain.builder().SetOptions(options);
+  ASSERT_TRUE(plain.Start().ok());
+  ClientContext context;
+  context.set_timeout(kHangTimeout);
+  SimpleRequest request;
+  SimpleResponse response;
+  EXPECT_EQ(plain.NewChannel()
+                ->UnaryCall(&context, "/no.Such/Method", request, &response)
+                .code(),
+            StatusCode::kUnimplemented);
+  EXPECT_EQ(CallsStarted(server_metrics_->Snapshot(), "other"), 1u);
+  EXPECT_NE(
+      Server(server_metrics_->Snapshot(), "other", StatusCode::kUnimplemented),
+      nullptr);
+}
+
+}  // namespace
+}  // namespace h2rpc
