@@ -2,8 +2,9 @@
 # found the same way by h2rpc's own build and by h2rpcConfig.cmake:
 #   h2rpc_find_dependencies(find_package REQUIRED)   # h2rpc's build
 #   h2rpc_find_dependencies(find_dependency)         # h2rpcConfig.cmake
-# nghttp2 comes from pkg-config (libnghttp2 ships no CMake package), as
-# PkgConfig::h2rpc_nghttp2; Abseil from its CMake package (absl::<module>),
+# nghttp2 and libmicrohttpd (the Prometheus endpoint) come from pkg-config
+# (neither ships a CMake package), as PkgConfig::h2rpc_nghttp2 and
+# PkgConfig::h2rpc_microhttpd; Abseil from its CMake package (absl::<module>),
 # Protobuf, OpenSSL and ZLIB from CMake's own find modules.
 macro(h2rpc_find_dependencies find)
   cmake_language(CALL ${find} Protobuf ${ARGN})
@@ -13,5 +14,8 @@ macro(h2rpc_find_dependencies find)
   cmake_language(CALL ${find} PkgConfig ${ARGN})
   if(NOT TARGET PkgConfig::h2rpc_nghttp2)
     pkg_check_modules(h2rpc_nghttp2 REQUIRED IMPORTED_TARGET libnghttp2)
+  endif()
+  if(NOT TARGET PkgConfig::h2rpc_microhttpd)
+    pkg_check_modules(h2rpc_microhttpd REQUIRED IMPORTED_TARGET libmicrohttpd)
   endif()
 endmacro()

@@ -17,6 +17,8 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/arena_options.h
   rpc/byte_buffer.cc
   rpc/byte_buffer.h
+  rpc/call_metrics.cc
+  rpc/call_metrics.h
   rpc/channel.cc
   rpc/channel.h
   rpc/channel_options.h
@@ -38,6 +40,7 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/interceptors/logging_interceptor.h
   rpc/interceptors/metrics_interceptor.cc
   rpc/interceptors/metrics_interceptor.h
+  rpc/internal/call_metric_shards.h
   rpc/internal/client/channel_call.cc
   rpc/internal/client/channel_call.h
   rpc/internal/client/channel_call_host.h
@@ -47,6 +50,7 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/internal/client/channel_core.h
   rpc/internal/client/channel_options_check.cc
   rpc/internal/client/channel_options_check.h
+  rpc/internal/client/client_call_metrics.h
   rpc/internal/client/client_context_access.cc
   rpc/internal/client/client_context_access.h
   rpc/internal/client/client_stream_call.cc
@@ -97,6 +101,7 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/internal/name_resolver_impl.h
   rpc/internal/op_waiter.h
   rpc/internal/server/server_call_host.h
+  rpc/internal/server/server_call_metrics.h
   rpc/internal/server/server_context_access.cc
   rpc/internal/server/server_context_access.h
   rpc/internal/server/server_core.cc
@@ -115,6 +120,10 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/internal/server/worker_pool.cc
   rpc/internal/server/worker_pool.h
   rpc/metadata.h
+  rpc/metrics/prometheus_endpoint.cc
+  rpc/metrics/prometheus_endpoint.h
+  rpc/metrics/prometheus_text.cc
+  rpc/metrics/prometheus_text.h
   rpc/name_resolver.cc
   rpc/name_resolver.h
   rpc/peer_identity.h
@@ -211,6 +220,7 @@ set(H2RPC_PUBLIC_HEADERS
   base/status_code.h
   rpc/arena_options.h
   rpc/byte_buffer.h
+  rpc/call_metrics.h
   rpc/channel.h
   rpc/channel_options.h
   rpc/client_context.h
@@ -224,11 +234,14 @@ set(H2RPC_PUBLIC_HEADERS
   rpc/interceptors/latency_histogram.h
   rpc/interceptors/logging_interceptor.h
   rpc/interceptors/metrics_interceptor.h
+  rpc/internal/call_metric_shards.h
   rpc/internal/common/listening_port.h
   rpc/internal/common/method.h
   rpc/internal/message_ref.h
   rpc/internal/op_waiter.h
   rpc/metadata.h
+  rpc/metrics/prometheus_endpoint.h
+  rpc/metrics/prometheus_text.h
   rpc/name_resolver.h
   rpc/peer_identity.h
   rpc/reflection_service.h
@@ -717,6 +730,7 @@ set(H2RPC_BENCHMAIN_PKG_MODULES
   absl_synchronization
   absl_time
   grpc++
+  libmicrohttpd
   libnghttp2
   nlohmann_json
   openssl
