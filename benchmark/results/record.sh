@@ -19,6 +19,11 @@
 #                    for 1, 2 and 3 server processes); the repetitions of
 #                    the topics interleave, so a slow minute of the machine
 #                    does not fall on one topic only
+#   metrics          h2rpc→h2rpc unary 1 KiB at 1, 64 and 120 calls in
+#                    flight without and with --metrics (CallMetrics on both
+#                    sides), three repetitions each, interleaved:
+#                    metrics_off_<repetition>.json, metrics_on_<...>.json;
+#                    not in the default topics
 #   proxy            benchmark/proxy_bench.py: h2rpc_proxy, HAProxy and
 #                    nginx between each stack's client and server, three
 #                    repetitions (proxy.json); installs Debian's nginx and
@@ -145,6 +150,13 @@ run_topic() {
         --workloads=unary --max_concurrent_calls=1,64 \
         --result_file="$file" ;;
     h2load) run_h2load "$file" ;;
+    metrics)
+      for metrics in off on; do
+        "$benchmain" "${common[@]}" --client_stack=h2rpc --server_stack=h2rpc \
+          --workloads=unary --max_concurrent_calls=1,64,120 \
+          --metrics="$([[ $metrics == on ]] && echo true || echo false)" \
+          --result_file="${file/metrics_/metrics_${metrics}_}"
+      done ;;
     scaling)
       # One channel balanced (round_robin) over 1, 2 and 3 server processes:
       # scaling_s<N>_<repetition>.json.

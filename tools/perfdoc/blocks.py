@@ -131,6 +131,55 @@ def _proxy_block(root, names):
     return lead + text.getvalue()
 
 
+def _feature_cost_block(root, names):
+    """What turning a feature on costs: the runs of `names` (result files
+    of the same command without and with the feature, interleaved) grouped
+    by calls in flight, the medians of the runs with the feature off and
+    on side by side. The first argument is the feature's name in the runs'
+    features (a boolean, "metrics")."""
+    feature, *files = names
+    loaded = [load_benchmain(root, name) for name in files]
+    by_calls = {}
+    for result, _ in loaded:
+        for run in result.runs:
+            calls = run.features.get("max_concurrent_calls", "?")
+            side = "on" if run.features.get(feature) else "off"
+            by_calls.setdefault(calls, {"off": [], "on": []})[side].append(run)
+
+    def median(runs, *path):
+        values = [run.value(path) for run in runs]
+        values = [value for value in values if value is not None]
+        return statistics.median(values) if values else None
+
+    rows = ["| calls in flight | QPS off | QPS on | QPS change | p50 off | "
+            "p50 on | allocs/op client, server: off | on | CPU µs/op client, "
+            "server: off | on |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for calls in sorted(by_calls):
+        off, on = by_calls[calls]["off"], by_calls[calls]["on"]
+        qps_off, qps_on = median(off, "qps"), median(on, "qps")
+
+        def sides(runs, metric, fmt):
+            return ", ".join(
+                "n/a" if value is None else fmt(value)
+                for value in (median(runs, "client", metric),
+                              median(runs, "server", metric)))
+        allocs = "{:.2f}".format
+        micros = lambda ns: f"{ns / 1000:.2f}"  # noqa: E731
+        rows.append("| " + " | ".join([
+            str(calls), f"{qps_off:,.0f}", f"{qps_on:,.0f}",
+            text_report.format_percent(lib.percent_change(qps_off, qps_on)),
+            text_report.format_duration_markdown(median(off, "latency_ns",
+                                                        "p50")),
+            text_report.format_duration_markdown(median(on, "latency_ns",
+                                                        "p50")),
+            sides(off, "allocs_per_op", allocs),
+            sides(on, "allocs_per_op", allocs),
+            sides(off, "cpu_ns_per_op", micros),
+            sides(on, "cpu_ns_per_op", micros)]) + " |")
+    return (_provenance(loaded[0][1], files) + "\n".join(rows) + "\n")
+
+
 def load_json(root, name):
     with open(os.path.join(root, RESULTS_DIR, name), encoding="utf-8") as f:
         return json.load(f)
@@ -403,6 +452,7 @@ _GBENCH_FIELDS = frozenset({
 
 BLOCKS = {"pairings": _pairings_block, "main_job": _main_job_block,
           "wan": _wan_block, "proxy": _proxy_block,
+          "feature_cost": _feature_cost_block,
           "h2load": _h2load_block,
           "gbench": _gbench_block, "memory": _memory_block,
           "attacks": _attacks_block, "soak": _soak_block}

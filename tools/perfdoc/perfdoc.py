@@ -16,6 +16,9 @@ A generated block is the text between a marker line and `<!-- /perfdoc -->`:
       benchmark/wan_bench.py's table of a wide-area run
   <!-- perfdoc proxy proxy.json -->
       benchmark/proxy_bench.py's table: h2rpc_proxy, HAProxy and nginx
+  <!-- perfdoc feature_cost metrics metrics_off_1.json metrics_on_1.json ... -->
+      what a boolean feature of the runs (here "metrics") costs: medians of
+      the runs without and with it, side by side, per calls in flight
   <!-- perfdoc h2load h2load_1.json h2load_2.json h2load_3.json -->
       the raw HTTP/2 reference (benchmark/results/record.sh's h2load
       topic), with h2rpc→h2rpc unary QPS from unary_*.json beside it
