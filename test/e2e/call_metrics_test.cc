@@ -27,6 +27,7 @@ using ::h2rpc::testing::WaitFor;
 constexpr char kEcho[] = "/metrics.Test/Echo";
 constexpr char kFlaky[] = "/metrics.Test/Flaky";
 constexpr char kBidi[] = "/metrics.Test/Bidi";
+constexpr char kUnavailable[] = "/metrics.Test/Unavailable";
 
 // The series of `method` with `code`, or null.
 const CallMetricsSnapshot::ClientSeries* Client(
@@ -96,6 +97,11 @@ class CallMetricsTest : public ::testing::Test {
                          ? Status(StatusCode::kUnavailable, "try again")
                          : Status();
             })
+        .RegisterUnary<SimpleRequest, SimpleResponse>(
+            kUnavailable,
+            [](ServerContext*, const SimpleRequest&, SimpleResponse*) {
+              return Status(StatusCode::kUnavailable, "always");
+            })
         .RegisterBidiStreaming<SimpleRequest, SimpleResponse>(
             kBidi,
             [](ServerContext*,
@@ -120,6 +126,10 @@ class CallMetricsTest : public ::testing::Test {
         "name": [{"service": "metrics.Test", "method": "Flaky"}],
         "retryPolicy": {"maxAttempts": 4, "initialBackoff": "0.01s",
           "maxBackoff": "0.05s", "backoffMultiplier": 2,
+          "retryableStatusCodes": ["UNAVAILABLE"]}}, {
+        "name": [{"service": "metrics.Test", "method": "Unavailable"}],
+        "retryPolicy": {"maxAttempts": 2, "initialBackoff": "100s",
+          "maxBackoff": "100s", "backoffMultiplier": 2,
           "retryableStatusCodes": ["UNAVAILABLE"]}}]})";
     channel_ = server_.NewChannel(channel_options);
   }
@@ -245,6 +255,29 @@ TEST_F(CallMetricsTest, EachRetryIsAnAttemptOfOneCall) {
   // The call spans its attempts and the backoffs between them.
   EXPECT_GT(ok->call_duration.sum,
             ok->attempt_duration.sum + unavailable->attempt_duration.sum);
+}
+
+// The call ends at its deadline, in the backoff after its only attempt: its
+// duration runs to the deadline, not to the attempt's end.
+TEST_F(CallMetricsTest, ACallEndingWhileItWaitsToRetryLastsUntilItEnds) {
+  ClientContext context;
+  context.set_timeout(absl::Milliseconds(300));
+  SimpleRequest request;
+  SimpleResponse response;
+  ASSERT_EQ(
+      channel_->UnaryCall(&context, kUnavailable, request, &response).code(),
+      StatusCode::kDeadlineExceeded);
+  const CallMetricsSnapshot client = client_metrics_->Snapshot();
+  EXPECT_EQ(AttemptsStarted(client, kUnavailable), 1u);
+  const auto* attempt = Client(client, kUnavailable, StatusCode::kUnavailable);
+  ASSERT_NE(attempt, nullptr);
+  EXPECT_EQ(attempt->attempt_duration.count, 1u);
+  EXPECT_LT(attempt->attempt_duration.sum, 0.3);
+  const auto* call =
+      Client(client, kUnavailable, StatusCode::kDeadlineExceeded);
+  ASSERT_NE(call, nullptr);
+  EXPECT_EQ(call->call_duration.count, 1u);
+  EXPECT_GE(call->call_duration.sum, 0.3);
 }
 
 TEST_F(CallMetricsTest, StreamsCountEveryMessageOfTheCall) {

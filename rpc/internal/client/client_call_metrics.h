@@ -25,6 +25,7 @@ class ClientCallMetrics {
     shard_ = shard;
     stats_ = nullptr;
     attempt_open_ = false;
+    attempt_just_ended_ = false;
     if (shard == nullptr) return;
     generic_ = generic && !shard->record_generic_methods();
     call_start_ = transport::io::MonotonicTime::Now();
@@ -39,6 +40,7 @@ class ClientCallMetrics {
     }
     stats_->attempts_started.Add(1);
     attempt_open_ = true;
+    attempt_just_ended_ = false;
     attempt_start_ = transport::io::MonotonicTime::Now();
   }
 
@@ -48,18 +50,29 @@ class ClientCallMetrics {
   void EndAttempt(StatusCode code, uint64_t sent, uint64_t received) {
     if (!attempt_open_) return;
     attempt_open_ = false;
+    attempt_just_ended_ = true;
+    attempt_end_ = transport::io::MonotonicTime::Now();
     ClientStatusStats& by_code = stats_->by_status.For(code);
-    by_code.attempt_duration.Record(
-        Nanos(transport::io::MonotonicTime::Now() - attempt_start_));
+    by_code.attempt_duration.Record(Nanos(attempt_end_ - attempt_start_));
     by_code.attempt_sent.Record(sent);
     by_code.attempt_rcvd.Record(received);
   }
+
+  // Loop thread: the attempt that just ended is followed by another (a
+  // retry after its backoff, a transparent retry), not by the call's end.
+  void Retrying() { attempt_just_ended_ = false; }
 
   // Loop thread: the call's result is `code`. A call that never reached
   // the loop ends through EndCallOffLoop instead.
   void EndCall(StatusCode code) {
     if (shard_ == nullptr) return;
-    if (stats_ != nullptr) Record(*stats_, code);
+    if (stats_ != nullptr) {
+      // A result that follows the end of the last attempt within the same
+      // loop task takes that attempt's end time.
+      Record(*stats_, code,
+             attempt_just_ended_ ? attempt_end_
+                                 : transport::io::MonotonicTime::Now());
+    }
     shard_ = nullptr;
   }
 
@@ -69,7 +82,8 @@ class ClientCallMetrics {
   void EndCallOffLoop(ClientMetricShard& shard, absl::string_view method,
                       StatusCode code) {
     if (shard_ == nullptr) return;
-    Record(shard.methods().For(generic_ ? kOtherMethod : method), code);
+    Record(shard.methods().For(generic_ ? kOtherMethod : method), code,
+           transport::io::MonotonicTime::Now());
     shard_ = nullptr;
   }
 
@@ -79,17 +93,20 @@ class ClientCallMetrics {
   static uint64_t Nanos(absl::Duration elapsed) {
     return static_cast<uint64_t>(absl::ToInt64Nanoseconds(elapsed));
   }
-  void Record(ClientMethodStats& stats, StatusCode code) {
-    stats.by_status.For(code).call_duration.Record(
-        Nanos(transport::io::MonotonicTime::Now() - call_start_));
+  void Record(ClientMethodStats& stats, StatusCode code,
+              transport::io::MonotonicTime end) {
+    stats.by_status.For(code).call_duration.Record(Nanos(end - call_start_));
   }
 
   ClientMetricShard* shard_ = nullptr;
   ClientMethodStats* stats_ = nullptr;  // found by the first attempt
   bool generic_ = false;
   bool attempt_open_ = false;
+  // The attempt ended in the loop task now running: its end time is now.
+  bool attempt_just_ended_ = false;
   transport::io::MonotonicTime call_start_;
   transport::io::MonotonicTime attempt_start_;
+  transport::io::MonotonicTime attempt_end_;
 };
 
 }  // namespace h2rpc::internal
