@@ -20,7 +20,7 @@ uint64_t Nanos(absl::Duration elapsed) {
 }
 
 // A unary call on the client, through ClientCallMetrics: the call starts,
-// one attempt starts and ends, the call ends (four clock reads).
+// one attempt starts and ends, the call ends (two clock reads).
 void BM_ClientCallRecording(benchmark::State& state) {
   CallMetrics metrics;
   ClientMetricShard* shard =

@@ -12,9 +12,10 @@ namespace h2rpc::internal {
 
 // A client call's record in CallMetrics (rpc/call_metrics.h): the call
 // starts when the application starts it (before its request is
-// serialized); each attempt when the channel's loop takes it up (a retry's
-// after its backoff, a transparent retry's at once) and ends when its
-// stream closes, is refused or fails to start; the call ends when its
+// serialized), and its first attempt with it; a later attempt when the
+// channel's loop takes it up (a retry's after its backoff, a transparent
+// retry's at once); an attempt ends when its stream closes, is refused or
+// fails to start; the call ends when its
 // result is known. Part of a pooled call object. Without metrics (a null
 // shard) each step is one branch.
 class ClientCallMetrics {
@@ -36,12 +37,16 @@ class ClientCallMetrics {
   void StartAttempt(absl::string_view method) {
     if (shard_ == nullptr) return;
     if (stats_ == nullptr) {
+      // The first attempt is made with the call, as gRPC makes it: it
+      // starts when the call does.
       stats_ = &shard_->methods().For(generic_ ? kOtherMethod : method);
+      attempt_start_ = call_start_;
+    } else {
+      attempt_start_ = transport::io::MonotonicTime::Now();
     }
     stats_->attempts_started.Add(1);
     attempt_open_ = true;
     attempt_just_ended_ = false;
-    attempt_start_ = transport::io::MonotonicTime::Now();
   }
 
   // Loop thread: the attempt under way, if any, ended with `code`, having
