@@ -19,12 +19,11 @@
 #                    for 1, 2 and 3 server processes); the repetitions of
 #                    the topics interleave, so a slow minute of the machine
 #                    does not fall on one topic only
-#   metrics          h2rpc→h2rpc unary 1 KiB at 1, 64 and 120 calls in
-#                    flight without and with --metrics (CallMetrics on both
-#                    sides), three repetitions each, interleaved (the
-#                    second repetition runs "on" first):
-#                    metrics_off_<repetition>.json, metrics_on_<...>.json;
-#                    not in the default topics
+#   metrics          h2rpc→h2rpc unary 1 KiB at 1 and 120 calls in flight
+#                    without and with --metrics (CallMetrics on both
+#                    sides), three repetitions of off, on, on, off:
+#                    metrics_{off,on}_<repetition>{,b}.json; not in the
+#                    default topics
 #   proxy            benchmark/proxy_bench.py: h2rpc_proxy, HAProxy and
 #                    nginx between each stack's client and server, three
 #                    repetitions (proxy.json); installs Debian's nginx and
@@ -152,24 +151,16 @@ run_topic() {
         --result_file="$file" ;;
     h2load) run_h2load "$file" ;;
     metrics)
-      # Off then on, then on then off: a machine slowing down or speeding up
-      # over the repetitions weighs on both alike.
-      local order=(off on)
-      if [[ $file == *_2.json ]]; then order=(on off); fi
-      for metrics in "${order[@]}"; do
+      # Off, on, on, off: whatever the machine's speed does during a
+      # repetition weighs on both alike. The second run of each is *b.json.
+      local runs=(off on on off) i name
+      for i in 0 1 2 3; do
+        name=${file/metrics_/metrics_${runs[i]}_}
+        if ((i >= 2)); then name=${name%.json}b.json; fi
         "$benchmain" "${common[@]}" --client_stack=h2rpc --server_stack=h2rpc \
-          --workloads=unary --max_concurrent_calls=1,64,120 \
-          --metrics="$([[ $metrics == on ]] && echo true || echo false)" \
-          --result_file="${file/metrics_/metrics_${metrics}_}"
-      done ;;
-    scaling)
-      # One channel balanced (round_robin) over 1, 2 and 3 server processes:
-      # scaling_s<N>_<repetition>.json.
-      for n in 1 2 3; do
-        "$benchmain" "${common[@]}" "${both[@]}" --pairings=matched \
-          --workloads=unary --max_concurrent_calls=64 --servers="$n" \
-          --lb_policy=round_robin \
-          --result_file="${file/scaling_/scaling_s${n}_}"
+          --workloads=unary --max_concurrent_calls=1,120 \
+          --metrics="$([[ ${runs[i]} == on ]] && echo true || echo false)" \
+          --result_file="$name"
       done ;;
     *)
       echo "unknown topic '$topic'" >&2
