@@ -100,10 +100,9 @@ struct CallMetricsSnapshot {
 // status allocates its buckets, later ones nothing. A channel or server
 // without metrics pays one branch per call.
 //
-// Thread-safe. Outlives nothing: channels and servers hold it by
-// shared_ptr; what they recorded stays after they are gone (counters never
-// go down), and a new channel to a target recorded before continues its
-// counts.
+// Thread-safe. Channels and servers hold it by shared_ptr; what they
+// recorded stays after they are gone (counters never go down), and a new
+// channel to a target recorded before continues its counts.
 class CallMetrics {
  public:
   struct Options {
@@ -113,9 +112,9 @@ class CallMetrics {
     // Method names recorded per channel and per server loop, each side
     // apart; later ones are recorded as "other".
     size_t max_methods = 1000;
-    // Called once per channel: false records its target as "other"
-    // (A66's override for channels made to many IP addresses). Null:
-    // every target as is.
+    // Called when a channel is made (on its creator's thread): false
+    // records its target as "other" (A66's override for channels made to
+    // many IP addresses). Null: every target as is.
     std::function<bool(absl::string_view target)> target_filter;
   };
 

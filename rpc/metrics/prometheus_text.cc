@@ -98,25 +98,35 @@ void AppendHistogramMetric(absl::string_view name, absl::string_view help,
   }
 }
 
+// One counter metric over `all` series (none: left out).
+template <class Series, class Field, class LabelsOf>
+void AppendCounterMetric(absl::string_view name, absl::string_view help,
+                         const std::vector<Series>& all, Field field,
+                         LabelsOf labels_of, std::string* out) {
+  if (all.empty()) return;
+  AppendHeader(name, "counter", help, out);
+  for (const Series& series : all) {
+    absl::StrAppend(out, name);
+    AppendLabels(labels_of(series), out);
+    absl::StrAppend(out, "} ", series.*field, "\n");
+  }
+}
+
 }  // namespace
 
 void AppendPrometheusText(const CallMetricsSnapshot& snapshot,
                           std::string* out) {
   using Snapshot = CallMetricsSnapshot;
-  if (!snapshot.client_started.empty()) {
-    constexpr absl::string_view kName = "grpc_client_attempt_started_total";
-    AppendHeader(kName, "counter",
-                 "The total number of RPC attempts started, including those "
-                 "that have not completed.",
-                 out);
-    for (const Snapshot::ClientStarted& started : snapshot.client_started) {
-      absl::StrAppend(out, kName);
-      AppendLabels(
-          {{"grpc_method", started.method}, {"grpc_target", started.target}},
-          out);
-      absl::StrAppend(out, "} ", started.attempts, "\n");
-    }
-  }
+  AppendCounterMetric(
+      "grpc_client_attempt_started_total",
+      "The total number of RPC attempts started, including those that have "
+      "not completed.",
+      snapshot.client_started, &Snapshot::ClientStarted::attempts,
+      [](const Snapshot::ClientStarted& started) {
+        return std::vector<Label>{{"grpc_method", started.method},
+                                  {"grpc_target", started.target}};
+      },
+      out);
   const auto client_labels = [](const Snapshot::ClientSeries& series) {
     return std::vector<Label>{{"grpc_method", series.method},
                               {"grpc_status", StatusCodeName(series.code)},
@@ -149,18 +159,15 @@ void AppendPrometheusText(const CallMetricsSnapshot& snapshot,
       snapshot.client, &Snapshot::ClientSeries::call_duration, client_labels,
       out);
 
-  if (!snapshot.server_started.empty()) {
-    constexpr absl::string_view kName = "grpc_server_call_started_total";
-    AppendHeader(kName, "counter",
-                 "The total number of RPCs started, including those that "
-                 "have not completed.",
-                 out);
-    for (const Snapshot::ServerStarted& started : snapshot.server_started) {
-      absl::StrAppend(out, kName);
-      AppendLabels({{"grpc_method", started.method}}, out);
-      absl::StrAppend(out, "} ", started.calls, "\n");
-    }
-  }
+  AppendCounterMetric(
+      "grpc_server_call_started_total",
+      "The total number of RPCs started, including those that have not "
+      "completed.",
+      snapshot.server_started, &Snapshot::ServerStarted::calls,
+      [](const Snapshot::ServerStarted& started) {
+        return std::vector<Label>{{"grpc_method", started.method}};
+      },
+      out);
   const auto server_labels = [](const Snapshot::ServerSeries& series) {
     return std::vector<Label>{{"grpc_method", series.method},
                               {"grpc_status", StatusCodeName(series.code)}};
