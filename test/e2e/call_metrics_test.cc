@@ -346,6 +346,31 @@ TEST_F(CallMetricsTest, GenericMethodsByNameWhenAsked) {
   EXPECT_EQ(AttemptsStarted(metrics->Snapshot(), "/no.Such/Method"), 1u);
 }
 
+TEST_F(CallMetricsTest, AGenericServiceRecordsMethodsByNameWhenAsked) {
+  CallMetrics::Options options;
+  options.record_generic_methods = true;
+  auto metrics = std::make_shared<CallMetrics>(options);
+  StubServer generic;
+  ServerOptions server_options;
+  server_options.metrics = metrics;
+  generic.builder()
+      .SetOptions(server_options)
+      .RegisterCallbackGenericService(
+          [](ServerContext*) -> GenericServerBidiReactor* { return nullptr; });
+  ASSERT_TRUE(generic.Start().ok());
+  ClientContext context;
+  context.set_timeout(kHangTimeout);
+  ByteBuffer response;
+  EXPECT_EQ(generic.NewChannel()
+                ->GenericUnaryCall(&context, "/no.Such/Method", ByteBuffer(),
+                                   &response)
+                .code(),
+            StatusCode::kInternal);
+  ASSERT_TRUE(
+      WaitFor([&] { return CallsEnded(*metrics, "/no.Such/Method") == 1; }));
+  EXPECT_EQ(CallsStarted(metrics->Snapshot(), "other"), 0u);
+}
+
 TEST_F(CallMetricsTest, ACallThatNeverStartsHasACallDurationAndNoAttempt) {
   ClientContext context;
   context.set_deadline(absl::Now() - absl::Seconds(1));

@@ -8,7 +8,8 @@
 //   h2rpc_proxy --listen=127.0.0.1:8080 --target=127.0.0.1:50051
 //
 // Prints "listening on port N" on stdout for each TCP address once it
-// listens (N the port bound, for a port of 0), and a line of what it
+// listens (N the port bound, for a port of 0), "metrics on port N" for
+// --metrics_port, and a line of what it
 // forwarded on stderr every --report_interval and at exit. SIGTERM or
 // SIGINT drains it: calls in flight get --shutdown_grace, then are
 // cancelled; it exits 0. Bad flags exit 2; failing to listen exits 1.
@@ -31,8 +32,10 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "rpc/call_metrics.h"
 #include "rpc/channel.h"
 #include "rpc/credentials.h"
+#include "rpc/metrics/prometheus_endpoint.h"
 #include "rpc/server.h"
 #include "tools/h2rpc_proxy/forwarder.h"
 
@@ -64,6 +67,11 @@ ABSL_FLAG(int, loops, 1,
           "connections to the target.");
 ABSL_FLAG(absl::Duration, report_interval, absl::ZeroDuration(),
           "How often to print what was forwarded (0: only at exit).");
+ABSL_FLAG(int, metrics_port, -1,
+          "Serve gRPC's standard call metrics of both sides (the calls "
+          "received and those made to the target, by method) for "
+          "Prometheus at http://127.0.0.1:PORT/metrics (0: a free port, "
+          "printed as \"metrics on port N\"); -1: none.");
 ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(5),
           "How long calls in flight may go on after SIGTERM.");
 
@@ -140,10 +148,30 @@ int Run() {
     server_credentials = SslServerCredentials(tls);
   }
 
+  // Every call the proxy forwards is of the generic API: its metrics name
+  // the methods (at most CallMetrics::Options::max_methods per loop).
+  std::shared_ptr<CallMetrics> metrics;
+  std::unique_ptr<PrometheusEndpoint> metrics_endpoint;
+  if (absl::GetFlag(FLAGS_metrics_port) >= 0) {
+    CallMetrics::Options metrics_options;
+    metrics_options.record_generic_methods = true;
+    metrics = std::make_shared<CallMetrics>(metrics_options);
+    PrometheusEndpoint::Options endpoint_options;
+    endpoint_options.port = absl::GetFlag(FLAGS_metrics_port);
+    Status started;
+    metrics_endpoint =
+        PrometheusEndpoint::Start(metrics, endpoint_options, &started);
+    if (metrics_endpoint == nullptr) {
+      std::fprintf(stderr, "h2rpc_proxy: %s\n", started.ToString().c_str());
+      return 1;
+    }
+  }
+
   std::shared_ptr<ChannelCredentials> channel_credentials =
       InsecureChannelCredentials();
   ChannelOptions channel_options;
   channel_options.lb_policy = lb_policy;
+  channel_options.metrics = metrics;
   if (absl::GetFlag(FLAGS_target_tls)) {
     SslCredentialsOptions tls;
     if (!absl::GetFlag(FLAGS_target_ca_file).empty() &&
@@ -174,6 +202,9 @@ int Run() {
   }
   Forwarder forwarder(std::move(targets), forwarder_options);
   Server::Builder builder;
+  ServerOptions server_options;
+  server_options.metrics = metrics;
+  builder.SetOptions(server_options);
   std::vector<int> ports(listen.size(), 0);
   for (size_t i = 0; i < listen.size(); ++i) {
     builder.AddListeningPort(listen[i], server_credentials, &ports[i]);
@@ -188,6 +219,9 @@ int Run() {
   }
   for (size_t i = 0; i < listen.size(); ++i) {
     if (ports[i] > 0) std::printf("listening on port %d\n", ports[i]);
+  }
+  if (metrics_endpoint != nullptr) {
+    std::printf("metrics on port %d\n", metrics_endpoint->port());
   }
   std::fflush(stdout);
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # h2rpc_proxy as a program: --help describes it, flags it cannot use exit 2
 # naming the problem, and a started proxy announces its port, then drains
-# and exits 0 on SIGTERM with its report on stderr. (Forwarding is tested
+# and exits 0 on SIGTERM with its report on stderr; --metrics_port serves a
+# Prometheus scrape. (Forwarding is tested
 # by //test/e2e:proxy_test and the interop pairings through the proxy.)
 set -euo pipefail
 proxy=$1
@@ -39,12 +40,22 @@ expect_bad_flags "cannot read --tls_cert_file" --listen=127.0.0.1:0 \
 fifo="$dir/proxy_stdout"
 rm -f "$fifo"
 mkfifo "$fifo"
-"$proxy" --listen=127.0.0.1:0 --target=127.0.0.1:1 >"$fifo" \
-  2>"$dir/proxy_err.txt" &
+"$proxy" --listen=127.0.0.1:0 --target=127.0.0.1:1 --metrics_port=0 \
+  >"$fifo" 2>"$dir/proxy_err.txt" &
 pid=$!
 exec 3<"$fifo"
 read -r -t 30 line <&3 || fail "no line on stdout within 30 s"
 [[ $line =~ ^listening\ on\ port\ [0-9]+$ ]] || fail "first line: '$line'"
+read -r -t 30 line <&3 || fail "no metrics line on stdout within 30 s"
+[[ $line =~ ^metrics\ on\ port\ ([0-9]+)$ ]] || fail "second line: '$line'"
+# The metrics endpoint answers a scrape.
+exec 4<>"/dev/tcp/127.0.0.1/${BASH_REMATCH[1]}"
+printf 'GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n' >&4
+scrape=$(cat <&4)
+exec 4<&-
+[[ $scrape == "HTTP/1.1 200"* ]] || fail "scrape answered '${scrape:0:80}'"
+[[ $scrape == *"text/plain; version=0.0.4"* ]] ||
+  fail "scrape is not Prometheus text: '${scrape:0:200}'"
 kill -TERM "$pid"
 rc=0
 wait "$pid" || rc=$?
