@@ -46,6 +46,34 @@ using SeriesKey = std::tuple<std::string, std::string, int>;
 
 }  // namespace
 
+namespace internal {
+
+absl::string_view DisconnectReasonName(int reason) {
+  // RFC 9113's error codes, in order.
+  static constexpr absl::string_view kNames[kDisconnectReasons] = {
+      "GOAWAY NO_ERROR",
+      "GOAWAY PROTOCOL_ERROR",
+      "GOAWAY INTERNAL_ERROR",
+      "GOAWAY FLOW_CONTROL_ERROR",
+      "GOAWAY SETTINGS_TIMEOUT",
+      "GOAWAY STREAM_CLOSED",
+      "GOAWAY FRAME_SIZE_ERROR",
+      "GOAWAY REFUSED_STREAM",
+      "GOAWAY CANCEL",
+      "GOAWAY COMPRESSION_ERROR",
+      "GOAWAY CONNECT_ERROR",
+      "GOAWAY ENHANCE_YOUR_CALM",
+      "GOAWAY INADEQUATE_SECURITY",
+      "GOAWAY HTTP_1_1_REQUIRED",
+      "subchannel shutdown",
+      "unknown"};
+  return reason >= 0 && reason < kDisconnectReasons
+             ? kNames[reason]
+             : kNames[kUnknownDisconnect];
+}
+
+}  // namespace internal
+
 CallMetrics::CallMetrics(Options options) : options_(std::move(options)) {}
 
 CallMetrics::~CallMetrics() = default;
@@ -103,10 +131,27 @@ CallMetricsSnapshot CallMetrics::Snapshot() const {
   std::map<std::string, uint64_t> server_started;
   std::map<std::pair<std::string, int>, CallMetricsSnapshot::ServerSeries>
       server;
+  struct ConnectionTotals {
+    uint64_t succeeded = 0;
+    uint64_t failed = 0;
+    std::array<uint64_t, internal::kDisconnectReasons> disconnections{};
+  };
+  std::map<std::string, ConnectionTotals> connections;
   {
     MutexLock lock(&mu_);
     for (const ClientEntry& entry : client_shards_) {
       const std::string& target = entry.shard->target();
+      const internal::ConnectionStats& stats = entry.shard->connections();
+      const uint64_t succeeded = stats.attempts_succeeded.Read();
+      const uint64_t failed = stats.attempts_failed.Read();
+      if (succeeded + failed > 0) {
+        ConnectionTotals& totals = connections[target];
+        totals.succeeded += succeeded;
+        totals.failed += failed;
+        for (int reason = 0; reason < internal::kDisconnectReasons; ++reason) {
+          totals.disconnections[reason] += stats.disconnections[reason].Read();
+        }
+      }
       entry.shard->methods().ForEach(
           [&](absl::string_view method, const ClientMethodStats& stats) {
             const uint64_t started = stats.attempts_started.Read();
@@ -159,6 +204,24 @@ CallMetricsSnapshot CallMetrics::Snapshot() const {
     series.method = key.first;
     series.code = static_cast<StatusCode>(key.second);
     snapshot.server.push_back(std::move(series));
+  }
+  for (const auto& [target, totals] : connections) {
+    CallMetricsSnapshot::ClientConnections& out =
+        snapshot.client_connections.emplace_back();
+    out.target = target;
+    out.attempts_succeeded = totals.succeeded;
+    out.attempts_failed = totals.failed;
+    uint64_t ended = 0;
+    for (int reason = 0; reason < internal::kDisconnectReasons; ++reason) {
+      const uint64_t count = totals.disconnections[reason];
+      if (count == 0) continue;
+      ended += count;
+      out.disconnections.emplace_back(
+          std::string(internal::DisconnectReasonName(reason)), count);
+    }
+    // The two counts are read one after the other: a connection opened and
+    // closed in between may show as ended only.
+    out.open = totals.succeeded > ended ? totals.succeeded - ended : 0;
   }
   return snapshot;
 }

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -67,12 +68,27 @@ struct CallMetricsSnapshot {
     std::string method;
     uint64_t calls = 0;  // grpc.server.call.started
   };
+  // A channel target's connections (gRPC proposal A94).
+  struct ClientConnections {
+    std::string target;
+    // grpc.subchannel.connection_attempts_succeeded (the HTTP/2 handshake
+    // completed) and _failed.
+    uint64_t attempts_succeeded = 0;
+    uint64_t attempts_failed = 0;
+    // grpc.subchannel.open_connections.
+    uint64_t open = 0;
+    // grpc.subchannel.disconnections by grpc.disconnect_error ("GOAWAY
+    // NO_ERROR", "subchannel shutdown", "unknown"), those that happened.
+    std::vector<std::pair<std::string, uint64_t>> disconnections;
+  };
 
   // Sorted by target, method, code; only what was recorded.
   std::vector<ClientStarted> client_started;
   std::vector<ClientSeries> client;
   std::vector<ServerStarted> server_started;
   std::vector<ServerSeries> server;
+  // Sorted by target; targets that made a connection attempt.
+  std::vector<ClientConnections> client_connections;
 };
 
 // Records gRPC's standard per-call metrics (A66) for the channels and
@@ -88,11 +104,15 @@ struct CallMetricsSnapshot {
 //     grpc.server.call.rcvd_total_compressed_message_size, labelled
 //     grpc.method and (all but the first) grpc.status;
 //
-// with A66's buckets. Methods no service registered (a server's generic
-// service or unknown paths, a channel's generic calls) are recorded as
-// "other" unless Options::record_generic_methods says otherwise, and each
-// channel or server loop records at most Options::max_methods names, the
-// rest as "other", so a peer naming endless methods cannot grow it.
+// with A66's buckets; and the channels' connections as gRPC's A94 counts
+// them: grpc.subchannel.connection_attempts_succeeded, _failed,
+// grpc.subchannel.disconnections (by grpc.disconnect_error) and
+// grpc.subchannel.open_connections, labelled grpc.target. Methods no service
+// registered (a server's generic service or unknown paths, a channel's generic
+// calls) are recorded as "other" unless Options::record_generic_methods says
+// otherwise, and each channel or server loop records at most
+// Options::max_methods names, the rest as "other", so a peer naming endless
+// methods cannot grow it.
 //
 // Cost: recording happens on the loop threads, each channel and server
 // loop into a shard of its own (no lock, no read-modify-write instruction,

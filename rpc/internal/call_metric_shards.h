@@ -205,6 +205,23 @@ class MethodTable {
   Stats other_;
 };
 
+// Why a channel's connection ended (A94's grpc.disconnect_error): the
+// first GOAWAY it received (by HTTP/2 error code, NO_ERROR to
+// HTTP_1_1_REQUIRED), the subchannel's own shutdown, or anything else.
+inline constexpr int kGoAwayReasons = 14;
+inline constexpr int kSubchannelShutdown = kGoAwayReasons;
+inline constexpr int kUnknownDisconnect = kGoAwayReasons + 1;
+inline constexpr int kDisconnectReasons = kGoAwayReasons + 2;
+// "GOAWAY NO_ERROR", "subchannel shutdown", "unknown".
+absl::string_view DisconnectReasonName(int reason);
+
+// A channel's connections (A94's subchannel metrics).
+struct ConnectionStats {
+  OwnedCounter attempts_succeeded;  // the HTTP/2 handshake completed
+  OwnedCounter attempts_failed;
+  std::array<OwnedCounter, kDisconnectReasons> disconnections;
+};
+
 // A channel's shard: its target (as recorded) and its methods.
 class ClientMetricShard {
  public:
@@ -218,11 +235,14 @@ class ClientMetricShard {
   bool record_generic_methods() const { return record_generic_methods_; }
   MethodTable<ClientMethodStats>& methods() { return methods_; }
   const MethodTable<ClientMethodStats>& methods() const { return methods_; }
+  ConnectionStats& connections() { return connections_; }
+  const ConnectionStats& connections() const { return connections_; }
 
  private:
   const std::string target_;
   const bool record_generic_methods_;
   MethodTable<ClientMethodStats> methods_;
+  ConnectionStats connections_;
 };
 
 // A server loop's shard.

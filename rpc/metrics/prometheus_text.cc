@@ -98,13 +98,14 @@ void AppendHistogramMetric(absl::string_view name, absl::string_view help,
   }
 }
 
-// One counter metric over `all` series (none: left out).
+// One counter or gauge (`type`) over `all` series (none: left out).
 template <class Series, class Field, class LabelsOf>
-void AppendCounterMetric(absl::string_view name, absl::string_view help,
-                         const std::vector<Series>& all, Field field,
-                         LabelsOf labels_of, std::string* out) {
+void AppendValueMetric(absl::string_view name, absl::string_view help,
+                       const std::vector<Series>& all, Field field,
+                       LabelsOf labels_of, std::string* out,
+                       absl::string_view type = "counter") {
   if (all.empty()) return;
-  AppendHeader(name, "counter", help, out);
+  AppendHeader(name, type, help, out);
   for (const Series& series : all) {
     absl::StrAppend(out, name);
     AppendLabels(labels_of(series), out);
@@ -117,7 +118,7 @@ void AppendCounterMetric(absl::string_view name, absl::string_view help,
 void AppendPrometheusText(const CallMetricsSnapshot& snapshot,
                           std::string* out) {
   using Snapshot = CallMetricsSnapshot;
-  AppendCounterMetric(
+  AppendValueMetric(
       "grpc_client_attempt_started_total",
       "The total number of RPC attempts started, including those that have "
       "not completed.",
@@ -159,7 +160,43 @@ void AppendPrometheusText(const CallMetricsSnapshot& snapshot,
       snapshot.client, &Snapshot::ClientSeries::call_duration, client_labels,
       out);
 
-  AppendCounterMetric(
+  const auto target_label = [](const Snapshot::ClientConnections& series) {
+    return std::vector<Label>{{"grpc_target", series.target}};
+  };
+  AppendValueMetric(
+      "grpc_subchannel_connection_attempts_succeeded_total",
+      "Number of successful connection attempts.", snapshot.client_connections,
+      &Snapshot::ClientConnections::attempts_succeeded, target_label, out);
+  AppendValueMetric(
+      "grpc_subchannel_connection_attempts_failed_total",
+      "Number of failed connection attempts.", snapshot.client_connections,
+      &Snapshot::ClientConnections::attempts_failed, target_label, out);
+  bool disconnections = false;
+  for (const Snapshot::ClientConnections& series :
+       snapshot.client_connections) {
+    for (const auto& [reason, count] : series.disconnections) {
+      constexpr absl::string_view kName =
+          "grpc_subchannel_disconnections_total";
+      if (!disconnections) {
+        AppendHeader(kName, "counter",
+                     "Number of times the selected subchannel becomes "
+                     "disconnected.",
+                     out);
+        disconnections = true;
+      }
+      absl::StrAppend(out, kName);
+      AppendLabels(
+          {{"grpc_disconnect_error", reason}, {"grpc_target", series.target}},
+          out);
+      absl::StrAppend(out, "} ", count, "\n");
+    }
+  }
+  AppendValueMetric("grpc_subchannel_open_connections",
+                    "Number of open connections.", snapshot.client_connections,
+                    &Snapshot::ClientConnections::open, target_label, out,
+                    "gauge");
+
+  AppendValueMetric(
       "grpc_server_call_started_total",
       "The total number of RPCs started, including those that have not "
       "completed.",

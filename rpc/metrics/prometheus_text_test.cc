@@ -89,5 +89,28 @@ TEST(PrometheusTextTest, ClientSeriesCarryTheTargetAndEscapeLabelValues) {
   EXPECT_THAT(text, Not(HasSubstr("grpc_client_attempt_duration_seconds")));
 }
 
+TEST(PrometheusTextTest, ConnectionsAsA94NamesThem) {
+  CallMetrics metrics;
+  internal::ConnectionStats& connections =
+      internal::CallMetricsAccess::AcquireClientShard(metrics, "dns:///a:1")
+          ->connections();
+  connections.attempts_succeeded.Add(2);
+  connections.attempts_failed.Add(3);
+  connections.disconnections[0].Add(1);  // GOAWAY NO_ERROR
+  const std::string text = Text(metrics);
+  EXPECT_THAT(text, HasSubstr("# TYPE grpc_subchannel_connection_attempts_"
+                              "succeeded_total counter\ngrpc_subchannel_"
+                              "connection_attempts_succeeded_total{grpc_"
+                              "target=\"dns:///a:1\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("grpc_subchannel_connection_attempts_failed_"
+                              "total{grpc_target=\"dns:///a:1\"} 3\n"));
+  EXPECT_THAT(text, HasSubstr("grpc_subchannel_disconnections_total{grpc_"
+                              "disconnect_error=\"GOAWAY NO_ERROR\",grpc_"
+                              "target=\"dns:///a:1\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("# TYPE grpc_subchannel_open_connections gauge\n"
+                              "grpc_subchannel_open_connections{grpc_target="
+                              "\"dns:///a:1\"} 1\n"));
+}
+
 }  // namespace
 }  // namespace h2rpc

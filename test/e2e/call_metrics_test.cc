@@ -371,6 +371,57 @@ TEST_F(CallMetricsTest, AGenericServiceRecordsMethodsByNameWhenAsked) {
   EXPECT_EQ(CallsStarted(metrics->Snapshot(), "other"), 0u);
 }
 
+// The connections of a channel's target, or null.
+const CallMetricsSnapshot::ClientConnections* Connections(
+    const CallMetricsSnapshot& snapshot) {
+  return snapshot.client_connections.empty()
+             ? nullptr
+             : &snapshot.client_connections.front();
+}
+uint64_t Disconnections(const CallMetricsSnapshot& snapshot,
+                        absl::string_view reason) {
+  const auto* connections = Connections(snapshot);
+  if (connections == nullptr) return 0;
+  for (const auto& [name, count] : connections->disconnections) {
+    if (name == reason) return count;
+  }
+  return 0;
+}
+
+TEST_F(CallMetricsTest, ConnectionsOpenAndCloseWithTheirReasons) {
+  ASSERT_TRUE(Echo(10, 10).ok());
+  CallMetricsSnapshot snapshot = client_metrics_->Snapshot();
+  ASSERT_NE(Connections(snapshot), nullptr);
+  EXPECT_EQ(Connections(snapshot)->target,
+            absl::StrCat("dns:///", server_.target()));
+  EXPECT_EQ(Connections(snapshot)->attempts_succeeded, 1u);
+  EXPECT_EQ(Connections(snapshot)->attempts_failed, 0u);
+  EXPECT_EQ(Connections(snapshot)->open, 1u);
+  // The server shuts down gracefully: GOAWAY NO_ERROR, then the close.
+  server_.server().Shutdown(absl::Now() + kHangTimeout);
+  ASSERT_TRUE(WaitFor([&] {
+    return Disconnections(client_metrics_->Snapshot(), "GOAWAY NO_ERROR") == 1;
+  }));
+  snapshot = client_metrics_->Snapshot();
+  EXPECT_EQ(Connections(snapshot)->open, 0u);
+  // Nothing listens there now: the next attempt fails.
+  ClientContext context;
+  context.set_timeout(kHangTimeout);
+  SimpleRequest request;
+  SimpleResponse response;
+  EXPECT_EQ(channel_->UnaryCall(&context, kEcho, request, &response).code(),
+            StatusCode::kUnavailable);
+  EXPECT_GE(Connections(client_metrics_->Snapshot())->attempts_failed, 1u);
+}
+
+TEST_F(CallMetricsTest, AChannelDestroyedShutsItsConnectionsDown) {
+  ASSERT_TRUE(Echo(10, 10).ok());
+  channel_.reset();
+  const CallMetricsSnapshot snapshot = client_metrics_->Snapshot();
+  EXPECT_EQ(Disconnections(snapshot, "subchannel shutdown"), 1u);
+  EXPECT_EQ(Connections(snapshot)->open, 0u);
+}
+
 TEST_F(CallMetricsTest, ACallThatNeverStartsHasACallDurationAndNoAttempt) {
   ClientContext context;
   context.set_deadline(absl::Now() - absl::Seconds(1));

@@ -130,6 +130,9 @@ void Subchannel::OnAttemptDeadline() {
 }
 
 void Subchannel::EnterTransientFailure(const Status& why) {
+  if (ClientMetricShard* metrics = host_->metric_shard()) {
+    metrics->connections().attempts_failed.Add(1);
+  }
   loop_->Cancel(&attempt_timer_);
   last_error_ = why.code() == StatusCode::kUnavailable
                     ? why
@@ -206,6 +209,9 @@ void Subchannel::MaybeDone() {
 
 void Subchannel::OnConnectionReady(ClientSession* connection) {
   if (connection_ == nullptr || connection != &connection_->session()) return;
+  if (ClientMetricShard* metrics = host_->metric_shard()) {
+    metrics->connections().attempts_succeeded.Add(1);
+  }
   loop_->Cancel(&attempt_timer_);
   backoff_.Reset();
   last_error_ = Status();
@@ -220,6 +226,13 @@ void Subchannel::OnConnectionReady(ClientSession* connection) {
 void Subchannel::OnGoAwayReceived(ClientSession* connection,
                                   uint32_t error_code,
                                   absl::string_view debug_data) {
+  if (host_->metric_shard() != nullptr &&
+      std::none_of(goaway_codes_.begin(), goaway_codes_.end(),
+                   [connection](const auto& entry) {
+                     return entry.first == connection;
+                   })) {
+    goaway_codes_.emplace_back(connection, error_code);
+  }
   if (error_code == NGHTTP2_ENHANCE_YOUR_CALM &&
       debug_data == "too_many_pings" && connection != calmed_) {
     calmed_ = connection;
@@ -243,6 +256,7 @@ void Subchannel::OnConnectionDraining(ClientSession* connection) {
 void Subchannel::OnConnectionClosed(ClientSession* connection,
                                     const Status& why) {
   if (connection == calmed_) calmed_ = nullptr;
+  CountDisconnection(connection);
   std::unique_ptr<Connection> closed;
   if (connection_ != nullptr && connection == &connection_->session()) {
     closed = std::move(connection_);
@@ -266,6 +280,27 @@ void Subchannel::OnConnectionClosed(ClientSession* connection,
   // Not from inside the connection's own callback: destroy it next turn.
   loop_->Post([dead = closed.release()] { delete dead; });
   MaybeDone();
+}
+
+void Subchannel::CountDisconnection(ClientSession* connection) {
+  auto goaway = std::find_if(
+      goaway_codes_.begin(), goaway_codes_.end(),
+      [connection](const auto& entry) { return entry.first == connection; });
+  int reason = kUnknownDisconnect;
+  if (goaway != goaway_codes_.end()) {
+    reason = goaway->second < static_cast<uint32_t>(kGoAwayReasons)
+                 ? static_cast<int>(goaway->second)
+                 : kUnknownDisconnect;
+    goaway_codes_.erase(goaway);
+  } else if (orphaned_) {
+    reason = kSubchannelShutdown;
+  }
+  ClientMetricShard* metrics = host_->metric_shard();
+  // Only an established connection disconnects; one that never completed
+  // its handshake was a failed attempt.
+  if (metrics != nullptr && connection->handshake_done()) {
+    metrics->connections().disconnections[reason].Add(1);
+  }
 }
 
 }  // namespace h2rpc::internal

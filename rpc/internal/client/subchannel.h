@@ -4,11 +4,13 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "rpc/connectivity_state.h"
+#include "rpc/internal/call_metric_shards.h"
 #include "rpc/internal/client/channel_connector.h"
 #include "rpc/internal/client/connection_backoff.h"
 #include "rpc/internal/client/health_watch.h"
@@ -67,6 +69,9 @@ class Subchannel final : public LbSubchannel,
     // Orphaned, with no connection left: free it, though not from inside
     // this call.
     virtual void OnSubchannelDone(Subchannel* subchannel) = 0;
+    // Where connection attempts and disconnections are counted
+    // (CallMetrics); null: nowhere.
+    virtual ClientMetricShard* metric_shard() const = 0;
 
    protected:
     ~Host() = default;
@@ -132,6 +137,9 @@ class Subchannel final : public LbSubchannel,
       transport::http2::ClientSession* connection) override;
   void OnConnectionClosed(transport::http2::ClientSession* connection,
                           const Status& why) override;
+  // CallMetrics: `connection` closed; if it was established, counts its
+  // disconnection with the reason it first had.
+  void CountDisconnection(transport::http2::ClientSession* connection);
 
   transport::io::EventLoop* const loop_;
   Host* const host_;
@@ -148,6 +156,11 @@ class Subchannel final : public LbSubchannel,
   absl::Duration attempt_timeout_;
   // The connection that reported "too_many_pings" last.
   transport::http2::ClientSession* calmed_ = nullptr;
+  // The first GOAWAY error code each open connection received, for the
+  // reason of its disconnection (CallMetrics); at most one entry per
+  // connection in connection_ and draining_.
+  std::vector<std::pair<transport::http2::ClientSession*, uint32_t>>
+      goaway_codes_;
   // Null without health checking.
   const std::unique_ptr<HealthWatch> health_watch_;
   bool orphaned_ = false;
