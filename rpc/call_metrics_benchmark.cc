@@ -30,7 +30,7 @@ void BM_ClientCallRecording(benchmark::State& state) {
     call.StartCall(shard, /*generic=*/false);
     call.StartAttempt(kMethod);
     call.EndAttempt(StatusCode::kOk, 1030, 1030);
-    call.EndCall(StatusCode::kOk);
+    call.EndCall(StatusCode::kOk, kMethod);
   }
 }
 BENCHMARK(BM_ClientCallRecording);

@@ -422,7 +422,7 @@ TEST_F(CallMetricsTest, AChannelDestroyedShutsItsConnectionsDown) {
   EXPECT_EQ(Connections(snapshot)->open, 0u);
 }
 
-TEST_F(CallMetricsTest, ACallThatNeverStartsHasACallDurationAndNoAttempt) {
+TEST_F(CallMetricsTest, CallsThatNeverStartHaveACallDurationAndNoAttempt) {
   ClientContext context;
   context.set_deadline(absl::Now() - absl::Seconds(1));
   SimpleRequest request;
@@ -435,6 +435,19 @@ TEST_F(CallMetricsTest, ACallThatNeverStartsHasACallDurationAndNoAttempt) {
   ASSERT_NE(expired, nullptr);
   EXPECT_EQ(expired->call_duration.count, 1u);
   EXPECT_EQ(expired->attempt_duration.count, 0u);
+
+  // A stream whose deadline passed fails on the loop, before any attempt.
+  ClientContext stream_context;
+  stream_context.set_deadline(absl::Now() - absl::Seconds(1));
+  auto stream = channel_->BidiStreamingCall<SimpleRequest, SimpleResponse>(
+      &stream_context, kBidi);
+  EXPECT_EQ(stream->Finish().code(), StatusCode::kDeadlineExceeded);
+  const CallMetricsSnapshot after = client_metrics_->Snapshot();
+  EXPECT_EQ(AttemptsStarted(after, kBidi), 0u);
+  const auto* stream_expired =
+      Client(after, kBidi, StatusCode::kDeadlineExceeded);
+  ASSERT_NE(stream_expired, nullptr);
+  EXPECT_EQ(stream_expired->call_duration.count, 1u);
 }
 
 TEST_F(CallMetricsTest, UnknownMethodsOfAServerWithoutAGenericServiceToo) {

@@ -191,7 +191,7 @@ void ChannelCall::InterceptReceive(size_t bytes) {
 void ChannelCall::ReportResult(const Status& status, const Metadata& trailing) {
   FinishInterceptors(status, trailing);
   EndAttempt(status.code());
-  metrics_.EndCall(status.code());
+  metrics_.EndCall(status.code(), stream_.description.method_path);
 }
 
 void ChannelCall::ReportUnstartedResult(const Status& status) {

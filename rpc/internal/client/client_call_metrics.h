@@ -15,9 +15,8 @@ namespace h2rpc::internal {
 // serialized), and its first attempt with it; a later attempt when the
 // channel's loop takes it up (a retry's after its backoff, a transparent
 // retry's at once); an attempt ends when its stream closes, is refused or
-// fails to start; the call ends when its
-// result is known. Part of a pooled call object. Without metrics (a null
-// shard) each step is one branch.
+// fails to start; the call ends when its result is known. Part of a pooled
+// call object. Without metrics (a null shard) each step is one branch.
 class ClientCallMetrics {
  public:
   // The thread starting the call. `generic`: a call of the generic API,
@@ -67,17 +66,19 @@ class ClientCallMetrics {
   // retry after its backoff, a transparent retry), not by the call's end.
   void Retrying() { attempt_just_ended_ = false; }
 
-  // Loop thread: the call's result is `code`. A call that never reached
-  // the loop ends through EndCallOffLoop instead.
-  void EndCall(StatusCode code) {
+  // Loop thread: the call to `method` has its result, `code` (with or
+  // without an attempt). A call that never reached the loop ends through
+  // EndCallOffLoop instead.
+  void EndCall(StatusCode code, absl::string_view method) {
     if (shard_ == nullptr) return;
-    if (stats_ != nullptr) {
-      // A result that follows the end of the last attempt within the same
-      // loop task takes that attempt's end time.
-      Record(*stats_, code,
-             attempt_just_ended_ ? attempt_end_
-                                 : transport::io::MonotonicTime::Now());
+    if (stats_ == nullptr) {
+      stats_ = &shard_->methods().For(generic_ ? kOtherMethod : method);
     }
+    // A result that follows the end of the last attempt within the same
+    // loop task takes that attempt's end time.
+    Record(*stats_, code,
+           attempt_just_ended_ ? attempt_end_
+                               : transport::io::MonotonicTime::Now());
     shard_ = nullptr;
   }
 
