@@ -48,7 +48,8 @@ class PrometheusEndpoint {
 
   // The port it listens on.
   int port() const { return port_; }
-  // The text a scrape answers now.
+  // The text a scrape answers now. Any thread; allocates the text (and
+  // the snapshot behind it).
   std::string Render() const;
 
  private:
