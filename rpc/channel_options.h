@@ -8,6 +8,7 @@
 
 #include "absl/time/time.h"
 #include "rpc/call_metrics.h"
+#include "rpc/channelz.h"
 #include "rpc/compression.h"
 #include "rpc/connection_options.h"
 #include "rpc/interceptor.h"
@@ -156,6 +157,9 @@ struct ChannelOptions {
   // gRPC's standard per-call metrics (rpc/call_metrics.h), recorded by the
   // channel's loop; null: none.
   std::shared_ptr<CallMetrics> metrics;
+  // channelz (rpc/channelz.h): the channel, its subchannels and their
+  // connections are registered there and counted; null: nowhere.
+  std::shared_ptr<Channelz> channelz;
   // CPU to pin the channel's event loop thread to; -1: not pinned.
   int loop_cpu = -1;
   // Busy-polling of the channel's event loop (EventLoop::set_busy_poll in

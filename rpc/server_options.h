@@ -7,6 +7,7 @@
 
 #include "absl/time/time.h"
 #include "rpc/call_metrics.h"
+#include "rpc/channelz.h"
 #include "rpc/compression.h"
 #include "rpc/connection_options.h"
 #include "rpc/interceptor.h"
@@ -35,6 +36,9 @@ struct ServerOptions {
   // gRPC's standard per-call metrics (rpc/call_metrics.h), recorded by
   // every loop into a shard of its own; null: none.
   std::shared_ptr<CallMetrics> metrics;
+  // channelz (rpc/channelz.h): the server, its listening sockets and its
+  // connections are registered there and counted; null: nowhere.
+  std::shared_ptr<Channelz> channelz;
   // Threads running synchronous handlers; a synchronous streaming handler
   // holds its thread for the whole call. A call whose handler finds no idle
   // thread gets a new one, up to max_sync_threads; beyond that it fails at

@@ -13,6 +13,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
 #include "base/mutex.h"
+#include "base/owned_counter.h"
 #include "rpc/status.h"
 
 namespace h2rpc::internal {
@@ -24,19 +25,6 @@ namespace h2rpc::internal {
 // allocation once a method and status have been seen. Readers (snapshots)
 // may run on any thread at any time; they see each value whole, but a
 // histogram's buckets and sum as of slightly different moments.
-
-// A count written by one thread at a time, read by any.
-class OwnedCounter {
- public:
-  void Add(uint64_t n) {
-    value_.store(value_.load(std::memory_order_relaxed) + n,
-                 std::memory_order_relaxed);
-  }
-  uint64_t Read() const { return value_.load(std::memory_order_relaxed); }
-
- private:
-  std::atomic<uint64_t> value_{0};
-};
 
 // The bucket bounds of gRPC's standard metrics (A66): a value v falls in
 // the first bucket whose bound is >= v, or in the last one (+Inf).

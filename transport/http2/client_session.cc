@@ -93,8 +93,20 @@ void ClientSession::Unlink(ClientStream* stream) {
   if (streams_ == nullptr) SetIdle(true);
 }
 
+void ClientSession::CountStreamEnd(ClientStream* stream, bool call_ok) {
+  if (!stream->counted_) return;
+  stream->counted_ = false;
+  ConnectionStats& stats = *this->stats();
+  (stream->eos_received_ ? stats.streams_succeeded : stats.streams_failed)
+      .Add(1);
+  if (stats.calls != nullptr) {
+    (call_ok ? stats.calls->succeeded : stats.calls->failed).Add(1);
+  }
+}
+
 // Hands the outcome to the observer; the stream is free after this.
 void ClientSession::Deliver(ClientStream* stream) {
+  CountStreamEnd(stream, stream->status_.ok());
   scheduler()->Cancel(stream);
   ReturnAllCredit(&stream->window_);
   ReleaseDeframer(&stream->deframer_);
@@ -136,6 +148,17 @@ void ClientSession::StartCall(ClientStream* stream) {
   }
   stream->stream_id_ = id;
   stream->status_known_ = false;
+  stream->eos_received_ = false;
+  if (ConnectionStats* stats = this->stats()) {
+    stream->counted_ = true;
+    const io::MonotonicTime now = scheduler()->Now();
+    stats->streams_started.Add(1);
+    stats->last_local_stream_created.Set(now);
+    if (stats->calls != nullptr) {
+      stats->calls->started.Add(1);
+      stats->calls->last_started.Set(now);
+    }
+  }
   Link(stream);
   if (!stream->description.deadline.is_infinite_future()) {
     scheduler()->Schedule(stream, stream->description.deadline);
@@ -303,6 +326,7 @@ void ClientSession::OnResponseHeaderBlock(ClientStream* stream,
     return;
   }
   stream->status_known_ = true;
+  stream->eos_received_ = true;
   stream->status_ = std::move(call_status);
   scheduler()->Cancel(stream);
   // If our side is still sending, stop: the call is over (gRPC servers may
@@ -330,9 +354,11 @@ int ClientSession::OnDataChunk(int32_t stream_id, const uint8_t* data,
     DeliverToObserver<ClientStream::Observer> listener(
         stream->observer, stream->receive_encoding_, ReceiveLimit(*stream),
         &stream->delivered_);
+    const uint64_t delivered = stream->deframer_.messages_delivered();
     Status status = stream->deframer_.Feed(
         absl::string_view(reinterpret_cast<const char*>(data), size), listener);
     NoteMessageInput(stream->deframer_);
+    CountReceived(stream->deframer_.messages_delivered() - delivered);
     if (!status.ok()) FailStream(stream, std::move(status));
   }
   ReturnCredit(stream_id, &stream->window_);
@@ -348,6 +374,7 @@ int ClientSession::OnStreamClose(int32_t stream_id, uint32_t error_code) {
   if (!stream->status_known_ && error_code == NGHTTP2_REFUSED_STREAM &&
       stream->header_blocks_ == 0 && stream->outgoing_.Rewind()) {
     // Nothing was processed: offer the call a transparent retry.
+    CountStreamEnd(stream, /*call_ok=*/false);
     Unlink(stream);
     scheduler()->Cancel(stream);
     ReleaseDeframer(&stream->deframer_);

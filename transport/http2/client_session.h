@@ -139,6 +139,10 @@ class ClientStream : private io::Timer {
   // when nghttp2 closes the stream.
   bool status_known_ = false;
   Status status_;
+  // Counted as started in the connection's ConnectionStats, and not yet as
+  // ended; whether END_STREAM arrived (the trailers).
+  bool counted_ = false;
+  bool eos_received_ = false;
 };
 
 // The client side of an HTTP/2 connection: opens one stream per call. Any
@@ -213,6 +217,9 @@ class ClientSession : public Session {
   void FailStream(ClientStream* stream, Status status);
   void Link(ClientStream* stream);
   void Unlink(ClientStream* stream);
+  // ConnectionStats: a stream counted as started ends (once), its call
+  // with status OK or not.
+  void CountStreamEnd(ClientStream* stream, bool call_ok);
   void Deliver(ClientStream* stream);
 
   Listener* const listener_;

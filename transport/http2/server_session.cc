@@ -330,6 +330,15 @@ int ServerSession::OnBeginHeaders(const nghttp2_frame* frame) {
   stream->refs_ = 1;  // the transport's, until nghttp2 closes the stream
   stream->open_in_nghttp2_ = true;
   if (open_streams_++ == 0) SetIdle(false);
+  if (ConnectionStats* stats = this->stats()) {
+    const io::MonotonicTime now = scheduler()->Now();
+    stats->streams_started.Add(1);
+    stats->last_remote_stream_created.Set(now);
+    if (stats->calls != nullptr) {
+      stats->calls->started.Add(1);
+      stats->calls->last_started.Set(now);
+    }
+  }
   // Cannot fail: nghttp2 has just opened the stream.
   Submitted(nghttp2_session_set_stream_user_data(session(), frame->hd.stream_id,
                                                  stream),
@@ -536,6 +545,7 @@ int ServerSession::OnDataChunk(int32_t stream_id, const uint8_t* data,
     const Status status = deframer.Feed(
         absl::string_view(reinterpret_cast<const char*>(data), size), listener);
     NoteMessageInput(deframer);
+    CountReceived(deframer.messages_delivered() - delivered);
     if (deframer.messages_delivered() != delivered) memory_refusals_ = 0;
     if (!status.ok()) {
       stream->Abort(status);
@@ -672,6 +682,19 @@ void ServerSession::OnFrameSent(const nghttp2_frame* frame) {
   }
 }
 
+void ServerSession::CountStreamEnd(const ServerStream& stream,
+                                   bool sent_end_stream) {
+  ConnectionStats* stats = this->stats();
+  if (stats == nullptr) return;
+  (sent_end_stream ? stats->streams_succeeded : stats->streams_failed).Add(1);
+  if (stats->calls != nullptr) {
+    (sent_end_stream && stream.end_code() == StatusCode::kOk
+         ? stats->calls->succeeded
+         : stats->calls->failed)
+        .Add(1);
+  }
+}
+
 int ServerSession::OnStreamClose(int32_t stream_id, uint32_t error_code) {
   ServerStream* stream = StreamFor(stream_id);
   if (stream == nullptr) return 0;
@@ -680,6 +703,7 @@ int ServerSession::OnStreamClose(int32_t stream_id, uint32_t error_code) {
             "nghttp2_session_set_stream_user_data");
   stream->open_in_nghttp2_ = false;
   if (--open_streams_ == 0) SetIdle(true);
+  CountStreamEnd(*stream, stream->finished_ && error_code == NGHTTP2_NO_ERROR);
   ReturnAllCredit(&stream->window_);
   ForgetReceive(stream);
   ReleaseDeframer(&stream->deframer_);
@@ -704,6 +728,7 @@ void ServerSession::OnClosed(const Status& why) {
     if (stream->open_in_nghttp2_) {
       stream->open_in_nghttp2_ = false;
       --open_streams_;
+      CountStreamEnd(*stream, /*sent_end_stream=*/false);
       if (!stream->finished_ || stream->cancel_on_close_) stream->Cancel();
       stream->Unref();
     }

@@ -244,6 +244,10 @@ class ServerSession : public Session {
     // The connection closed; the owner may destroy it once this returns
     // (not from inside).
     virtual void OnConnectionClosed(ServerSession* connection) = 0;
+    // The client completed its side of the HTTP/2 handshake (its preface
+    // and first SETTINGS arrived; TLS, if any, is done). Once per
+    // connection, from inside Feed().
+    virtual void OnConnectionReady(ServerSession* connection) {}
 
    protected:
     ~Listener() = default;
@@ -302,8 +306,12 @@ class ServerSession : public Session {
   int OnFrameRecv(const nghttp2_frame* frame) override;
   int OnDataChunk(int32_t stream_id, const uint8_t* data, size_t size) override;
   int OnStreamClose(int32_t stream_id, uint32_t error_code) override;
+  // ConnectionStats: `stream` leaves the connection, having sent its
+  // END_STREAM or not.
+  void CountStreamEnd(const ServerStream& stream, bool sent_end_stream);
   bool OnEndOfData(int32_t stream_id) override;
   void OnFrameSent(const nghttp2_frame* frame) override;
+  void OnPeerHandshakeDone() override { listener_->OnConnectionReady(this); }
   void OnClosed(const Status& why) override;
 
   ServerStream* StreamFor(int32_t stream_id);

@@ -362,6 +362,7 @@ bool Session::SendKeepalivePing() {
           "nghttp2_submit_ping")) {
     return false;
   }
+  if (stats_ != nullptr) stats_->keepalives_sent.Add(1);
   RequestFlush();
   return true;
 }
@@ -799,6 +800,12 @@ Nghttp2Ssize Session::ReadDataCallback(nghttp2_session*, int32_t stream_id,
                                        nghttp2_data_source* source,
                                        void* user) {
   auto* data = static_cast<OutgoingData*>(source->ptr);
+  if (ConnectionStats* stats = Self(user)->stats_) {
+    if (const uint32_t messages = data->TakeUncountedMessages()) {
+      stats->messages_sent.Add(messages);
+      stats->last_message_sent.Set(Self(user)->scheduler_->Now());
+    }
+  }
   const size_t n = data->Reserve(length);
   *data_flags |= NGHTTP2_DATA_FLAG_NO_COPY;
   if (data->unreserved() == 0 && data->end_of_data()) {

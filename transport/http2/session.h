@@ -18,6 +18,7 @@
 #include "transport/core/memory_quota.h"
 #include "transport/core/message_deframer.h"
 #include "transport/http2/bdp_estimator.h"
+#include "transport/http2/connection_stats.h"
 #include "transport/http2/keepalive.h"
 #include "transport/http2/nghttp2_compat.h"
 #include "transport/http2/nghttp2_memory_pool.h"
@@ -258,6 +259,11 @@ class Session : public io::ByteSession, private KeepalivePinger::Delegate {
     deframer->Reset(MessageDeframer::Options());
   }
 
+  // Where the connection counts its streams, messages and keepalives
+  // (channelz); null, the default: nowhere. Set before Start(); `stats`
+  // must outlive the session.
+  void set_stats(ConnectionStats* stats) { stats_ = stats; }
+
   // True once Close() or Fail() has run: the connection takes no new work.
   bool closed() const { return closed_ || lingering_; }
   io::Scheduler* scheduler() const { return scheduler_; }
@@ -267,6 +273,11 @@ class Session : public io::ByteSession, private KeepalivePinger::Delegate {
   const std::shared_ptr<const PeerIdentity>& peer_identity() const {
     static const std::shared_ptr<const PeerIdentity> kNone;
     return wire_ != nullptr ? wire_->peer_identity() : kNone;
+  }
+  // What TLS negotiated (Wire::GetTlsDetails); false on plaintext, before
+  // Start() and once the wire is closed.
+  bool GetTlsDetails(io::TlsDetails* details) const {
+    return wire_ != nullptr && wire_->GetTlsDetails(details);
   }
   // Whether the peer completed its side of the HTTP/2 handshake (its
   // preface and first SETTINGS arrived).
@@ -289,6 +300,13 @@ class Session : public io::ByteSession, private KeepalivePinger::Delegate {
   // DeframerOptions); null (clients): none. Set by the subclass
   // constructor.
   void set_memory_share(MemoryQuotaShare* share) { memory_share_ = share; }
+  ConnectionStats* stats() const { return stats_; }
+  // ConnectionStats: `messages` more were delivered.
+  void CountReceived(uint64_t messages) {
+    if (stats_ == nullptr || messages == 0) return;
+    stats_->messages_received.Add(messages);
+    stats_->last_message_received.Set(scheduler_->Now());
+  }
   // After a DATA chunk went to `deframer`: whether the rest of its message
   // is large (ExpectsLargeInput).
   void NoteMessageInput(const MessageDeframer& deframer) {
@@ -432,6 +450,7 @@ class Session : public io::ByteSession, private KeepalivePinger::Delegate {
   std::string accept_encoding_;
   Nghttp2MemoryPool memory_;  // outlives session_ (deleted in ~Session)
   MemoryQuotaShare* memory_share_ = nullptr;
+  ConnectionStats* stats_ = nullptr;
   // memory_.in_use_bytes() as last charged to memory_share_.
   size_t nghttp2_charged_ = 0;
   // DATA payload bytes of tracked streams not yet returned (the sum of their

@@ -104,6 +104,7 @@ void OutgoingData::GiveLentBuffer() {
 bool OutgoingData::Rewind() {
   if (dropped_sent_bytes_) return false;
   reserved_ = written_ = 0;
+  messages_taken_ = 0;
   deferred = false;
   return true;
 }
@@ -117,6 +118,7 @@ void OutgoingData::Clear() {
   drain_threshold_ = 0;
   reserved_ = written_ = 0;
   message_bytes_ = 0;
+  messages_ = messages_taken_ = 0;
   end_of_data_ = false;
   retain_written_ = false;
   dropped_sent_bytes_ = false;

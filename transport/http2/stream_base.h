@@ -121,10 +121,19 @@ class OutgoingData {
   // its bytes without the prefix.
   void CountMessage(size_t framed_bytes) {
     message_bytes_ += framed_bytes - kMessagePrefixSize;
+    ++messages_;
   }
   // Bytes of the messages counted since the last Clear(), prefixes not
   // included (gRPC's sent_total_compressed_message_size).
   uint64_t message_bytes() const { return message_bytes_; }
+  // The messages counted since the last call (or the last Clear() or
+  // Rewind(): a rewound body is sent, and counted, again). For the
+  // session's ConnectionStats, as the body goes out.
+  uint32_t TakeUncountedMessages() {
+    const uint32_t n = messages_ - messages_taken_;
+    messages_taken_ = messages_;
+    return n;
+  }
 
   // Empties the queue for reuse, keeping up to kRetainedCapacity of
   // capacity and giving back what is charged to the quota.
@@ -164,6 +173,8 @@ class OutgoingData {
   size_t reserved_ = 0;
   size_t written_ = 0;
   uint64_t message_bytes_ = 0;
+  uint32_t messages_ = 0;
+  uint32_t messages_taken_ = 0;  // by TakeUncountedMessages()
   bool end_of_data_ = false;
   bool retain_written_ = false;
   bool dropped_sent_bytes_ = false;

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 
 #include "absl/strings/string_view.h"
 #include "base/peer_identity.h"
@@ -20,6 +21,16 @@ namespace h2rpc::transport::io {
 //
 // Both sides run on one thread (an EventLoop's loop thread) and call each
 // other synchronously; neither allocates on these calls.
+
+// What a secure wire negotiated, for diagnostics (channelz).
+struct TlsDetails {
+  // The cipher suite's standard (RFC) name, "TLS_AES_128_GCM_SHA256".
+  std::string cipher;
+  // DER certificates: the one this side presented (empty if none), the
+  // peer's (empty if it sent none).
+  std::string local_certificate;
+  std::string peer_certificate;
+};
 
 // What a ByteSession asks of the layer that moves its bytes.
 class Wire {
@@ -45,6 +56,9 @@ class Wire {
     static const std::shared_ptr<const PeerIdentity> kNone;
     return kNone;
   }
+  // A secure wire whose handshake is done fills `*details` and returns
+  // true (allocating the certificates' copies); others return false.
+  virtual bool GetTlsDetails(TlsDetails* details) const { return false; }
 
  protected:
   ~Wire() = default;

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -239,6 +240,30 @@ bool TlsSession::FinishHandshake() {
   handshake_done_ = true;
   // The inner session's queued output (preface, SETTINGS) can go now.
   outer_->RequestFlush();
+  return true;
+}
+
+namespace {
+
+// `cert` in DER; empty for none.
+std::string Der(X509* cert) {
+  if (cert == nullptr) return std::string();
+  const int size = i2d_X509(cert, nullptr);
+  if (size <= 0) return std::string();
+  std::string der(static_cast<size_t>(size), '\0');
+  auto* out = reinterpret_cast<unsigned char*>(der.data());
+  i2d_X509(cert, &out);
+  return der;
+}
+
+}  // namespace
+
+bool TlsSession::GetTlsDetails(io::TlsDetails* details) const {
+  if (!handshake_done_) return false;
+  const SSL_CIPHER* cipher = SSL_get_current_cipher(ssl_);
+  details->cipher = cipher != nullptr ? SSL_CIPHER_standard_name(cipher) : "";
+  details->local_certificate = Der(SSL_get_certificate(ssl_));
+  details->peer_certificate = Der(SSL_get0_peer_certificate(ssl_));
   return true;
 }
 

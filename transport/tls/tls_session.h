@@ -85,6 +85,7 @@ class TlsSession final : public io::ByteFilter {
   const std::shared_ptr<const PeerIdentity>& peer_identity() const override {
     return identity_;
   }
+  bool GetTlsDetails(io::TlsDetails* details) const override;
 
  private:
   TlsSession(std::shared_ptr<const TlsContext> context, bool client,

@@ -90,6 +90,7 @@ void ChannelCall::UnbindContext() {
 }
 
 void ChannelCall::StartTask::Run() {
+  call_->CountChannelzStart();
   if (!call_->start_error_.ok()) {
     call_->FailBeforeStream(call_->start_error_);
     return;
@@ -192,11 +193,24 @@ void ChannelCall::ReportResult(const Status& status, const Metadata& trailing) {
   FinishInterceptors(status, trailing);
   EndAttempt(status.code());
   metrics_.EndCall(status.code(), stream_.description.method_path);
+  if (transport::http2::CallCounts* calls = core_->channelz_calls()) {
+    CountChannelzStart();
+    channelz_started_ = false;
+    (status.ok() ? calls->succeeded : calls->failed).Add(1);
+  }
+}
+
+void ChannelCall::CountChannelzStart() {
+  transport::http2::CallCounts* calls = core_->channelz_calls();
+  if (calls == nullptr || channelz_started_) return;
+  channelz_started_ = true;
+  calls->started.Add(1);
+  calls->last_started.Set(core_->loop().Now());
 }
 
 void ChannelCall::ReportUnstartedResult(const Status& status) {
   FinishInterceptors(status, Metadata());
-  if (metrics_.on()) {
+  if (metrics_.on() || core_->channelz_calls() != nullptr) {
     core_->RecordUnstartedCall(&metrics_, stream_.description.method_path,
                                status.code());
   }
@@ -332,6 +346,7 @@ void ChannelCall::ResetChannelCall() {
   committed_ = false;
   retry_buffer_charged_ = 0;
   counted_ = false;
+  channelz_started_ = false;
   pending_list_ = nullptr;
   next_pending_ = prev_pending_ = nullptr;
 }

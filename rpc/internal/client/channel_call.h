@@ -67,6 +67,9 @@ class ChannelCall : public CancellableClientCall {
   // The same for a call that failed before it reached the loop, on the
   // thread that started it.
   void ReportUnstartedResult(const Status& status);
+  // Loop thread: counts the call as started in channelz, once (when it
+  // first reaches the loop, or at its result if it never did).
+  void CountChannelzStart();
 
   // Any thread: hands the call to the loop (again, for a transparent retry).
   void Start() { loop()->Post(&start_task_); }
@@ -221,6 +224,9 @@ class ChannelCall : public CancellableClientCall {
   transport::io::MonotonicTime intercept_start_;
   bool wait_for_ready_ = false;
   bool counted_ = false;  // loop thread: see CountInProgress()
+  // Loop thread: counted as started in channelz (CountChannelzStart), not
+  // yet as ended.
+  bool channelz_started_ = false;
   ChannelCall** pending_list_ = nullptr;
   ChannelCall* next_pending_ = nullptr;
   ChannelCall* prev_pending_ = nullptr;

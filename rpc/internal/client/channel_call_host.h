@@ -12,6 +12,7 @@
 #include "rpc/internal/client/retry.h"
 #include "rpc/internal/config/service_config.h"
 #include "rpc/status.h"
+#include "transport/http2/connection_stats.h"
 #include "transport/io/event_loop.h"
 
 namespace h2rpc::internal {
@@ -57,8 +58,12 @@ class ChannelCallHost {
   // Where the loop thread records CallMetrics; null when the channel
   // records none. Fixed when the channel is made.
   virtual ClientMetricShard* metric_shard() const = 0;
-  // Any thread: records the end of a call to `method` that failed before
-  // it reached the loop (ClientCallMetrics::EndCallOffLoop).
+  // Where the loop thread counts the channel's calls for channelz; null
+  // without channelz. Fixed when the channel is made.
+  virtual transport::http2::CallCounts* channelz_calls() const = 0;
+  // Any thread: records a call to `method` that failed with `code` before
+  // it reached the loop, in CallMetrics (`metrics`, if on:
+  // ClientCallMetrics::EndCallOffLoop) and channelz.
   virtual void RecordUnstartedCall(ClientCallMetrics* metrics,
                                    absl::string_view method,
                                    StatusCode code) = 0;

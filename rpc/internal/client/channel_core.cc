@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "rpc/call_metrics.h"
+#include "rpc/channelz.h"
 #include "rpc/internal/call_metric_shards.h"
 #include "rpc/internal/client/channel_call.h"
 #include "rpc/internal/client/channel_options_check.h"
@@ -171,6 +172,12 @@ ChannelCore::ChannelCore(absl::string_view target,
     unstarted_metric_shard_ =
         CallMetricsAccess::AcquireClientShard(*options_.metrics, target);
   }
+  if (options_.channelz != nullptr) {
+    channelz_node_ =
+        ChannelzAccess::Registry(*options_.channelz).AddChannel(target_);
+    channelz_calls_ = channelz_node_->NewCallCounts();
+    channelz_unstarted_calls_ = channelz_node_->NewCallCounts();
+  }
   // A channel that can never connect has nothing to poll for.
   if (channel_error_.ok()) {
     loop_.set_busy_poll(absl::Microseconds(options_.busy_poll_us));
@@ -227,7 +234,14 @@ void ChannelCore::RecordUnstartedCall(ClientCallMetrics* metrics,
                                       absl::string_view method,
                                       StatusCode code) {
   MutexLock lock(&unstarted_metrics_mu_);
-  metrics->EndCallOffLoop(*unstarted_metric_shard_, method, code);
+  if (metrics->on()) {
+    metrics->EndCallOffLoop(*unstarted_metric_shard_, method, code);
+  }
+  if (transport::http2::CallCounts* calls = channelz_unstarted_calls_) {
+    calls->started.Add(1);
+    calls->last_started.Set(transport::io::MonotonicTime::Now());
+    calls->failed.Add(1);
+  }
 }
 
 void ChannelCore::Destroy(std::unique_ptr<ChannelCore> core) {
@@ -481,6 +495,7 @@ void ChannelCore::SetState(ConnectivityState state) {
   if (state == state_) return;
   state_ = state;
   watch_.Set(state);
+  if (channelz_node_ != nullptr) channelz_node_->SetState(state);
 }
 
 void ChannelCore::ConnectIfIdle() {

@@ -26,6 +26,7 @@
 #include "rpc/internal/client/connectivity_watch.h"
 #include "rpc/internal/client/health_watch.h"
 #include "rpc/internal/client/retry.h"
+#include "rpc/internal/channelz/channelz_registry.h"
 #include "rpc/internal/client/subchannel.h"
 #include "rpc/internal/common/member_task.h"
 #include "rpc/internal/config/service_config.h"
@@ -114,6 +115,9 @@ class ChannelCore final : public ChannelCallHost,
   }
   bool retries_enabled() const override { return options_.enable_retries; }
   ClientMetricShard* metric_shard() const override { return metric_shard_; }
+  transport::http2::CallCounts* channelz_calls() const override {
+    return channelz_calls_;
+  }
   void RecordUnstartedCall(ClientCallMetrics* metrics, absl::string_view method,
                            StatusCode code) override;
   transport::io::EventLoop& loop() override { return loop_; }
@@ -262,9 +266,15 @@ class ChannelCore final : public ChannelCallHost,
   void OnTooManyPings(const std::string& peer) override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
   void OnSubchannelDone(Subchannel* subchannel) override;
+  ChannelzNode* channelz_node() const override { return channelz_node_.get(); }
 
   const std::string target_;
   const ChannelOptions options_;
+  // channelz (options_.channelz): the channel's entry, and its call counts
+  // written by the loop thread and, under unstarted_metrics_mu_, by the
+  // threads whose calls fail before reaching the loop. Null without it.
+  std::unique_ptr<ChannelzNode> channelz_node_;
+  transport::http2::CallCounts* channelz_calls_ = nullptr;
   // The target, parsed; invalid: channel_error_ says why.
   ParsedTarget parsed_target_;
   // ChannelOptions::service_config, parsed.
@@ -339,6 +349,8 @@ class ChannelCore final : public ChannelCallHost,
   ClientMetricShard* metric_shard_ = nullptr;
   Mutex unstarted_metrics_mu_;
   ClientMetricShard* unstarted_metric_shard_
+      ABSL_PT_GUARDED_BY(unstarted_metrics_mu_) = nullptr;
+  transport::http2::CallCounts* channelz_unstarted_calls_
       ABSL_PT_GUARDED_BY(unstarted_metrics_mu_) = nullptr;
 
   Mutex pool_mu_;

@@ -25,7 +25,13 @@ Subchannel::Subchannel(transport::io::EventLoop* loop, Host* host,
           health == nullptr
               ? nullptr
               : std::make_unique<HealthWatch>(
-                    health, static_cast<HealthWatch::Listener*>(this))) {}
+                    health, static_cast<HealthWatch::Listener*>(this))) {
+  if (ChannelzNode* channel = host_->channelz_node()) {
+    channelz_node_ =
+        channel->registry().AddSubchannel(*channel, address_.ToString());
+    channelz_calls_ = channelz_node_->NewCallCounts();
+  }
+}
 
 Subchannel::~Subchannel() {
   loop_->Cancel(&connect_timer_);
@@ -86,6 +92,7 @@ void Subchannel::Close(const Status& why) {
 void Subchannel::SetState(ConnectivityState state) {
   if (state_ == state) return;
   state_ = state;
+  if (channelz_node_ != nullptr) channelz_node_->SetState(state);
   // The policy may orphan the subchannel from here.
   if (!orphaned_) host_->OnSubchannelStateChange(this);
 }
@@ -103,9 +110,19 @@ void Subchannel::Connect() {
 
 void Subchannel::OnConnected(transport::io::FileDescriptor socket,
                              std::string peer) {
+  std::unique_ptr<ChannelzNode> channelz_socket;
+  if (channelz_node_ != nullptr) {
+    channelz_socket = channelz_node_->registry().AddConnection(
+        *channelz_node_, socket.get(), address_.ToString(), channelz_calls_);
+  }
   connection_ = std::make_unique<Connection>(
       loop_, std::move(socket), host_->NewConnectionFilter(), std::move(peer),
       host_->transport_options(), static_cast<ClientSession::Listener*>(this));
+  if (channelz_socket != nullptr) {
+    connection_->session().set_stats(&channelz_socket->connection_stats());
+    channelz_sockets_.emplace_back(&connection_->session(),
+                                   std::move(channelz_socket));
+  }
   // The TLS and HTTP/2 handshakes count against the attempt's deadline too.
   loop_->Schedule(&attempt_timer_, attempt_deadline_);
   // May close the connection (OnConnectionClosed) before returning.
@@ -215,6 +232,9 @@ void Subchannel::OnConnectionReady(ClientSession* connection) {
   loop_->Cancel(&attempt_timer_);
   backoff_.Reset();
   last_error_ = Status();
+  if (ChannelzNode* socket = ChannelzSocketOf(connection)) {
+    socket->SetTlsOf(*connection);
+  }
   if (health_watch_ != nullptr) {
     // CONNECTING until the backend's first answer.
     StartHealthWatch();
@@ -277,9 +297,29 @@ void Subchannel::OnConnectionClosed(ClientSession* connection,
     closed = std::move(*it);
     draining_.erase(it);
   }
-  // Not from inside the connection's own callback: destroy it next turn.
-  loop_->Post([dead = closed.release()] { delete dead; });
+  // Not from inside the connection's own callback: destroy it next turn,
+  // with its channelz entry.
+  std::unique_ptr<ChannelzNode> channelz_socket;
+  auto entry = std::find_if(
+      channelz_sockets_.begin(), channelz_sockets_.end(),
+      [connection](const auto& entry) { return entry.first == connection; });
+  if (entry != channelz_sockets_.end()) {
+    channelz_socket = std::move(entry->second);
+    channelz_sockets_.erase(entry);
+  }
+  loop_->Post([dead = closed.release(), socket = channelz_socket.release()] {
+    delete dead;
+    delete socket;
+  });
   MaybeDone();
+}
+
+ChannelzNode* Subchannel::ChannelzSocketOf(
+    const ClientSession* connection) const {
+  for (const auto& [session, node] : channelz_sockets_) {
+    if (session == connection) return node.get();
+  }
+  return nullptr;
 }
 
 void Subchannel::CountDisconnection(ClientSession* connection) {

@@ -11,6 +11,7 @@
 #include "absl/time/time.h"
 #include "rpc/connectivity_state.h"
 #include "rpc/internal/call_metric_shards.h"
+#include "rpc/internal/channelz/channelz_registry.h"
 #include "rpc/internal/client/channel_connector.h"
 #include "rpc/internal/client/connection_backoff.h"
 #include "rpc/internal/client/health_watch.h"
@@ -72,6 +73,9 @@ class Subchannel final : public LbSubchannel,
     // Where connection attempts and disconnections are counted
     // (CallMetrics); null: nowhere.
     virtual ClientMetricShard* metric_shard() const = 0;
+    // The channel's channelz entry, the parent of the subchannel's; null
+    // without channelz.
+    virtual ChannelzNode* channelz_node() const = 0;
 
    protected:
     ~Host() = default;
@@ -140,10 +144,22 @@ class Subchannel final : public LbSubchannel,
   // CallMetrics: `connection` closed; if it was established, counts its
   // disconnection with the reason it first had.
   void CountDisconnection(transport::http2::ClientSession* connection);
+  // The channelz entry of `connection`; null without channelz.
+  ChannelzNode* ChannelzSocketOf(
+      const transport::http2::ClientSession* connection) const;
 
   transport::io::EventLoop* const loop_;
   Host* const host_;
   const transport::io::SocketAddress address_;
+  // channelz: the subchannel's entry and its call counts, written by its
+  // connections' sessions; the entries of its open connections, each
+  // destroyed with its connection. Empty without channelz. Declared before
+  // the connections, which count into them until destroyed.
+  std::unique_ptr<ChannelzNode> channelz_node_;
+  transport::http2::CallCounts* channelz_calls_ = nullptr;
+  std::vector<std::pair<transport::http2::ClientSession*,
+                        std::unique_ptr<ChannelzNode>>>
+      channelz_sockets_;
   ChannelConnector connector_;
   ConnectionBackoff backoff_;
   ConnectivityState state_ = ConnectivityState::kIdle;

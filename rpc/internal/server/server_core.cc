@@ -11,6 +11,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "rpc/call_metrics.h"
+#include "rpc/channelz.h"
 #include "rpc/internal/call_metric_shards.h"
 #include "rpc/internal/common/connection_options_conversion.h"
 #include "rpc/internal/config/target.h"
@@ -179,6 +180,7 @@ std::unique_ptr<ServerCore> ServerCore::Start(
   // later port fails.
   std::vector<transport::io::FileDescriptor> sockets;
   std::vector<transport::io::SocketFile> files;
+  std::vector<transport::io::SocketAddress> bound_addresses;
   for (const auto& [address, selected_port, credentials] : ports) {
     transport::io::SocketAddress listen_address;
     bool is_unix = false;
@@ -202,6 +204,7 @@ std::unique_ptr<ServerCore> ServerCore::Start(
     if (!status->ok()) return nullptr;
     if (selected_port != nullptr) *selected_port = is_unix ? 0 : bound.port();
     sockets.push_back(std::move(socket));
+    bound_addresses.push_back(bound);
   }
   std::unique_ptr<ServerCore> core(
       new ServerCore(std::move(options), std::move(methods),
@@ -210,6 +213,13 @@ std::unique_ptr<ServerCore> ServerCore::Start(
     if (!loop->start_status().ok()) {
       *status = loop->start_status();
       return nullptr;
+    }
+  }
+  if (core->channelz_node_ != nullptr) {
+    for (const transport::io::SocketAddress& address : bound_addresses) {
+      core->channelz_listen_sockets_.push_back(
+          core->channelz_node_->registry().AddListenSocket(
+              *core->channelz_node_, address));
     }
   }
   // Every listener exists before any starts: ConnectionClosed() reads
@@ -273,6 +283,12 @@ ServerCore::ServerCore(ServerOptions options, MethodMap methods,
       metric_shards_.push_back(
           CallMetricsAccess::AcquireServerShard(*options_.metrics));
       loop->set_metric_shard(metric_shards_.back());
+    }
+  }
+  if (options_.channelz != nullptr) {
+    channelz_node_ = ChannelzAccess::Registry(*options_.channelz).AddServer();
+    for (const auto& loop : loops_) {
+      loop->set_channelz(channelz_node_.get(), channelz_node_->NewCallCounts());
     }
   }
   const int min_sync_threads =

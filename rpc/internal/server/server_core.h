@@ -120,6 +120,11 @@ class ServerCore final : public ServerCallHost,
   const MethodMap methods_;
   const std::unique_ptr<Method> generic_method_;  // null: none
   std::set<std::string, std::less<>> services_;
+  // channelz (options_.channelz): the server's entry, whose call counts
+  // (one set per loop) the loops' connections write, so it outlives them;
+  // its listening sockets'. Null and empty without channelz.
+  std::unique_ptr<ChannelzNode> channelz_node_;
+  std::vector<std::unique_ptr<ChannelzNode>> channelz_listen_sockets_;
   // Written by the constructor and by Shutdown once every call has ended
   // and every connection closed (read without a lock in between).
   std::vector<std::unique_ptr<ServerLoop>> loops_;

@@ -71,12 +71,21 @@ void ServerLoop::Adopt(transport::io::FileDescriptor socket, std::string peer,
     loop_.AssertInLoopThread();
     std::unique_ptr<transport::io::ByteFilter> filter;
     if (tls != nullptr) filter = transport::tls::TlsSession::NewServer(tls);
+    std::unique_ptr<ChannelzNode> channelz_socket;
+    if (channelz_server_ != nullptr) {
+      channelz_socket = channelz_server_->registry().AddConnection(
+          *channelz_server_, fd, std::string(), channelz_calls_);
+    }
     auto connection =
         std::make_unique<transport::io::SocketConnection<ServerSession>>(
             &loop_, transport::io::FileDescriptor(fd), std::move(filter),
             std::move(peer), server_->transport_options(),
             &server_->memory_quota(), this, this);
     auto* raw = connection.get();
+    if (channelz_socket != nullptr) {
+      raw->session().set_stats(&channelz_socket->connection_stats());
+      channelz_sockets_.emplace(&raw->session(), std::move(channelz_socket));
+    }
     connections_.push_back(std::move(connection));
     raw->Start();
     if (draining_) raw->session().GracefulShutdown();
@@ -201,11 +210,24 @@ void ServerLoop::OnConnectionClosed(ServerSession* connection) {
   auto* dead = it->release();
   connections_.erase(it);
   sync_tasks_by_connection_.erase(connection->id());
-  // Not from inside the connection's own callback: destroy it next turn.
-  loop_.Post([this, dead] {
+  ChannelzNode* channelz_socket = nullptr;
+  if (auto node = channelz_sockets_.extract(connection)) {
+    channelz_socket = node.mapped().release();
+  }
+  // Not from inside the connection's own callback: destroy it next turn,
+  // with its channelz entry.
+  loop_.Post([this, dead, channelz_socket] {
     delete dead;
+    delete channelz_socket;
     server_->ConnectionClosed();
   });
+}
+
+void ServerLoop::OnConnectionReady(ServerSession* connection) {
+  loop_.AssertInLoopThread();
+  if (channelz_sockets_.empty()) return;
+  auto it = channelz_sockets_.find(connection);
+  if (it != channelz_sockets_.end()) it->second->SetTlsOf(*connection);
 }
 
 }  // namespace h2rpc::internal

@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/time/time.h"
 #include "rpc/internal/call_metric_shards.h"
+#include "rpc/internal/channelz/channelz_registry.h"
 #include "rpc/internal/common/member_task.h"
 #include "rpc/internal/server/server_call_host.h"
 #include "rpc/internal/server/sync_task_count.h"
@@ -76,6 +77,13 @@ class ServerLoop final : public ServerCallLoop,
   // before the loop serves its first connection.
   ServerMetricShard* metric_shard() const { return metric_shard_; }
   void set_metric_shard(ServerMetricShard* shard) { metric_shard_ = shard; }
+  // channelz: the server's entry, the parent of this loop's connections',
+  // whose streams count as the server's calls in `calls` (this loop's set).
+  // Set before the loop serves its first connection; unset: not registered.
+  void set_channelz(ChannelzNode* server, transport::http2::CallCounts* calls) {
+    channelz_server_ = server;
+    channelz_calls_ = calls;
+  }
 
   // Any thread: serve a newly accepted socket on this loop, over TLS with
   // `tls` unless it is null.
@@ -125,6 +133,7 @@ class ServerLoop final : public ServerCallLoop,
  private:
   Status Dispatch(transport::http2::ServerStream* stream) override;
   void OnConnectionClosed(transport::http2::ServerSession* connection) override;
+  void OnConnectionReady(transport::http2::ServerSession* connection) override;
   // Any thread: memory of the server's quota was released while a message
   // waits for it; the loop's connections retry on a posted task.
   void OnMemoryQuotaReleased() override { loop_.Post(&memory_task_); }
@@ -153,6 +162,13 @@ class ServerLoop final : public ServerCallLoop,
   bool draining_ ABSL_GUARDED_BY(loop_) = false;
   Status start_status_;
   ServerMetricShard* metric_shard_ = nullptr;
+  ChannelzNode* channelz_server_ = nullptr;
+  transport::http2::CallCounts* channelz_calls_ = nullptr;
+  // The open connections' channelz entries, each destroyed with its
+  // connection; empty without channelz.
+  absl::flat_hash_map<const transport::http2::ServerSession*,
+                      std::unique_ptr<ChannelzNode>>
+      channelz_sockets_ ABSL_GUARDED_BY(loop_);
   MemberTask<ServerLoop, &ServerLoop::RetryMemoryWaiters> memory_task_{this};
   MemberTask<ServerLoop, &ServerLoop::WakeWorkers> wake_workers_task_{this};
   // The next WakeWorkers() wakes every thread the handed-out tasks need.
