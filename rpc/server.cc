@@ -86,6 +86,12 @@ Server::Builder& Server::Builder::AddShutdownCallback(
   return *this;
 }
 
+Server::Builder& Server::Builder::SetChannelz(
+    std::shared_ptr<Channelz> channelz) {
+  channelz_ = std::move(channelz);
+  return *this;
+}
+
 Server::Builder& Server::Builder::AddInterceptor(
     std::shared_ptr<ServerInterceptor> interceptor) {
   interceptors_.push_back(std::move(interceptor));
@@ -114,6 +120,7 @@ std::unique_ptr<Server> Server::Builder::BuildAndStart(Status* status) {
   }
   options_.interceptors.insert(options_.interceptors.end(),
                                interceptors_.begin(), interceptors_.end());
+  if (channelz_ != nullptr) options_.channelz = std::move(channelz_);
   std::unique_ptr<internal::ServerCore> core = internal::ServerCore::Start(
       std::move(options_), ports_, std::move(methods_),
       std::move(generic_method_), loops_, status);

@@ -222,6 +222,11 @@ class Server {
     // Whatever they reach must outlive the server.
     Builder& AddShutdownCallback(std::function<void()> callback);
 
+    // Registers the server (its listening sockets and connections) in
+    // `channelz` (rpc/channelz.h), as ServerOptions::channelz does; set here
+    // it holds whatever SetOptions says, before or after. Not null.
+    Builder& SetChannelz(std::shared_ptr<Channelz> channelz);
+
     // Adds an interceptor of every call (rpc/interceptor.h), inside those
     // added before and those of ServerOptions::interceptors. Not null.
     Builder& AddInterceptor(std::shared_ptr<ServerInterceptor> interceptor);
@@ -278,6 +283,7 @@ class Server {
     Status error_;
     std::vector<std::function<void()>> shutdown_callbacks_;
     std::vector<std::shared_ptr<ServerInterceptor>> interceptors_;
+    std::shared_ptr<Channelz> channelz_;  // SetChannelz
     std::vector<std::function<void(const std::vector<std::string>&)>>
         service_list_callbacks_;
     // Loops of another owner the server runs on (ServerBuilderAccess).

@@ -74,7 +74,9 @@ def h2rpc_proto_library(
     whose vtables and inline members the linker would silently mix.
     `deps` are other h2rpc_proto_library targets whose .proto files `srcs`
     import. Imports are relative to the root of the workspace the .proto
-    files are in.
+    files are in. A .proto may also be a generated file (a genrule's output
+    in the package): it is named and imported by its path relative to the
+    root of the output tree, as a source file is relative to the workspace's.
 
     A .proto's .pb.h/.pb.cc can be generated only once in a package, so its
     message code and its stubs can also be separate targets: with
@@ -118,7 +120,11 @@ def h2rpc_proto_library(
             outs += [base + ".h2rpc.pb.h", base + ".h2rpc.pb.cc"]
     # Imports and generated paths are relative to the root of the
     # repository the .proto files are in (external/<name> when h2rpc's own
-    # protos are built from another workspace).
+    # protos are built from another workspace), in the source tree or, for
+    # generated .proto files, in the output tree (gendir). protoc names an
+    # input after the first -I that contains it, and `root` "." contains
+    # every relative path, so gendir comes first: a generated file is named
+    # relative to it, a source file (not under gendir) relative to root.
     repository = native.repository_name()
     root = "." if repository == "@" else "external/" + repository[1:]
     gendir = "$(GENDIR)" if root == "." else "$(GENDIR)/" + root
@@ -146,7 +152,7 @@ def h2rpc_proto_library(
         srcs = protos,
         outs = outs,
         tools = tools,
-        cmd = ("protoc -I%s " % root + out_flags +
+        cmd = ("protoc -I%s -I%s " % (gendir, root) + out_flags +
                " ".join(["$(execpath %s)" % s for s in srcs])),
     )
     native.cc_library(

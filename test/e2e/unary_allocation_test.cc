@@ -14,7 +14,9 @@
 #include "rpc/arena_options.h"
 #include "rpc/call_metrics.h"
 #include "rpc/channel.h"
+#include "rpc/channelz.h"
 #include "rpc/credentials.h"
+#include "rpc/internal/channelz/channelz_registry.h"
 #include "rpc/server.h"
 #include "test/util/allocation_counter.h"
 #include "test/util/stub_server.h"
@@ -223,6 +225,35 @@ TEST_P(UnaryAllocationTest, WarmCallsWithCallMetricsAllocateNothingMore) {
   EXPECT_EQ(snapshot.client[0].call_duration.count, 200u + 3 * 1000);
   ASSERT_EQ(snapshot.server_started.size(), 1u);
   EXPECT_EQ(snapshot.server_started[0].calls, 200u + 3 * 1000);
+  channel_.reset();
+}
+
+// channelz on both sides: counting a call, its stream and its messages
+// allocates nothing.
+TEST_P(UnaryAllocationTest, WarmCallsWithChannelzAllocateNothingMore) {
+  auto channelz = std::make_shared<Channelz>();
+  StubServer server;
+  ServerOptions options;
+  options.num_loops = 1;
+  options.channelz = channelz;
+  server.builder().SetOptions(options).RegisterCallbackUnary<Empty, Empty>(
+      kCallback, [](ServerContext*, const Empty*, Empty*, UnaryDone done) {
+        done(Status());
+      });
+  ASSERT_TRUE(server.Start(server_credentials_).ok());
+  ChannelOptions channel_options;
+  channel_options.channelz = channelz;
+  channel_ = server.NewChannel(channel_options, channel_credentials_);
+  Empty response;
+  const PerRpc per_rpc = Measure(kCallback, Empty(), &response, 200, 1000);
+  EXPECT_EQ(per_rpc.client, TlsRecords());
+  EXPECT_EQ(per_rpc.server, TlsRecords());
+  // And every call was counted.
+  internal::ChannelzRegistry& registry =
+      internal::ChannelzAccess::Registry(*channelz);
+  const auto channels = registry.TopChannels(0, 0);
+  ASSERT_EQ(channels.entries.size(), 1u);
+  EXPECT_EQ(channels.entries[0].calls.succeeded, 200u + 3 * 1000);
   channel_.reset();
 }
 

@@ -120,7 +120,8 @@ TEST(GrpcppReflectionTest, DescribesTheInteropServer) {
   for (const auto& service : response.list_services_response().service()) {
     services.push_back(service.name());
   }
-  EXPECT_THAT(services, ElementsAre("grpc.health.v1.Health",
+  EXPECT_THAT(services, ElementsAre("grpc.channelz.v1.Channelz",
+                                    "grpc.health.v1.Health",
                                     "grpc.reflection.v1alpha.ServerReflection",
                                     "grpc.testing.TestService"))
       << response.DebugString();

@@ -24,12 +24,13 @@
 // (fill_username, fill_oauth_scope) and ORCA reports are not implemented;
 // those fields are ignored.
 //
-// It also serves gRPC's health checking service, grpc.health.v1.Health
-// (h2rpc's HealthCheckService), with the server as a whole ("") and
-// grpc.testing.TestService SERVING, so any gRPC health client can probe it,
-// and gRPC's server reflection service, grpc.reflection.v1alpha.
-// ServerReflection (h2rpc's ReflectionService), so grpc_cli and grpcurl can
-// list and describe its services.
+// It also serves the admin services (h2rpc's AdminServices): gRPC's health
+// checking service, grpc.health.v1.Health, with the server as a whole ("")
+// and grpc.testing.TestService SERVING, so any gRPC health client can probe
+// it; gRPC's server reflection service, grpc.reflection.v1alpha.
+// ServerReflection, so grpc_cli and grpcurl can list and describe its
+// services; and channelz, grpc.channelz.v1.Channelz, showing the server,
+// its listening socket and its connections with their counts.
 //
 // The service derives from the generated grpc::testing::TestService::Service
 // (test.h2rpc.pb.h), the synchronous flavour: the streaming methods use
@@ -90,12 +91,11 @@
 #include "proto/grpc/testing/empty.pb.h"
 #include "proto/grpc/testing/messages.pb.h"
 #include "proto/grpc/testing/test.h2rpc.pb.h"
+#include "rpc/admin_services.h"
 #include "rpc/compression.h"
 #include "rpc/credentials.h"
-#include "rpc/health_check_service.h"
 #include "rpc/metrics/prometheus_endpoint.h"
 #include "rpc/peer_identity.h"
-#include "rpc/reflection_service.h"
 #include "rpc/server.h"
 #include "rpc/server_context.h"
 #include "rpc/server_stream.h"
@@ -512,17 +512,15 @@ int Run() {
   }
   int selected_port = 0;
   Status status;
-  TestServiceImpl service;       // outlives the server
-  HealthCheckService health;     // outlives the server
-  ReflectionService reflection;  // outlives the server
-  health.SetServingStatus("", true);
-  health.SetServingStatus(TestService::kServiceName, true);
+  TestServiceImpl service;  // outlives the server
+  AdminServices admin;      // outlives the server
+  admin.health().SetServingStatus("", true);
+  admin.health().SetServingStatus(TestService::kServiceName, true);
   Server::Builder builder;
   builder.AddListeningPort(address, credentials, &selected_port)
       .SetOptions(options);
   service.AddTo(builder);
-  health.AddTo(builder);
-  reflection.AddTo(builder);
+  admin.AddTo(builder);
   std::unique_ptr<Server> server = builder.BuildAndStart(&status);
   if (server == nullptr || selected_port == 0) {
     std::fprintf(stderr, "could not listen on %s: %s\n", address.c_str(),
