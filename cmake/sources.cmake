@@ -9,10 +9,13 @@ set(H2RPC_LIBRARY_SOURCES
   base/metadata.cc
   base/metadata.h
   base/mutex.h
+  base/owned_counter.h
   base/peer_identity.h
   base/status.cc
   base/status.h
   base/status_code.h
+  rpc/admin_services.cc
+  rpc/admin_services.h
   rpc/arena_options.cc
   rpc/arena_options.h
   rpc/byte_buffer.cc
@@ -22,6 +25,10 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/channel.cc
   rpc/channel.h
   rpc/channel_options.h
+  rpc/channelz.cc
+  rpc/channelz.h
+  rpc/channelz_service.cc
+  rpc/channelz_service.h
   rpc/client_context.cc
   rpc/client_context.h
   rpc/client_stream.cc
@@ -41,6 +48,8 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/interceptors/metrics_interceptor.cc
   rpc/interceptors/metrics_interceptor.h
   rpc/internal/call_metric_shards.h
+  rpc/internal/channelz/channelz_registry.cc
+  rpc/internal/channelz/channelz_registry.h
   rpc/internal/client/channel_call.cc
   rpc/internal/client/channel_call.h
   rpc/internal/client/channel_call_host.h
@@ -175,6 +184,7 @@ set(H2RPC_LIBRARY_SOURCES
   transport/http2/bdp_estimator.h
   transport/http2/client_session.cc
   transport/http2/client_session.h
+  transport/http2/connection_stats.h
   transport/http2/keepalive.cc
   transport/http2/keepalive.h
   transport/http2/nghttp2_compat.h
@@ -211,18 +221,25 @@ set(H2RPC_LIBRARY_PROTOS
   proto/grpc/health/v1/health.proto
   proto/grpc/reflection/v1alpha/reflection.proto
 )
+set(H2RPC_LIBRARY_COPIED_PROTOS
+  proto/grpc/channelz/v1/channelz.proto=/usr/share/grpc-proto/grpc/channelz/v1/channelz.proto
+)
 set(H2RPC_PUBLIC_HEADERS
   base/compression_algorithm.h
   base/metadata.h
   base/mutex.h
+  base/owned_counter.h
   base/peer_identity.h
   base/status.h
   base/status_code.h
+  rpc/admin_services.h
   rpc/arena_options.h
   rpc/byte_buffer.h
   rpc/call_metrics.h
   rpc/channel.h
   rpc/channel_options.h
+  rpc/channelz.h
+  rpc/channelz_service.h
   rpc/client_context.h
   rpc/client_stream.h
   rpc/compression.h
