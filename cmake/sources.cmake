@@ -60,6 +60,8 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/internal/client/channel_options_check.cc
   rpc/internal/client/channel_options_check.h
   rpc/internal/client/client_call_metrics.h
+  rpc/internal/client/client_call_tracing.cc
+  rpc/internal/client/client_call_tracing.h
   rpc/internal/client/client_context_access.cc
   rpc/internal/client/client_context_access.h
   rpc/internal/client/client_stream_call.cc
@@ -111,6 +113,8 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/internal/op_waiter.h
   rpc/internal/server/server_call_host.h
   rpc/internal/server/server_call_metrics.h
+  rpc/internal/server/server_call_tracing.cc
+  rpc/internal/server/server_call_tracing.h
   rpc/internal/server/server_context_access.cc
   rpc/internal/server/server_context_access.h
   rpc/internal/server/server_core.cc
@@ -128,6 +132,9 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/internal/server/unary_server_call.h
   rpc/internal/server/worker_pool.cc
   rpc/internal/server/worker_pool.h
+  rpc/internal/tracing/span_names.h
+  rpc/internal/tracing/trace_context.cc
+  rpc/internal/tracing/trace_context.h
   rpc/metadata.h
   rpc/metrics/prometheus_endpoint.cc
   rpc/metrics/prometheus_endpoint.h
@@ -135,6 +142,8 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/metrics/prometheus_text.h
   rpc/name_resolver.cc
   rpc/name_resolver.h
+  rpc/otlp_exporter.cc
+  rpc/otlp_exporter.h
   rpc/peer_identity.h
   rpc/reflection_service.cc
   rpc/reflection_service.h
@@ -146,6 +155,8 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/server_stream.cc
   rpc/server_stream.h
   rpc/status.h
+  rpc/tracing.cc
+  rpc/tracing.h
   rpc/unary_done.cc
   rpc/unary_done.h
   rpc/version.cc
@@ -220,6 +231,10 @@ set(H2RPC_LIBRARY_SOURCES
 set(H2RPC_LIBRARY_PROTOS
   proto/grpc/health/v1/health.proto
   proto/grpc/reflection/v1alpha/reflection.proto
+  proto/opentelemetry/proto/collector/trace/v1/trace_service.proto
+  proto/opentelemetry/proto/common/v1/common.proto
+  proto/opentelemetry/proto/resource/v1/resource.proto
+  proto/opentelemetry/proto/trace/v1/trace.proto
 )
 set(H2RPC_LIBRARY_COPIED_PROTOS
   proto/grpc/channelz/v1/channelz.proto=/usr/share/grpc-proto/grpc/channelz/v1/channelz.proto
@@ -260,6 +275,7 @@ set(H2RPC_PUBLIC_HEADERS
   rpc/metrics/prometheus_endpoint.h
   rpc/metrics/prometheus_text.h
   rpc/name_resolver.h
+  rpc/otlp_exporter.h
   rpc/peer_identity.h
   rpc/reflection_service.h
   rpc/server.h
@@ -267,6 +283,7 @@ set(H2RPC_PUBLIC_HEADERS
   rpc/server_options.h
   rpc/server_stream.h
   rpc/status.h
+  rpc/tracing.h
   rpc/unary_done.h
 )
 set(H2RPC_PLUGIN_SOURCES

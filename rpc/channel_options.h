@@ -9,6 +9,7 @@
 #include "absl/time/time.h"
 #include "rpc/call_metrics.h"
 #include "rpc/channelz.h"
+#include "rpc/tracing.h"
 #include "rpc/compression.h"
 #include "rpc/connection_options.h"
 #include "rpc/interceptor.h"
@@ -160,6 +161,9 @@ struct ChannelOptions {
   // channelz (rpc/channelz.h): the channel, its subchannels and their
   // connections are registered there and counted; null: nowhere.
   std::shared_ptr<Channelz> channelz;
+  // Tracing (rpc/tracing.h): the channel's calls are traced and their
+  // spans exported there; null: no tracing.
+  std::shared_ptr<Tracer> tracer;
   // CPU to pin the channel's event loop thread to; -1: not pinned.
   int loop_cpu = -1;
   // Busy-polling of the channel's event loop (EventLoop::set_busy_poll in

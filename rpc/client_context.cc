@@ -146,6 +146,10 @@ ClientContext::ClientContext(const ServerContext& parent,
   if (options.is_cancellation_propagated()) {
     internal::ContextLink::Link(this, parent);
   }
+  if (options.is_tracing_propagated()) {
+    trace_parent_ = parent.trace_context();
+    trace_state_ = std::string(parent.trace_state());
+  }
 }
 
 std::unique_ptr<ClientContext> ClientContext::FromServerContext(

@@ -15,6 +15,7 @@
 #include "rpc/compression.h"
 #include "rpc/metadata.h"
 #include "rpc/status.h"
+#include "rpc/tracing.h"
 
 namespace h2rpc {
 
@@ -46,8 +47,8 @@ class CancellableClientCall {
 }  // namespace internal
 
 // What a ClientContext made from a ServerContext inherits (gRPC C++'s
-// class of the same name, without its census options). Default: both the
-// deadline and the cancellation.
+// class of the same name; its census tracing option is the trace context).
+// Default: the deadline, the cancellation and the trace context.
 class PropagationOptions {
  public:
   PropagationOptions& enable_deadline_propagation() {
@@ -66,12 +67,24 @@ class PropagationOptions {
     cancellation_ = false;
     return *this;
   }
+  // The trace context (rpc/tracing.h): the call continues the trace of
+  // the server call, as the child of its span.
+  PropagationOptions& enable_tracing_propagation() {
+    tracing_ = true;
+    return *this;
+  }
+  PropagationOptions& disable_tracing_propagation() {
+    tracing_ = false;
+    return *this;
+  }
   bool is_deadline_propagated() const { return deadline_; }
   bool is_cancellation_propagated() const { return cancellation_; }
+  bool is_tracing_propagated() const { return tracing_; }
 
  private:
   bool deadline_ = true;
   bool cancellation_ = true;
+  bool tracing_ = true;
 };
 
 // Per-call settings and results on the client, as in gRPC C++: a deadline,
@@ -180,6 +193,20 @@ class ClientContext {
   }
   const std::string& authority() const { return authority_; }
 
+  // The span the call's spans are children of, and its W3C tracestate, on
+  // a channel with a Tracer (rpc/tracing.h): the trace continues there
+  // (sampled or not as `parent` says). Default: none (an invalid
+  // TraceContext), and the call starts a trace; a context made from a
+  // ServerContext has the server call's span. A tracestate W3C would not
+  // accept (ValidTracestate) is not sent.
+  void set_trace_parent(const TraceContext& parent,
+                        std::string trace_state = std::string()) {
+    trace_parent_ = parent;
+    trace_state_ = std::move(trace_state);
+  }
+  const TraceContext& trace_parent() const { return trace_parent_; }
+  const std::string& trace_state() const { return trace_state_; }
+
   // The server's metadata, filled in when the call completes.
   const Metadata& GetServerInitialMetadata() const { return initial_metadata_; }
   const Metadata& GetServerTrailingMetadata() const {
@@ -216,6 +243,8 @@ class ClientContext {
   bool wait_for_ready_set_ = false;  // by set_wait_for_ready
   Metadata send_metadata_;
   std::string authority_;
+  TraceContext trace_parent_;
+  std::string trace_state_;
   Metadata initial_metadata_;
   Metadata trailing_metadata_;
   // Bytes of response messages a streaming call holds unread (queued with

@@ -26,7 +26,7 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"(rpc/[^"]+)"', re.M)
 NOT_LIBRARY = re.compile(r"(_test\.cc|_benchmark\.cc|fake_lb_helper\.h)$|"
                          r"^rpc/interceptors/|"
                          r"^rpc/(channelz|health_check|reflection)_service|"
-                         r"^rpc/admin_services")
+                         r"^rpc/(admin_services|otlp_exporter)")
 FACADE_FILES = {"rpc/channel.h", "rpc/channel.cc", "rpc/server.h",
                 "rpc/server.cc", "rpc/internal/channel_core_access.h",
                 "rpc/internal/loop_sharing.h", "rpc/internal/loop_sharing.cc"}
@@ -56,9 +56,10 @@ API_MAY_USE = {"//rpc/internal/common:misuse", "rpc/internal/common/misuse.h"}
 def target_layer(label):
     if label == "//rpc:value_types":
         return "value"
-    # channelz's registry implements rpc/channelz.h, a public type.
+    # channelz's registry and tracing's trace context implement public
+    # types (rpc/channelz.h, rpc/tracing.h).
     if label in ("//rpc:api_types", "//rpc:version_h") or label.startswith(
-            "//rpc/internal/channelz:"):
+            ("//rpc/internal/channelz:", "//rpc/internal/tracing:")):
         return "api"
     for package in PACKAGES:
         if label.startswith("//rpc/internal/%s:" % package):

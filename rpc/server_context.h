@@ -12,6 +12,7 @@
 #include "rpc/compression.h"
 #include "rpc/metadata.h"
 #include "rpc/peer_identity.h"
+#include "rpc/tracing.h"
 
 namespace h2rpc {
 
@@ -55,6 +56,12 @@ class ServerContext {
   int previous_rpc_attempts() const { return previous_rpc_attempts_; }
   // "/package.Service/Method".
   absl::string_view method() const { return method_; }
+  // On a server with a Tracer (rpc/tracing.h): the call's span (its trace
+  // id is the client's when the request carried a valid traceparent), and
+  // the request's tracestate; an invalid TraceContext and empty otherwise.
+  // A ClientContext made from this context continues the trace.
+  const TraceContext& trace_context() const { return trace_context_; }
+  absl::string_view trace_state() const { return trace_state_; }
   absl::string_view authority() const { return authority_; }
   // The client's address: "127.0.0.1:54321", "[::1]:54321". On a
   // unix-domain port, the client's socket address if it bound one
@@ -136,6 +143,10 @@ class ServerContext {
   // Copied from the call's transport stream when the context is bound to
   // it (views into the stream, valid while the handler runs).
   const Metadata* client_metadata_ = nullptr;
+  // The call's span (ServerOptions::tracer) and the tracestate it carries;
+  // invalid and empty untraced.
+  TraceContext trace_context_;
+  absl::string_view trace_state_;
   absl::string_view method_;
   absl::string_view authority_;
   // On the monotonic clock (time since its epoch); InfiniteDuration: none.

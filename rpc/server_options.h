@@ -8,6 +8,7 @@
 #include "absl/time/time.h"
 #include "rpc/call_metrics.h"
 #include "rpc/channelz.h"
+#include "rpc/tracing.h"
 #include "rpc/compression.h"
 #include "rpc/connection_options.h"
 #include "rpc/interceptor.h"
@@ -39,6 +40,9 @@ struct ServerOptions {
   // channelz (rpc/channelz.h): the server, its listening sockets and its
   // connections are registered there and counted; null: nowhere.
   std::shared_ptr<Channelz> channelz;
+  // Tracing (rpc/tracing.h): the server's calls are traced and their spans
+  // exported there; null: no tracing.
+  std::shared_ptr<Tracer> tracer;
   // Threads running synchronous handlers; a synchronous streaming handler
   // holds its thread for the whole call. A call whose handler finds no idle
   // thread gets a new one, up to max_sync_threads; beyond that it fails at

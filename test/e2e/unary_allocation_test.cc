@@ -4,8 +4,10 @@
 // over plaintext and over TLS, where OpenSSL's own per-record allocations
 // add the same figure to every case (TlsRecords()).
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "google/protobuf/arena.h"
 #include "gtest/gtest.h"
@@ -18,6 +20,7 @@
 #include "rpc/credentials.h"
 #include "rpc/internal/channelz/channelz_registry.h"
 #include "rpc/server.h"
+#include "rpc/tracing.h"
 #include "test/util/allocation_counter.h"
 #include "test/util/stub_server.h"
 #include "transport/tls/testing/test_pki.h"
@@ -254,6 +257,43 @@ TEST_P(UnaryAllocationTest, WarmCallsWithChannelzAllocateNothingMore) {
   const auto channels = registry.TopChannels(0, 0);
   ASSERT_EQ(channels.entries.size(), 1u);
   EXPECT_EQ(channels.entries[0].calls.succeeded, 200u + 3 * 1000);
+  channel_.reset();
+}
+
+// Tracing on both sides, calls not sampled: drawing ids and sending and
+// parsing traceparent allocates nothing.
+class NullExporter : public SpanExporter {
+ public:
+  Status Export(const std::vector<SpanData>&) override { return Status(); }
+};
+
+TEST_P(UnaryAllocationTest, WarmUnsampledTracedCallsAllocateNothingMore) {
+  TracerOptions tracer_options;
+  tracer_options.exporter = std::make_shared<NullExporter>();
+  tracer_options.sampling_probability = 0;
+  auto tracer = std::make_shared<Tracer>(tracer_options);
+  StubServer server;
+  ServerOptions options;
+  options.num_loops = 1;
+  options.tracer = tracer;
+  std::atomic<int> traced{0};
+  server.builder().SetOptions(options).RegisterCallbackUnary<Empty, Empty>(
+      kCallback,
+      [&traced](ServerContext* context, const Empty*, Empty*, UnaryDone done) {
+        if (context->trace_context().valid()) traced.fetch_add(1);
+        done(Status());
+      });
+  ASSERT_TRUE(server.Start(server_credentials_).ok());
+  ChannelOptions channel_options;
+  channel_options.tracer = tracer;
+  channel_ = server.NewChannel(channel_options, channel_credentials_);
+  Empty response;
+  const PerRpc per_rpc = Measure(kCallback, Empty(), &response, 200, 1000);
+  EXPECT_EQ(per_rpc.client, TlsRecords());
+  EXPECT_EQ(per_rpc.server, TlsRecords());
+  // Every call carried a trace context, and none was recorded.
+  EXPECT_EQ(traced.load(), 200 + 3 * 1000);
+  EXPECT_EQ(tracer->stats().ended, 0u);
   channel_.reset();
 }
 

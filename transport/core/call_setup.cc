@@ -24,6 +24,8 @@ size_t CountRequestHeaderFields(const CallDescription& call) {
   count += !call.accept_encodings.empty();
   count += !call.user_agent.empty();
   count += call.previous_attempts > 0;
+  count += !call.traceparent.empty();
+  count += !call.tracestate.empty();
   if (call.metadata != nullptr) count += call.metadata->size();
   return count;
 }
@@ -79,6 +81,8 @@ Status BuildRequestHeaders(const CallDescription& call, io::MonotonicTime now,
     headers->AddDecimal("grpc-previous-rpc-attempts",
                         static_cast<uint32_t>(call.previous_attempts));
   }
+  if (!call.traceparent.empty()) headers->Add("traceparent", call.traceparent);
+  if (!call.tracestate.empty()) headers->Add("tracestate", call.tracestate);
   if (call.metadata != nullptr) headers->AddMetadata(*call.metadata);
   return Status();
 }

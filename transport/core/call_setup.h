@@ -34,6 +34,10 @@ struct CallDescription {
   absl::string_view accept_encodings;
   // "grpc-previous-rpc-attempts" for a retried call. 0: omitted.
   int previous_attempts = 0;
+  // W3C trace context: "traceparent" and "tracestate". Empty: omitted.
+  // Like the metadata, they must outlive the HEADERS frame.
+  absl::string_view traceparent;
+  absl::string_view tracestate;
   // User metadata, sent after the transport's fields. Null: none.
   const Metadata* metadata = nullptr;
 };
@@ -46,7 +50,8 @@ size_t CountRequestHeaderFields(const CallDescription& call);
 // PROTOCOL-HTTP2 gives (pseudo-headers first, as HTTP/2 requires):
 //   :method POST, :scheme, :path, :authority, te: trailers, [grpc-timeout],
 //   content-type: application/grpc, [grpc-encoding], [grpc-accept-encoding],
-//   [user-agent], [grpc-previous-rpc-attempts], user metadata...
+//   [user-agent], [grpc-previous-rpc-attempts], [traceparent],
+//   [tracestate], user metadata...
 // Reserves the field vector once with CountRequestHeaderFields(): a fresh
 // HeaderList makes one allocation for the fields (plus one for the base64 of
 // -bin metadata, if any); a reused one makes none once warm. grpc-timeout is

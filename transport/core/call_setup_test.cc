@@ -55,8 +55,13 @@ enum OptionalField {
   kAcceptEncodings = 1 << 2,
   kUserAgent = 1 << 3,
   kPreviousAttempts = 1 << 4,
-  kAllOptionalFields = (1 << 5) - 1,
+  kTraceContext = 1 << 5,
+  kAllOptionalFields = (1 << 6) - 1,
 };
+
+constexpr char kTraceparent[] =
+    "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+constexpr char kTracestate[] = "congo=t61rcWkgMzE";
 
 CallDescription MakeCall(int optional_fields, const Metadata* metadata) {
   CallDescription call;
@@ -68,6 +73,10 @@ CallDescription MakeCall(int optional_fields, const Metadata* metadata) {
     call.accept_encodings = "gzip,deflate";
   if (optional_fields & kUserAgent) call.user_agent = "h2rpc-cpp/0.1";
   if (optional_fields & kPreviousAttempts) call.previous_attempts = 2;
+  if (optional_fields & kTraceContext) {
+    call.traceparent = kTraceparent;
+    call.tracestate = kTracestate;
+  }
   call.metadata = metadata;
   return call;
 }
@@ -91,6 +100,10 @@ std::vector<std::pair<std::string, std::string>> ExpectedFields(
     out.push_back({"user-agent", "h2rpc-cpp/0.1"});
   if (optional_fields & kPreviousAttempts) {
     out.push_back({"grpc-previous-rpc-attempts", "2"});
+  }
+  if (optional_fields & kTraceContext) {
+    out.push_back({"traceparent", kTraceparent});
+    out.push_back({"tracestate", kTracestate});
   }
   for (Metadata::Entry e : md) {
     out.push_back({std::string(e.key), std::string(e.value)});

@@ -14,6 +14,8 @@ Status ChannelCall::Describe(ClientContext* context, absl::string_view method,
   metrics_.StartCall(core_->metric_shard(), generic);
   transport::CallDescription& call = stream_.description;
   call.method_path = method_path_.Set(method);
+  call.traceparent = call.tracestate = absl::string_view();
+  tracing_.StartCall(core_->tracer(), *context, call.method_path);
   context_ = context;
   if (!core_->interceptors().empty()) {
     Status status = StartInterceptors(context);
@@ -172,6 +174,7 @@ Status ChannelCall::StartInterceptors(ClientContext* context) {
 }
 
 void ChannelCall::InterceptSend(size_t bytes) {
+  tracing_.OnSend(bytes);
   for (ClientInterceptor* interceptor : core_->interceptors()) {
     interceptor->OnSendMessage(CallInfo(), bytes);
   }
@@ -184,6 +187,7 @@ void ChannelCall::InterceptInitialMetadata(const Metadata& metadata) {
 }
 
 void ChannelCall::InterceptReceive(size_t bytes) {
+  tracing_.OnReceive(bytes);
   for (ClientInterceptor* interceptor : core_->interceptors()) {
     interceptor->OnReceiveMessage(CallInfo(), bytes);
   }
@@ -191,8 +195,9 @@ void ChannelCall::InterceptReceive(size_t bytes) {
 
 void ChannelCall::ReportResult(const Status& status, const Metadata& trailing) {
   FinishInterceptors(status, trailing);
-  EndAttempt(status.code());
+  EndAttempt(status);
   metrics_.EndCall(status.code(), stream_.description.method_path);
+  tracing_.EndCall(status);
   if (transport::http2::CallCounts* calls = core_->channelz_calls()) {
     CountChannelzStart();
     channelz_started_ = false;
@@ -208,8 +213,13 @@ void ChannelCall::CountChannelzStart() {
   calls->last_started.Set(core_->loop().Now());
 }
 
+void ChannelCall::EndRefusedAttempt() {
+  EndAttempt(Status(StatusCode::kUnavailable, "the server refused the stream"));
+}
+
 void ChannelCall::ReportUnstartedResult(const Status& status) {
   FinishInterceptors(status, Metadata());
+  tracing_.EndCall(status);
   if (metrics_.on() || core_->channelz_calls() != nullptr) {
     core_->RecordUnstartedCall(&metrics_, stream_.description.method_path,
                                status.code());
@@ -250,6 +260,7 @@ void ChannelCall::CommitRetries() {
 bool ChannelCall::RetryTransparently() {
   // The server did not process the request: start it again (on a new
   // connection if this one is going away).
+  tracing_.SetNextAttemptTransparent();
   if (transparent_retries_ < kImmediateTransparentRetries) {
     ++transparent_retries_;
     metrics_.Retrying();

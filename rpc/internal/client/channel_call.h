@@ -8,6 +8,7 @@
 #include "rpc/interceptor.h"
 #include "rpc/internal/client/channel_call_host.h"
 #include "rpc/internal/client/client_call_metrics.h"
+#include "rpc/internal/client/client_call_tracing.h"
 #include "rpc/internal/client/method_path_copy.h"
 #include "rpc/internal/client/retry.h"
 #include "rpc/status.h"
@@ -56,9 +57,11 @@ class ChannelCall : public CancellableClientCall {
   // request wins until that has run.
   void RequestCancel(CancelCause cause) override;
 
-  // Loop thread: an attempt of the call starts (CallMetrics).
+  // Loop thread: an attempt of the call starts (CallMetrics, tracing).
   void StartAttempt() {
     metrics_.StartAttempt(stream_.description.method_path);
+    tracing_.StartAttempt(&stream_.description,
+                          stream_.description.previous_attempts);
   }
   // The call's result, once: OnFinish of every interceptor whose OnStart
   // ran, innermost first, and the end of the call (and of its attempt
@@ -137,12 +140,16 @@ class ChannelCall : public CancellableClientCall {
   void InterceptSend(size_t bytes);
   void InterceptInitialMetadata(const Metadata& metadata);
   void InterceptReceive(size_t bytes);
-  // Loop thread: the attempt under way, if any, ended with `code`
-  // (CallMetrics).
-  void EndAttempt(StatusCode code) {
-    metrics_.EndAttempt(code, stream_.outgoing().message_bytes(),
+  // Loop thread: the attempt under way, if any, ended with `status`
+  // (CallMetrics, tracing).
+  void EndAttempt(const Status& status) {
+    metrics_.EndAttempt(status.code(), stream_.outgoing().message_bytes(),
                         stream_.received_message_bytes());
+    tracing_.EndAttempt(status);
   }
+  // The same for an attempt the server refused (REFUSED_STREAM, or past
+  // its GOAWAY): UNAVAILABLE.
+  void EndRefusedAttempt();
 
   void Ref() { refs_.fetch_add(1, std::memory_order_relaxed); }
   void Unref();
@@ -219,6 +226,7 @@ class ChannelCall : public CancellableClientCall {
   void FinishInterceptors(const Status& status, const Metadata& trailing);
 
   ClientCallMetrics metrics_;
+  ClientCallTracing tracing_;
   int transparent_retries_ = 0;
   int started_interceptors_ = 0;  // whose OnStart ran
   transport::io::MonotonicTime intercept_start_;

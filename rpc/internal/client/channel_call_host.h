@@ -12,6 +12,7 @@
 #include "rpc/internal/client/retry.h"
 #include "rpc/internal/config/service_config.h"
 #include "rpc/status.h"
+#include "rpc/tracing.h"
 #include "transport/http2/connection_stats.h"
 #include "transport/io/event_loop.h"
 
@@ -58,6 +59,8 @@ class ChannelCallHost {
   // Where the loop thread records CallMetrics; null when the channel
   // records none. Fixed when the channel is made.
   virtual ClientMetricShard* metric_shard() const = 0;
+  // The channel's Tracer (ChannelOptions::tracer); null without tracing.
+  virtual Tracer* tracer() const = 0;
   // Where the loop thread counts the channel's calls for channelz; null
   // without channelz. Fixed when the channel is made.
   virtual transport::http2::CallCounts* channelz_calls() const = 0;

@@ -118,6 +118,7 @@ class ChannelCore final : public ChannelCallHost,
   transport::http2::CallCounts* channelz_calls() const override {
     return channelz_calls_;
   }
+  Tracer* tracer() const override { return options_.tracer.get(); }
   void RecordUnstartedCall(ClientCallMetrics* metrics, absl::string_view method,
                            StatusCode code) override;
   transport::io::EventLoop& loop() override { return loop_; }

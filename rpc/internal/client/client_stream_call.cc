@@ -112,7 +112,7 @@ Status ClientStreamCall::OnMessage(absl::string_view message, bool compressed) {
 }
 
 void ClientStreamCall::OnClose(const Status& status, Metadata& trailing) {
-  EndAttempt(status.code());
+  EndAttempt(status);
   if (RetryOrCommit(status, trailing)) return;
   using std::swap;
   swap(ClientContextAccess::TrailingMetadata(context_), trailing);

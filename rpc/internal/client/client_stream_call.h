@@ -116,7 +116,7 @@ class ClientStreamCall final : public ChannelCall,
     return OnCompressedMessageReceived(wire, encoding, max_size);
   }
   bool OnRefused() override {
-    EndAttempt(StatusCode::kUnavailable);
+    EndRefusedAttempt();
     return RetryTransparently();
   }
   void OnClose(const Status& status, Metadata& trailing) override;

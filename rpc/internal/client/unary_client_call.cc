@@ -66,12 +66,12 @@ Status UnaryClientCall::OnMessage(absl::string_view message, bool compressed) {
 }
 
 bool UnaryClientCall::OnRefused() {
-  EndAttempt(StatusCode::kUnavailable);
+  EndRefusedAttempt();
   return RetryTransparently();
 }
 
 void UnaryClientCall::OnClose(const Status& status, Metadata& trailing) {
-  EndAttempt(status.code());
+  EndAttempt(status);
   if (RetryOrCommit(status, trailing)) return;
   using std::swap;
   swap(ClientContextAccess::TrailingMetadata(context_), trailing);

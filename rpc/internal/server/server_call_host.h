@@ -29,6 +29,8 @@ struct ServerCallSettings {
   size_t stream_write_buffer = 0;
   // ServerOptions::interceptors (which keeps them alive), outermost first.
   std::vector<ServerInterceptor*> interceptors;
+  // ServerOptions::tracer (which keeps it alive); null: no tracing.
+  Tracer* tracer = nullptr;
 };
 
 // What the server's calls (UnaryServerCall, ServerStreamCall) need of the

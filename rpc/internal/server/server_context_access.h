@@ -52,6 +52,13 @@ class ServerContextAccess {
                ? chosen
                : CompressionAlgorithm::kIdentity;
   }
+  // The call's span and the request's tracestate (a view into the
+  // stream's metadata, valid while the call runs).
+  static void SetTrace(ServerContext* context, const TraceContext& span,
+                       absl::string_view trace_state) {
+    context->trace_context_ = span;
+    context->trace_state_ = trace_state;
+  }
   static void SetLastMessageCompressed(ServerContext* context,
                                        bool compressed) {
     context->last_message_compressed_ = compressed;

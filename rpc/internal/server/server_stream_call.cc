@@ -28,6 +28,8 @@ void ServerStreamCall::Begin(const Method* method,
   stream_ = stream;
   stream->observer = this;
   ServerContextAccess::Bind(&context_, *stream, this);
+  tracing_.Start(server_->call_settings().tracer, *stream, method_name,
+                 &context_);
   cancel_gate_.Open();
   if (method->kind() == MethodKind::kServerStreaming) {
     request_.reset(method->NewRequest(nullptr));
@@ -50,7 +52,10 @@ void ServerStreamCall::StartHandler() {
     MaybeDone();
     return;
   }
-  if (request_ != nullptr) interception_.Receive(request_bytes_);
+  if (request_ != nullptr) {
+    interception_.Receive(request_bytes_);
+    tracing_.OnReceive(request_bytes_);
+  }
   handler_started_ = true;
   if (method_->sync()) {
     reactor_ = &blocking_;
@@ -197,6 +202,7 @@ void ServerStreamCall::RunFinish() {
       if (status.ok()) {
         out.CountMessage(out.buffer().size() - before);
         interception_.Send(response_->GetCachedSize());
+        tracing_.OnSend(response_->GetCachedSize());
         ResumeSend();
       }
     }
@@ -250,6 +256,7 @@ void ServerStreamCall::RunDone() {
   transport::http2::ServerStream* stream = stream_;
   stream_ = nullptr;
   metrics_.End(*stream);
+  tracing_.End(*stream);
   ServerContextAccess::Reset(&context_);
   stream->Release();
   if (cancel_gate_.Close()) Recycle();

@@ -12,6 +12,7 @@
 #include "rpc/internal/server/server_call_host.h"
 #include "rpc/internal/server/server_call_metrics.h"
 #include "rpc/internal/server/server_context_access.h"
+#include "rpc/internal/server/server_call_tracing.h"
 #include "rpc/internal/server/server_interception.h"
 #include "rpc/internal/server/sync_task_count.h"
 #include "rpc/internal/server/worker_pool.h"
@@ -95,8 +96,14 @@ class ServerStreamCall final : public StreamOps,
   }
   void WriteDone(bool ok) override { reactor_->OnWriteDone(ok); }
   void OpCompleted() override { MaybeDone(); }
-  void OnWriteAppended(size_t bytes) override { interception_.Send(bytes); }
-  void OnMessageRead(size_t bytes) override { interception_.Receive(bytes); }
+  void OnWriteAppended(size_t bytes) override {
+    interception_.Send(bytes);
+    tracing_.OnSend(bytes);
+  }
+  void OnMessageRead(size_t bytes) override {
+    interception_.Receive(bytes);
+    tracing_.OnReceive(bytes);
+  }
 
   // ServerStream::Observer.
   Status OnMessage(absl::string_view message, bool compressed) override;
@@ -153,6 +160,7 @@ class ServerStreamCall final : public StreamOps,
   size_t request_bytes_ = 0;  // server streaming: the request's, serialized
   Status final_status_;       // what the client was sent
   ServerInterception interception_;
+  ServerCallTracing tracing_;
   ServerCallMetrics metrics_;
   bool done_posted_ = false;
   Status finish_status_;  // set by Finish before its task runs

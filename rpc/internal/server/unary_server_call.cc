@@ -21,6 +21,8 @@ void UnaryServerCall::Begin(ServerCallHost* server, const Method* method,
   stream_ = stream;
   stream->observer = this;
   ServerContextAccess::Bind(&context_, *stream, this);
+  tracing_.Start(server->call_settings().tracer, *stream, method_name,
+                 &context_);
   cancel_gate_.Open();
   got_request_ = false;
   handler_running_ = false;
@@ -60,6 +62,7 @@ void UnaryServerCall::OnHalfClose() {
     return;
   }
   interception_.Receive(request_bytes_);
+  tracing_.OnReceive(request_bytes_);
   RunHandler();
 }
 
@@ -140,6 +143,7 @@ void UnaryServerCall::Run() {
     if (status.ok()) {
       stream_->outgoing().CountMessage(stream_->outgoing().size());
       interception_.Send(response_->GetCachedSize());
+      tracing_.OnSend(response_->GetCachedSize());
       stream_->SendInitialMetadata(&initial_metadata);
       stream_->ResumeSend();
     }
@@ -156,6 +160,7 @@ void UnaryServerCall::End() {
   transport::http2::ServerStream* stream = stream_;
   stream_ = nullptr;
   metrics_.End(*stream);
+  tracing_.End(*stream);
   ServerContextAccess::Reset(&context_);
   // Frees the messages (and whatever outgrew the first block) now rather
   // than when the pooled call is next used; keeps the first block.

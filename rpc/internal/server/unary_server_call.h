@@ -14,6 +14,7 @@
 #include "rpc/internal/server/server_call_host.h"
 #include "rpc/internal/server/server_call_metrics.h"
 #include "rpc/internal/server/server_context_access.h"
+#include "rpc/internal/server/server_call_tracing.h"
 #include "rpc/internal/server/server_interception.h"
 #include "rpc/internal/server/sync_task_count.h"
 #include "rpc/internal/server/worker_pool.h"
@@ -121,6 +122,7 @@ class UnaryServerCall final : public transport::http2::ServerStream::Observer,
   SyncTaskCount sync_tasks_;
   size_t request_bytes_ = 0;  // the request message's, serialized
   ServerInterception interception_;
+  ServerCallTracing tracing_;
   ServerCallMetrics metrics_;
   Status handler_status_;
   HandlerTask handler_task_{this};
