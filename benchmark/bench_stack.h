@@ -11,6 +11,7 @@
 
 #include "benchmark/op_stats.h"
 #include "rpc/call_metrics.h"
+#include "rpc/tracing.h"
 #include "rpc/compression.h"
 
 namespace h2rpc::benchmark {
@@ -93,6 +94,8 @@ struct ClientConfig {
   int interceptors = 0;  // h2rpc only: no-op interceptors per channel
   // h2rpc only: ChannelOptions::metrics of every channel (--metrics).
   std::shared_ptr<CallMetrics> metrics;
+  // h2rpc only: ChannelOptions::tracer of every channel (--tracing).
+  std::shared_ptr<Tracer> tracer;
   // h2rpc only: ChannelOptions::busy_poll_us of every channel.
   int busy_poll_us = 0;
   // h2rpc only: ConnectionOptions::bdp_probe of every channel.
@@ -115,6 +118,8 @@ struct ServerConfig {
   int interceptors = 0;  // h2rpc only
   // h2rpc only: ServerOptions::metrics (--metrics).
   std::shared_ptr<CallMetrics> metrics;
+  // h2rpc only: ServerOptions::tracer (--tracing).
+  std::shared_ptr<Tracer> tracer;
   int busy_poll_us = 0;   // h2rpc only: ServerOptions::busy_poll_us
   bool bdp_probe = true;  // h2rpc only: ConnectionOptions::bdp_probe
 };

@@ -67,7 +67,11 @@
 #include "rpc/call_metrics.h"
 #include "rpc/compression.h"
 #include "rpc/connection_options.h"
+#include "proto/opentelemetry/proto/collector/trace/v1/trace_service.pb.h"
 #include "rpc/metrics/prometheus_endpoint.h"
+#include "rpc/otlp_exporter.h"
+#include "rpc/server.h"
+#include "rpc/tracing.h"
 #include "test/util/allocation_counter.h"
 
 ABSL_FLAG(std::string, workloads, "unary",
@@ -134,6 +138,18 @@ ABSL_FLAG(int, metrics_port, -1,
           "Serves that CallMetrics (with --metrics implied) for Prometheus at "
           "http://127.0.0.1:PORT/metrics (0: a free port, printed as "
           "\"metrics on port N\"); -1: none.");
+ABSL_FLAG(double, tracing, -1,
+          "A72 tracing (rpc/tracing.h) on every h2rpc channel and server: one "
+          "Tracer sampling traces with this probability (0 to 1), exporting "
+          "over OTLP/gRPC to --otlp_target; -1: no tracing. gRPC C++ sides "
+          "ignore it.");
+ABSL_FLAG(std::string, otlp_target, "",
+          "The OTLP/gRPC collector --tracing exports to (host:port); empty: "
+          "a discarding one in a child process.");
+ABSL_FLAG(bool, otlp_collector_only, false,
+          "Serve a discarding OTLP/gRPC collector on 127.0.0.1 (a free port, "
+          "announced as --server_only announces its own) until stdin "
+          "closes.");
 ABSL_FLAG(bool, bdp_probe, true,
           "Receive windows sized by BDP probing on every h2rpc connection, "
           "client and server (ConnectionOptions::bdp_probe); false: fixed "
@@ -350,6 +366,56 @@ std::shared_ptr<CallMetrics> ProcessMetrics() {
   return metrics;
 }
 
+// A discarding OTLP/gRPC collector on 127.0.0.1:`port` (0: a free one);
+// null, with `*status`, if it cannot listen.
+std::unique_ptr<Server> StartDiscardingCollector(int* port, Status* status) {
+  using opentelemetry::proto::collector::trace::v1::ExportTraceServiceRequest;
+  using opentelemetry::proto::collector::trace::v1::ExportTraceServiceResponse;
+  return Server::Builder()
+      .AddListeningPort("127.0.0.1:0", port)
+      .RegisterCallbackUnary<ExportTraceServiceRequest,
+                             ExportTraceServiceResponse>(
+          OtlpGrpcExporter::kExportMethod,
+          [](ServerContext*, const ExportTraceServiceRequest*,
+             ExportTraceServiceResponse*, UnaryDone done) { done(Status()); })
+      .BuildAndStart(status);
+}
+
+// Where --tracing exports: --otlp_target, or a discarding collector in a
+// child process (this binary with --otlp_collector_only), started on first
+// use, so that its work counts on neither side.
+std::string OtlpTarget() {
+  static const std::string* const target = [] {
+    if (!absl::GetFlag(FLAGS_otlp_target).empty()) {
+      return new std::string(absl::GetFlag(FLAGS_otlp_target));
+    }
+    std::string error;
+    static std::unique_ptr<ServerProcess> collector =
+        ServerProcess::Start({"--otlp_collector_only"}, &error);
+    if (collector == nullptr) {
+      std::fprintf(stderr, "OTLP collector: %s\n", error.c_str());
+      std::exit(1);
+    }
+    return new std::string(absl::StrCat("127.0.0.1:", collector->port()));
+  }();
+  return *target;
+}
+
+// The process's one Tracer, made on first use when --tracing asks for it;
+// null otherwise.
+std::shared_ptr<Tracer> ProcessTracer() {
+  static const std::shared_ptr<Tracer> tracer =
+      []() -> std::shared_ptr<Tracer> {
+    if (absl::GetFlag(FLAGS_tracing) < 0) return nullptr;
+    TracerOptions options;
+    options.sampling_probability = absl::GetFlag(FLAGS_tracing);
+    options.exporter =
+        std::make_shared<OtlpGrpcExporter>(CreateChannel(OtlpTarget()));
+    return std::make_shared<Tracer>(std::move(options));
+  }();
+  return tracer;
+}
+
 SideUsage Minus(const SideUsage& a, const SideUsage& b) {
   return {a.allocations - b.allocations, a.bytes - b.bytes,
           a.cpu_nanos - b.cpu_nanos};
@@ -370,6 +436,8 @@ std::unique_ptr<Backends> StartBackends(const RunFeatures& features,
          absl::StrCat("--interceptors=", features.interceptors),
          absl::StrCat("--busy_poll_us=", features.busy_poll_us),
          absl::StrCat("--metrics=", features.metrics ? "true" : "false"),
+         absl::StrCat("--tracing=", features.tracing),
+         "--otlp_target=" + (features.tracing >= 0 ? OtlpTarget() : ""),
          absl::StrCat("--bdp_probe=",
                       absl::GetFlag(FLAGS_bdp_probe) ? "true" : "false"),
          "--tls_credentials_dir=" + plan.tls.dir},
@@ -380,6 +448,7 @@ std::unique_ptr<Backends> StartBackends(const RunFeatures& features,
   config.cpus = plan.server_cpus;
   config.interceptors = features.interceptors;
   if (features.metrics) config.metrics = ProcessMetrics();
+  config.tracer = ProcessTracer();
   config.busy_poll_us = features.busy_poll_us;
   config.bdp_probe = absl::GetFlag(FLAGS_bdp_probe);
   if (features.secure) SetServerTls(plan.tls, &config);
@@ -420,6 +489,7 @@ bool RunOne(const RunFeatures& features, Workload workload,
   config.lb_policy = features.lb_policy;
   config.interceptors = features.interceptors;
   if (features.metrics) config.metrics = ProcessMetrics();
+  config.tracer = ProcessTracer();
   config.busy_poll_us = features.busy_poll_us;
   config.bdp_probe = absl::GetFlag(FLAGS_bdp_probe);
   config.workload = workload;
@@ -516,6 +586,7 @@ int ServeOnly() {
   config.compression = compression;
   config.interceptors = absl::GetFlag(FLAGS_interceptors);
   config.metrics = ProcessMetrics();
+  config.tracer = ProcessTracer();
   config.busy_poll_us = absl::GetFlag(FLAGS_busy_poll_us);
   config.bdp_probe = absl::GetFlag(FLAGS_bdp_probe);
   if (!BusyPollInRange(config.busy_poll_us)) return 2;
@@ -549,6 +620,19 @@ int ServeOnly() {
   return 0;
 }
 
+// --otlp_collector_only: a discarding collector until stdin closes.
+int CollectOnly() {
+  int port = 0;
+  Status status;
+  std::unique_ptr<Server> collector = StartDiscardingCollector(&port, &status);
+  if (collector == nullptr) {
+    std::fprintf(stderr, "OTLP collector: %s\n", status.ToString().c_str());
+    return 1;
+  }
+  ServeUsageRequests(port, [] { return ServerReport(); });
+  return 0;
+}
+
 int Main(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);
   const std::string command = absl::StrJoin(args, " ");
@@ -567,6 +651,7 @@ int Main(int argc, char** argv) {
     std::fflush(stdout);
   }
   if (absl::GetFlag(FLAGS_server_only)) return ServeOnly();
+  if (absl::GetFlag(FLAGS_otlp_collector_only)) return CollectOnly();
   SetThisThreadRole(ThreadRole::kOther);
 
   Plan plan;
@@ -720,6 +805,7 @@ int Main(int argc, char** argv) {
                 f.interceptors = absl::GetFlag(FLAGS_interceptors);
                 f.busy_poll_us = absl::GetFlag(FLAGS_busy_poll_us);
                 f.metrics = ProcessMetrics() != nullptr;
+                f.tracing = absl::GetFlag(FLAGS_tracing);
                 f.two_processes =
                     plan.target.empty() &&
                     (plan.process == "two" || plan.servers > 1 ||

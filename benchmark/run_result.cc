@@ -94,14 +94,15 @@ std::string RunJson(const RunResult& r) {
           "\"resp_size_bytes\": %d, \"compression\": %s, \"connections\": %d, "
           "\"benchtime_s\": %.3f, \"process\": %s, \"secure\": %s, "
           "\"servers\": %d, \"lb_policy\": %s, \"interceptors\": %d, "
-          "\"busy_poll_us\": %d, \"metrics\": %s},\n",
+          "\"busy_poll_us\": %d, \"metrics\": %s, \"tracing\": %s},\n",
           JsonString(f.workload), JsonString(f.client_stack),
           JsonString(f.server_stack), f.max_concurrent_calls, f.req_size_bytes,
           f.resp_size_bytes, JsonString(f.compression), f.connections,
           absl::ToDoubleSeconds(f.benchtime),
           JsonString(f.two_processes ? "two" : "one"),
           f.secure ? "true" : "false", f.servers, JsonString(f.lb_policy),
-          f.interceptors, f.busy_poll_us, f.metrics ? "true" : "false"),
+          f.interceptors, f.busy_poll_us, f.metrics ? "true" : "false",
+          f.tracing >= 0 ? absl::StrCat(f.tracing) : "false"),
       absl::StrFormat(
           "      \"duration_s\": %.3f, \"total_ops\": %d, \"send_ops\": %d, "
           "\"recv_ops\": %d, \"errors\": %d, \"qps\": %.1f,\n",
@@ -155,7 +156,7 @@ bool CountsMessages(const RunFeatures& features) {
 
 std::string RunFeatures::Title() const {
   return absl::StrFormat(
-      "%s %s->%s c=%d %d/%dB %s%s%s%s%s%s%s%s", workload, client_stack,
+      "%s %s->%s c=%d %d/%dB %s%s%s%s%s%s%s%s%s", workload, client_stack,
       server_stack, max_concurrent_calls, req_size_bytes, resp_size_bytes,
       compression, connections > 1 ? absl::StrCat(" conns=", connections) : "",
       secure ? " tls" : "",
@@ -163,7 +164,8 @@ std::string RunFeatures::Title() const {
       lb_policy != "pick_first" ? absl::StrCat(" ", lb_policy) : "",
       interceptors > 0 ? absl::StrCat(" interceptors=", interceptors) : "",
       busy_poll_us > 0 ? absl::StrCat(" busy_poll=", busy_poll_us, "us") : "",
-      metrics ? " metrics" : "");
+      metrics ? " metrics" : "",
+      tracing >= 0 ? absl::StrCat(" tracing=", tracing) : "");
 }
 
 int64_t RunResult::send_ops() const {

@@ -29,10 +29,13 @@ struct RunFeatures {
   int interceptors = 0;  // no-op interceptors per h2rpc side (--interceptors)
   int busy_poll_us = 0;  // h2rpc event loops' busy-polling (--busy_poll_us)
   bool metrics = false;  // CallMetrics on every h2rpc side (--metrics)
+  // A72 tracing's sampling probability on every h2rpc side (--tracing);
+  // below 0: none.
+  double tracing = -1;
 
   // "unary h2rpc->grpcpp c=120 1024/1024B off", then " conns=N", " tls",
-  // " servers=N", " round_robin", " interceptors=N", " busy_poll=Nus" and
-  // " metrics" when not the defaults.
+  // " servers=N", " round_robin", " interceptors=N", " busy_poll=Nus",
+  // " metrics" and " tracing=P" when not the defaults.
   std::string Title() const;
 };
 

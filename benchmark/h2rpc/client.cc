@@ -52,6 +52,7 @@ ChannelOptions ChannelOptionsFor(const ClientConfig& config, int index) {
   options.lb_policy = config.lb_policy;
   options.busy_poll_us = config.busy_poll_us;
   options.metrics = config.metrics;
+  options.tracer = config.tracer;
   options.connection.bdp_probe = config.bdp_probe;
   options.connection.max_receive_message_size = kMaxBenchMessageSize;
   return options;

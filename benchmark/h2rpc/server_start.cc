@@ -20,6 +20,7 @@ ServerOptions OptionsFor(const ServerConfig& config) {
   options.default_compression = config.compression;
   options.busy_poll_us = config.busy_poll_us;
   options.metrics = config.metrics;
+  options.tracer = config.tracer;
   options.connection.bdp_probe = config.bdp_probe;
   options.connection.max_receive_message_size = kMaxBenchMessageSize;
   // One client, often on one connection: every synchronous handler thread

@@ -24,6 +24,13 @@
 #                    sides), three repetitions of off, on, on, off:
 #                    metrics_{off,on}_<repetition>{,b}.json; not in the
 #                    default topics
+#   tracing          h2rpc→h2rpc unary 1 KiB at 1 and 120 calls in flight
+#                    without --tracing, and with 1% and 100% of traces
+#                    sampled (a Tracer on both sides exporting over OTLP to
+#                    a discarding collector process), three repetitions of
+#                    off, 1%, 100%, 100%, 1%, off:
+#                    tracing_{off,1pct,all}_<repetition>{,b}.json; not in
+#                    the default topics
 #   proxy            benchmark/proxy_bench.py: h2rpc_proxy, HAProxy and
 #                    nginx between each stack's client and server, three
 #                    repetitions (proxy.json); installs Debian's nginx and
@@ -161,6 +168,20 @@ run_topic() {
           --workloads=unary --max_concurrent_calls=1,120 \
           --metrics="$([[ ${runs[i]} == on ]] && echo true || echo false)" \
           --result_file="$name"
+      done ;;
+    tracing)
+      local settings=(off 1pct all all 1pct off) i name tracing
+      for i in 0 1 2 3 4 5; do
+        name=${file/tracing_/tracing_${settings[i]}_}
+        if ((i >= 3)); then name=${name%.json}b.json; fi
+        case ${settings[i]} in
+          off) tracing=-1 ;;
+          1pct) tracing=0.01 ;;
+          all) tracing=1 ;;
+        esac
+        "$benchmain" "${common[@]}" --client_stack=h2rpc --server_stack=h2rpc \
+          --workloads=unary --max_concurrent_calls=1,120 \
+          --tracing="$tracing" --result_file="$name"
       done ;;
     *)
       echo "unknown topic '$topic'" >&2

@@ -402,13 +402,15 @@ def _run(index, run, path):
     # A feature a file lacks has the default of benchmain's flag: plaintext
     # (--secure), one server (--servers) with pick_first (--lb_policy), no
     # interceptors (--interceptors), no busy polling (--busy_poll_us), no
-    # call metrics (--metrics). Such runs pair with runs that say so.
+    # call metrics (--metrics), no tracing (--tracing). Such runs pair with
+    # runs that say so.
     features.setdefault("secure", False)
     features.setdefault("servers", 1)
     features.setdefault("lb_policy", "pick_first")
     features.setdefault("interceptors", 0)
     features.setdefault("busy_poll_us", 0)
     features.setdefault("metrics", False)
+    features.setdefault("tracing", False)
     result = Run(index=index, features=features, data=run)
     for number_path in _NUMBER_PATHS:
         value = result.value(number_path)

@@ -156,9 +156,16 @@ class FormatTest(unittest.TestCase):
         self.assertEqual(text_report.describe_features(features),
                          "unary h2rpc→grpcpp c=120 req=1KiB resp=100B "
                          "comp=gzip proc=two metrics extra=7")
-        features.update(metrics=False)
+        features.update(metrics=False, tracing=0.01)
+        self.assertEqual(text_report.describe_features(features),
+                         "unary h2rpc→grpcpp c=120 req=1KiB resp=100B "
+                         "comp=gzip proc=two tracing=0.01 extra=7")
+        features.update(tracing=0)  # a probability, not "off"
+        self.assertIn("tracing=0", text_report.describe_features(features))
+        features.update(tracing=False)
         self.assertNotIn("busy_poll", text_report.describe_features(features))
         self.assertNotIn("metrics", text_report.describe_features(features))
+        self.assertNotIn("tracing", text_report.describe_features(features))
 
 
 class ComparisonTest(unittest.TestCase):

@@ -28,7 +28,7 @@ _DESCRIBED_FEATURES = frozenset({
     "workload", "client_stack", "server_stack", "max_concurrent_calls",
     "req_size_bytes", "resp_size_bytes", "compression", "connections",
     "process", "benchtime_s", "secure", "servers", "lb_policy",
-    "interceptors", "busy_poll_us", "metrics"})
+    "interceptors", "busy_poll_us", "metrics", "tracing"})
 
 
 def format_percent(percent):
@@ -125,8 +125,9 @@ def describe_features(features):
 
     "unary h2rpc→grpcpp c=120 req=1KiB resp=1KiB comp=off", then "tls"
     when secure, "conns=N", "proc=two", "servers=N", the lb_policy
-    ("round_robin"), "interceptors=N", "busy_poll=Nµs" and "metrics" when
-    not the defaults (1, "one", 1, "pick_first", 0, 0, false), then
+    ("round_robin"), "interceptors=N", "busy_poll=Nµs", "metrics" and
+    "tracing=P" when not the defaults (1, "one", 1, "pick_first", 0, 0,
+    false, false), then
     any feature this tool does not know as name=value. benchtime_s is left
     out: it does not identify a run.
     """
@@ -162,6 +163,9 @@ def describe_features(features):
         parts.append(f'busy_poll={features["busy_poll_us"]}µs')
     if features.get("metrics"):
         parts.append("metrics")
+    tracing = features.get("tracing", False)
+    if tracing is not False and tracing is not None:  # 0 is a probability
+        parts.append(f"tracing={tracing}")
     parts.extend(f"{name}={value}" for name, value in sorted(features.items())
                  if name not in _DESCRIBED_FEATURES)
     return " ".join(parts)

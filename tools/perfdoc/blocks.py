@@ -136,14 +136,16 @@ def _feature_cost_block(root, names):
     of the same command without and with the feature, interleaved) grouped
     by calls in flight, the medians of the runs with the feature off and
     on side by side. The first argument is the feature's name in the runs'
-    features (a boolean, "metrics")."""
+    features: on when true or a number ("metrics"; "tracing", its sampling
+    probability)."""
     feature, *files = names
     loaded = [load_benchmain(root, name) for name in files]
     by_calls = {}
     for result, _ in loaded:
         for run in result.runs:
             calls = run.features.get("max_concurrent_calls", "?")
-            side = "on" if run.features.get(feature) else "off"
+            value = run.features.get(feature)
+            side = "off" if value is None or value is False else "on"
             by_calls.setdefault(calls, {"off": [], "on": []})[side].append(run)
 
     def median(runs, *path):

@@ -81,7 +81,11 @@ Status BuildRequestHeaders(const CallDescription& call, io::MonotonicTime now,
     headers->AddDecimal("grpc-previous-rpc-attempts",
                         static_cast<uint32_t>(call.previous_attempts));
   }
-  if (!call.traceparent.empty()) headers->Add("traceparent", call.traceparent);
+  // A traceparent is new on every attempt: indexing it would only churn
+  // both ends' HPACK tables.
+  if (!call.traceparent.empty()) {
+    headers->Add("traceparent", call.traceparent, NGHTTP2_NV_FLAG_NO_INDEX);
+  }
   if (!call.tracestate.empty()) headers->Add("tracestate", call.tracestate);
   if (call.metadata != nullptr) headers->AddMetadata(*call.metadata);
   return Status();

@@ -55,7 +55,8 @@ size_t CountRequestHeaderFields(const CallDescription& call);
 // Reserves the field vector once with CountRequestHeaderFields(): a fresh
 // HeaderList makes one allocation for the fields (plus one for the base64 of
 // -bin metadata, if any); a reused one makes none once warm. grpc-timeout is
-// rounded up from `deadline - now` and marked NGHTTP2_NV_FLAG_NO_INDEX.
+// rounded up from `deadline - now`. grpc-timeout and traceparent, which
+// differ on every call, are marked NGHTTP2_NV_FLAG_NO_INDEX.
 //
 // Fails before building anything, leaving `headers` untouched:
 //   DEADLINE_EXCEEDED if the deadline is at or before `now` (no stream should

@@ -143,7 +143,7 @@ TEST(CallSetupTest, RealNghttp2ServerAcceptsEveryCombination) {
   }
 }
 
-TEST(CallSetupTest, OnlyGrpcTimeoutIsNeverIndexed) {
+TEST(CallSetupTest, OnlyGrpcTimeoutAndTraceparentAreNeverIndexed) {
   const Metadata md = MakeMetadata(2);
   HeaderList headers;
   ASSERT_TRUE(
@@ -154,13 +154,15 @@ TEST(CallSetupTest, OnlyGrpcTimeoutIsNeverIndexed) {
     EXPECT_TRUE(nv.flags & NGHTTP2_NV_FLAG_NO_COPY_NAME) << name;
     EXPECT_TRUE(nv.flags & NGHTTP2_NV_FLAG_NO_COPY_VALUE) << name;
     EXPECT_EQ((nv.flags & NGHTTP2_NV_FLAG_NO_INDEX) != 0,
-              name == "grpc-timeout")
+              name == "grpc-timeout" || name == "traceparent")
         << name;
   }
   const HeaderExchange exchange = ExchangeRequestHeaders(headers.fields());
   ASSERT_TRUE(exchange.accepted) << exchange.error;
   for (const DecodedField& field : exchange.headers) {
-    EXPECT_EQ(field.never_indexed, field.name == "grpc-timeout") << field.name;
+    EXPECT_EQ(field.never_indexed,
+              field.name == "grpc-timeout" || field.name == "traceparent")
+        << field.name;
   }
 }
 
