@@ -11,22 +11,34 @@ namespace {
 constexpr uint8_t kKnownFlags = 0x03;
 constexpr char kHex[] = "0123456789abcdef";
 
+// Each byte's value as a lowercase hex digit; 0x10 and above: not one.
+constexpr std::array<uint8_t, 256> kLowerHexValues = [] {
+  std::array<uint8_t, 256> values{};
+  for (auto& value : values) value = 0xff;
+  for (int c = '0'; c <= '9'; ++c) values[c] = static_cast<uint8_t>(c - '0');
+  for (int c = 'a'; c <= 'f'; ++c) {
+    values[c] = static_cast<uint8_t>(c - 'a' + 10);
+  }
+  return values;
+}();
+
 int LowerHexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  return -1;
+  const uint8_t value = kLowerHexValues[static_cast<unsigned char>(c)];
+  return value < 0x10 ? value : -1;
 }
 
 // `text` (2 x N lowercase hex digits) into `out`; false if any is not one.
+// Checks the digits together, once: a server parses one per traced call.
 template <size_t N>
 bool ParseHex(absl::string_view text, std::array<uint8_t, N>* out) {
+  uint8_t invalid = 0;
   for (size_t i = 0; i < N; ++i) {
-    const int high = LowerHexValue(text[2 * i]);
-    const int low = LowerHexValue(text[2 * i + 1]);
-    if (high < 0 || low < 0) return false;
-    (*out)[i] = static_cast<uint8_t>(high << 4 | low);
+    const uint8_t high = kLowerHexValues[static_cast<uint8_t>(text[2 * i])];
+    const uint8_t low = kLowerHexValues[static_cast<uint8_t>(text[2 * i + 1])];
+    invalid |= high | low;
+    (*out)[i] = static_cast<uint8_t>(high << 4 | (low & 0x0f));
   }
-  return true;
+  return invalid < 0x10;
 }
 
 template <size_t N>
