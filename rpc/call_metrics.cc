@@ -1,10 +1,14 @@
 #include "rpc/call_metrics.h"
 
+#include <algorithm>
+#include <array>
 #include <map>
+#include <set>
 #include <tuple>
 #include <utility>
 
 #include "rpc/internal/call_metric_shards.h"
+#include "transport/core/memory_quota.h"
 
 namespace h2rpc {
 namespace {
@@ -105,23 +109,29 @@ void CallMetrics::ReleaseClientShard(internal::ClientMetricShard* shard) {
   }
 }
 
-internal::ServerMetricShard* CallMetrics::AcquireServerShard() {
+internal::ServerMetricShard* CallMetrics::AcquireServerShard(
+    const transport::MemoryQuota* memory_quota) {
   MutexLock lock(&mu_);
   for (ServerEntry& entry : server_shards_) {
     if (!entry.in_use) {
       entry.in_use = true;
+      entry.memory_quota = memory_quota;
       return entry.shard.get();
     }
   }
   server_shards_.push_back(ServerEntry{
-      std::make_unique<ServerMetricShard>(options_.max_methods), true});
+      std::make_unique<ServerMetricShard>(options_.max_methods), true,
+      memory_quota});
   return server_shards_.back().shard.get();
 }
 
 void CallMetrics::ReleaseServerShard(internal::ServerMetricShard* shard) {
   MutexLock lock(&mu_);
   for (ServerEntry& entry : server_shards_) {
-    if (entry.shard.get() == shard) entry.in_use = false;
+    if (entry.shard.get() == shard) {
+      entry.in_use = false;
+      entry.memory_quota = nullptr;
+    }
   }
 }
 
@@ -137,6 +147,7 @@ CallMetricsSnapshot CallMetrics::Snapshot() const {
     std::array<uint64_t, internal::kDisconnectReasons> disconnections{};
   };
   std::map<std::string, ConnectionTotals> connections;
+  CallMetricsSnapshot::ServerConnections server_connections;
   {
     MutexLock lock(&mu_);
     for (const ClientEntry& entry : client_shards_) {
@@ -170,7 +181,24 @@ CallMetricsSnapshot CallMetrics::Snapshot() const {
             }
           });
     }
+    // A server's loops share its quota: each counted once.
+    std::set<const transport::MemoryQuota*> quotas;
+    std::array<uint64_t, kHttp2ErrorCodes> goaways{};
     for (const ServerEntry& entry : server_shards_) {
+      if (entry.memory_quota != nullptr) quotas.insert(entry.memory_quota);
+      const ConnectionEventCounts& events = entry.shard->connection_events();
+      // Each pair read closed after opened: never fewer closed than are.
+      const uint64_t closed = events.closed.Read();
+      const uint64_t opened = events.opened.Read();
+      const uint64_t streams_closed = events.streams_closed.Read();
+      const uint64_t streams_opened = events.streams_opened.Read();
+      server_connections.open += opened - std::min(opened, closed);
+      server_connections.open_streams +=
+          streams_opened - std::min(streams_opened, streams_closed);
+      server_connections.keepalive_timeouts += events.keepalive_timeouts.Read();
+      for (int code = 0; code < kHttp2ErrorCodes; ++code) {
+        goaways[code] += events.goaways_sent[code].Read();
+      }
       entry.shard->methods().ForEach(
           [&](absl::string_view method, const ServerMethodStats& stats) {
             const uint64_t started = stats.calls_started.Read();
@@ -185,6 +213,17 @@ CallMetricsSnapshot CallMetrics::Snapshot() const {
               AddSize(by_code->call_rcvd, &series.call_rcvd);
             }
           });
+    }
+    server_connections.recorded = !server_shards_.empty();
+    for (const transport::MemoryQuota* quota : quotas) {
+      server_connections.memory_quota_used += quota->used();
+    }
+    for (int code = 0; code < kHttp2ErrorCodes; ++code) {
+      if (goaways[code] == 0) continue;
+      // "GOAWAY NO_ERROR" less "GOAWAY ".
+      server_connections.goaways_sent.emplace_back(
+          std::string(internal::DisconnectReasonName(code).substr(7)),
+          goaways[code]);
     }
   }
   CallMetricsSnapshot snapshot;
@@ -223,6 +262,7 @@ CallMetricsSnapshot CallMetrics::Snapshot() const {
     // closed in between may show as ended only.
     out.open = totals.succeeded > ended ? totals.succeeded - ended : 0;
   }
+  snapshot.server_connections = std::move(server_connections);
   return snapshot;
 }
 

@@ -16,6 +16,10 @@
 
 namespace h2rpc {
 
+namespace transport {
+class MemoryQuota;
+}  // namespace transport
+
 namespace internal {
 class CallMetricsAccess;
 class ClientMetricShard;
@@ -82,6 +86,23 @@ struct CallMetricsSnapshot {
     std::vector<std::pair<std::string, uint64_t>> disconnections;
   };
 
+  // The servers' connections, all loops of all servers together (h2rpc's
+  // own instruments; gRPC names none for servers).
+  struct ServerConnections {
+    // A server recorded into these metrics (else every count is zero and
+    // left out of the Prometheus text).
+    bool recorded = false;
+    uint64_t open = 0;                // h2rpc.server.connections
+    uint64_t open_streams = 0;        // h2rpc.server.streams
+    uint64_t keepalive_timeouts = 0;  // h2rpc.server.keepalive_timeouts
+    // h2rpc.server.goaways_sent by h2rpc.goaway_error ("NO_ERROR"), those
+    // that happened.
+    std::vector<std::pair<std::string, uint64_t>> goaways_sent;
+    // h2rpc.server.memory_quota.used: the bytes the running servers hold
+    // of their memory quotas (ServerOptions::memory_quota).
+    uint64_t memory_quota_used = 0;
+  };
+
   // Sorted by target, method, code; only what was recorded.
   std::vector<ClientStarted> client_started;
   std::vector<ClientSeries> client;
@@ -89,6 +110,7 @@ struct CallMetricsSnapshot {
   std::vector<ServerSeries> server;
   // Sorted by target; targets that made a connection attempt.
   std::vector<ClientConnections> client_connections;
+  ServerConnections server_connections;
 };
 
 // Records gRPC's standard per-call metrics (A66) for the channels and
@@ -107,7 +129,10 @@ struct CallMetricsSnapshot {
 // with A66's buckets; and the channels' connections as gRPC's A94 counts
 // them: grpc.subchannel.connection_attempts_succeeded, _failed,
 // grpc.subchannel.disconnections (by grpc.disconnect_error) and
-// grpc.subchannel.open_connections, labelled grpc.target. Methods no service
+// grpc.subchannel.open_connections, labelled grpc.target; and the servers'
+// connections: h2rpc.server.connections and h2rpc.server.streams (open
+// now), h2rpc.server.keepalive_timeouts, h2rpc.server.goaways_sent (by
+// h2rpc.goaway_error) and h2rpc.server.memory_quota.used. Methods no service
 // registered (a server's generic service or unknown paths, a channel's generic
 // calls) are recorded as "other" unless Options::record_generic_methods says
 // otherwise, and each channel or server loop records at most
@@ -157,7 +182,10 @@ class CallMetrics {
   // object is destroyed; ReleaseClientShard when the channel is gone.
   internal::ClientMetricShard* AcquireClientShard(absl::string_view target);
   void ReleaseClientShard(internal::ClientMetricShard* shard);
-  internal::ServerMetricShard* AcquireServerShard();
+  // A server loop's shard; the server's `memory_quota` (which must stay
+  // valid until the shard is released) is read by snapshots meanwhile.
+  internal::ServerMetricShard* AcquireServerShard(
+      const transport::MemoryQuota* memory_quota);
   void ReleaseServerShard(internal::ServerMetricShard* shard);
 
   const Options options_;
@@ -170,6 +198,8 @@ class CallMetrics {
   struct ServerEntry {
     std::unique_ptr<internal::ServerMetricShard> shard;
     bool in_use;
+    // While in use: its server's quota.
+    const transport::MemoryQuota* memory_quota;
   };
   std::vector<ClientEntry> client_shards_ ABSL_GUARDED_BY(mu_);
   std::vector<ServerEntry> server_shards_ ABSL_GUARDED_BY(mu_);
@@ -187,8 +217,9 @@ class CallMetricsAccess {
                                  ClientMetricShard* shard) {
     metrics.ReleaseClientShard(shard);
   }
-  static ServerMetricShard* AcquireServerShard(CallMetrics& metrics) {
-    return metrics.AcquireServerShard();
+  static ServerMetricShard* AcquireServerShard(
+      CallMetrics& metrics, const transport::MemoryQuota* memory_quota) {
+    return metrics.AcquireServerShard(memory_quota);
   }
   static void ReleaseServerShard(CallMetrics& metrics,
                                  ServerMetricShard* shard) {

@@ -40,7 +40,7 @@ BENCHMARK(BM_ClientCallRecording);
 // (ServerCallMetrics itself reads those from a transport stream).
 void BM_ServerCallRecording(benchmark::State& state) {
   CallMetrics metrics;
-  ServerMetricShard* shard = CallMetricsAccess::AcquireServerShard(metrics);
+  ServerMetricShard* shard = CallMetricsAccess::AcquireServerShard(metrics, nullptr);
   for (auto _ : state) {
     ServerMethodStats& stats = shard->methods().For(kMethod);
     stats.calls_started.Add(1);
@@ -61,7 +61,7 @@ void BM_Snapshot(benchmark::State& state) {
       .For(kMethod)
       .by_status.For(StatusCode::kOk)
       .call_duration.Record(1000);
-  CallMetricsAccess::AcquireServerShard(metrics)
+  CallMetricsAccess::AcquireServerShard(metrics, nullptr)
       ->methods()
       .For(kMethod)
       .by_status.For(StatusCode::kOk)

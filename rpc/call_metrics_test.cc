@@ -82,7 +82,7 @@ TEST(CallMetricsTest, MethodsPastTheLimitAreRecordedAsOther) {
   CallMetrics::Options options;
   options.max_methods = 2;
   CallMetrics metrics(options);
-  ServerMetricShard* shard = CallMetricsAccess::AcquireServerShard(metrics);
+  ServerMetricShard* shard = CallMetricsAccess::AcquireServerShard(metrics, nullptr);
   for (const char* method : {"/a", "/b", "/c", "/d", "/a"}) {
     shard->methods().For(method).calls_started.Add(1);
   }
@@ -132,7 +132,7 @@ TEST(CallMetricsTest, AReleasedShardIsReusedForItsTargetAndKeepsItsCounts) {
 
 TEST(CallMetricsTest, RecordingAKnownMethodAndStatusAllocatesNothing) {
   CallMetrics metrics;
-  ServerMetricShard* shard = CallMetricsAccess::AcquireServerShard(metrics);
+  ServerMetricShard* shard = CallMetricsAccess::AcquireServerShard(metrics, nullptr);
   const auto record = [&] {
     internal::ServerMethodStats& stats = shard->methods().For("/s.S/M");
     stats.calls_started.Add(1);
@@ -149,7 +149,7 @@ TEST(CallMetricsTest, RecordingAKnownMethodAndStatusAllocatesNothing) {
 
 TEST(CallMetricsTest, SnapshotsWhileTheWriterAddsMethodsSeeConsistentTables) {
   CallMetrics metrics;
-  ServerMetricShard* shard = CallMetricsAccess::AcquireServerShard(metrics);
+  ServerMetricShard* shard = CallMetricsAccess::AcquireServerShard(metrics, nullptr);
   std::thread writer([shard] {
     for (int i = 0; i < 2000; ++i) {
       internal::ServerMethodStats& stats =

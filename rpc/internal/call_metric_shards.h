@@ -12,6 +12,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
+#include "base/connection_events.h"
 #include "base/mutex.h"
 #include "base/owned_counter.h"
 #include "rpc/status.h"
@@ -233,15 +234,21 @@ class ClientMetricShard {
   ConnectionStats connections_;
 };
 
-// A server loop's shard.
+// A server loop's shard: its methods, and its connections' events, which
+// their sessions count (Session::set_event_counts).
 class ServerMetricShard {
  public:
   explicit ServerMetricShard(size_t max_methods) : methods_(max_methods) {}
   MethodTable<ServerMethodStats>& methods() { return methods_; }
   const MethodTable<ServerMethodStats>& methods() const { return methods_; }
+  ConnectionEventCounts& connection_events() { return connection_events_; }
+  const ConnectionEventCounts& connection_events() const {
+    return connection_events_;
+  }
 
  private:
   MethodTable<ServerMethodStats> methods_;
+  ConnectionEventCounts connection_events_;
 };
 
 }  // namespace h2rpc::internal

@@ -66,7 +66,7 @@ class PrometheusEndpointTest : public ::testing::Test {
   void SetUp() override {
     metrics_ = std::make_shared<CallMetrics>();
     internal::ServerMethodStats& stats =
-        internal::CallMetricsAccess::AcquireServerShard(*metrics_)
+        internal::CallMetricsAccess::AcquireServerShard(*metrics_, nullptr)
             ->methods()
             .For("/echo.Echo/Say");
     stats.calls_started.Add(7);
@@ -88,7 +88,7 @@ TEST_F(PrometheusEndpointTest, GetMetricsAnswersTheTextFormat) {
   EXPECT_THAT(response, HasSubstr("grpc_server_call_started_total{grpc_method="
                                   "\"/echo.Echo/Say\"} 7\n"));
   // Each scrape reads the metrics anew.
-  internal::CallMetricsAccess::AcquireServerShard(*metrics_)
+  internal::CallMetricsAccess::AcquireServerShard(*metrics_, nullptr)
       ->methods()
       .For("/echo.Echo/Say")
       .calls_started.Add(1);

@@ -227,6 +227,37 @@ void AppendPrometheusText(const CallMetricsSnapshot& snapshot,
       "request messages (metadata excluded) per RPC; does not include grpc "
       "or transport framing bytes.",
       snapshot.server, &Snapshot::ServerSeries::call_rcvd, server_labels, out);
+
+  const Snapshot::ServerConnections& connections = snapshot.server_connections;
+  if (!connections.recorded) return;
+  const auto append_value = [out](absl::string_view name,
+                                  absl::string_view type,
+                                  absl::string_view help, uint64_t value) {
+    AppendHeader(name, type, help, out);
+    absl::StrAppend(out, name, " ", value, "\n");
+  };
+  append_value("h2rpc_server_connections", "gauge",
+               "Number of open server connections.", connections.open);
+  append_value("h2rpc_server_streams", "gauge",
+               "Number of open server streams.", connections.open_streams);
+  append_value("h2rpc_server_keepalive_timeouts_total", "counter",
+               "Number of server connections closed because the client did "
+               "not answer a keepalive PING.",
+               connections.keepalive_timeouts);
+  if (!connections.goaways_sent.empty()) {
+    constexpr absl::string_view kName = "h2rpc_server_goaways_sent_total";
+    AppendHeader(kName, "counter",
+                 "Number of GOAWAY frames the servers sent, by error code.",
+                 out);
+    for (const auto& [code, count] : connections.goaways_sent) {
+      absl::StrAppend(out, kName);
+      AppendLabels({{"h2rpc_goaway_error", code}}, out);
+      absl::StrAppend(out, "} ", count, "\n");
+    }
+  }
+  append_value("h2rpc_server_memory_quota_used_bytes", "gauge",
+               "Bytes the servers hold of their memory quotas.",
+               connections.memory_quota_used);
 }
 
 }  // namespace h2rpc

@@ -7,6 +7,7 @@
 #include "gtest/gtest.h"
 #include "rpc/call_metrics.h"
 #include "rpc/internal/call_metric_shards.h"
+#include "transport/core/memory_quota.h"
 
 namespace h2rpc {
 namespace {
@@ -27,8 +28,9 @@ TEST(PrometheusTextTest, NothingRecordedIsAnEmptyExposition) {
 TEST(PrometheusTextTest, ServerCallsAsOpenTelemetryNamesThem) {
   CallMetrics metrics;
   internal::ServerMethodStats& stats =
-      internal::CallMetricsAccess::AcquireServerShard(metrics)->methods().For(
-          "/echo.Echo/Say");
+      internal::CallMetricsAccess::AcquireServerShard(metrics, nullptr)
+          ->methods()
+          .For("/echo.Echo/Say");
   stats.calls_started.Add(3);
   internal::ServerStatusStats& ok = stats.by_status.For(StatusCode::kOk);
   ok.call_duration.Record(700'000);    // le 0.0008
@@ -87,6 +89,41 @@ TEST(PrometheusTextTest, ClientSeriesCarryTheTargetAndEscapeLabelValues) {
                               "method=\"/s.S/M\",grpc_status=\"OK\",grpc_"
                               "target=\"unix:/tmp/a\\\"b\\\\c\"} 1\n"));
   EXPECT_THAT(text, Not(HasSubstr("grpc_client_attempt_duration_seconds")));
+}
+
+TEST(PrometheusTextTest, ServerConnectionsAsH2rpcNamesThem) {
+  CallMetrics metrics;
+  transport::MemoryQuota quota(1 << 20);
+  quota.ForceReserve(4096);
+  internal::ServerMetricShard* shard =
+      internal::CallMetricsAccess::AcquireServerShard(metrics, &quota);
+  ConnectionEventCounts& events = shard->connection_events();
+  events.opened.Add(3);
+  events.closed.Add(1);
+  events.streams_opened.Add(10);
+  events.streams_closed.Add(7);
+  events.keepalive_timeouts.Add(1);
+  events.goaways_sent[0].Add(2);   // NO_ERROR
+  events.goaways_sent[11].Add(1);  // ENHANCE_YOUR_CALM
+  const std::string text = Text(metrics);
+  EXPECT_THAT(text, HasSubstr("# TYPE h2rpc_server_connections gauge\n"
+                              "h2rpc_server_connections 2\n"));
+  EXPECT_THAT(text, HasSubstr("h2rpc_server_streams 3\n"));
+  EXPECT_THAT(text, HasSubstr("# TYPE h2rpc_server_keepalive_timeouts_total "
+                              "counter\nh2rpc_server_keepalive_timeouts_total "
+                              "1\n"));
+  EXPECT_THAT(text,
+              HasSubstr("h2rpc_server_goaways_sent_total{h2rpc_goaway_error="
+                        "\"NO_ERROR\"} 2\nh2rpc_server_goaways_sent_total{"
+                        "h2rpc_goaway_error=\"ENHANCE_YOUR_CALM\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("h2rpc_server_memory_quota_used_bytes 4096\n"));
+  // A released shard's server is gone: its quota is no longer read, its
+  // counts stay.
+  internal::CallMetricsAccess::ReleaseServerShard(metrics, shard);
+  EXPECT_THAT(Text(metrics),
+              HasSubstr("h2rpc_server_memory_quota_used_bytes 0\n"));
+  EXPECT_THAT(Text(metrics), HasSubstr("h2rpc_server_connections 2\n"));
+  quota.Release(4096);
 }
 
 TEST(PrometheusTextTest, ConnectionsAsA94NamesThem) {

@@ -12,6 +12,7 @@
 #include "proto/grpc/testing/messages.pb.h"
 #include "rpc/channel.h"
 #include "rpc/server.h"
+#include "test/util/raw_h2_client.h"
 #include "test/util/stub_server.h"
 #include "test/util/wait_for.h"
 
@@ -20,7 +21,11 @@ namespace {
 
 using grpc::testing::SimpleRequest;
 using grpc::testing::SimpleResponse;
+using ::h2rpc::testing::GrpcFrame;
+using ::h2rpc::testing::GrpcRequestHeaders;
 using ::h2rpc::testing::kHangTimeout;
+using ::h2rpc::testing::RawH2Client;
+using ::h2rpc::testing::RawRequest;
 using ::h2rpc::testing::StubServer;
 using ::h2rpc::testing::WaitFor;
 
@@ -411,6 +416,91 @@ TEST_F(CallMetricsTest, ConnectionsOpenAndCloseWithTheirReasons) {
   EXPECT_EQ(channel_->UnaryCall(&context, kEcho, request, &response).code(),
             StatusCode::kUnavailable);
   EXPECT_GE(Connections(client_metrics_->Snapshot())->attempts_failed, 1u);
+}
+
+// The server's connections and streams open now, and the GOAWAYs of its
+// graceful shutdown.
+TEST_F(CallMetricsTest, ServerConnectionsStreamsAndGoAwaysAreCounted) {
+  ASSERT_TRUE(Echo(10, 10).ok());
+  auto server_connections = [&] {
+    return server_metrics_->Snapshot().server_connections;
+  };
+  EXPECT_TRUE(server_connections().recorded);
+  EXPECT_FALSE(client_metrics_->Snapshot().server_connections.recorded);
+  EXPECT_EQ(server_connections().open, 1u);
+  ASSERT_TRUE(WaitFor([&] { return server_connections().open_streams == 0; }));
+  {
+    ClientContext context;
+    context.set_timeout(kHangTimeout);
+    auto stream =
+        channel_->BidiStreamingCall<SimpleRequest, SimpleResponse>(&context,
+                                                                   kBidi);
+    SimpleResponse response;
+    ASSERT_TRUE(stream->Write(SimpleRequest()));
+    ASSERT_TRUE(stream->Read(&response));
+    EXPECT_EQ(server_connections().open_streams, 1u);
+    ASSERT_TRUE(stream->WritesDone());
+    ASSERT_TRUE(stream->Finish().ok());
+  }
+  ASSERT_TRUE(WaitFor([&] { return server_connections().open_streams == 0; }));
+  server_.server().Shutdown(absl::Now() + kHangTimeout);
+  ASSERT_TRUE(WaitFor([&] { return server_connections().open == 0; }));
+  const CallMetricsSnapshot::ServerConnections after = server_connections();
+  ASSERT_EQ(after.goaways_sent.size(), 1u);
+  EXPECT_EQ(after.goaways_sent[0].first, "NO_ERROR");
+  // gRPC's double GOAWAY: the notice, then the last stream accepted,
+  // unless the client, with no call open, closed the connection first.
+  EXPECT_GE(after.goaways_sent[0].second, 1u);
+  EXPECT_LE(after.goaways_sent[0].second, 2u);
+  EXPECT_EQ(after.keepalive_timeouts, 0u);
+  EXPECT_EQ(after.memory_quota_used, 0u);
+}
+
+// A client that stops reading: its keepalive timeout, and the response
+// bytes the server holds for it meanwhile in its memory quota.
+TEST(ServerConnectionMetricsTest, KeepaliveTimeoutsAndMemoryHeldAreCounted) {
+  auto metrics = std::make_shared<CallMetrics>();
+  ServerOptions options;
+  options.num_loops = 1;
+  options.metrics = metrics;
+  options.keepalive_time = absl::Milliseconds(200);
+  options.keepalive_timeout = absl::Milliseconds(200);
+  StubServer server;
+  server.builder().SetOptions(options).RegisterServerStreaming<SimpleRequest,
+                                                               SimpleResponse>(
+      kBidi, [](ServerContext*, const SimpleRequest& request,
+                ServerWriter<SimpleResponse>* writer) {
+        SimpleResponse response;
+        response.mutable_payload()->set_body(
+            std::string(request.response_size(), 'r'));
+        while (writer->Write(response)) {
+        }
+        return Status();
+      });
+  ASSERT_TRUE(server.Start().ok());
+  std::string error;
+  std::unique_ptr<RawH2Client> client = RawH2Client::Connect(server.port(),
+                                                             &error);
+  ASSERT_NE(client, nullptr) << error;
+  SimpleRequest request;
+  request.set_response_size(256 << 10);
+  RawRequest raw;
+  raw.headers = GrpcRequestHeaders(kBidi, server.port());
+  raw.body = GrpcFrame(request.SerializeAsString());
+  client->Start(raw);
+  // Without reading, the client takes no more responses than its window,
+  // and answers no keepalive PING.
+  ASSERT_TRUE(WaitFor([&] {
+    return metrics->Snapshot().server_connections.memory_quota_used > 0;
+  }));
+  ASSERT_TRUE(WaitFor([&] {
+    return metrics->Snapshot().server_connections.keepalive_timeouts == 1;
+  }));
+  ASSERT_TRUE(WaitFor([&] {
+    const CallMetricsSnapshot::ServerConnections connections =
+        metrics->Snapshot().server_connections;
+    return connections.open == 0 && connections.memory_quota_used == 0;
+  }));
 }
 
 TEST_F(CallMetricsTest, AChannelDestroyedShutsItsConnectionsDown) {

@@ -330,6 +330,9 @@ int ServerSession::OnBeginHeaders(const nghttp2_frame* frame) {
   stream->refs_ = 1;  // the transport's, until nghttp2 closes the stream
   stream->open_in_nghttp2_ = true;
   if (open_streams_++ == 0) SetIdle(false);
+  if (ConnectionEventCounts* events = event_counts()) {
+    events->streams_opened.Add(1);
+  }
   if (ConnectionStats* stats = this->stats()) {
     const io::MonotonicTime now = scheduler()->Now();
     stats->streams_started.Add(1);
@@ -684,6 +687,9 @@ void ServerSession::OnFrameSent(const nghttp2_frame* frame) {
 
 void ServerSession::CountStreamEnd(const ServerStream& stream,
                                    bool sent_end_stream) {
+  if (ConnectionEventCounts* events = event_counts()) {
+    events->streams_closed.Add(1);
+  }
   ConnectionStats* stats = this->stats();
   if (stats == nullptr) return;
   (sent_end_stream ? stats->streams_succeeded : stats->streams_failed).Add(1);

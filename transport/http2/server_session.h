@@ -306,8 +306,8 @@ class ServerSession : public Session {
   int OnFrameRecv(const nghttp2_frame* frame) override;
   int OnDataChunk(int32_t stream_id, const uint8_t* data, size_t size) override;
   int OnStreamClose(int32_t stream_id, uint32_t error_code) override;
-  // ConnectionStats: `stream` leaves the connection, having sent its
-  // END_STREAM or not.
+  // ConnectionStats and ConnectionEventCounts: `stream` leaves the
+  // connection, having sent its END_STREAM or not.
   void CountStreamEnd(const ServerStream& stream, bool sent_end_stream);
   bool OnEndOfData(int32_t stream_id) override;
   void OnFrameSent(const nghttp2_frame* frame) override;

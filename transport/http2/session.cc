@@ -249,6 +249,7 @@ size_t Session::AnnounceReturned(int32_t stream_id, size_t unreturned) {
 
 void Session::Start(io::Wire* wire) {
   wire_ = wire;
+  if (events_ != nullptr) events_->opened.Add(1);
   if (session_ == nullptr) {
     Close(Status(
         StatusCode::kInternal,
@@ -368,6 +369,7 @@ bool Session::SendKeepalivePing() {
 }
 
 void Session::OnKeepaliveTimeout() {
+  if (events_ != nullptr) events_->keepalive_timeouts.Add(1);
   Close(Status(StatusCode::kUnavailable,
                absl::StrCat("keepalive watchdog timeout: nothing from ", peer_,
                             " within keepalive_timeout (",
@@ -469,6 +471,7 @@ void Session::CloseWith(const Status& why, bool flush_first) {
   lingering_ = false;
   scheduler_->Cancel(&deadline_timer_);
   StopConnectionTimers();
+  if (events_ != nullptr) events_->closed.Add(1);
   OnClosed(why);
 }
 
@@ -868,6 +871,10 @@ int Session::FrameSendCallback(nghttp2_session*, const nghttp2_frame* frame,
   if (frame->hd.type == NGHTTP2_DATA || frame->hd.type == NGHTTP2_HEADERS) {
     self->ping_policy_.OnDataSent();
   } else if (frame->hd.type == NGHTTP2_GOAWAY) {
+    if (self->events_ != nullptr &&
+        frame->goaway.error_code < static_cast<uint32_t>(kHttp2ErrorCodes)) {
+      self->events_->goaways_sent[frame->goaway.error_code].Add(1);
+    }
     if (self->drain_ == Drain::kNoticeQueued &&
         frame->goaway.last_stream_id == kShutdownNoticeStreamId) {
       // The notice is out: the PING follows it.

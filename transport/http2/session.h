@@ -18,6 +18,7 @@
 #include "transport/core/memory_quota.h"
 #include "transport/core/message_deframer.h"
 #include "transport/http2/bdp_estimator.h"
+#include "base/connection_events.h"
 #include "transport/http2/connection_stats.h"
 #include "transport/http2/keepalive.h"
 #include "transport/http2/nghttp2_compat.h"
@@ -263,6 +264,11 @@ class Session : public io::ByteSession, private KeepalivePinger::Delegate {
   // (channelz); null, the default: nowhere. Set before Start(); `stats`
   // must outlive the session.
   void set_stats(ConnectionStats* stats) { stats_ = stats; }
+  // Where the connection also counts its start and end, its streams, its
+  // keepalive timeouts and the GOAWAYs it sends, with its group's (call
+  // metrics); null, the default: nowhere. Set before Start(); `events` must
+  // outlive the session.
+  void set_event_counts(ConnectionEventCounts* events) { events_ = events; }
 
   // True once Close() or Fail() has run: the connection takes no new work.
   bool closed() const { return closed_ || lingering_; }
@@ -301,6 +307,7 @@ class Session : public io::ByteSession, private KeepalivePinger::Delegate {
   // constructor.
   void set_memory_share(MemoryQuotaShare* share) { memory_share_ = share; }
   ConnectionStats* stats() const { return stats_; }
+  ConnectionEventCounts* event_counts() const { return events_; }
   // ConnectionStats: `messages` more were delivered.
   void CountReceived(uint64_t messages) {
     if (stats_ == nullptr || messages == 0) return;
@@ -451,6 +458,7 @@ class Session : public io::ByteSession, private KeepalivePinger::Delegate {
   Nghttp2MemoryPool memory_;  // outlives session_ (deleted in ~Session)
   MemoryQuotaShare* memory_share_ = nullptr;
   ConnectionStats* stats_ = nullptr;
+  ConnectionEventCounts* events_ = nullptr;
   // memory_.in_use_bytes() as last charged to memory_share_.
   size_t nghttp2_charged_ = 0;
   // DATA payload bytes of tracked streams not yet returned (the sum of their

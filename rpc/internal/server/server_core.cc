@@ -281,8 +281,8 @@ ServerCore::ServerCore(ServerOptions options, MethodMap methods,
   }
   if (options_.metrics != nullptr) {
     for (const auto& loop : loops_) {
-      metric_shards_.push_back(
-          CallMetricsAccess::AcquireServerShard(*options_.metrics));
+      metric_shards_.push_back(CallMetricsAccess::AcquireServerShard(
+          *options_.metrics, &memory_quota_));
       loop->set_metric_shard(metric_shards_.back());
     }
   }

@@ -82,6 +82,9 @@ void ServerLoop::Adopt(transport::io::FileDescriptor socket, std::string peer,
             std::move(peer), server_->transport_options(),
             &server_->memory_quota(), this, this);
     auto* raw = connection.get();
+    if (metric_shard_ != nullptr) {
+      raw->session().set_event_counts(&metric_shard_->connection_events());
+    }
     if (channelz_socket != nullptr) {
       raw->session().set_stats(&channelz_socket->connection_stats());
       channelz_sockets_.emplace(&raw->session(), std::move(channelz_socket));
