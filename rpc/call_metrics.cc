@@ -45,6 +45,14 @@ void AddSize(const internal::SizeRecord& record, HistogramData* data) {
   AddTo(record, internal::kSizeBounds, 1, data);
 }
 
+// How many values `record` counted.
+template <class Record>
+uint64_t CountOf(const Record& record) {
+  uint64_t count = 0;
+  for (size_t i = 0; i < Record::kBuckets; ++i) count += record.bucket(i);
+  return count;
+}
+
 using MethodKey = std::pair<std::string, std::string>;  // target, method
 using SeriesKey = std::tuple<std::string, std::string, int>;
 
@@ -138,6 +146,7 @@ void CallMetrics::ReleaseServerShard(internal::ServerMetricShard* shard) {
 CallMetricsSnapshot CallMetrics::Snapshot() const {
   std::map<MethodKey, uint64_t> client_started;
   std::map<SeriesKey, CallMetricsSnapshot::ClientSeries> client;
+  std::map<MethodKey, CallMetricsSnapshot::ClientRetries> client_retries;
   std::map<std::string, uint64_t> server_started;
   std::map<std::pair<std::string, int>, CallMetricsSnapshot::ServerSeries>
       server;
@@ -168,6 +177,16 @@ CallMetricsSnapshot CallMetrics::Snapshot() const {
             const uint64_t started = stats.attempts_started.Read();
             if (started > 0) {
               client_started[MethodKey(target, std::string(method))] += started;
+            }
+            if (CountOf(stats.retry_delay) > 0) {
+              CallMetricsSnapshot::ClientRetries& retries =
+                  client_retries[MethodKey(target, std::string(method))];
+              AddTo(stats.retries, internal::kRetryBounds, 1,
+                    &retries.retries);
+              AddTo(stats.transparent_retries,
+                    internal::kTransparentRetryBounds, 1,
+                    &retries.transparent_retries);
+              AddLatency(stats.retry_delay, &retries.retry_delay);
             }
             for (int code = 0; code <= kMaxStatusCode; ++code) {
               const ClientStatusStats* by_code = stats.by_status.Find(code);
@@ -235,6 +254,11 @@ CallMetricsSnapshot CallMetrics::Snapshot() const {
     series.method = std::get<1>(key);
     series.code = static_cast<StatusCode>(std::get<2>(key));
     snapshot.client.push_back(std::move(series));
+  }
+  for (auto& [key, retries] : client_retries) {
+    retries.target = key.first;
+    retries.method = key.second;
+    snapshot.client_retries.push_back(std::move(retries));
   }
   for (auto& [method, calls] : server_started) {
     snapshot.server_started.push_back({method, calls});

@@ -54,6 +54,20 @@ struct CallMetricsSnapshot {
     HistogramData attempt_rcvd;
     HistogramData call_duration;  // grpc.client.call.duration
   };
+  // A channel target's method's retries (gRPC proposal A96), over the
+  // calls that had any.
+  struct ClientRetries {
+    std::string target;
+    std::string method;
+    // grpc.client.call.retries: retries per call, transparent ones not
+    // counted (calls that had one or more).
+    HistogramData retries;
+    // grpc.client.call.transparent_retries (calls that had one or more).
+    HistogramData transparent_retries;
+    // grpc.client.call.retry_delay: per call that had a retry of either
+    // kind, the time no attempt was under way, in seconds.
+    HistogramData retry_delay;
+  };
   struct ClientStarted {
     std::string target;
     std::string method;
@@ -106,6 +120,7 @@ struct CallMetricsSnapshot {
   // Sorted by target, method, code; only what was recorded.
   std::vector<ClientStarted> client_started;
   std::vector<ClientSeries> client;
+  std::vector<ClientRetries> client_retries;
   std::vector<ServerStarted> server_started;
   std::vector<ServerSeries> server;
   // Sorted by target; targets that made a connection attempt.
@@ -120,7 +135,9 @@ struct CallMetricsSnapshot {
 //     grpc.client.attempt.sent_total_compressed_message_size,
 //     grpc.client.attempt.rcvd_total_compressed_message_size and
 //     grpc.client.call.duration, labelled grpc.method, grpc.target and
-//     (all but the first) grpc.status;
+//     (all but the first) grpc.status; and gRPC's A96 retry instruments,
+//     grpc.client.call.retries, grpc.client.call.transparent_retries and
+//     grpc.client.call.retry_delay, labelled grpc.method and grpc.target;
 //   server: grpc.server.call.started, grpc.server.call.duration,
 //     grpc.server.call.sent_total_compressed_message_size and
 //     grpc.server.call.rcvd_total_compressed_message_size, labelled

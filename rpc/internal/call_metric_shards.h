@@ -49,6 +49,11 @@ inline constexpr std::array<uint64_t, 14> kSizeBounds = {
     0,       1024,    2048,     4096,     16384,     65536,      262144,
     1048576, 4194304, 16777216, 67108864, 268435456, 1073741824, 4294967296};
 
+// A96's retry counts per call.
+inline constexpr std::array<uint64_t, 5> kRetryBounds = {1, 2, 3, 4, 5};
+inline constexpr std::array<uint64_t, 6> kTransparentRetryBounds = {1, 2, 3,
+                                                                    4, 5, 10};
+
 // A histogram over `kBounds` written by one thread at a time: a count per
 // bucket (kBounds.size() + 1, the last above every bound) and the sum.
 template <const auto& kBounds>
@@ -71,9 +76,11 @@ class OwnedHistogram {
   OwnedCounter sum_;
 };
 
-// Nanoseconds and bytes.
+// Nanoseconds, bytes, retries.
 using LatencyRecord = OwnedHistogram<kLatencyBoundsNanos>;
 using SizeRecord = OwnedHistogram<kSizeBounds>;
+using RetryRecord = OwnedHistogram<kRetryBounds>;
+using TransparentRetryRecord = OwnedHistogram<kTransparentRetryBounds>;
 
 // What a channel records per method and status code: its attempts and its
 // calls (an attempt's status and its call's may differ).
@@ -129,6 +136,12 @@ class ByStatus {
 struct ClientMethodStats {
   OwnedCounter attempts_started;
   ByStatus<ClientStatusStats> by_status;
+  // A96's, per call that had them: retries (transparent ones not counted),
+  // transparent retries, and the time without an attempt under way between
+  // the first attempt's start and the last one's (nanoseconds).
+  RetryRecord retries;
+  TransparentRetryRecord transparent_retries;
+  LatencyRecord retry_delay;
 };
 
 struct ServerMethodStats {

@@ -159,6 +159,28 @@ void AppendPrometheusText(const CallMetricsSnapshot& snapshot,
       "perspective.",
       snapshot.client, &Snapshot::ClientSeries::call_duration, client_labels,
       out);
+  const auto retry_labels = [](const Snapshot::ClientRetries& series) {
+    return std::vector<Label>{{"grpc_method", series.method},
+                              {"grpc_target", series.target}};
+  };
+  AppendHistogramMetric(
+      "grpc_client_call_retries",
+      "Number of retries during the client call. If there were no retries, "
+      "0 is not reported.",
+      snapshot.client_retries, &Snapshot::ClientRetries::retries, retry_labels,
+      out);
+  AppendHistogramMetric(
+      "grpc_client_call_transparent_retries",
+      "Number of transparent retries during the client call. If there were "
+      "no transparent retries, 0 is not reported.",
+      snapshot.client_retries, &Snapshot::ClientRetries::transparent_retries,
+      retry_labels, out);
+  AppendHistogramMetric(
+      "grpc_client_call_retry_delay_seconds",
+      "Total time of delay while there is no active attempt during the "
+      "client call.",
+      snapshot.client_retries, &Snapshot::ClientRetries::retry_delay,
+      retry_labels, out);
 
   const auto target_label = [](const Snapshot::ClientConnections& series) {
     return std::vector<Label>{{"grpc_target", series.target}};

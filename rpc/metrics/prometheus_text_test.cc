@@ -126,6 +126,29 @@ TEST(PrometheusTextTest, ServerConnectionsAsH2rpcNamesThem) {
   quota.Release(4096);
 }
 
+TEST(PrometheusTextTest, RetriesAsA96NamesThem) {
+  CallMetrics metrics;
+  internal::ClientMethodStats& stats =
+      internal::CallMetricsAccess::AcquireClientShard(metrics, "dns:///a:1")
+          ->methods()
+          .For("/echo.Echo/Say");
+  stats.retries.Record(2);
+  stats.transparent_retries.Record(7);
+  stats.retry_delay.Record(30'000'000);  // le 0.03
+  const std::string text = Text(metrics);
+  EXPECT_THAT(text, HasSubstr("# TYPE grpc_client_call_retries histogram\n"
+                              "grpc_client_call_retries_bucket{grpc_method="
+                              "\"/echo.Echo/Say\",grpc_target=\"dns:///a:1\","
+                              "le=\"1\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("grpc_target=\"dns:///a:1\",le=\"2\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("grpc_client_call_transparent_retries_bucket{"
+                              "grpc_method=\"/echo.Echo/Say\",grpc_target="
+                              "\"dns:///a:1\",le=\"10\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("grpc_client_call_retry_delay_seconds_sum{"
+                              "grpc_method=\"/echo.Echo/Say\",grpc_target="
+                              "\"dns:///a:1\"} 0.03\n"));
+}
+
 TEST(PrometheusTextTest, ConnectionsAsA94NamesThem) {
   CallMetrics metrics;
   internal::ConnectionStats& connections =

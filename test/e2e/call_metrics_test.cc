@@ -260,6 +260,20 @@ TEST_F(CallMetricsTest, EachRetryIsAnAttemptOfOneCall) {
   // The call spans its attempts and the backoffs between them.
   EXPECT_GT(ok->call_duration.sum,
             ok->attempt_duration.sum + unavailable->attempt_duration.sum);
+  // A96: one call with two retries, none transparent, and the backoffs
+  // (0.01 s at least, then the next) as its retry delay, which the call's
+  // duration spans too.
+  ASSERT_EQ(client.client_retries.size(), 1u);
+  const CallMetricsSnapshot::ClientRetries& retries = client.client_retries[0];
+  EXPECT_EQ(retries.method, kFlaky);
+  EXPECT_EQ(retries.target, absl::StrCat("dns:///", server_.target()));
+  EXPECT_EQ(retries.retries.count, 1u);
+  EXPECT_EQ(retries.retries.sum, 2);
+  EXPECT_EQ(retries.retries.buckets[1], 1u);  // le 2
+  EXPECT_EQ(retries.transparent_retries.count, 0u);
+  EXPECT_EQ(retries.retry_delay.count, 1u);
+  EXPECT_GE(retries.retry_delay.sum, 0.01);
+  EXPECT_LT(retries.retry_delay.sum, ok->call_duration.sum);
 }
 
 // The call ends at its deadline, in the backoff after its only attempt: its

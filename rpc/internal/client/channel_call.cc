@@ -135,7 +135,7 @@ bool ChannelCall::RetryOrCommit(const Status& status,
     return false;
   }
   stream_.description.previous_attempts = retry_state_.attempts - 1;
-  metrics_.Retrying();
+  metrics_.Retrying(/*transparent=*/false);
   // A deadline that comes first ends the call then (RetryTimer). On the
   // channel's list meanwhile, so that its destruction ends the call too.
   loop()->Schedule(&retry_timer_, std::min(loop()->Now() + *delay,
@@ -263,12 +263,12 @@ bool ChannelCall::RetryTransparently() {
   tracing_.SetNextAttemptTransparent();
   if (transparent_retries_ < kImmediateTransparentRetries) {
     ++transparent_retries_;
-    metrics_.Retrying();
+    metrics_.Retrying(/*transparent=*/true);
     Start();
     return true;
   }
   if (!wait_for_ready_ || core_->shutting_down()) return false;
-  metrics_.Retrying();
+  metrics_.Retrying(/*transparent=*/true);
   // A wait_for_ready call waits through refusals as through failed
   // connection attempts: again after the reconnect backoff, until its
   // deadline (RetryTimer), on the retrying list meanwhile.

@@ -26,6 +26,8 @@ class ClientCallMetrics {
     stats_ = nullptr;
     attempt_open_ = false;
     attempt_just_ended_ = false;
+    retries_ = transparent_retries_ = 0;
+    retry_delay_ = absl::ZeroDuration();
     if (shard == nullptr) return;
     generic_ = generic && !shard->record_generic_methods();
     call_start_ = transport::io::MonotonicTime::Now();
@@ -42,6 +44,7 @@ class ClientCallMetrics {
       attempt_start_ = call_start_;
     } else {
       attempt_start_ = transport::io::MonotonicTime::Now();
+      retry_delay_ += attempt_start_ - attempt_end_;
     }
     stats_->attempts_started.Add(1);
     attempt_open_ = true;
@@ -63,8 +66,12 @@ class ClientCallMetrics {
   }
 
   // Loop thread: the attempt that just ended is followed by another (a
-  // retry after its backoff, a transparent retry), not by the call's end.
-  void Retrying() { attempt_just_ended_ = false; }
+  // retry after its backoff, or a `transparent` retry), not by the call's
+  // end.
+  void Retrying(bool transparent) {
+    attempt_just_ended_ = false;
+    ++(transparent ? transparent_retries_ : retries_);
+  }
 
   // Loop thread: the call to `method` has its result, `code` (with or
   // without an attempt). A call that never reached the loop ends through
@@ -79,6 +86,13 @@ class ClientCallMetrics {
     Record(*stats_, code,
            attempt_just_ended_ ? attempt_end_
                                : transport::io::MonotonicTime::Now());
+    if (retries_ > 0) stats_->retries.Record(retries_);
+    if (transparent_retries_ > 0) {
+      stats_->transparent_retries.Record(transparent_retries_);
+    }
+    if (retries_ + transparent_retries_ > 0) {
+      stats_->retry_delay.Record(Nanos(retry_delay_));
+    }
     shard_ = nullptr;
   }
 
@@ -110,6 +124,9 @@ class ClientCallMetrics {
   bool attempt_open_ = false;
   // The attempt ended in the loop task now running: its end time is now.
   bool attempt_just_ended_ = false;
+  uint32_t retries_ = 0;
+  uint32_t transparent_retries_ = 0;
+  absl::Duration retry_delay_;
   transport::io::MonotonicTime call_start_;
   transport::io::MonotonicTime attempt_start_;
   transport::io::MonotonicTime attempt_end_;
