@@ -78,6 +78,10 @@ absl::string_view DisconnectReasonName(int reason) {
       "GOAWAY INADEQUATE_SECURITY",
       "GOAWAY HTTP_1_1_REQUIRED",
       "subchannel shutdown",
+      "connection reset",
+      "connection timed out",
+      "connection aborted",
+      "socket error",
       "unknown"};
   return reason >= 0 && reason < kDisconnectReasons
              ? kNames[reason]

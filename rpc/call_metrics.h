@@ -96,7 +96,9 @@ struct CallMetricsSnapshot {
     // grpc.subchannel.open_connections.
     uint64_t open = 0;
     // grpc.subchannel.disconnections by grpc.disconnect_error ("GOAWAY
-    // NO_ERROR", "subchannel shutdown", "unknown"), those that happened.
+    // NO_ERROR", "subchannel shutdown", "connection reset", "connection
+    // timed out", "connection aborted", "socket error", "unknown"), those
+    // that happened.
     std::vector<std::pair<std::string, uint64_t>> disconnections;
   };
 

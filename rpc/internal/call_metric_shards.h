@@ -209,12 +209,19 @@ class MethodTable {
 
 // Why a channel's connection ended (A94's grpc.disconnect_error): the
 // first GOAWAY it received (by HTTP/2 error code, NO_ERROR to
-// HTTP_1_1_REQUIRED), the subchannel's own shutdown, or anything else.
+// HTTP_1_1_REQUIRED), the subchannel's own shutdown, a socket error (reset,
+// timed out, a keepalive timeout included, aborted, or another), or
+// anything else.
 inline constexpr int kGoAwayReasons = 14;
 inline constexpr int kSubchannelShutdown = kGoAwayReasons;
-inline constexpr int kUnknownDisconnect = kGoAwayReasons + 1;
-inline constexpr int kDisconnectReasons = kGoAwayReasons + 2;
-// "GOAWAY NO_ERROR", "subchannel shutdown", "unknown".
+inline constexpr int kConnectionReset = kGoAwayReasons + 1;
+inline constexpr int kConnectionTimedOut = kGoAwayReasons + 2;
+inline constexpr int kConnectionAborted = kGoAwayReasons + 3;
+inline constexpr int kSocketError = kGoAwayReasons + 4;
+inline constexpr int kUnknownDisconnect = kGoAwayReasons + 5;
+inline constexpr int kDisconnectReasons = kGoAwayReasons + 6;
+// "GOAWAY NO_ERROR", "subchannel shutdown", "connection reset", ...,
+// "unknown".
 absl::string_view DisconnectReasonName(int reason);
 
 // A channel's connections (A94's subchannel metrics).

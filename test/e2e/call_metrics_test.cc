@@ -13,6 +13,7 @@
 #include "rpc/channel.h"
 #include "rpc/server.h"
 #include "test/util/raw_h2_client.h"
+#include "test/util/tcp_proxy.h"
 #include "test/util/stub_server.h"
 #include "test/util/wait_for.h"
 
@@ -27,6 +28,7 @@ using ::h2rpc::testing::kHangTimeout;
 using ::h2rpc::testing::RawH2Client;
 using ::h2rpc::testing::RawRequest;
 using ::h2rpc::testing::StubServer;
+using ::h2rpc::testing::TcpProxy;
 using ::h2rpc::testing::WaitFor;
 
 constexpr char kEcho[] = "/metrics.Test/Echo";
@@ -515,6 +517,48 @@ TEST(ServerConnectionMetricsTest, KeepaliveTimeoutsAndMemoryHeldAreCounted) {
         metrics->Snapshot().server_connections;
     return connections.open == 0 && connections.memory_quota_used == 0;
   }));
+}
+
+// Connections lost on the network path, through a proxy: a reset, and a
+// path that drops everything (the channel's keepalive gives up on it).
+TEST_F(CallMetricsTest, SocketErrorsAndKeepaliveTimeoutsAreDisconnectReasons) {
+  TcpProxy proxy(server_.port());
+  ASSERT_TRUE(proxy.ok()) << proxy.error();
+  ChannelOptions options;
+  options.metrics = client_metrics_;
+  options.keepalive_time = absl::Milliseconds(100);
+  options.keepalive_timeout = absl::Milliseconds(100);
+  options.keepalive_permit_without_calls = true;
+  std::shared_ptr<Channel> channel =
+      CreateChannel(proxy.target(), InsecureChannelCredentials(), options);
+  auto call = [&] {
+    ClientContext context;
+    context.set_timeout(kHangTimeout);
+    context.set_wait_for_ready(true);
+    SimpleResponse response;
+    return channel->UnaryCall(&context, kEcho, SimpleRequest(), &response);
+  };
+  auto disconnections = [&](absl::string_view reason) {
+    uint64_t count = 0;
+    for (const auto& connections :
+         client_metrics_->Snapshot().client_connections) {
+      if (connections.target == "dns:///" + proxy.target()) {
+        for (const auto& [name, n] : connections.disconnections) {
+          if (name == reason) count += n;
+        }
+      }
+    }
+    return count;
+  };
+  ASSERT_TRUE(call().ok());
+  proxy.ResetConnections();
+  ASSERT_TRUE(WaitFor([&] { return disconnections("connection reset") == 1; }));
+  ASSERT_TRUE(call().ok());
+  proxy.Freeze();
+  ASSERT_TRUE(
+      WaitFor([&] { return disconnections("connection timed out") == 1; }));
+  EXPECT_EQ(disconnections("unknown"), 0u);
+  proxy.Thaw();
 }
 
 TEST_F(CallMetricsTest, AChannelDestroyedShutsItsConnectionsDown) {

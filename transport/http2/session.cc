@@ -370,6 +370,7 @@ bool Session::SendKeepalivePing() {
 
 void Session::OnKeepaliveTimeout() {
   if (events_ != nullptr) events_->keepalive_timeouts.Add(1);
+  if (!closed()) close_cause_ = CloseCause::kKeepaliveTimeout;
   Close(Status(StatusCode::kUnavailable,
                absl::StrCat("keepalive watchdog timeout: nothing from ", peer_,
                             " within keepalive_timeout (",
@@ -678,6 +679,11 @@ void Session::OnPeerClosed() {
 }
 
 void Session::OnWireError(const Status& why) {
+  if (!closed() && close_cause_ == CloseCause::kOther && wire_ != nullptr &&
+      wire_->error_number() != 0) {
+    close_cause_ = CloseCause::kSocketError;
+    close_error_number_ = wire_->error_number();
+  }
   Close(lingering_
             ? linger_status_
             : Status(why.code(),

@@ -270,6 +270,13 @@ class Session : public io::ByteSession, private KeepalivePinger::Delegate {
   // outlive the session.
   void set_event_counts(ConnectionEventCounts* events) { events_ = events; }
 
+  // Why the connection closed, where the transport knows it (for call
+  // metrics' disconnect reasons): the peer answered no keepalive PING, or
+  // a read or write failed (close_error_number(): its errno).
+  enum class CloseCause : uint8_t { kOther, kKeepaliveTimeout, kSocketError };
+  CloseCause close_cause() const { return close_cause_; }
+  int close_error_number() const { return close_error_number_; }
+
   // True once Close() or Fail() has run: the connection takes no new work.
   bool closed() const { return closed_ || lingering_; }
   io::Scheduler* scheduler() const { return scheduler_; }
@@ -459,6 +466,8 @@ class Session : public io::ByteSession, private KeepalivePinger::Delegate {
   MemoryQuotaShare* memory_share_ = nullptr;
   ConnectionStats* stats_ = nullptr;
   ConnectionEventCounts* events_ = nullptr;
+  CloseCause close_cause_ = CloseCause::kOther;  // the first known
+  int close_error_number_ = 0;
   // memory_.in_use_bytes() as last charged to memory_share_.
   size_t nghttp2_charged_ = 0;
   // DATA payload bytes of tracked streams not yet returned (the sum of their

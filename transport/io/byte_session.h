@@ -59,6 +59,9 @@ class Wire {
   // A secure wire whose handshake is done fills `*details` and returns
   // true (allocating the certificates' copies); others return false.
   virtual bool GetTlsDetails(TlsDetails* details) const { return false; }
+  // The errno of the socket error behind the last OnWireError the wire
+  // reported; 0 when there was none or it was not a socket's.
+  virtual int error_number() const { return 0; }
 
  protected:
   ~Wire() = default;

@@ -132,7 +132,8 @@ void SocketDriver::ReadAvailable() {
     if (n < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) return;
       if (errno == EINTR) continue;
-      session_->OnWireError(SocketError("read", errno));
+      error_number_ = errno;
+      session_->OnWireError(SocketError("read", error_number_));
       return;
     }
     bytes_read += static_cast<size_t>(n);
@@ -175,7 +176,8 @@ void SocketDriver::Flush() {
         UpdateInterest();
         return;
       }
-      session_->OnWireError(SocketError("write", errno));
+      error_number_ = errno;
+      session_->OnWireError(SocketError("write", error_number_));
       return;
     }
     session_->ConsumeOutput(static_cast<size_t>(n));

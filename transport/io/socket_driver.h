@@ -40,6 +40,7 @@ class SocketDriver final : public Wire, private FdWatcher {
   void RequestFlush() override;
   void ShutdownWrite() override;
   void CloseWire(bool flush_first) override;
+  int error_number() const override { return error_number_; }
 
  private:
   class FlushTask : public Task {
@@ -69,6 +70,7 @@ class SocketDriver final : public Wire, private FdWatcher {
   bool flush_requested_ = false;
   bool started_ = false;
   bool closed_ = false;
+  int error_number_ = 0;  // of the read or write that failed
   bool read_closed_ = false;     // end of file seen
   bool write_shut_ = false;      // ShutdownWrite() done
   bool output_blocked_ = false;  // send() would block: wait for EPOLLOUT

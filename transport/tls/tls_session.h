@@ -86,6 +86,9 @@ class TlsSession final : public io::ByteFilter {
     return identity_;
   }
   bool GetTlsDetails(io::TlsDetails* details) const override;
+  int error_number() const override {
+    return outer_ != nullptr ? outer_->error_number() : 0;
+  }
 
  private:
   TlsSession(std::shared_ptr<const TlsContext> context, bool client,

@@ -1,5 +1,6 @@
 #include "rpc/internal/client/subchannel.h"
 
+#include <errno.h>
 #include <nghttp2/nghttp2.h>
 
 #include <algorithm>
@@ -334,6 +335,24 @@ void Subchannel::CountDisconnection(ClientSession* connection) {
     goaway_codes_.erase(goaway);
   } else if (orphaned_) {
     reason = kSubchannelShutdown;
+  } else if (connection->close_cause() ==
+             ClientSession::CloseCause::kKeepaliveTimeout) {
+    reason = kConnectionTimedOut;
+  } else if (connection->close_cause() ==
+             ClientSession::CloseCause::kSocketError) {
+    switch (connection->close_error_number()) {
+      case ECONNRESET:
+        reason = kConnectionReset;
+        break;
+      case ETIMEDOUT:
+        reason = kConnectionTimedOut;
+        break;
+      case ECONNABORTED:
+        reason = kConnectionAborted;
+        break;
+      default:
+        reason = kSocketError;
+    }
   }
   ClientMetricShard* metrics = host_->metric_shard();
   // Only an established connection disconnects; one that never completed
