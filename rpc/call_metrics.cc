@@ -151,6 +151,7 @@ CallMetricsSnapshot CallMetrics::Snapshot() const {
   std::map<MethodKey, uint64_t> client_started;
   std::map<SeriesKey, CallMetricsSnapshot::ClientSeries> client;
   std::map<MethodKey, CallMetricsSnapshot::ClientRetries> client_retries;
+  std::map<std::pair<std::string, std::string>, uint64_t> backends;
   std::map<std::string, uint64_t> server_started;
   std::map<std::pair<std::string, int>, CallMetricsSnapshot::ServerSeries>
       server;
@@ -176,6 +177,11 @@ CallMetricsSnapshot CallMetrics::Snapshot() const {
           totals.disconnections[reason] += stats.disconnections[reason].Read();
         }
       }
+      entry.shard->backends().ForEach(
+          [&](absl::string_view address, const internal::BackendStats& stats) {
+            const uint64_t picks = stats.picks.Read();
+            if (picks > 0) backends[{target, std::string(address)}] += picks;
+          });
       entry.shard->methods().ForEach(
           [&](absl::string_view method, const ClientMethodStats& stats) {
             const uint64_t started = stats.attempts_started.Read();
@@ -289,6 +295,9 @@ CallMetricsSnapshot CallMetrics::Snapshot() const {
     // The two counts are read one after the other: a connection opened and
     // closed in between may show as ended only.
     out.open = totals.succeeded > ended ? totals.succeeded - ended : 0;
+  }
+  for (const auto& [key, picks] : backends) {
+    snapshot.client_backends.push_back({key.first, key.second, picks});
   }
   snapshot.server_connections = std::move(server_connections);
   return snapshot;

@@ -119,6 +119,16 @@ struct CallMetricsSnapshot {
     uint64_t memory_quota_used = 0;
   };
 
+  // The calls a channel target's load-balancing policy sent to each
+  // backend address (h2rpc.client.lb.picks, labelled grpc.target and
+  // h2rpc.backend); at most 1,000 addresses per channel, the rest
+  // "other".
+  struct ClientBackend {
+    std::string target;
+    std::string address;
+    uint64_t picks = 0;
+  };
+
   // Sorted by target, method, code; only what was recorded.
   std::vector<ClientStarted> client_started;
   std::vector<ClientSeries> client;
@@ -127,6 +137,8 @@ struct CallMetricsSnapshot {
   std::vector<ServerSeries> server;
   // Sorted by target; targets that made a connection attempt.
   std::vector<ClientConnections> client_connections;
+  // Sorted by target and address; addresses picked at least once.
+  std::vector<ClientBackend> client_backends;
   ServerConnections server_connections;
 };
 

@@ -231,14 +231,23 @@ struct ConnectionStats {
   std::array<OwnedCounter, kDisconnectReasons> disconnections;
 };
 
-// A channel's shard: its target (as recorded) and its methods.
+// The calls a channel's load-balancing policy sent to one backend address.
+struct BackendStats {
+  OwnedCounter picks;
+};
+// Backend addresses recorded per channel; later ones count as "other".
+inline constexpr size_t kMaxBackends = 1000;
+
+// A channel's shard: its target (as recorded), its methods, its
+// connections and its backends.
 class ClientMetricShard {
  public:
   ClientMetricShard(std::string target, size_t max_methods,
                     bool record_generic_methods)
       : target_(std::move(target)),
         record_generic_methods_(record_generic_methods),
-        methods_(max_methods) {}
+        methods_(max_methods),
+        backends_(kMaxBackends) {}
   const std::string& target() const { return target_; }
   // CallMetrics::Options::record_generic_methods.
   bool record_generic_methods() const { return record_generic_methods_; }
@@ -246,12 +255,16 @@ class ClientMetricShard {
   const MethodTable<ClientMethodStats>& methods() const { return methods_; }
   ConnectionStats& connections() { return connections_; }
   const ConnectionStats& connections() const { return connections_; }
+  // By address ("127.0.0.1:50051"), written by the channel's loop thread.
+  MethodTable<BackendStats>& backends() { return backends_; }
+  const MethodTable<BackendStats>& backends() const { return backends_; }
 
  private:
   const std::string target_;
   const bool record_generic_methods_;
   MethodTable<ClientMethodStats> methods_;
   ConnectionStats connections_;
+  MethodTable<BackendStats> backends_;
 };
 
 // A server loop's shard: its methods, and its connections' events, which

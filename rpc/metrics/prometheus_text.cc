@@ -217,6 +217,15 @@ void AppendPrometheusText(const CallMetricsSnapshot& snapshot,
                     "Number of open connections.", snapshot.client_connections,
                     &Snapshot::ClientConnections::open, target_label, out,
                     "gauge");
+  AppendValueMetric(
+      "h2rpc_client_lb_picks_total",
+      "Number of calls the load-balancing policy sent to each backend.",
+      snapshot.client_backends, &Snapshot::ClientBackend::picks,
+      [](const Snapshot::ClientBackend& backend) {
+        return std::vector<Label>{{"grpc_target", backend.target},
+                                  {"h2rpc_backend", backend.address}};
+      },
+      out);
 
   AppendValueMetric(
       "grpc_server_call_started_total",

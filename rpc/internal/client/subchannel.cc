@@ -27,6 +27,9 @@ Subchannel::Subchannel(transport::io::EventLoop* loop, Host* host,
               ? nullptr
               : std::make_unique<HealthWatch>(
                     health, static_cast<HealthWatch::Listener*>(this))) {
+  if (ClientMetricShard* metrics = host_->metric_shard()) {
+    picks_ = &metrics->backends().For(address_.ToString()).picks;
+  }
   if (ChannelzNode* channel = host_->channelz_node()) {
     channelz_node_ =
         channel->registry().AddSubchannel(*channel, address_.ToString());
@@ -50,6 +53,7 @@ void Subchannel::RequestConnection() {
 }
 
 void Subchannel::StartCall(transport::http2::ClientStream* stream) {
+  if (picks_ != nullptr) picks_->Add(1);
   connection_->session().StartCall(stream);
 }
 

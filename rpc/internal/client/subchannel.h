@@ -151,6 +151,9 @@ class Subchannel final : public LbSubchannel,
   transport::io::EventLoop* const loop_;
   Host* const host_;
   const transport::io::SocketAddress address_;
+  // CallMetrics: the calls the policy picked this address for; null
+  // without metrics.
+  OwnedCounter* picks_ = nullptr;
   // channelz: the subchannel's entry and its call counts, written by its
   // connections' sessions; the entries of its open connections, each
   // destroyed with its connection. Empty without channelz. Declared before
