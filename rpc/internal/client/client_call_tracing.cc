@@ -14,17 +14,7 @@ void ClientCallTracing::StartCall(Tracer* tracer, const ClientContext& context,
   next_transparent_ = false;
   if (tracer == nullptr) return;
   const TraceContext& parent = context.trace_parent();
-  if (parent.valid()) {
-    call_.trace_id = parent.trace_id;
-    call_.flags = parent.flags;
-  } else {
-    call_.trace_id = NewTraceId();
-    call_.flags = SampledByRatio(call_.trace_id,
-                                 tracer->options().sampling_probability)
-                      ? kSampledFlag
-                      : 0;
-  }
-  call_.span_id = NewSpanId();
+  call_ = NewSpanContext(parent, tracer->options().sampling_probability);
   trace_state_ = parent.valid() && ValidTracestate(context.trace_state())
                      ? absl::string_view(context.trace_state())
                      : absl::string_view();

@@ -30,18 +30,8 @@ void ServerCallTracing::Start(Tracer* tracer,
     const absl::optional<absl::string_view> state = metadata.Get("tracestate");
     if (state.has_value() && ValidTracestate(*state)) trace_state = *state;
   }
-  TraceContext span;
-  if (has_parent) {
-    span.trace_id = parent.trace_id;
-    span.flags = parent.flags;
-  } else {
-    span.trace_id = NewTraceId();
-    span.flags = SampledByRatio(span.trace_id,
-                                tracer->options().sampling_probability)
-                     ? kSampledFlag
-                     : 0;
-  }
-  span.span_id = NewSpanId();
+  const TraceContext span =
+      NewSpanContext(parent, tracer->options().sampling_probability);
   ServerContextAccess::SetTrace(context, span, trace_state);
   if (!span.sampled()) return;
   tracer_ = tracer;

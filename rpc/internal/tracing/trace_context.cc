@@ -174,6 +174,19 @@ bool ValidTracestate(absl::string_view value) {
 TraceId NewTraceId() { return RandomNonZero<16>(); }
 SpanId NewSpanId() { return RandomNonZero<8>(); }
 
+TraceContext NewSpanContext(const TraceContext& parent, double probability) {
+  TraceContext span;
+  if (parent.valid()) {
+    span.trace_id = parent.trace_id;
+    span.flags = parent.flags;
+  } else {
+    span.trace_id = NewTraceId();
+    span.flags = SampledByRatio(span.trace_id, probability) ? kSampledFlag : 0;
+  }
+  span.span_id = NewSpanId();
+  return span;
+}
+
 bool SampledByRatio(const TraceId& trace_id, double probability) {
   if (probability >= 1) return true;
   if (!(probability > 0)) return false;

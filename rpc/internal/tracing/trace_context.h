@@ -46,6 +46,11 @@ bool ValidTracestate(absl::string_view value);
 TraceId NewTraceId();
 SpanId NewSpanId();
 
+// A new span's identity (its span id new): in `parent`'s trace, sampled as
+// it is, when `parent` is valid (OpenTelemetry's ParentBased); otherwise
+// in a new trace, sampled with `probability` (SampledByRatio).
+TraceContext NewSpanContext(const TraceContext& parent, double probability);
+
 // OpenTelemetry's TraceIdRatioBased decision: sampled when the trace id's
 // last 8 bytes, as a big-endian number with its top bit cleared, are below
 // `probability` x 2^63, so every process decides a trace alike.
