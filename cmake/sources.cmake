@@ -6,6 +6,7 @@
 set(H2RPC_LIBRARY_SOURCES
   base/compression_algorithm.cc
   base/compression_algorithm.h
+  base/connection_events.h
   base/metadata.cc
   base/metadata.h
   base/mutex.h
@@ -241,6 +242,7 @@ set(H2RPC_LIBRARY_COPIED_PROTOS
 )
 set(H2RPC_PUBLIC_HEADERS
   base/compression_algorithm.h
+  base/connection_events.h
   base/metadata.h
   base/mutex.h
   base/owned_counter.h
