@@ -302,6 +302,14 @@ TEST_F(TracingTest, RetriesAreAttemptSpansOfOneCall) {
   }
   EXPECT_EQ(attempts[0]->status_message, "UNAVAILABLE, try again");
   EXPECT_EQ(sent->status, SpanData::StatusCode::kOk);
+  // The server's spans carry the handler's status too.
+  EXPECT_EQ(std::count_if(served.begin(), served.end(),
+                          [](const SpanData* s) {
+                            return s->status == SpanData::StatusCode::kError &&
+                                   s->status_message ==
+                                       "UNAVAILABLE, try again";
+                          }),
+            2);
 }
 
 // The whole path: each side exports over OTLP/gRPC

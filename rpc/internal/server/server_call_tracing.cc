@@ -60,14 +60,13 @@ void ServerCallTracing::OnSend(size_t bytes) {
   span_.events.push_back(MessageEvent("Outbound message", sent_++, bytes));
 }
 
-void ServerCallTracing::End(const transport::http2::ServerStream& stream) {
+void ServerCallTracing::End(const transport::http2::ServerStream& stream,
+                            const Status& status) {
   if (tracer_ == nullptr) return;
-  // A stream not ended yet is ended by its release, with UNKNOWN; the
-  // stream keeps the code it ended with, not its message.
-  const StatusCode code = stream.finished() || stream.cancelled()
-                              ? stream.end_code()
-                              : StatusCode::kUnknown;
-  SetSpanStatus(Status(code, ""), &span_);
+  SetSpanStatus(stream.finished() || stream.cancelled()
+                    ? status
+                    : Status(StatusCode::kUnknown, "the call was not finished"),
+                &span_);
   span_.end = absl::Now();
   TracerAccess::Submit(*tracer_, std::move(span_));
   tracer_ = nullptr;

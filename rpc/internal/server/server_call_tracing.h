@@ -15,7 +15,7 @@ namespace h2rpc::internal {
 // <method>": the child of the span the request's traceparent names (the
 // client's attempt), or the root of a new trace when it names none or is
 // malformed. It starts when the call is dispatched and ends when the call
-// releases its stream, with the status the stream ended with. Part of a
+// releases its stream, with the call's status. Part of a
 // pooled call object; loop thread. Without a tracer each step is one
 // branch; an unsampled call parses the header and draws a span id, and
 // allocates nothing.
@@ -28,8 +28,9 @@ class ServerCallTracing {
   // A message of `bytes` (serialized, uncompressed) was received or sent.
   void OnReceive(size_t bytes);
   void OnSend(size_t bytes);
-  // Before the call releases `stream`.
-  void End(const transport::http2::ServerStream& stream);
+  // Before the call releases `stream`, with the status the call ended with
+  // (a stream not ended yet is ended by its release, with UNKNOWN).
+  void End(const transport::http2::ServerStream& stream, const Status& status);
 
  private:
   Tracer* tracer_ = nullptr;  // set while a sampled span is open

@@ -250,13 +250,15 @@ void ServerStreamCall::RunDone() {
     return;
   }
   if (handler_started_) reactor_->OnDone();
-  interception_.Finish(stream_->cancelled() ? Status(StatusCode::kCancelled,
-                                                     "the call was cancelled")
-                                            : final_status_);
+  const Status status =
+      stream_->cancelled()
+          ? Status(StatusCode::kCancelled, "the call was cancelled")
+          : final_status_;
+  interception_.Finish(status);
   transport::http2::ServerStream* stream = stream_;
   stream_ = nullptr;
   metrics_.End(*stream);
-  tracing_.End(*stream);
+  tracing_.End(*stream, status);
   ServerContextAccess::Reset(&context_);
   stream->Release();
   if (cancel_gate_.Close()) Recycle();

@@ -45,11 +45,11 @@ Status UnaryServerCall::OnMessage(absl::string_view message, bool compressed) {
 
 void UnaryServerCall::OnHalfClose() {
   if (!got_request_) {
-    stream_->Finish(Status(StatusCode::kInternal,
-                           "the client sent no request message for a unary "
-                           "method"),
-                    nullptr);
-    End();
+    const Status status(StatusCode::kInternal,
+                        "the client sent no request message for a unary "
+                        "method");
+    stream_->Finish(status, nullptr);
+    End(status);
     return;
   }
   const Status intercepted = interception_.Start(
@@ -58,7 +58,7 @@ void UnaryServerCall::OnHalfClose() {
     stream_->Finish(intercepted,
                     &ServerContextAccess::TrailingMetadata(&context_));
     interception_.Finish(intercepted);
-    End();
+    End(intercepted);
     return;
   }
   interception_.Receive(request_bytes_);
@@ -117,17 +117,17 @@ void UnaryServerCall::OnCancel() {
   ServerContextAccess::MarkCancelled(&context_);
   // While the handler runs, its completion cleans up.
   if (handler_running_) return;
-  interception_.Finish(
-      Status(StatusCode::kCancelled, "the call was cancelled"));
-  End();
+  const Status cancelled(StatusCode::kCancelled, "the call was cancelled");
+  interception_.Finish(cancelled);
+  End(cancelled);
 }
 
 void UnaryServerCall::Run() {
   handler_running_ = false;
   if (stream_->cancelled()) {
-    interception_.Finish(
-        Status(StatusCode::kCancelled, "the call was cancelled"));
-    End();
+    const Status cancelled(StatusCode::kCancelled, "the call was cancelled");
+    interception_.Finish(cancelled);
+    End(cancelled);
     return;
   }
   Status status = std::move(handler_status_);
@@ -153,14 +153,14 @@ void UnaryServerCall::Run() {
   }
   stream_->Finish(status, &ServerContextAccess::TrailingMetadata(&context_));
   interception_.Finish(status);
-  End();
+  End(status);
 }
 
-void UnaryServerCall::End() {
+void UnaryServerCall::End(const Status& status) {
   transport::http2::ServerStream* stream = stream_;
   stream_ = nullptr;
   metrics_.End(*stream);
-  tracing_.End(*stream);
+  tracing_.End(*stream, status);
   ServerContextAccess::Reset(&context_);
   // Frees the messages (and whatever outgrew the first block) now rather
   // than when the pooled call is next used; keeps the first block.

@@ -92,9 +92,10 @@ class UnaryServerCall final : public transport::http2::ServerStream::Observer,
 
   void RunHandler();
   void RunCancel();
-  // The call is over: releases the stream; recycles the object unless a
-  // cancel task still holds it.
-  void End();
+  // The call is over, with `status` (what its interceptors and span see):
+  // releases the stream; recycles the object unless a cancel task still
+  // holds it.
+  void End(const Status& status);
   // Back to the loop's pool; the server's count of live calls drops.
   void Recycle();
 
