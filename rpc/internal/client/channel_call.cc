@@ -11,11 +11,12 @@ transport::io::EventLoop* ChannelCall::loop() const { return &core_->loop(); }
 
 Status ChannelCall::Describe(ClientContext* context, absl::string_view method,
                              bool generic) {
-  metrics_.StartCall(core_->metric_shard(), generic);
+  const ChannelCallSettings& settings = core_->call_settings();
+  metrics_.StartCall(settings.metric_shard, generic);
   transport::CallDescription& call = stream_.description;
   call.method_path = method_path_.Set(method);
   call.traceparent = call.tracestate = absl::string_view();
-  tracing_.StartCall(core_->tracer(), *context, call.method_path);
+  tracing_.StartCall(settings.tracer, *context, call.method_path);
   context_ = context;
   if (!core_->interceptors().empty()) {
     Status status = StartInterceptors(context);
@@ -34,7 +35,7 @@ Status ChannelCall::Describe(ClientContext* context, absl::string_view method,
                                    ? nullptr
                                    : service_config.FindMethodConfig(method);
   wait_for_ready_ = context->wait_for_ready();
-  max_send_size_ = core_->call_settings().max_send_message_size;
+  max_send_size_ = settings.max_send_message_size;
   stream_.max_receive_message_size = 0;  // the connection's
   stream_.description.previous_attempts = 0;
   retry_policy_ = nullptr;
@@ -66,10 +67,10 @@ Status ChannelCall::Describe(ClientContext* context, absl::string_view method,
   call.authority = context->authority().empty() ? core_->default_authority()
                                                 : context->authority();
   call.scheme = core_->scheme();
-  call.user_agent = core_->call_settings().user_agent;
+  call.user_agent = settings.user_agent;
   call.deadline = deadline;
   send_compression_ = context->compression_algorithm().value_or(
-      core_->call_settings().default_compression);
+      settings.default_compression);
   call.send_encoding = CompressionAlgorithmName(send_compression_);
   call.metadata = &context->send_metadata();
   return Status();
@@ -198,7 +199,8 @@ void ChannelCall::ReportResult(const Status& status, const Metadata& trailing) {
   EndAttempt(status);
   metrics_.EndCall(status.code(), stream_.description.method_path);
   tracing_.EndCall(status);
-  if (transport::http2::CallCounts* calls = core_->channelz_calls()) {
+  if (transport::http2::CallCounts* calls =
+          core_->call_settings().channelz_calls) {
     CountChannelzStart();
     channelz_started_ = false;
     (status.ok() ? calls->succeeded : calls->failed).Add(1);
@@ -206,7 +208,7 @@ void ChannelCall::ReportResult(const Status& status, const Metadata& trailing) {
 }
 
 void ChannelCall::CountChannelzStart() {
-  transport::http2::CallCounts* calls = core_->channelz_calls();
+  transport::http2::CallCounts* calls = core_->call_settings().channelz_calls;
   if (calls == nullptr || channelz_started_) return;
   channelz_started_ = true;
   calls->started.Add(1);
@@ -220,7 +222,7 @@ void ChannelCall::EndRefusedAttempt() {
 void ChannelCall::ReportUnstartedResult(const Status& status) {
   FinishInterceptors(status, Metadata());
   tracing_.EndCall(status);
-  if (metrics_.on() || core_->channelz_calls() != nullptr) {
+  if (metrics_.on() || core_->call_settings().channelz_calls != nullptr) {
     core_->RecordUnstartedCall(&metrics_, stream_.description.method_path,
                                status.code());
   }

@@ -37,6 +37,13 @@ struct ChannelCallSettings {
   size_t stream_write_buffer = 0;
   // ChannelOptions::per_rpc_retry_buffer_size. Bytes.
   size_t per_rpc_retry_buffer_size = 0;
+  // What records the calls, each null when off: where the loop thread
+  // records CallMetrics (ChannelOptions::metrics), the Tracer
+  // (ChannelOptions::tracer), where the loop thread counts the calls for
+  // channelz (ChannelOptions::channelz).
+  ClientMetricShard* metric_shard = nullptr;
+  Tracer* tracer = nullptr;
+  transport::http2::CallCounts* channelz_calls = nullptr;
 };
 
 // What a channel's calls (ChannelCall and its subclasses) need of the
@@ -56,14 +63,6 @@ class ChannelCallHost {
   virtual const ServiceConfig& service_config() const = 0;
   // ChannelOptions::enable_retries.
   virtual bool retries_enabled() const = 0;
-  // Where the loop thread records CallMetrics; null when the channel
-  // records none. Fixed when the channel is made.
-  virtual ClientMetricShard* metric_shard() const = 0;
-  // The channel's Tracer (ChannelOptions::tracer); null without tracing.
-  virtual Tracer* tracer() const = 0;
-  // Where the loop thread counts the channel's calls for channelz; null
-  // without channelz. Fixed when the channel is made.
-  virtual transport::http2::CallCounts* channelz_calls() const = 0;
   // Any thread: records a call to `method` that failed with `code` before
   // it reached the loop, in CallMetrics (`metrics`, if on:
   // ClientCallMetrics::EndCallOffLoop) and channelz.

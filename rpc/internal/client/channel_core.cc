@@ -175,9 +175,11 @@ ChannelCore::ChannelCore(absl::string_view target,
   if (options_.channelz != nullptr) {
     channelz_node_ =
         ChannelzAccess::Registry(*options_.channelz).AddChannel(target_);
-    channelz_calls_ = channelz_node_->NewCallCounts();
+    settings_.channelz_calls = channelz_node_->NewCallCounts();
     channelz_unstarted_calls_ = channelz_node_->NewCallCounts();
   }
+  settings_.metric_shard = metric_shard_;
+  settings_.tracer = options_.tracer.get();
   // A channel that can never connect has nothing to poll for.
   if (channel_error_.ok()) {
     loop_.set_busy_poll(absl::Microseconds(options_.busy_poll_us));

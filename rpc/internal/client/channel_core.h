@@ -114,11 +114,7 @@ class ChannelCore final : public ChannelCallHost,
     return service_config_;
   }
   bool retries_enabled() const override { return options_.enable_retries; }
-  ClientMetricShard* metric_shard() const override { return metric_shard_; }
-  transport::http2::CallCounts* channelz_calls() const override {
-    return channelz_calls_;
-  }
-  Tracer* tracer() const override { return options_.tracer.get(); }
+
   void RecordUnstartedCall(ClientCallMetrics* metrics, absl::string_view method,
                            StatusCode code) override;
   transport::io::EventLoop& loop() override { return loop_; }
@@ -267,15 +263,16 @@ class ChannelCore final : public ChannelCallHost,
   void OnTooManyPings(const std::string& peer) override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
   void OnSubchannelDone(Subchannel* subchannel) override;
+  ClientMetricShard* metric_shard() const override { return metric_shard_; }
   ChannelzNode* channelz_node() const override { return channelz_node_.get(); }
 
   const std::string target_;
   const ChannelOptions options_;
-  // channelz (options_.channelz): the channel's entry, and its call counts
-  // written by the loop thread and, under unstarted_metrics_mu_, by the
-  // threads whose calls fail before reaching the loop. Null without it.
+  // channelz (options_.channelz): the channel's entry, whose call counts
+  // the loop thread writes (settings_.channelz_calls) and, under
+  // unstarted_metrics_mu_, the threads whose calls fail before reaching the
+  // loop (channelz_unstarted_calls_). Null without it.
   std::unique_ptr<ChannelzNode> channelz_node_;
-  transport::http2::CallCounts* channelz_calls_ = nullptr;
   // The target, parsed; invalid: channel_error_ says why.
   ParsedTarget parsed_target_;
   // ChannelOptions::service_config, parsed.
@@ -297,7 +294,8 @@ class ChannelCore final : public ChannelCallHost,
   std::string tls_server_name_;
   std::string default_authority_;
   absl::string_view scheme_ = "http";
-  const ChannelCallSettings settings_;
+  // Set by the constructor, then fixed.
+  ChannelCallSettings settings_;
   std::vector<ClientInterceptor*> interceptors_;  // held by options_
   const std::shared_ptr<transport::io::Resolver> resolver_;
   transport::io::EventLoop loop_;
