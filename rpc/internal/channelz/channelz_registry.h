@@ -234,8 +234,8 @@ class ChannelzRegistry {
   transport::http2::CallCounts* NewCallCounts(ChannelzNode* node);
   void SetTls(ChannelzNode* node, ChannelzTlsData tls);
 
-  // Readers' helpers, under mu_; `now_wall` and `now_monotonic` convert the
-  // loops' monotonic times to wall-clock ones.
+  // Readers' helpers, under mu_; `clocks` converts the loops' monotonic
+  // times to wall-clock ones.
   struct Clocks;
   ChannelzRef RefOf(int64_t id, const Entry& entry) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
