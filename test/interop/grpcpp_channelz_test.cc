@@ -143,13 +143,17 @@ class GrpcppChannelzTest : public ::testing::Test {
     return sockets;
   }
 
-  channelz::Socket GetSocket(int64_t id) {
+  // The socket `id` of the interop server's channelz, or of `stub`'s.
+  channelz::Socket GetSocket(int64_t id,
+                             channelz::Channelz::Stub* stub = nullptr) {
     grpc::ClientContext context;
     SetDeadline(&context);
     channelz::GetSocketRequest request;
     request.set_socket_id(id);
     channelz::GetSocketResponse response;
-    const grpc::Status status = stub_->GetSocket(&context, request, &response);
+    const grpc::Status status =
+        (stub != nullptr ? stub : stub_.get())
+            ->GetSocket(&context, request, &response);
     EXPECT_TRUE(status.ok()) << status.error_message();
     return response.socket();
   }
@@ -234,6 +238,74 @@ TEST_F(GrpcppChannelzTest, ShowsTheServerItsSocketsAndTheirCountsUnderLoad) {
   const channelz::ServerData data = OnlyServer().data();
   EXPECT_GE(data.calls_succeeded(), ok_calls);
   EXPECT_EQ(data.calls_failed(), 0);
+}
+
+// h2rpc_proxy --admin between gRPC C++ clients and the interop server: its
+// channelz shows its channel to the target, the subchannel and the
+// connection its forwarded calls went over.
+TEST_F(GrpcppChannelzTest, AProxysChannelItsSubchannelAndItsConnection) {
+  const char* path = std::getenv("H2RPC_PROXY");
+  ASSERT_NE(path, nullptr) << "H2RPC_PROXY is not set";
+  InteropServerProcess proxy;
+  std::string error;
+  ASSERT_TRUE(proxy.Start(path,
+                          {"--listen=127.0.0.1:0",
+                           absl::StrCat("--target=127.0.0.1:", server_.port()),
+                           "--admin"},
+                          kHangTimeout, &error))
+      << error;
+  auto test_stub =
+      grpc::testing::TestService::NewStub(NewChannel(proxy.port(), 0));
+  constexpr int kCalls = 20;
+  for (int i = 0; i < kCalls; ++i) {
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    grpc::testing::Empty empty;
+    ASSERT_TRUE(test_stub->EmptyCall(&context, empty, &empty).ok());
+  }
+  auto channelz = channelz::Channelz::NewStub(NewChannel(proxy.port(), 1));
+
+  grpc::ClientContext channels_context;
+  SetDeadline(&channels_context);
+  channelz::GetTopChannelsResponse channels;
+  ASSERT_TRUE(channelz
+                  ->GetTopChannels(&channels_context,
+                                   channelz::GetTopChannelsRequest(), &channels)
+                  .ok());
+  ASSERT_EQ(channels.channel_size(), 1);
+  const channelz::Channel& channel = channels.channel(0);
+  EXPECT_EQ(channel.data().target(),
+            absl::StrCat("127.0.0.1:", server_.port()));
+  EXPECT_EQ(channel.data().state().state(),
+            channelz::ChannelConnectivityState::READY);
+  EXPECT_EQ(channel.data().calls_started(), kCalls);
+  EXPECT_EQ(channel.data().calls_succeeded(), kCalls);
+  ASSERT_EQ(channel.subchannel_ref_size(), 1);
+
+  grpc::ClientContext subchannel_context;
+  SetDeadline(&subchannel_context);
+  channelz::GetSubchannelRequest subchannel_request;
+  subchannel_request.set_subchannel_id(channel.subchannel_ref(0).subchannel_id());
+  channelz::GetSubchannelResponse subchannel;
+  ASSERT_TRUE(channelz
+                  ->GetSubchannel(&subchannel_context, subchannel_request,
+                                  &subchannel)
+                  .ok());
+  EXPECT_EQ(subchannel.subchannel().data().state().state(),
+            channelz::ChannelConnectivityState::READY);
+  EXPECT_EQ(subchannel.subchannel().data().calls_started(), kCalls);
+  ASSERT_EQ(subchannel.subchannel().socket_ref_size(), 1);
+
+  const channelz::Socket socket = GetSocket(
+      subchannel.subchannel().socket_ref(0).socket_id(), channelz.get());
+  ASSERT_TRUE(socket.remote().has_tcpip_address());
+  EXPECT_EQ(socket.remote().tcpip_address().port(), server_.port());
+  EXPECT_EQ(socket.remote_name(), absl::StrCat("127.0.0.1:", server_.port()));
+  EXPECT_EQ(socket.data().streams_started(), kCalls);
+  EXPECT_EQ(socket.data().streams_succeeded(), kCalls);
+  EXPECT_EQ(socket.data().messages_sent(), kCalls);
+  EXPECT_EQ(socket.data().messages_received(), kCalls);
+  EXPECT_TRUE(socket.data().has_last_local_stream_created_timestamp());
 }
 
 TEST_F(GrpcppChannelzTest, UnknownIdsAreNotFoundAndAServerHasNoChannels) {

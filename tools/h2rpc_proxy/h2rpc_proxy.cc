@@ -3,7 +3,9 @@
 // target (any gRPC target: "host:port", "dns:///name:port",
 // "ipv4:a:p,b:p" with --lb_policy=round_robin, "unix:/path"), with the
 // client's deadline, cancellation, metadata and compression, and the
-// target's metadata, messages and status back (see forwarder.h).
+// target's metadata, messages and status back (see forwarder.h). With
+// --admin it answers the admin services itself (AdminServices: channelz,
+// health, reflection) and forwards the rest.
 //
 //   h2rpc_proxy --listen=127.0.0.1:8080 --target=127.0.0.1:50051
 //
@@ -32,6 +34,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "rpc/admin_services.h"
 #include "rpc/call_metrics.h"
 #include "rpc/channel.h"
 #include "rpc/credentials.h"
@@ -72,6 +75,11 @@ ABSL_FLAG(int, metrics_port, -1,
           "received and those made to the target, by method) for "
           "Prometheus at http://127.0.0.1:PORT/metrics (0: a free port, "
           "printed as \"metrics on port N\"); -1: none.");
+ABSL_FLAG(bool, admin, false,
+          "Answer the admin services itself instead of forwarding them: "
+          "channelz (showing the proxy's listening sockets, its clients' "
+          "connections, and its channels to the target with their "
+          "subchannels and connections), health (SERVING) and reflection.");
 ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(5),
           "How long calls in flight may go on after SIGTERM.");
 
@@ -169,9 +177,16 @@ int Run() {
 
   std::shared_ptr<ChannelCredentials> channel_credentials =
       InsecureChannelCredentials();
+  // Outlives the server; null without --admin.
+  std::unique_ptr<AdminServices> admin;
+  if (absl::GetFlag(FLAGS_admin)) {
+    admin = std::make_unique<AdminServices>();
+    admin->health().SetServingStatus("", true);
+  }
   ChannelOptions channel_options;
   channel_options.lb_policy = lb_policy;
   channel_options.metrics = metrics;
+  if (admin != nullptr) channel_options.channelz = admin->channelz();
   if (absl::GetFlag(FLAGS_target_tls)) {
     SslCredentialsOptions tls;
     if (!absl::GetFlag(FLAGS_target_ca_file).empty() &&
@@ -210,6 +225,7 @@ int Run() {
     builder.AddListeningPort(listen[i], server_credentials, &ports[i]);
   }
   forwarder.AddTo(builder);
+  if (admin != nullptr) admin->AddTo(builder);
   Status status;
   std::unique_ptr<Server> server = builder.BuildAndStart(&status);
   if (server == nullptr) {
