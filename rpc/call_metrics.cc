@@ -107,9 +107,9 @@ internal::ClientMetricShard* CallMetrics::AcquireClientShard(
     }
   }
   client_shards_.push_back(ClientEntry{
-      std::make_unique<ClientMetricShard>(std::string(recorded),
-                                          options_.max_methods,
-                                          options_.record_generic_methods),
+      std::make_unique<ClientMetricShard>(
+          std::string(recorded), options_.max_methods, options_.max_backends,
+          options_.record_generic_methods),
       true});
   return client_shards_.back().shard.get();
 }

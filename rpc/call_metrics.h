@@ -121,8 +121,8 @@ struct CallMetricsSnapshot {
 
   // The calls a channel target's load-balancing policy sent to each
   // backend address (h2rpc.client.lb.picks, labelled grpc.target and
-  // h2rpc.backend); at most 1,000 addresses per channel, the rest
-  // "other".
+  // h2rpc.backend); at most Options::max_backends addresses per channel,
+  // the rest "other".
   struct ClientBackend {
     std::string target;
     std::string address;
@@ -188,6 +188,9 @@ class CallMetrics {
     // Method names recorded per channel and per server loop, each side
     // apart; later ones are recorded as "other".
     size_t max_methods = 1000;
+    // Backend addresses whose picks are recorded per channel (the
+    // resolver's answers name them); later ones are recorded as "other".
+    size_t max_backends = 1000;
     // Called when a channel is made (on its creator's thread): false
     // records its target as "other" (A66's override for channels made to
     // many IP addresses). Null: every target as is.

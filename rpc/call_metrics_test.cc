@@ -82,7 +82,8 @@ TEST(CallMetricsTest, MethodsPastTheLimitAreRecordedAsOther) {
   CallMetrics::Options options;
   options.max_methods = 2;
   CallMetrics metrics(options);
-  ServerMetricShard* shard = CallMetricsAccess::AcquireServerShard(metrics, nullptr);
+  ServerMetricShard* shard =
+      CallMetricsAccess::AcquireServerShard(metrics, nullptr);
   for (const char* method : {"/a", "/b", "/c", "/d", "/a"}) {
     shard->methods().For(method).calls_started.Add(1);
   }
@@ -93,6 +94,25 @@ TEST(CallMetricsTest, MethodsPastTheLimitAreRecordedAsOther) {
   EXPECT_EQ(snapshot.server_started[1].method, "/b");
   EXPECT_EQ(snapshot.server_started[2].method, "other");
   EXPECT_EQ(snapshot.server_started[2].calls, 2u);
+}
+
+TEST(CallMetricsTest, BackendsPastTheLimitAreRecordedAsOther) {
+  CallMetrics::Options options;
+  options.max_backends = 2;
+  CallMetrics metrics(options);
+  ClientMetricShard* shard =
+      CallMetricsAccess::AcquireClientShard(metrics, "dns:///a:1");
+  for (const char* address : {"10.0.0.1:1", "10.0.0.2:1", "10.0.0.3:1",
+                              "10.0.0.4:1", "10.0.0.1:1"}) {
+    shard->backends().For(address).picks.Add(1);
+  }
+  const CallMetricsSnapshot snapshot = metrics.Snapshot();
+  ASSERT_EQ(snapshot.client_backends.size(), 3u);
+  EXPECT_EQ(snapshot.client_backends[0].address, "10.0.0.1:1");
+  EXPECT_EQ(snapshot.client_backends[0].picks, 2u);
+  EXPECT_EQ(snapshot.client_backends[1].address, "10.0.0.2:1");
+  EXPECT_EQ(snapshot.client_backends[2].address, "other");
+  EXPECT_EQ(snapshot.client_backends[2].picks, 2u);
 }
 
 TEST(CallMetricsTest, TargetFilterRecordsRefusedTargetsAsOther) {
@@ -132,7 +152,8 @@ TEST(CallMetricsTest, AReleasedShardIsReusedForItsTargetAndKeepsItsCounts) {
 
 TEST(CallMetricsTest, RecordingAKnownMethodAndStatusAllocatesNothing) {
   CallMetrics metrics;
-  ServerMetricShard* shard = CallMetricsAccess::AcquireServerShard(metrics, nullptr);
+  ServerMetricShard* shard =
+      CallMetricsAccess::AcquireServerShard(metrics, nullptr);
   const auto record = [&] {
     internal::ServerMethodStats& stats = shard->methods().For("/s.S/M");
     stats.calls_started.Add(1);
@@ -149,7 +170,8 @@ TEST(CallMetricsTest, RecordingAKnownMethodAndStatusAllocatesNothing) {
 
 TEST(CallMetricsTest, SnapshotsWhileTheWriterAddsMethodsSeeConsistentTables) {
   CallMetrics metrics;
-  ServerMetricShard* shard = CallMetricsAccess::AcquireServerShard(metrics, nullptr);
+  ServerMetricShard* shard =
+      CallMetricsAccess::AcquireServerShard(metrics, nullptr);
   std::thread writer([shard] {
     for (int i = 0; i < 2000; ++i) {
       internal::ServerMethodStats& stats =

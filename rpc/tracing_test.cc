@@ -279,6 +279,8 @@ TEST(TracerTest, AFailingExporterCountsItsSpansAsFailed) {
 
 TEST(TracerTest, AnExportReturningAfterExportTimeoutCountsAsFailed) {
   auto exporter = std::make_shared<FakeExporter>();
+  // A slow exporter is what is tested: its Export lasts at least 20 ms,
+  // however loaded the machine, against an export_timeout of 1 ms.
   exporter->set_hook([] { absl::SleepFor(absl::Milliseconds(20)); });
   TracerOptions options = Options(exporter);
   options.export_timeout = absl::Milliseconds(1);
@@ -308,6 +310,9 @@ TEST(TracerTest, TheDestructorExportsWhatIsQueued) {
 
 TEST(TracerTest, TheDestructorStartsNoExportAfterExportTimeout) {
   auto exporter = std::make_shared<FakeExporter>();
+  // A slow exporter is what is tested: each Export lasts at least 30 ms, so
+  // however loaded the machine, at most two start within the destructor's
+  // 50 ms (a slower machine starts fewer, never more).
   exporter->set_hook([] { absl::SleepFor(absl::Milliseconds(30)); });
   TracerOptions options = Options(exporter);
   options.max_export_batch_size = 1;
@@ -320,8 +325,8 @@ TEST(TracerTest, TheDestructorStartsNoExportAfterExportTimeout) {
     for (int i = 1; i < 20; ++i) Submit(tracer, absl::StrCat("s", i));
     exporter->Unblock();
   }
-  // Each export takes 30 ms: the 50 ms leave time for two or three, far
-  // from the 20 queued.
+  // The first batch before the destructor, at most two more within its
+  // 50 ms: far from the 20 queued.
   EXPECT_GE(exporter->spans(), 1u);
   EXPECT_LT(exporter->spans(), 10u);
 }

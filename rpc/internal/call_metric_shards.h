@@ -235,19 +235,17 @@ struct ConnectionStats {
 struct BackendStats {
   OwnedCounter picks;
 };
-// Backend addresses recorded per channel; later ones count as "other".
-inline constexpr size_t kMaxBackends = 1000;
 
 // A channel's shard: its target (as recorded), its methods, its
 // connections and its backends.
 class ClientMetricShard {
  public:
   ClientMetricShard(std::string target, size_t max_methods,
-                    bool record_generic_methods)
+                    size_t max_backends, bool record_generic_methods)
       : target_(std::move(target)),
         record_generic_methods_(record_generic_methods),
         methods_(max_methods),
-        backends_(kMaxBackends) {}
+        backends_(max_backends) {}
   const std::string& target() const { return target_; }
   // CallMetrics::Options::record_generic_methods.
   bool record_generic_methods() const { return record_generic_methods_; }

@@ -208,38 +208,35 @@ size_t PageSize(size_t max_results) {
 
 }  // namespace
 
-ChannelzPage<ChannelzChannelData> ChannelzRegistry::TopChannels(
-    int64_t start_id, size_t max_results) const {
+template <class Data, class DataOf>
+ChannelzPage<Data> ChannelzRegistry::List(ChannelzNode::Kind kind,
+                                          int64_t start_id, size_t max_results,
+                                          DataOf data_of) const {
   const Clocks clocks;
   const size_t limit = PageSize(max_results);
-  ChannelzPage<ChannelzChannelData> page;
+  ChannelzPage<Data> page;
   MutexLock lock(&mu_);
   for (auto it = entries_.lower_bound(start_id); it != entries_.end(); ++it) {
-    if (it->second.node->kind() != ChannelzNode::Kind::kChannel) continue;
+    if (it->second.node->kind() != kind) continue;
     if (page.entries.size() == limit) {
       page.end = false;
       break;
     }
-    page.entries.push_back(ChannelOf(it->first, it->second, clocks));
+    page.entries.push_back((this->*data_of)(it->first, it->second, clocks));
   }
   return page;
 }
 
+ChannelzPage<ChannelzChannelData> ChannelzRegistry::TopChannels(
+    int64_t start_id, size_t max_results) const {
+  return List<ChannelzChannelData>(ChannelzNode::Kind::kChannel, start_id,
+                                   max_results, &ChannelzRegistry::ChannelOf);
+}
+
 ChannelzPage<ChannelzServerData> ChannelzRegistry::Servers(
     int64_t start_id, size_t max_results) const {
-  const Clocks clocks;
-  const size_t limit = PageSize(max_results);
-  ChannelzPage<ChannelzServerData> page;
-  MutexLock lock(&mu_);
-  for (auto it = entries_.lower_bound(start_id); it != entries_.end(); ++it) {
-    if (it->second.node->kind() != ChannelzNode::Kind::kServer) continue;
-    if (page.entries.size() == limit) {
-      page.end = false;
-      break;
-    }
-    page.entries.push_back(ServerOf(it->first, it->second, clocks));
-  }
-  return page;
+  return List<ChannelzServerData>(ChannelzNode::Kind::kServer, start_id,
+                                  max_results, &ChannelzRegistry::ServerOf);
 }
 
 std::optional<ChannelzChannelData> ChannelzRegistry::Channel(int64_t id) const {

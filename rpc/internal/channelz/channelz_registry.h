@@ -249,6 +249,11 @@ class ChannelzRegistry {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   const Entry* Find(int64_t id, ChannelzNode::Kind kind) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A page of the entities of `kind` from `start_id`, each made by the
+  // member `data_of` (ChannelOf, ServerOf).
+  template <class Data, class DataOf>
+  ChannelzPage<Data> List(ChannelzNode::Kind kind, int64_t start_id,
+                          size_t max_results, DataOf data_of) const;
 
   mutable Mutex mu_;
   int64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
