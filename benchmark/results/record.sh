@@ -7,9 +7,10 @@
 # Topics (default: all):
 #   main_job         one run of the README's main job
 #   microbenchmarks  one run of //benchmark:core_microbenchmarks
-#   memory           //test/abuse:attack_report's idle_connections and
-#                    open_streams against h2rpc's and gRPC C++'s interop
-#                    servers, three runs each (memory.json)
+#   memory           //test/abuse:attack_report's idle_connections (2,000
+#                    and 20,000 connections) and open_streams against
+#                    h2rpc's and gRPC C++'s interop servers, three runs each
+#                    (memory.json)
 #   attacks          every other attack of //test/abuse:attack_report
 #                    against both servers, once (attacks.json;
 #                    docs/security.md's tables)
@@ -88,12 +89,17 @@ run_attacks() {
      echo 30000 >"$pids_cgroup/pids.max" 2>/dev/null; then
     confine=(bash -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$pids_cgroup")
   fi
-  for attack in "${attacks[@]}"; do
+  # An attack may carry attack_report flags: name:--flag=value.
+  local spec flags
+  for spec in "${attacks[@]}"; do
+    attack=${spec%%:*}
+    flags=()
+    [[ $spec == *:* ]] && flags=("${spec#*:}")
     for ((i = 0; i < runs; ++i)); do
       for server in h2rpc grpcpp; do
-        echo "== attack_report --server=$server --attack=$attack" >&2
+        echo "== attack_report --server=$server --attack=$attack ${flags[*]}" >&2
         lines+=("$("${confine[@]}" "$bin/test/abuse/attack_report" \
-          --server="$server" --attack="$attack" --format=json)")
+          --server="$server" --attack="$attack" "${flags[@]}" --format=json)")
       done
     done
   done
@@ -197,7 +203,8 @@ for topic in "${topics[@]}"; do
       --benchmark_out_format=json >/dev/null
   fi
   if [[ $topic == memory ]]; then
-    run_attacks "$out/memory.json" 3 idle_connections open_streams
+    run_attacks "$out/memory.json" 3 idle_connections:--connections=2000 \
+      idle_connections:--connections=20000 open_streams
   fi
   if [[ $topic == attacks ]]; then
     mapfile -t all < <("$bin/test/abuse/attack_report" --attack=list |

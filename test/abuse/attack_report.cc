@@ -29,19 +29,21 @@
 //   base_rss_mib  its VmRSS just before the attack (after one warm call),
 //              to the KiB (four decimals)
 //   after_rss_mib its VmRSS once the survival call was answered
-//   held, rss_start_mib, rss_held_mib, per_unit_kib
+//   held, wanted, rss_start_mib, rss_held_mib, per_unit_kib
 //              only from the attacks measuring memory per unit:
 //              idle_connections (per connection that completed the HTTP/2
 //              handshake) and open_streams (per FullDuplexCall stream open
 //              on one connection). held is the units open when rss_held_mib
-//              was sampled; rss_start_mib is the child's VmRSS just before
-//              the first unit was opened (for idle_connections nothing was
-//              done since base_rss_mib; open_streams has made its one
-//              connection, so its cost is left out), rss_held_mib its VmRSS
-//              with all of them held, each once it has not changed for
-//              300 ms (at most 5 s), to the KiB; per_unit_kib =
-//              (rss_held - rss_start) / held in KiB. VmRSS is the process's
-//              own memory: the kernel's socket buffers are not in it.
+//              was sampled, wanted the units the attack set out to open
+//              (--connections for idle_connections); rss_start_mib is the
+//              child's VmRSS just before the first unit was opened (for
+//              idle_connections nothing was done since base_rss_mib;
+//              open_streams has made its one connection, so its cost is left
+//              out), rss_held_mib its VmRSS with all of them held, each once it
+//              has not changed for 300 ms (at most 5 s), to the KiB;
+//              per_unit_kib = (rss_held - rss_start) / held in KiB. VmRSS is
+//              the process's own memory: the kernel's socket buffers are not in
+//              it.
 //   threads    base/most seen (the child's Threads: sampled every 5 ms)
 //   cpu_s      user + system CPU the child used during the attack
 //   wall_s     the attack's duration
@@ -104,6 +106,10 @@ ABSL_FLAG(std::string, attack, "",
           "The attack to run; --attack=list prints the names.");
 ABSL_FLAG(std::string, server_binary, "",
           "Server binary to run instead of the one --server names.");
+ABSL_FLAG(int, connections, 1000,
+          "idle_connections: the connections to hold (this process raises "
+          "its RLIMIT_NOFILE, which the server inherits, to fit them when "
+          "it may).");
 ABSL_FLAG(std::string, format, "line",
           "line: the result as one line of key=value pairs; json: as one "
           "JSON object with the same keys.");
@@ -725,6 +731,7 @@ struct AttackOutcome {
   // VmRSS just before the first unit was opened and with all of them held
   // (bytes). held < 0: not such an attack.
   int held = -1;
+  int wanted = -1;  // the units the attack set out to open
   int64_t rss_start = -1;
   int64_t rss_held = -1;
 };
@@ -2062,14 +2069,31 @@ void ServiceIdleConnections(std::vector<IdleConnection>* connections,
   }
 }
 
+// Raises this process's RLIMIT_NOFILE (soft, and hard if it may) to
+// `wanted` descriptors; children started afterwards inherit it.
+void RaiseDescriptorLimit(rlim_t wanted) {
+  rlimit files;
+  if (getrlimit(RLIMIT_NOFILE, &files) != 0 || files.rlim_cur >= wanted) {
+    return;
+  }
+  rlimit raised = files;
+  raised.rlim_cur = wanted;
+  raised.rlim_max = std::max(files.rlim_max, wanted);
+  if (setrlimit(RLIMIT_NOFILE, &raised) == 0) return;
+  raised.rlim_cur = std::min(wanted, files.rlim_max);
+  raised.rlim_max = files.rlim_max;
+  static_cast<void>(setrlimit(RLIMIT_NOFILE, &raised));
+}
+
 AttackOutcome IdleConnections(ServerProcess* server) {
-  constexpr int kWanted = 1000;
-  constexpr absl::Duration kHandshakeDeadline = absl::Seconds(30);
+  const int kWanted = std::max(1, absl::GetFlag(FLAGS_connections));
+  constexpr absl::Duration kHandshakeDeadline = absl::Seconds(60);
   // Descriptors kept free of the held connections, in this process and in
   // the child (which inherits this process's RLIMIT_NOFILE): the listener,
   // the fresh calls' connections, the child's own files.
   constexpr rlim_t kSpareDescriptors = 64;
   AttackOutcome outcome;
+  outcome.wanted = kWanted;
   int wanted = kWanted;
   rlimit files;
   if (getrlimit(RLIMIT_NOFILE, &files) == 0 &&
@@ -2172,6 +2196,7 @@ AttackOutcome IdleConnections(ServerProcess* server) {
 AttackOutcome OpenStreams(ServerProcess* server) {
   constexpr uint32_t kWanted = 100;
   AttackOutcome outcome;
+  outcome.wanted = kWanted;
   absl::optional<uint32_t> limit;
   if (!ReadStreamLimit(server->port(), &limit, &outcome)) return outcome;
   const int streams =
@@ -2248,7 +2273,8 @@ const std::vector<Attack>& Attacks() {
        "1024 streams + 400000 HEADERS unread, SETTINGS never acknowledged",
        [](ServerProcess* server) { return RefusedStreamFlood(server, false); }},
       {"idle_connections",
-       "1000 idle connections after the handshake: RSS per connection",
+       "--connections (1000) idle connections after the handshake: RSS per "
+       "connection",
        IdleConnections},
       {"open_streams",
        "100 idle FullDuplexCall streams on one connection: RSS per stream",
@@ -2326,16 +2352,11 @@ int Run(const char* argv0) {
                  server_name.c_str(), attack_name.c_str());
     return 2;
   }
-  // The attacks hold hundreds of sockets.
-  rlimit files;
-  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < 4096 &&
-      files.rlim_max > files.rlim_cur) {
-    files.rlim_cur = std::min<rlim_t>(files.rlim_max, 4096);
-    if (setrlimit(RLIMIT_NOFILE, &files) != 0) {
-      std::fprintf(stderr, "attack_report: setrlimit: %s\n",
-                   std::strerror(errno));
-    }
-  }
+  // The attacks hold hundreds of sockets; idle_connections as many as
+  // --connections asks, in this process and in the server.
+  RaiseDescriptorLimit(std::max<rlim_t>(
+      4096, static_cast<rlim_t>(std::max(0, absl::GetFlag(FLAGS_connections))) +
+                256));
 
   const std::string binary = ServerBinary(server_name, argv0);
   std::string error;
@@ -2413,6 +2434,7 @@ int Run(const char* argv0) {
     fields.insert(
         fields.end(),
         {{"held", absl::StrCat(outcome.held), ResultField::kNumber},
+         {"wanted", absl::StrCat(outcome.wanted), ResultField::kNumber},
          {"rss_start_mib", MibToKib(outcome.rss_start), ResultField::kNumber},
          {"rss_held_mib", MibToKib(outcome.rss_held), ResultField::kNumber},
          {"per_unit_kib",

@@ -256,12 +256,20 @@ def _memory_block(root, names):
     lines = [_attack_lead(document, name),
              "| measurement | " + " | ".join(SERVER_NAMES.values()) + " |",
              "| --- |" + " --- |" * len(SERVER_NAMES)]
+    # One row per attack and number of units it set out to open (older
+    # records have no "wanted": one row per attack).
+    rows = []
     for attack, what in (("idle_connections", "per idle connection"),
                          ("open_streams", "per open stream")):
+        wanted = sorted({r.get("wanted", 0) for r in document["runs"]
+                         if r["attack"] == attack}) or [0]
+        rows += [(attack, what, w) for w in wanted]
+    for attack, what, wanted in rows:
         cells = []
         for server in SERVER_NAMES:
             runs = [r for r in document["runs"]
-                    if r["attack"] == attack and r["server"] == server]
+                    if r["attack"] == attack and r["server"] == server and
+                    r.get("wanted", 0) == wanted]
             values = sorted(r["per_unit_kib"] for r in runs)
             if not values:
                 cells.append("n/a")
@@ -269,7 +277,8 @@ def _memory_block(root, names):
             held = runs[0]["held"]
             cells.append(f"{statistics.median(values):.1f} KiB "
                          f"[{values[0]:.1f}–{values[-1]:.1f}], {held} held")
-        lines.append(f"| {what} | " + " | ".join(cells) + " |")
+        label = f"{what}, {wanted:,} at once" if wanted else what
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -226,6 +226,8 @@ ClientStream* ClientSession::StreamFor(int32_t stream_id) {
 
 int ClientSession::OnBeginHeaders(const nghttp2_frame* frame) {
   ClientStream* stream = StreamFor(frame->hd.stream_id);
+  header_stream_id_ = frame->hd.stream_id;
+  header_stream_ = stream;
   if (stream != nullptr) {
     stream->block_.Release();
     stream->header_bytes_ = 0;
@@ -235,7 +237,9 @@ int ClientSession::OnBeginHeaders(const nghttp2_frame* frame) {
 
 int ClientSession::OnHeader(const nghttp2_frame* frame, nghttp2_rcbuf* name,
                             nghttp2_rcbuf* value) {
-  ClientStream* stream = StreamFor(frame->hd.stream_id);
+  ClientStream* stream = frame->hd.stream_id == header_stream_id_
+                             ? header_stream_
+                             : StreamFor(frame->hd.stream_id);
   if (stream == nullptr || stream->status_known_) return 0;
   // HPACK counts 32 bytes of overhead per field (RFC 7541 section 4.1). A
   // small frame can reference a large table entry many times, so the decoded
@@ -366,6 +370,7 @@ int ClientSession::OnDataChunk(int32_t stream_id, const uint8_t* data,
 }
 
 int ClientSession::OnStreamClose(int32_t stream_id, uint32_t error_code) {
+  if (stream_id == header_stream_id_) header_stream_ = nullptr;
   ClientStream* stream = StreamFor(stream_id);
   if (stream == nullptr) return 0;
   // Cannot fail: nghttp2 knows the stream it reports closed.

@@ -205,6 +205,11 @@ class ClientSession : public Session {
   void OnClosed(const Status& why) override;
 
   ClientStream* StreamFor(int32_t stream_id);
+  // The stream of the header block being received (set by OnBeginHeaders,
+  // forgotten when the stream closes), so that OnHeader does not look it
+  // up for every field.
+  int32_t header_stream_id_ = 0;
+  ClientStream* header_stream_ = nullptr;
   // The largest response message `stream` accepts: its own limit, at most
   // the connection's. Bytes.
   size_t ReceiveLimit(const ClientStream& stream) const;

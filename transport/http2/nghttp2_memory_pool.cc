@@ -3,6 +3,8 @@
 #include <cstring>
 #include <new>
 
+#include "absl/numeric/bits.h"
+
 namespace h2rpc::transport::http2 {
 namespace {
 
@@ -13,11 +15,10 @@ constexpr size_t kMinClass = 32;
 
 // Size class index for `size`, or -1 above the largest class.
 int ClassOf(size_t size) {
-  size_t capacity = kMinClass;
-  for (int i = 0; i < 9; ++i, capacity <<= 1) {
-    if (size <= capacity) return i;
-  }
-  return -1;
+  if (size > Nghttp2MemoryPool::kLargestClass) return -1;
+  if (size <= kMinClass) return 0;
+  // The smallest i with kMinClass << i >= size.
+  return static_cast<int>(absl::bit_width((size - 1) / kMinClass));
 }
 
 size_t ClassCapacity(int index) { return kMinClass << index; }
@@ -75,6 +76,18 @@ void Nghttp2MemoryPool::Free(void* p) {
     return;
   }
   ::operator delete(static_cast<char*>(p) - kHeader);
+}
+
+void Nghttp2MemoryPool::Trim(size_t max_cached_bytes) {
+  for (int index = kClasses - 1; index >= 0 && cached_bytes_ > max_cached_bytes;
+       --index) {
+    while (free_[index] != nullptr && cached_bytes_ > max_cached_bytes) {
+      FreeBlock* block = free_[index];
+      free_[index] = block->next;
+      cached_bytes_ -= ClassCapacity(index);
+      ::operator delete(reinterpret_cast<char*>(block) - kHeader);
+    }
+  }
 }
 
 void* Nghttp2MemoryPool::Reallocate(void* p, size_t size) {

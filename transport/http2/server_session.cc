@@ -292,8 +292,10 @@ ServerStream* ServerSession::StreamFor(int32_t stream_id) {
 }
 
 int ServerSession::OnBeginHeaders(const nghttp2_frame* frame) {
+  header_stream_id_ = frame->hd.stream_id;
+  header_stream_ = nullptr;
   if (frame->headers.cat != NGHTTP2_HCAT_REQUEST) {
-    ServerStream* stream = StreamFor(frame->hd.stream_id);
+    ServerStream* stream = header_stream_ = StreamFor(frame->hd.stream_id);
     if (stream != nullptr) {
       stream->block_.Release();
       stream->header_bytes_ = 0;
@@ -325,7 +327,7 @@ int ServerSession::OnBeginHeaders(const nghttp2_frame* frame) {
     }
     return 0;
   }
-  ServerStream* stream = NewStream();
+  ServerStream* stream = header_stream_ = NewStream();
   stream->stream_id_ = frame->hd.stream_id;
   stream->refs_ = 1;  // the transport's, until nghttp2 closes the stream
   stream->open_in_nghttp2_ = true;
@@ -351,7 +353,9 @@ int ServerSession::OnBeginHeaders(const nghttp2_frame* frame) {
 
 int ServerSession::OnHeader(const nghttp2_frame* frame, nghttp2_rcbuf* name,
                             nghttp2_rcbuf* value) {
-  ServerStream* stream = StreamFor(frame->hd.stream_id);
+  ServerStream* stream = frame->hd.stream_id == header_stream_id_
+                             ? header_stream_
+                             : StreamFor(frame->hd.stream_id);
   if (stream == nullptr) return 0;
   // HPACK counts 32 bytes of overhead per field (RFC 7541 section 4.1).
   stream->header_bytes_ +=
@@ -702,6 +706,7 @@ void ServerSession::CountStreamEnd(const ServerStream& stream,
 }
 
 int ServerSession::OnStreamClose(int32_t stream_id, uint32_t error_code) {
+  if (stream_id == header_stream_id_) header_stream_ = nullptr;
   ServerStream* stream = StreamFor(stream_id);
   if (stream == nullptr) return 0;
   // Cannot fail: nghttp2 knows the stream it reports closed.

@@ -315,6 +315,11 @@ class ServerSession : public Session {
   void OnClosed(const Status& why) override;
 
   ServerStream* StreamFor(int32_t stream_id);
+  // The stream of the header block being received (set by OnBeginHeaders,
+  // forgotten when the stream closes), so that OnHeader does not look it
+  // up for every field. Null for a refused stream.
+  int32_t header_stream_id_ = 0;
+  ServerStream* header_stream_ = nullptr;
   // A RST_STREAM arrived: takes one of the peer's reset tokens. False when
   // none is left (see kResetBurst).
   [[nodiscard]] bool TakeResetToken();

@@ -304,6 +304,9 @@ void Session::OnHandshakeDone() {
 void Session::SetIdle(bool idle) {
   idle_ = idle;
   keepalive_.SetActive(!idle);
+  // What a burst of streams left cached is returned; what one call at a time
+  // needs stays.
+  if (idle) memory_.Trim(kIdleCachedBytes);
   // A server's idle timer is lazy: it is set when the connection becomes
   // idle with no timer pending, and when it fires it checks idle_since_.
   if (!idle || !server_ || !handshake_done_ || closed() || going_away_ ||

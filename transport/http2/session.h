@@ -13,12 +13,12 @@
 #include "absl/time/time.h"
 #include "absl/types/optional.h"
 #include "base/compression_algorithm.h"
+#include "base/connection_events.h"
 #include "base/peer_identity.h"
 #include "base/status.h"
 #include "transport/core/memory_quota.h"
 #include "transport/core/message_deframer.h"
 #include "transport/http2/bdp_estimator.h"
-#include "base/connection_events.h"
 #include "transport/http2/connection_stats.h"
 #include "transport/http2/keepalive.h"
 #include "transport/http2/nghttp2_compat.h"
@@ -217,6 +217,10 @@ class Session : public io::ByteSession, private KeepalivePinger::Delegate {
   // The longest a server waits for the ACK of its shutdown PING before it
   // sends the final GOAWAY (gRPC C++'s bound).
   static constexpr absl::Duration kGoAwayPingTimeout = absl::Seconds(20);
+  // What nghttp2's freed blocks a connection keeps cached once it has no
+  // open stream: more than one call's worth at a time (about 2 KiB), far
+  // less than what a burst of streams leaves.
+  static constexpr size_t kIdleCachedBytes = 4096;
 
   // Asks the driver to take the pending output (after the Feed() in
   // progress, or at the end of this loop iteration).

@@ -303,6 +303,13 @@ void EventLoop::RunAtEndOfIteration(Task* task) {
   list.tail = task;
 }
 
+char* EventLoop::read_buffer() {
+  if (read_buffer_ == nullptr) {
+    read_buffer_ = std::make_unique<char[]>(kReadBufferSize);
+  }
+  return read_buffer_.get();
+}
+
 char* EventLoop::large_read_buffer() {
   if (large_read_buffer_ == nullptr) {
     large_read_buffer_ = std::make_unique<char[]>(kLargeReadBufferSize);

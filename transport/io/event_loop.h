@@ -172,11 +172,15 @@ class ABSL_LOCKABLE EventLoop final : public Scheduler {
   void RequestYield() { yield_requested_ = true; }
   // Loop thread only. Whether RequestYield() was called in this iteration.
   bool yield_requested() const { return yield_requested_; }
-  // Loop thread only. A read buffer of kLargeReadBufferSize bytes shared by
-  // the loop's connections, for reading the body of a large message in
-  // fewer, larger reads (SocketDriver): its contents last only until the
-  // descriptor handler using it returns. Allocated on first use, once.
+  // Loop thread only. Read buffers shared by the loop's connections
+  // (SocketDriver), so that an idle connection holds none: kReadBufferSize
+  // bytes for ordinary reads, kLargeReadBufferSize for reading the body of a
+  // large message in fewer, larger reads. Their contents last only until the
+  // descriptor handler using them returns. Each is allocated on first use,
+  // once.
+  static constexpr size_t kReadBufferSize = 32 * 1024;
   static constexpr size_t kLargeReadBufferSize = 256 * 1024;
+  char* read_buffer();
   char* large_read_buffer();
   // Loop thread only. Withdraws a RunAtEndOfIteration() request (no-op if
   // there is none): call it before destroying an object whose task may still
@@ -238,6 +242,7 @@ class ABSL_LOCKABLE EventLoop final : public Scheduler {
   // Tasks the loop thread posted while the shared queue was empty (Post()).
   TaskList own_posted_;
   bool yield_requested_ = false;               // loop thread
+  std::unique_ptr<char[]> read_buffer_;        // loop thread
   std::unique_ptr<char[]> large_read_buffer_;  // loop thread
 
   // Posted tasks: an intrusive FIFO.

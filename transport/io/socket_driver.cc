@@ -119,9 +119,10 @@ void SocketDriver::ReadAvailable() {
     // The rest of a large message is read in large chunks into the loop's
     // shared buffer: fewer reads, and fewer rounds of feeding and flushing.
     const bool large = session_->ExpectsLargeInput();
-    char* const buffer = large ? loop_->large_read_buffer() : read_buffer_;
+    char* const buffer =
+        large ? loop_->large_read_buffer() : loop_->read_buffer();
     const size_t capacity =
-        large ? EventLoop::kLargeReadBufferSize : sizeof(read_buffer_);
+        large ? EventLoop::kLargeReadBufferSize : EventLoop::kReadBufferSize;
     const ssize_t n = recv(socket_.get(), buffer, capacity, 0);
     if (n == 0) {
       read_closed_ = true;

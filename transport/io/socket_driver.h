@@ -13,17 +13,21 @@ namespace h2rpc::transport::io {
 // Moves bytes between a connected non-blocking socket and a ByteSession on
 // one EventLoop: what one read brings in is fed to the session and the
 // output that produced is sent before the next read; output requested
-// otherwise during a loop iteration leaves in one send() at its end. A read
-// takes at most 32 KiB, or, while the session expects the rest of a large
-// message (ByteSession::ExpectsLargeInput), at most 256 KiB into the loop's
-// shared buffer (EventLoop::large_read_buffer); one readiness event takes at
-// most 16 reads and 512 KiB, so one busy connection does not starve the
-// others on its loop. While the socket refuses output and the session asks
-// for it (ByteSession::PausesInputWhileOutputBlocked), the driver reads
-// nothing until the output moves again.
+// otherwise during a loop iteration leaves in one send() at its end. Reads go
+// to buffers the loop's connections share, so an idle connection holds none:
+// at most 32 KiB into EventLoop::read_buffer (about 28 unary calls of 1 KiB,
+// which kept both sides of a loaded connection busiest: 64 KiB batched too
+// much at 64 calls in flight, 16 KiB cost more sends at 120), or, while the
+// session expects the rest of a large message
+// (ByteSession::ExpectsLargeInput), at most 256 KiB into
+// EventLoop::large_read_buffer. One readiness event takes at most 16 reads
+// and 512 KiB, so one busy connection does not starve the others on its
+// loop. While the socket refuses output and the session asks for it
+// (ByteSession::PausesInputWhileOutputBlocked), the driver reads nothing
+// until the output moves again.
 //
 // Loop thread only. Allocates nothing after construction (the loop's shared
-// buffer is allocated by the loop, once). The session must
+// buffers are allocated by the loop, once). The session must
 // outlive the driver (io::SocketConnection owns both); it stops calling the
 // driver once it has called CloseWire().
 class SocketDriver final : public Wire, private FdWatcher {
@@ -70,16 +74,11 @@ class SocketDriver final : public Wire, private FdWatcher {
   bool flush_requested_ = false;
   bool started_ = false;
   bool closed_ = false;
-  int error_number_ = 0;  // of the read or write that failed
+  int error_number_ = 0;         // of the read or write that failed
   bool read_closed_ = false;     // end of file seen
   bool write_shut_ = false;      // ShutdownWrite() done
   bool output_blocked_ = false;  // send() would block: wait for EPOLLOUT
   uint32_t interest_ = 0;        // the epoll mask registered
-  // One read's worth: what a read brings in is processed and its output
-  // sent before the next read. 32 KiB (about 28 unary calls of 1 KiB) kept
-  // both sides of a loaded connection busiest: 64 KiB batched too much at 64
-  // calls in flight, 16 KiB cost more sends at 120.
-  char read_buffer_[32 * 1024];
 };
 
 }  // namespace h2rpc::transport::io
