@@ -304,16 +304,20 @@ void Session::OnHandshakeDone() {
 void Session::SetIdle(bool idle) {
   idle_ = idle;
   keepalive_.SetActive(!idle);
-  // What a burst of streams left cached is returned; what one call at a time
-  // needs stays.
-  if (idle) memory_.Trim(kIdleCachedBytes);
+  if (!idle) return;
+  idle_since_ = scheduler_->Now();
+  // The trim timer is lazy too: set when the connection becomes idle with
+  // more cached than it keeps, it checks idle_since_ when it fires.
+  if (memory_.cached_bytes() > kIdleCachedBytes && !trim_timer_.scheduled() &&
+      !closed()) {
+    scheduler_->Schedule(&trim_timer_, idle_since_ + kIdleTrimDelay);
+  }
   // A server's idle timer is lazy: it is set when the connection becomes
   // idle with no timer pending, and when it fires it checks idle_since_.
-  if (!idle || !server_ || !handshake_done_ || closed() || going_away_ ||
+  if (!server_ || !handshake_done_ || closed() || going_away_ ||
       options_.keepalive.max_connection_idle == absl::InfiniteDuration()) {
     return;
   }
-  idle_since_ = scheduler_->Now();
   if (!idle_timer_.scheduled()) {
     scheduler_->Schedule(&idle_timer_,
                          idle_since_ + options_.keepalive.max_connection_idle);
@@ -330,6 +334,17 @@ void Session::OnIdleTimer() {
     return;
   }
   GracefulShutdown();
+}
+
+void Session::OnTrimTimer() {
+  // Busy: the timer is set again when the connection next becomes idle.
+  if (!idle_ || closed()) return;
+  const io::MonotonicTime due = idle_since_ + kIdleTrimDelay;
+  if (scheduler_->Now() < due) {
+    scheduler_->Schedule(&trim_timer_, due);
+    return;
+  }
+  memory_.Trim(kIdleCachedBytes);
 }
 
 void Session::OnAgeTimer() {
@@ -420,6 +435,7 @@ int Session::OnPing(const nghttp2_frame* frame) {
 
 void Session::StopConnectionTimers() {
   scheduler_->Cancel(&idle_timer_);
+  scheduler_->Cancel(&trim_timer_);
   scheduler_->Cancel(&age_timer_);
   scheduler_->Cancel(&goaway_ping_timer_);
   keepalive_.Stop();

@@ -217,10 +217,11 @@ class Session : public io::ByteSession, private KeepalivePinger::Delegate {
   // The longest a server waits for the ACK of its shutdown PING before it
   // sends the final GOAWAY (gRPC C++'s bound).
   static constexpr absl::Duration kGoAwayPingTimeout = absl::Seconds(20);
-  // What nghttp2's freed blocks a connection keeps cached once it has no
-  // open stream: more than one call's worth at a time (about 2 KiB), far
-  // less than what a burst of streams leaves.
+  // What of nghttp2's freed blocks a connection keeps cached once it has
+  // had no open stream for kIdleTrimDelay: more than one call's worth
+  // (about 2 KiB), far less than what a burst of streams leaves.
   static constexpr size_t kIdleCachedBytes = 4096;
+  static constexpr absl::Duration kIdleTrimDelay = absl::Seconds(1);
 
   // Asks the driver to take the pending output (after the Feed() in
   // progress, or at the end of this loop iteration).
@@ -299,6 +300,8 @@ class Session : public io::ByteSession, private KeepalivePinger::Delegate {
   // Whether the peer completed its side of the HTTP/2 handshake (its
   // preface and first SETTINGS arrived).
   bool handshake_done() const { return handshake_done_; }
+  // Bytes of nghttp2's freed blocks the connection keeps for reuse.
+  size_t nghttp2_cached_bytes() const { return memory_.cached_bytes(); }
   const ConnectionOptions& options() const { return options_; }
   // options().accepted_compression (plus identity) as a
   // grpc-accept-encoding value, formatted once.
@@ -384,6 +387,8 @@ class Session : public io::ByteSession, private KeepalivePinger::Delegate {
   void OnDeadline();
   // Servers: max_connection_idle may have passed.
   void OnIdleTimer();
+  // The connection may have been idle for kIdleTrimDelay: trims the cache.
+  void OnTrimTimer();
   // Servers: max_connection_age, then the end of max_connection_age_grace.
   void OnAgeTimer();
   // Servers: the shutdown PING went unanswered.
@@ -485,6 +490,7 @@ class Session : public io::ByteSession, private KeepalivePinger::Delegate {
   nghttp2_session* session_ = nullptr;
   MemberTimer<&Session::OnDeadline> deadline_timer_{this};
   MemberTimer<&Session::OnIdleTimer> idle_timer_{this};
+  MemberTimer<&Session::OnTrimTimer> trim_timer_{this};
   MemberTimer<&Session::OnAgeTimer> age_timer_{this};
   MemberTimer<&Session::OnGoAwayPingTimer> goaway_ping_timer_{this};
   KeepalivePinger keepalive_;
@@ -495,7 +501,7 @@ class Session : public io::ByteSession, private KeepalivePinger::Delegate {
   bool server_ = false;
   bool handshake_done_ = false;
   bool idle_ = true;
-  // Servers: since when the connection has had no open stream.
+  // Since when the connection has had no open stream (while idle_).
   io::MonotonicTime idle_since_;
   // Servers: max_connection_age has passed; age_timer_ now runs the grace.
   bool age_reached_ = false;

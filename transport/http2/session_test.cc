@@ -132,6 +132,39 @@ TEST_F(SessionTest, APeerThatNeverSendsSettingsIsDroppedAtTheHandshakeTimeout) {
   EXPECT_TRUE(dispatcher_.closed);
 }
 
+TEST_F(SessionTest, WhatABurstLeftCachedIsTrimmedOnceTheConnectionStaysIdle) {
+  Handshake();
+  for (uint32_t id = 1; id <= 99; id += 2) HoldCall(id);
+  ASSERT_EQ(dispatcher_.calls.size(), 50u);
+  for (auto& call : dispatcher_.calls) call->Finish(Status());
+  Take();
+  const size_t burst = session_->nghttp2_cached_bytes();
+  EXPECT_GT(burst, Session::kIdleCachedBytes);
+  Advance(Session::kIdleTrimDelay - absl::Milliseconds(1));
+  EXPECT_EQ(session_->nghttp2_cached_bytes(), burst);
+  Advance(absl::Milliseconds(1));
+  EXPECT_LE(session_->nghttp2_cached_bytes(), Session::kIdleCachedBytes);
+}
+
+TEST_F(SessionTest, AConnectionBusyAgainBeforeTheTrimDelayKeepsItsCache) {
+  Handshake();
+  for (uint32_t id = 1; id <= 99; id += 2) HoldCall(id);
+  for (auto& call : dispatcher_.calls) call->Finish(Status());
+  Take();
+  Advance(Session::kIdleTrimDelay / 2);
+  HoldCall(101);
+  ASSERT_EQ(dispatcher_.calls.size(), 51u);
+  const size_t busy = session_->nghttp2_cached_bytes();
+  EXPECT_GT(busy, Session::kIdleCachedBytes);
+  Advance(Session::kIdleTrimDelay);
+  EXPECT_EQ(session_->nghttp2_cached_bytes(), busy);
+  // Idle again: trimmed a delay later.
+  dispatcher_.calls.back()->Finish(Status());
+  Take();
+  Advance(Session::kIdleTrimDelay);
+  EXPECT_LE(session_->nghttp2_cached_bytes(), Session::kIdleCachedBytes);
+}
+
 TEST_F(SessionTest, AProtocolErrorSendsGoAwayThenWaitsForThePeerToClose) {
   Handshake();
   HoldCall(1);
