@@ -67,6 +67,26 @@ def _pairings_block(root, names):
         groups)
 
 
+def _before_after_block(root, names):
+    """One command's repetitions before and after a change: the result files
+    before the word "after", then those after it (benchresult --before
+    --after)."""
+    if "after" not in names:
+        raise ValueError("before_after: no 'after' between the files")
+    split = names.index("after")
+    before_names, after_names = names[:split], names[split + 1:]
+    if not before_names or not after_names:
+        raise ValueError("before_after: files needed on both sides")
+    before = [load_benchmain(root, name) for name in before_names]
+    after = [load_benchmain(root, name) for name in after_names]
+    groups = lib.match_repetitions([result for result, _ in before],
+                                   [result for result, _ in after])
+    return (_provenance(after[0][1], after_names) +
+            f"Before: {', '.join(f'`{name}`' for name in before_names)}, "
+            f"from commit `{before[0][1].get('versions', {}).get('commit', '?')}`."
+            "\n\n" + text_report.before_after_table(groups))
+
+
 def _main_job_block(root, names):
     """The README's table: one row per pairing, then the ratio."""
     (result, document), = [load_benchmain(root, name) for name in names]
@@ -464,6 +484,7 @@ _GBENCH_FIELDS = frozenset({
 BLOCKS = {"pairings": _pairings_block, "main_job": _main_job_block,
           "wan": _wan_block, "proxy": _proxy_block,
           "feature_cost": _feature_cost_block,
+          "before_after": _before_after_block,
           "h2load": _h2load_block,
           "gbench": _gbench_block, "memory": _memory_block,
           "attacks": _attacks_block, "soak": _soak_block}

@@ -71,6 +71,20 @@ class RenderTest(unittest.TestCase):
             perfdoc.render(_root(),
                            "<!-- perfdoc nosuch x.json -->\n<!-- /perfdoc -->")
 
+    def test_before_after_needs_files_on_both_sides_of_after(self):
+        for files in ("perf3_before_1.json perf3_after_1.json",
+                      "perf3_before_1.json after",
+                      "after perf3_after_1.json"):
+            with self.assertRaises(ValueError, msg=files):
+                perfdoc.render(_root(), f"<!-- perfdoc before_after {files} "
+                               "-->\n<!-- /perfdoc -->")
+
+    def test_memory_rows_per_number_of_units(self):
+        text = perfdoc.render(_root(), "<!-- perfdoc memory memory.json -->\n"
+                              "<!-- /perfdoc -->")
+        self.assertIn("| per idle connection, 2,000 at once |", text)
+        self.assertIn("| per idle connection, 20,000 at once |", text)
+
     def test_text_without_blocks_is_unchanged(self):
         self.assertEqual(perfdoc.render(_root(), "a\nb\n"), "a\nb\n")
 
