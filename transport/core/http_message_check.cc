@@ -1,0 +1,426 @@
+#include "transport/core/http_message_check.h"
+
+#include <array>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+
+namespace h2rpc::transport {
+namespace {
+
+// The byte classes of RFC 9110 and RFC 9113 nghttp2 checks against, one
+// bit each.
+enum CharClass : uint8_t {
+  kNameChar = 1,       // a lowercase token character (field names)
+  kValueChar = 2,      // field values: HTAB, visible ASCII, space, obs-text
+  kMethodChar = 4,     // a token character (methods)
+  kPathChar = 8,       // visible ASCII and obs-text
+  kAuthorityChar = 16  // what an authority may hold
+};
+
+constexpr bool InRange(int c, int low, int high) {
+  return c >= low && c <= high;
+}
+
+constexpr uint8_t ClassesOf(int c) {
+  const bool token_symbol = c == '!' || InRange(c, '#', '\'') || c == '*' ||
+                            c == '+' || c == '-' || c == '.' ||
+                            InRange(c, '^', '`') || c == '|' || c == '~';
+  const bool digit = InRange(c, '0', '9');
+  const bool lower = InRange(c, 'a', 'z');
+  const bool upper = InRange(c, 'A', 'Z');
+  uint8_t classes = 0;
+  if (token_symbol || digit || lower) classes |= kNameChar;
+  if (c == '\t' || InRange(c, 0x20, 0x7E) || c >= 0x80) classes |= kValueChar;
+  if (token_symbol || digit || lower || upper) classes |= kMethodChar;
+  if (InRange(c, 0x21, 0x7E) || c >= 0x80) classes |= kPathChar;
+  if (c == '!' || InRange(c, '$', '.') || InRange(c, '0', ';') || c == '=' ||
+      InRange(c, '@', '[') || c == ']' || c == '_' || lower || c == '~') {
+    classes |= kAuthorityChar;
+  }
+  return classes;
+}
+
+constexpr std::array<uint8_t, 256> MakeClassTable() {
+  std::array<uint8_t, 256> table{};
+  for (int c = 0; c < 256; ++c) table[c] = ClassesOf(c);
+  return table;
+}
+
+constexpr std::array<uint8_t, 256> kClasses = MakeClassTable();
+
+bool AllOf(absl::string_view s, CharClass cls) {
+  for (char c : s) {
+    if ((kClasses[static_cast<unsigned char>(c)] & cls) == 0) return false;
+  }
+  return true;
+}
+
+// A field name: a lowercase token, after the ':' of a pseudo-header.
+bool IsValidName(absl::string_view name) {
+  if (name.empty()) return false;
+  if (name[0] == ':') name.remove_prefix(1);
+  return !name.empty() && AllOf(name, kNameChar);
+}
+
+// A field value without surrounding whitespace (RFC 9113 section 8.2.1).
+bool IsValidValue(absl::string_view value) {
+  if (value.empty()) return true;
+  const char first = value.front();
+  const char last = value.back();
+  if (first == ' ' || first == '\t' || last == ' ' || last == '\t') {
+    return false;
+  }
+  return AllOf(value, kValueChar);
+}
+
+// RFC 3986's scheme: ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ).
+bool IsValidScheme(absl::string_view scheme) {
+  if (scheme.empty() || !absl::ascii_isalpha(scheme[0])) return false;
+  for (char c : scheme.substr(1)) {
+    if (!absl::ascii_isalnum(c) && c != '+' && c != '-' && c != '.') {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool HasUppercase(absl::string_view name) {
+  for (char c : name) {
+    if (absl::ascii_isupper(c)) return true;
+  }
+  return false;
+}
+
+// A non-negative decimal number, or -1.
+int64_t ParseNumber(absl::string_view digits) {
+  if (digits.empty()) return -1;
+  int64_t n = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return -1;
+    if (n > (INT64_MAX - (c - '0')) / 10) return -1;
+    n = n * 10 + (c - '0');
+  }
+  return n;
+}
+
+// The names HTTP's rules single out.
+enum Token {
+  kOther,
+  kAuthority,
+  kMethod,
+  kPath,
+  kScheme,
+  kStatus,
+  kProtocol,
+  kHost,
+  kContentLength,
+  kConnectionSpecific,
+  kTe,
+};
+
+Token TokenOf(absl::string_view name) {
+  switch (name.size()) {
+    case 2:
+      if (name == "te") return kTe;
+      break;
+    case 4:
+      if (name == "host") return kHost;
+      break;
+    case 5:
+      if (name == ":path") return kPath;
+      break;
+    case 7:
+      if (name == ":method") return kMethod;
+      if (name == ":scheme") return kScheme;
+      if (name == ":status") return kStatus;
+      if (name == "upgrade") return kConnectionSpecific;
+      break;
+    case 9:
+      if (name == ":protocol") return kProtocol;
+      break;
+    case 10:
+      if (name == ":authority") return kAuthority;
+      if (name == "connection" || name == "keep-alive") {
+        return kConnectionSpecific;
+      }
+      break;
+    case 14:
+      if (name == "content-length") return kContentLength;
+      break;
+    case 16:
+      if (name == "proxy-connection") return kConnectionSpecific;
+      break;
+    case 17:
+      if (name == "transfer-encoding") return kConnectionSpecific;
+      break;
+  }
+  return kOther;
+}
+
+enum Flag : uint32_t {
+  kSeenAuthority = 1u << 0,
+  kSeenMethod = 1u << 1,
+  kSeenPath = 1u << 2,
+  kSeenScheme = 1u << 3,
+  kSeenStatus = 1u << 4,
+  kSeenHost = 1u << 5,
+  // A regular field was seen: no pseudo-header may follow.
+  kPseudoHeaderDisallowed = 1u << 6,
+  kMethodConnect = 1u << 7,
+  kMethodOptions = 1u << 8,
+  kPathRegular = 1u << 9,    // starts with '/'
+  kPathAsterisk = 1u << 10,  // "*"
+  kSchemeHttp = 1u << 11,    // http or https
+  // Responses: an interim (1xx) response arrived; the final one follows.
+  kExpectFinalResponse = 1u << 12,
+};
+
+}  // namespace
+
+void HttpMessageCheck::Reset() {
+  flags_ = 0;
+  blocks_ = 0;
+  status_code_ = -1;
+  content_length_ = -1;
+  received_ = 0;
+  error_ = "";
+}
+
+void HttpMessageCheck::BeginHeaders() { ++blocks_; }
+
+HttpMessageCheck::Verdict HttpMessageCheck::OnField(absl::string_view name,
+                                                    absl::string_view value) {
+  const bool pseudo = !name.empty() && name[0] == ':';
+  if (!IsValidName(name)) {
+    if (pseudo) return Malformed("invalid pseudo-header name");
+    if (HasUppercase(name)) return Malformed("uppercase header field name");
+    return Malformed("invalid header field name");
+  }
+  const Token token = TokenOf(name);
+  bool valid_value;
+  switch (token) {
+    case kMethod:
+      valid_value = !value.empty() && AllOf(value, kMethodChar);
+      break;
+    case kPath:
+      valid_value = AllOf(value, kPathChar);
+      break;
+    case kAuthority:
+    case kHost:
+      valid_value = role_ == Role::kRequest ? AllOf(value, kAuthorityChar)
+                                            : IsValidValue(value);
+      break;
+    case kScheme:
+      valid_value = IsValidScheme(value);
+      break;
+    default:
+      valid_value = IsValidValue(value);
+      break;
+  }
+  if (!valid_value) {
+    return Malformed(pseudo ? "invalid pseudo-header value"
+                            : "invalid header field value");
+  }
+  return role_ == Role::kRequest ? RequestField(token, name, value)
+                                 : ResponseField(token, name, value);
+}
+
+bool HttpMessageCheck::FirstPseudoHeader(uint32_t flag,
+                                         absl::string_view value) {
+  if ((flags_ & flag) != 0 || value.empty()) return false;
+  flags_ |= flag;
+  return true;
+}
+
+HttpMessageCheck::Verdict HttpMessageCheck::RequestField(
+    int token, absl::string_view name, absl::string_view value) {
+  const bool pseudo = name[0] == ':';
+  if (pseudo) {
+    if (blocks_ > 1) return Malformed("pseudo-header in trailers");
+    if ((flags_ & kPseudoHeaderDisallowed) != 0) {
+      return Malformed("pseudo-header after a regular field");
+    }
+  }
+  switch (token) {
+    case kAuthority:
+      if (!FirstPseudoHeader(kSeenAuthority, value)) {
+        return Malformed(":authority repeated or empty");
+      }
+      break;
+    case kMethod:
+      if (!FirstPseudoHeader(kSeenMethod, value)) {
+        return Malformed(":method repeated or empty");
+      }
+      if (value == "CONNECT") flags_ |= kMethodConnect;
+      if (value == "OPTIONS") flags_ |= kMethodOptions;
+      break;
+    case kPath:
+      if (!FirstPseudoHeader(kSeenPath, value)) {
+        return Malformed(":path repeated or empty");
+      }
+      if (value[0] == '/') {
+        flags_ |= kPathRegular;
+      } else if (value == "*") {
+        flags_ |= kPathAsterisk;
+      }
+      break;
+    case kScheme:
+      if (!FirstPseudoHeader(kSeenScheme, value)) {
+        return Malformed(":scheme repeated or empty");
+      }
+      if (absl::EqualsIgnoreCase(value, "http") ||
+          absl::EqualsIgnoreCase(value, "https")) {
+        flags_ |= kSchemeHttp;
+      }
+      break;
+    case kProtocol:
+      return Malformed(":protocol without extended CONNECT");
+    case kHost:
+      if (!FirstPseudoHeader(kSeenHost, value)) {
+        return Malformed("host repeated or empty");
+      }
+      break;
+    case kContentLength:
+      if (content_length_ != -1) return Malformed("content-length repeated");
+      content_length_ = ParseNumber(value);
+      if (content_length_ == -1) {
+        return Malformed("content-length is not a number");
+      }
+      break;
+    case kConnectionSpecific:
+      return Malformed("connection-specific header field");
+    case kTe:
+      if (!absl::EqualsIgnoreCase(value, "trailers")) {
+        return Malformed("te other than \"trailers\"");
+      }
+      break;
+    default:
+      if (pseudo) return Malformed("unknown pseudo-header");
+      break;
+  }
+  if (!pseudo) flags_ |= kPseudoHeaderDisallowed;
+  return Verdict::kKeep;
+}
+
+HttpMessageCheck::Verdict HttpMessageCheck::ResponseField(
+    int token, absl::string_view name, absl::string_view value) {
+  const bool pseudo = name[0] == ':';
+  if (pseudo) {
+    if (blocks_ > 1 && (flags_ & kExpectFinalResponse) == 0) {
+      return Malformed("pseudo-header in trailers");
+    }
+    if ((flags_ & kPseudoHeaderDisallowed) != 0) {
+      return Malformed("pseudo-header after a regular field");
+    }
+  }
+  switch (token) {
+    case kStatus:
+      if (!FirstPseudoHeader(kSeenStatus, value)) {
+        return Malformed(":status repeated or empty");
+      }
+      if (value.size() != 3) return Malformed(":status not three digits");
+      status_code_ = static_cast<int>(ParseNumber(value));
+      if (status_code_ == -1) return Malformed(":status not three digits");
+      if (status_code_ == 101) return Malformed(":status 101 in HTTP/2");
+      break;
+    case kContentLength:
+      if (status_code_ == 204) {
+        // RFC 9110 forbids it, widely used servers send "0": dropped.
+        if (content_length_ != -1) return Malformed("content-length repeated");
+        if (value != "0") return Malformed("content-length in a 204 response");
+        content_length_ = 0;
+        return Verdict::kIgnore;
+      }
+      if (status_code_ / 100 == 1) {
+        return Malformed("content-length in an interim response");
+      }
+      if (content_length_ != -1) return Malformed("content-length repeated");
+      content_length_ = ParseNumber(value);
+      if (content_length_ == -1) {
+        return Malformed("content-length is not a number");
+      }
+      break;
+    case kConnectionSpecific:
+      return Malformed("connection-specific header field");
+    case kTe:
+      if (!absl::EqualsIgnoreCase(value, "trailers")) {
+        return Malformed("te other than \"trailers\"");
+      }
+      break;
+    default:
+      if (pseudo) return Malformed("unknown pseudo-header");
+      break;
+  }
+  if (!pseudo) flags_ |= kPseudoHeaderDisallowed;
+  return Verdict::kKeep;
+}
+
+bool HttpMessageCheck::EndHeaders(bool end_stream) {
+  if (role_ == Role::kRequest) {
+    if (blocks_ == 1) {
+      if ((flags_ & kMethodConnect) != 0) {
+        if ((flags_ & (kSeenScheme | kSeenPath)) != 0 ||
+            (flags_ & kSeenAuthority) == 0) {
+          return Fails(
+              "CONNECT request with :scheme or :path, or without "
+              ":authority");
+        }
+        content_length_ = -1;
+      } else {
+        constexpr uint32_t kRequired = kSeenMethod | kSeenScheme | kSeenPath;
+        if ((flags_ & kRequired) != kRequired ||
+            (flags_ & (kSeenAuthority | kSeenHost)) == 0) {
+          return Fails(
+              "request without :method, :scheme, :path, or "
+              ":authority and host");
+        }
+        if ((flags_ & kSchemeHttp) != 0 && (flags_ & kPathRegular) == 0 &&
+            (flags_ & (kMethodOptions | kPathAsterisk)) !=
+                (kMethodOptions | kPathAsterisk)) {
+          return Fails(":path neither absolute nor \"*\" for OPTIONS");
+        }
+      }
+    } else if (!end_stream) {
+      return Fails("trailers without END_STREAM");
+    }
+  } else if (blocks_ == 1 || (flags_ & kExpectFinalResponse) != 0) {
+    if ((flags_ & kSeenStatus) == 0) return Fails("response without :status");
+    if (status_code_ / 100 == 1) {
+      flags_ = kExpectFinalResponse;
+      status_code_ = -1;
+      content_length_ = -1;
+    } else {
+      flags_ &= ~kExpectFinalResponse;
+      if (status_code_ == 204 || status_code_ == 304) content_length_ = 0;
+    }
+  } else if (!end_stream) {
+    return Fails("trailers without END_STREAM");
+  }
+  return !end_stream || EndOfStream();
+}
+
+bool HttpMessageCheck::OnData(size_t bytes) {
+  received_ += static_cast<int64_t>(bytes);
+  if ((flags_ & kExpectFinalResponse) != 0) {
+    return Fails("DATA before the final response");
+  }
+  if (content_length_ != -1 && received_ > content_length_) {
+    return Fails("DATA beyond content-length");
+  }
+  return true;
+}
+
+bool HttpMessageCheck::OnEndStream() { return EndOfStream(); }
+
+bool HttpMessageCheck::EndOfStream() {
+  if ((flags_ & kExpectFinalResponse) != 0) {
+    return Fails("the stream ended after an interim response");
+  }
+  if (content_length_ != -1 && content_length_ != received_) {
+    return Fails("DATA different from content-length");
+  }
+  return true;
+}
+
+}  // namespace h2rpc::transport
