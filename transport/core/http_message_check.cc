@@ -1,6 +1,7 @@
 #include "transport/core/http_message_check.h"
 
 #include <array>
+#include <cstring>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -56,6 +57,35 @@ bool AllOf(absl::string_view s, CharClass cls) {
   return true;
 }
 
+// Eight bytes at a time: whether any byte of `word` is below `limit` (at
+// most 0x80), or equal to `byte`.
+constexpr uint64_t kOnes = 0x0101010101010101;
+constexpr uint64_t kHighBits = 0x8080808080808080;
+bool HasByteBelow(uint64_t word, uint8_t limit) {
+  return ((word - kOnes * limit) & ~word & kHighBits) != 0;
+}
+bool HasByte(uint64_t word, uint8_t byte) {
+  const uint64_t zeroed = word ^ (kOnes * byte);
+  return ((zeroed - kOnes) & ~zeroed & kHighBits) != 0;
+}
+
+// AllOf(s, cls) for a class that holds every byte from `limit` up but DEL
+// (0x7F): whole words of such bytes are passed without a table lookup (the
+// last word overlapping the one before it).
+bool AllOfVisible(absl::string_view s, CharClass cls, uint8_t limit) {
+  if (s.size() < 8) return AllOf(s, cls);
+  auto word_passes = [&](size_t at) {
+    uint64_t word;
+    std::memcpy(&word, s.data() + at, 8);
+    return (!HasByteBelow(word, limit) && !HasByte(word, 0x7F)) ||
+           AllOf(s.substr(at, 8), cls);
+  };
+  for (size_t at = 0; at + 8 < s.size(); at += 8) {
+    if (!word_passes(at)) return false;
+  }
+  return word_passes(s.size() - 8);
+}
+
 // A field name: a lowercase token, after the ':' of a pseudo-header.
 bool IsValidName(absl::string_view name) {
   if (name.empty()) return false;
@@ -71,7 +101,7 @@ bool IsValidValue(absl::string_view value) {
   if (first == ' ' || first == '\t' || last == ' ' || last == '\t') {
     return false;
   }
-  return AllOf(value, kValueChar);
+  return AllOfVisible(value, kValueChar, 0x20);
 }
 
 // RFC 3986's scheme: ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ).
@@ -104,9 +134,11 @@ int64_t ParseNumber(absl::string_view digits) {
   return n;
 }
 
-// The names HTTP's rules single out.
+// The names HTTP's rules single out, and kValid for other names known to be
+// valid (those gRPC sends), whose characters need no check.
 enum Token {
   kOther,
+  kValid,
   kAuthority,
   kMethod,
   kPath,
@@ -141,12 +173,28 @@ Token TokenOf(absl::string_view name) {
       break;
     case 10:
       if (name == ":authority") return kAuthority;
+      if (name == "user-agent") return kValid;
       if (name == "connection" || name == "keep-alive") {
         return kConnectionSpecific;
       }
       break;
+    case 11:
+      if (name == "grpc-status" || name == "traceparent") return kValid;
+      break;
+    case 12:
+      if (name == "content-type" || name == "grpc-timeout" ||
+          name == "grpc-message") {
+        return kValid;
+      }
+      break;
+    case 13:
+      if (name == "grpc-encoding") return kValid;
+      break;
     case 14:
       if (name == "content-length") return kContentLength;
+      break;
+    case 20:
+      if (name == "grpc-accept-encoding") return kValid;
       break;
     case 16:
       if (name == "proxy-connection") return kConnectionSpecific;
@@ -192,19 +240,19 @@ void HttpMessageCheck::BeginHeaders() { ++blocks_; }
 HttpMessageCheck::Verdict HttpMessageCheck::OnField(absl::string_view name,
                                                     absl::string_view value) {
   const bool pseudo = !name.empty() && name[0] == ':';
-  if (!IsValidName(name)) {
+  const Token token = TokenOf(name);
+  if (token == kOther && !IsValidName(name)) {
     if (pseudo) return Malformed("invalid pseudo-header name");
     if (HasUppercase(name)) return Malformed("uppercase header field name");
     return Malformed("invalid header field name");
   }
-  const Token token = TokenOf(name);
   bool valid_value;
   switch (token) {
     case kMethod:
       valid_value = !value.empty() && AllOf(value, kMethodChar);
       break;
     case kPath:
-      valid_value = AllOf(value, kPathChar);
+      valid_value = AllOfVisible(value, kPathChar, 0x21);
       break;
     case kAuthority:
     case kHost:
@@ -269,7 +317,8 @@ HttpMessageCheck::Verdict HttpMessageCheck::RequestField(
       if (!FirstPseudoHeader(kSeenScheme, value)) {
         return Malformed(":scheme repeated or empty");
       }
-      if (absl::EqualsIgnoreCase(value, "http") ||
+      if (value == "http" || value == "https" ||
+          absl::EqualsIgnoreCase(value, "http") ||
           absl::EqualsIgnoreCase(value, "https")) {
         flags_ |= kSchemeHttp;
       }
@@ -291,7 +340,7 @@ HttpMessageCheck::Verdict HttpMessageCheck::RequestField(
     case kConnectionSpecific:
       return Malformed("connection-specific header field");
     case kTe:
-      if (!absl::EqualsIgnoreCase(value, "trailers")) {
+      if (value != "trailers" && !absl::EqualsIgnoreCase(value, "trailers")) {
         return Malformed("te other than \"trailers\"");
       }
       break;
@@ -344,7 +393,7 @@ HttpMessageCheck::Verdict HttpMessageCheck::ResponseField(
     case kConnectionSpecific:
       return Malformed("connection-specific header field");
     case kTe:
-      if (!absl::EqualsIgnoreCase(value, "trailers")) {
+      if (value != "trailers" && !absl::EqualsIgnoreCase(value, "trailers")) {
         return Malformed("te other than \"trailers\"");
       }
       break;

@@ -56,7 +56,8 @@ inline constexpr size_t kSplitBinaryKeyCopyAllowance = 8192;
 // trimmed, is base64-decoded (padded or unpadded) into its own entry. Every
 // part counts, so an empty value, or an empty part as in "AAAA,,BBBB", gives
 // an entry with an empty value (as gRPC Go does). Other values are copied
-// as they are: names and values were already checked by nghttp2 (RFC 9113).
+// as they are: the sessions checked names and values against RFC 9113
+// (HttpMessageCheck) as they arrived.
 //
 // Allocation: the block is scanned once to count user entries and bound
 // their bytes, `metadata` is Reserve()d once, then filled. A fresh Metadata

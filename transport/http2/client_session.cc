@@ -33,6 +33,7 @@ void ClientStream::ClearAttempt() {
   window_.Reset();
   header_blocks_ = 0;
   header_bytes_ = 0;
+  http_check_.Reset();
   receive_encoding_ = CompressionAlgorithm::kIdentity;
   delivered_ = DeliveredMessageBytes();
   initial_metadata_.Clear();
@@ -184,12 +185,13 @@ void ClientSession::CancelCall(ClientStream* stream, const Status& status) {
   FailStream(stream, status);
 }
 
-void ClientSession::FailStream(ClientStream* stream, Status status) {
+void ClientSession::FailStream(ClientStream* stream, Status status,
+                               uint32_t error_code) {
   if (stream->status_known_) return;
   stream->status_known_ = true;
   stream->status_ = std::move(status);
   scheduler()->Cancel(stream);
-  ResetStream(stream->stream_id_, NGHTTP2_CANCEL);
+  ResetStream(stream->stream_id_, error_code);
   // A request still waiting for a stream slot may wait for ever: deliver
   // now. nghttp2 still holds its queued HEADERS, with `stream` as user data,
   // and reports that stream closed when it takes the HEADERS off the queue
@@ -224,11 +226,20 @@ ClientStream* ClientSession::StreamFor(int32_t stream_id) {
       nghttp2_session_get_stream_user_data(session(), stream_id));
 }
 
+void ClientSession::FailMalformed(ClientStream* stream) {
+  FailStream(stream,
+             Status(StatusCode::kInternal,
+                    absl::StrCat("malformed response from ", peer(), ": ",
+                                 stream->http_check_.error())),
+             NGHTTP2_PROTOCOL_ERROR);
+}
+
 int ClientSession::OnBeginHeaders(const nghttp2_frame* frame) {
   ClientStream* stream = StreamFor(frame->hd.stream_id);
   header_stream_id_ = frame->hd.stream_id;
   header_stream_ = stream;
   if (stream != nullptr) {
+    stream->http_check_.BeginHeaders();
     stream->block_.Release();
     stream->header_bytes_ = 0;
   }
@@ -241,11 +252,23 @@ int ClientSession::OnHeader(const nghttp2_frame* frame, nghttp2_rcbuf* name,
                              ? header_stream_
                              : StreamFor(frame->hd.stream_id);
   if (stream == nullptr || stream->status_known_) return 0;
+  const nghttp2_vec n = nghttp2_rcbuf_get_buf(name);
+  const nghttp2_vec v = nghttp2_rcbuf_get_buf(value);
+  switch (stream->http_check_.OnField(
+      absl::string_view(reinterpret_cast<const char*>(n.base), n.len),
+      absl::string_view(reinterpret_cast<const char*>(v.base), v.len))) {
+    case HttpMessageCheck::Verdict::kKeep:
+      break;
+    case HttpMessageCheck::Verdict::kIgnore:
+      return 0;
+    case HttpMessageCheck::Verdict::kMalformed:
+      FailMalformed(stream);
+      return 0;
+  }
   // HPACK counts 32 bytes of overhead per field (RFC 7541 section 4.1). A
   // small frame can reference a large table entry many times, so the decoded
   // size is what is bounded.
-  stream->header_bytes_ +=
-      nghttp2_rcbuf_get_buf(name).len + nghttp2_rcbuf_get_buf(value).len + 32;
+  stream->header_bytes_ += n.len + v.len + 32;
   if (stream->header_bytes_ > options().max_header_list_size) {
     stream->block_.Release();
     FailStream(stream, Status(StatusCode::kResourceExhausted,
@@ -264,9 +287,17 @@ int ClientSession::OnFrameRecv(const nghttp2_frame* frame) {
   const bool end_stream = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
   switch (frame->hd.type) {
     case NGHTTP2_HEADERS:
+      if (!stream->http_check_.EndHeaders(end_stream)) {
+        FailMalformed(stream);
+        break;
+      }
       OnResponseHeaderBlock(stream, end_stream);
       break;
     case NGHTTP2_DATA:
+      if (end_stream && !stream->http_check_.OnEndStream()) {
+        FailMalformed(stream);
+        break;
+      }
       if (end_stream) {
         // The body ended without trailers.
         Status status = stream->deframer_.Finish();
@@ -349,6 +380,9 @@ int ClientSession::OnDataChunk(int32_t stream_id, const uint8_t* data,
     return 0;
   }
   stream->window_.Received(size);
+  if (!stream->status_known_ && !stream->http_check_.OnData(size)) {
+    FailMalformed(stream);
+  }
   if (stream->status_known_) {
     // Ignored: returned at once below.
   } else if (stream->header_blocks_ == 0) {

@@ -9,6 +9,7 @@
 #include "base/status.h"
 #include "transport/core/call_setup.h"
 #include "transport/core/header_list.h"
+#include "transport/core/http_message_check.h"
 #include "transport/core/message_deframer.h"
 #include "transport/http2/session.h"
 #include "transport/http2/stream_base.h"
@@ -128,6 +129,8 @@ class ClientStream : private io::Timer {
   ReceiveWindow window_;
   int header_blocks_ = 0;
   size_t header_bytes_ = 0;  // of the block being received, HPACK-counted
+  // HTTP's rules for what the server sends.
+  HttpMessageCheck http_check_{HttpMessageCheck::Role::kResponse};
   MessageDeframer deframer_{MessageDeframer::Options()};
   // The response's grpc-encoding, and the wire sizes of the messages
   // delivered.
@@ -218,8 +221,14 @@ class ClientSession : public Session {
   MessageDeframer::Options StreamDeframerOptions(const ClientStream& stream,
                                                  CompressionAlgorithm encoding);
   void OnResponseHeaderBlock(ClientStream* stream, bool end_stream);
-  // Records the outcome and resets the stream (CANCEL) unless it is over.
-  void FailStream(ClientStream* stream, Status status);
+  // Records the outcome and resets the stream (with `error_code`) unless it
+  // is over.
+  void FailStream(ClientStream* stream, Status status,
+                  uint32_t error_code = NGHTTP2_CANCEL);
+  // The server broke HTTP's rules on `stream` (http_check_.error() says
+  // how): the call fails with INTERNAL and the stream is reset with
+  // PROTOCOL_ERROR.
+  void FailMalformed(ClientStream* stream);
   void Link(ClientStream* stream);
   void Unlink(ClientStream* stream);
   // ConnectionStats: a stream counted as started ends (once), its call

@@ -160,6 +160,58 @@ TEST_F(ClientSessionTest, ATrailersOnlyResponseCarriesTheStatus) {
   EXPECT_EQ(call.status.message(), "no such thing");
 }
 
+// RFC 9113 section 8: a malformed response is reset with PROTOCOL_ERROR and
+// fails its call with INTERNAL; the connection goes on.
+TEST_F(ClientSessionTest, MalformedResponsesFailTheCallWithProtocolError) {
+  auto with = [](RawHeaders more) {
+    RawHeaders headers = kResponseHeaders;
+    headers.insert(headers.end(), more.begin(), more.end());
+    return headers;
+  };
+  struct Case {
+    RawHeaders headers;
+    std::string data;          // DATA after the headers, if any
+    RawHeaders trailers;       // sent when not empty
+    bool trailers_end = true;  // END_STREAM on the trailers
+  };
+  const Case kCases[] = {
+      {with({{"X-Upper", "v"}}), "", {}},
+      {with({{"connection", "close"}}), "", {}},
+      {with({{"x-ctl", std::string("a\x01z")}}), "", {}},
+      {with({{":path", "/x"}}), "", {}},
+      {{{"content-type", "application/grpc"}}, "", {}},
+      {{{":status", "101"}}, "", {}},
+      {with({{"content-length", "1"}}), Framed("pong"), {}},
+      {kResponseHeaders, Framed("pong"), {{":status", "200"}}},
+      {kResponseHeaders, Framed("pong"), Trailers("0"), false},
+  };
+  uint32_t stream_id = 1;
+  for (const Case& c : kCases) {
+    RecordingCall& call = NewCall();
+    Start(&call);
+    Headers(stream_id, c.headers, false);
+    if (!c.data.empty()) Data(stream_id, c.data);
+    if (!c.trailers.empty()) Headers(stream_id, c.trailers, c.trailers_end);
+    EXPECT_TRUE(call.closed) << stream_id;
+    EXPECT_EQ(call.status.code(), StatusCode::kInternal)
+        << stream_id << ": " << call.status.ToString();
+    EXPECT_THAT(call.status.message(),
+                HasSubstr("malformed response from test-server: "))
+        << stream_id;
+    EXPECT_EQ(RstStreamErrorCode(ParseFrames(output_.substr(24)), stream_id),
+              NGHTTP2_PROTOCOL_ERROR)
+        << stream_id;
+    stream_id += 2;
+  }
+  RecordingCall& call = NewCall();
+  Start(&call);
+  Headers(stream_id, kResponseHeaders, false);
+  Data(stream_id, Framed("pong"));
+  Headers(stream_id, Trailers("0"), true);
+  EXPECT_TRUE(call.status.ok()) << call.status.ToString();
+  EXPECT_FALSE(listener_.closed);
+}
+
 TEST_F(ClientSessionTest, TheDeadlineRunsOnTheSchedulersClockAndResets) {
   RecordingCall& call = NewCall();
   call.stream.description.deadline = scheduler_.Now() + absl::Seconds(1);

@@ -44,6 +44,8 @@ void ServerStream::Reset() {
   delivered_ = DeliveredMessageBytes();
   headers_sent_ = finished_ = half_closed_ = cancel_on_close_ = false;
   header_bytes_ = 0;
+  http_check_.Reset();
+  malformed_ = false;
   initial_metadata_.Clear();
   trailing_metadata_.Clear();
   block_.Release();
@@ -297,6 +299,7 @@ int ServerSession::OnBeginHeaders(const nghttp2_frame* frame) {
   if (frame->headers.cat != NGHTTP2_HCAT_REQUEST) {
     ServerStream* stream = header_stream_ = StreamFor(frame->hd.stream_id);
     if (stream != nullptr) {
+      stream->http_check_.BeginHeaders();
       stream->block_.Release();
       stream->header_bytes_ = 0;
     }
@@ -329,6 +332,7 @@ int ServerSession::OnBeginHeaders(const nghttp2_frame* frame) {
   }
   ServerStream* stream = header_stream_ = NewStream();
   stream->stream_id_ = frame->hd.stream_id;
+  stream->http_check_.BeginHeaders();
   stream->refs_ = 1;  // the transport's, until nghttp2 closes the stream
   stream->open_in_nghttp2_ = true;
   if (open_streams_++ == 0) SetIdle(false);
@@ -356,10 +360,22 @@ int ServerSession::OnHeader(const nghttp2_frame* frame, nghttp2_rcbuf* name,
   ServerStream* stream = frame->hd.stream_id == header_stream_id_
                              ? header_stream_
                              : StreamFor(frame->hd.stream_id);
-  if (stream == nullptr) return 0;
+  if (stream == nullptr || stream->malformed_) return 0;
+  const nghttp2_vec n = nghttp2_rcbuf_get_buf(name);
+  const nghttp2_vec v = nghttp2_rcbuf_get_buf(value);
+  switch (stream->http_check_.OnField(
+      absl::string_view(reinterpret_cast<const char*>(n.base), n.len),
+      absl::string_view(reinterpret_cast<const char*>(v.base), v.len))) {
+    case HttpMessageCheck::Verdict::kKeep:
+      break;
+    case HttpMessageCheck::Verdict::kIgnore:
+      return 0;
+    case HttpMessageCheck::Verdict::kMalformed:
+      Malformed(stream);
+      return 0;
+  }
   // HPACK counts 32 bytes of overhead per field (RFC 7541 section 4.1).
-  stream->header_bytes_ +=
-      nghttp2_rcbuf_get_buf(name).len + nghttp2_rcbuf_get_buf(value).len + 32;
+  stream->header_bytes_ += n.len + v.len + 32;
   if (stream->header_bytes_ > options().max_header_list_size) {
     // Counted on, but no longer kept: OnRequestHeaders answers
     // RESOURCE_EXHAUSTED (trailers are dropped).
@@ -368,6 +384,12 @@ int ServerSession::OnHeader(const nghttp2_frame* frame, nghttp2_rcbuf* name,
   }
   stream->block_.Add(name, value);
   return 0;
+}
+
+void ServerSession::Malformed(ServerStream* stream) {
+  stream->malformed_ = true;
+  stream->block_.Release();
+  ResetStream(stream->stream_id_, NGHTTP2_PROTOCOL_ERROR);
 }
 
 bool ServerSession::TakeResetToken() {
@@ -410,8 +432,18 @@ int ServerSession::OnFrameRecv(const nghttp2_frame* frame) {
     return NGHTTP2_ERR_CALLBACK_FAILURE;
   }
   ServerStream* stream = StreamFor(frame->hd.stream_id);
-  if (stream == nullptr) return 0;
+  if (stream == nullptr || stream->malformed_) return 0;
   const bool end_stream = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
+  bool follows_rules = true;
+  if (frame->hd.type == NGHTTP2_HEADERS) {
+    follows_rules = stream->http_check_.EndHeaders(end_stream);
+  } else if (frame->hd.type == NGHTTP2_DATA && end_stream) {
+    follows_rules = stream->http_check_.OnEndStream();
+  }
+  if (!follows_rules) {
+    Malformed(stream);
+    return 0;
+  }
   if (frame->hd.type == NGHTTP2_HEADERS &&
       frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
     OnRequestHeaders(stream, end_stream);
@@ -541,6 +573,9 @@ int ServerSession::OnDataChunk(int32_t stream_id, const uint8_t* data,
   if (stream == nullptr) {
     ReturnUntracked(stream_id, size);
     return 0;
+  }
+  if (!stream->malformed_ && !stream->http_check_.OnData(size)) {
+    Malformed(stream);
   }
   stream->window_.Received(size);
   if (!stream->ignoring_data()) {

@@ -11,6 +11,7 @@
 #include "base/metadata.h"
 #include "base/status.h"
 #include "transport/core/header_list.h"
+#include "transport/core/http_message_check.h"
 #include "transport/core/memory_quota.h"
 #include "transport/core/message_deframer.h"
 #include "transport/core/response_setup.h"
@@ -173,7 +174,7 @@ class ServerStream final : private io::Timer {
   void FailSubmit(int rv, const char* what);
   // Received DATA is dropped (returned at once, never delivered).
   bool ignoring_data() const {
-    return finished_ || cancelled() || observer == nullptr;
+    return finished_ || cancelled() || observer == nullptr || malformed_;
   }
   // The response headers' grpc-encoding and grpc-accept-encoding, with
   // `metadata`.
@@ -212,6 +213,10 @@ class ServerStream final : private io::Timer {
   // OnCancel when nghttp2 closes the stream.
   bool cancel_on_close_ = false;
   size_t header_bytes_ = 0;
+  // HTTP's rules for what the client sends; once broken, the stream is
+  // reset with PROTOCOL_ERROR and nothing more of it is processed.
+  HttpMessageCheck http_check_{HttpMessageCheck::Role::kRequest};
+  bool malformed_ = false;
   // Copies of what the rpc layer sends: the header lists point into them
   // until nghttp2 has written the frames. Capacity is kept across calls.
   Metadata initial_metadata_;
@@ -315,6 +320,9 @@ class ServerSession : public Session {
   void OnClosed(const Status& why) override;
 
   ServerStream* StreamFor(int32_t stream_id);
+  // The client broke HTTP's rules on `stream` (http_check_.error() says
+  // how): RST_STREAM PROTOCOL_ERROR, and the stream is ignored from now on.
+  void Malformed(ServerStream* stream);
   // The stream of the header block being received (set by OnBeginHeaders,
   // forgotten when the stream closes), so that OnHeader does not look it
   // up for every field. Null for a refused stream.

@@ -180,6 +180,63 @@ TEST_F(ServerSessionTest, EveryReceivedHeaderErrorHasItsAnswer) {
   EXPECT_FALSE(GoAwayErrorCode(frames_).has_value());
 }
 
+// RFC 9113 section 8: a malformed request is reset with PROTOCOL_ERROR and
+// never reaches the rpc layer; the connection goes on.
+TEST_F(ServerSessionTest, MalformedRequestsAreResetWithProtocolError) {
+  Handshake();
+  const RawHeaders request = GrpcRequestHeaders(kEcho, 1);
+  auto with = [&request](RawHeaders more) {
+    RawHeaders headers = request;
+    headers.insert(headers.end(), more.begin(), more.end());
+    return headers;
+  };
+  RawHeaders pseudo_after_regular = with({});
+  std::swap(pseudo_after_regular.front(), pseudo_after_regular.back());
+  RawHeaders without_path;
+  for (const auto& field : request) {
+    if (field.first != ":path") without_path.push_back(field);
+  }
+  const RawHeaders kMalformed[] = {
+      with({{"X-Upper", "v"}}),
+      with({{"connection", "close"}}),
+      with({{"x-ctl", std::string("a\x01z")}}),
+      with({{"te", "gzip"}}),
+      with({{":foo", "1"}}),
+      pseudo_after_regular,
+      without_path,
+  };
+  uint32_t stream_id = 1;
+  for (const RawHeaders& headers : kMalformed) {
+    Request(stream_id, headers, Framed("hello"));
+    EXPECT_EQ(RstStreamErrorCode(frames_, stream_id), NGHTTP2_PROTOCOL_ERROR)
+        << stream_id;
+    EXPECT_TRUE(Blocks(stream_id).empty()) << stream_id;
+    stream_id += 2;
+  }
+  EXPECT_TRUE(dispatcher_.calls.empty());
+  // Valid headers, then what only a later frame shows: a body longer than
+  // its content-length, trailers that carry a pseudo-header. The calls
+  // dispatched are cancelled.
+  Request(stream_id, with({{"content-length", "1"}}), Framed("hello"));
+  EXPECT_EQ(RstStreamErrorCode(frames_, stream_id), NGHTTP2_PROTOCOL_ERROR);
+  stream_id += 2;
+  Request(stream_id, request, Framed("hello"), /*end_stream=*/false);
+  Feed(EncodeFrame(NGHTTP2_HEADERS,
+                   NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM,
+                   stream_id, EncodeLiteralHeaderBlock({{":path", "/x"}})));
+  EXPECT_EQ(RstStreamErrorCode(frames_, stream_id), NGHTTP2_PROTOCOL_ERROR);
+  ASSERT_EQ(dispatcher_.calls.size(), 2u);
+  for (const auto& call : dispatcher_.calls) {
+    EXPECT_TRUE(call->cancelled);
+    EXPECT_FALSE(call->half_closed);
+  }
+  // The connection still serves.
+  stream_id += 2;
+  Request(stream_id, kEcho, Framed("again"));
+  EXPECT_EQ(GrpcStatus(stream_id), "0");
+  EXPECT_FALSE(GoAwayErrorCode(frames_).has_value());
+}
+
 TEST_F(ServerSessionTest, TheClientsTimeoutRunsOnTheSchedulersClock) {
   Handshake();
   RawHeaders headers = GrpcRequestHeaders(kHold, 1);

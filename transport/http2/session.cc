@@ -138,6 +138,9 @@ void Session::InitSession(bool server) {
   // Flow control is backpressure: received bytes go back to the peer's
   // windows only once the application has taken them (ReturnCredit).
   nghttp2_option_set_no_auto_window_update(option, 1);
+  // The sessions check HTTP's rules themselves (HttpMessageCheck), on each
+  // field as it is decoded, instead of nghttp2 checking it first.
+  nghttp2_option_set_no_http_messaging(option, 1);
   if (server) {
     // ServerSession limits incoming RST_STREAM frames itself and says so in
     // its GOAWAY (ENHANCE_YOUR_CALM, "too_many_resets"); nghttp2's own limit
