@@ -176,6 +176,8 @@ set(H2RPC_LIBRARY_SOURCES
   transport/core/header_field.h
   transport/core/header_list.cc
   transport/core/header_list.h
+  transport/core/http_message_check.cc
+  transport/core/http_message_check.h
   transport/core/large_buffer_cache.cc
   transport/core/large_buffer_cache.h
   transport/core/memory_quota.cc
