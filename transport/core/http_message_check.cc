@@ -270,8 +270,21 @@ HttpMessageCheck::Verdict HttpMessageCheck::OnField(absl::string_view name,
     return Malformed(pseudo ? "invalid pseudo-header value"
                             : "invalid header field value");
   }
-  return role_ == Role::kRequest ? RequestField(token, name, value)
-                                 : ResponseField(token, name, value);
+  if (pseudo) {
+    if (blocks_ > 1 && (flags_ & kExpectFinalResponse) == 0) {
+      return Malformed("pseudo-header in trailers");
+    }
+    if ((flags_ & kPseudoHeaderDisallowed) != 0) {
+      return Malformed("pseudo-header after a regular field");
+    }
+  }
+  Verdict verdict;
+  if (!(role_ == Role::kRequest ? RequestOnlyField(token, value, &verdict)
+                                : ResponseOnlyField(token, value, &verdict))) {
+    verdict = SharedField(token, pseudo, value);
+  }
+  if (verdict == Verdict::kKeep && !pseudo) flags_ |= kPseudoHeaderDisallowed;
+  return verdict;
 }
 
 bool HttpMessageCheck::FirstPseudoHeader(uint32_t flag,
@@ -281,128 +294,112 @@ bool HttpMessageCheck::FirstPseudoHeader(uint32_t flag,
   return true;
 }
 
-HttpMessageCheck::Verdict HttpMessageCheck::RequestField(
-    int token, absl::string_view name, absl::string_view value) {
-  const bool pseudo = name[0] == ':';
-  if (pseudo) {
-    if (blocks_ > 1) return Malformed("pseudo-header in trailers");
-    if ((flags_ & kPseudoHeaderDisallowed) != 0) {
-      return Malformed("pseudo-header after a regular field");
-    }
-  }
+bool HttpMessageCheck::RequestOnlyField(int token, absl::string_view value,
+                                        Verdict* verdict) {
+  *verdict = Verdict::kKeep;
   switch (token) {
     case kAuthority:
       if (!FirstPseudoHeader(kSeenAuthority, value)) {
-        return Malformed(":authority repeated or empty");
+        *verdict = Malformed(":authority repeated or empty");
       }
-      break;
+      return true;
     case kMethod:
       if (!FirstPseudoHeader(kSeenMethod, value)) {
-        return Malformed(":method repeated or empty");
+        *verdict = Malformed(":method repeated or empty");
+      } else if (value == "CONNECT") {
+        flags_ |= kMethodConnect;
+      } else if (value == "OPTIONS") {
+        flags_ |= kMethodOptions;
       }
-      if (value == "CONNECT") flags_ |= kMethodConnect;
-      if (value == "OPTIONS") flags_ |= kMethodOptions;
-      break;
+      return true;
     case kPath:
       if (!FirstPseudoHeader(kSeenPath, value)) {
-        return Malformed(":path repeated or empty");
-      }
-      if (value[0] == '/') {
+        *verdict = Malformed(":path repeated or empty");
+      } else if (value[0] == '/') {
         flags_ |= kPathRegular;
       } else if (value == "*") {
         flags_ |= kPathAsterisk;
       }
-      break;
+      return true;
     case kScheme:
       if (!FirstPseudoHeader(kSeenScheme, value)) {
-        return Malformed(":scheme repeated or empty");
-      }
-      if (value == "http" || value == "https" ||
-          absl::EqualsIgnoreCase(value, "http") ||
-          absl::EqualsIgnoreCase(value, "https")) {
+        *verdict = Malformed(":scheme repeated or empty");
+      } else if (value == "http" || value == "https" ||
+                 absl::EqualsIgnoreCase(value, "http") ||
+                 absl::EqualsIgnoreCase(value, "https")) {
         flags_ |= kSchemeHttp;
       }
-      break;
+      return true;
     case kProtocol:
-      return Malformed(":protocol without extended CONNECT");
+      *verdict = Malformed(":protocol without extended CONNECT");
+      return true;
     case kHost:
       if (!FirstPseudoHeader(kSeenHost, value)) {
-        return Malformed("host repeated or empty");
+        *verdict = Malformed("host repeated or empty");
       }
-      break;
-    case kContentLength:
-      if (content_length_ != -1) return Malformed("content-length repeated");
-      content_length_ = ParseNumber(value);
-      if (content_length_ == -1) {
-        return Malformed("content-length is not a number");
-      }
-      break;
-    case kConnectionSpecific:
-      return Malformed("connection-specific header field");
-    case kTe:
-      if (value != "trailers" && !absl::EqualsIgnoreCase(value, "trailers")) {
-        return Malformed("te other than \"trailers\"");
-      }
-      break;
+      return true;
     default:
-      if (pseudo) return Malformed("unknown pseudo-header");
-      break;
+      return false;
   }
-  if (!pseudo) flags_ |= kPseudoHeaderDisallowed;
-  return Verdict::kKeep;
 }
 
-HttpMessageCheck::Verdict HttpMessageCheck::ResponseField(
-    int token, absl::string_view name, absl::string_view value) {
-  const bool pseudo = name[0] == ':';
-  if (pseudo) {
-    if (blocks_ > 1 && (flags_ & kExpectFinalResponse) == 0) {
-      return Malformed("pseudo-header in trailers");
+bool HttpMessageCheck::ResponseOnlyField(int token, absl::string_view value,
+                                         Verdict* verdict) {
+  *verdict = Verdict::kKeep;
+  if (token == kStatus) {
+    if (!FirstPseudoHeader(kSeenStatus, value)) {
+      *verdict = Malformed(":status repeated or empty");
+      return true;
     }
-    if ((flags_ & kPseudoHeaderDisallowed) != 0) {
-      return Malformed("pseudo-header after a regular field");
+    status_code_ =
+        value.size() == 3 ? static_cast<int>(ParseNumber(value)) : -1;
+    if (status_code_ == -1) {
+      *verdict = Malformed(":status not three digits");
+    } else if (status_code_ == 101) {
+      *verdict = Malformed(":status 101 in HTTP/2");
     }
+    return true;
   }
+  if (token != kContentLength) return false;
+  if (status_code_ == 204) {
+    // RFC 9110 forbids it, widely used servers send "0": dropped.
+    if (content_length_ != -1) {
+      *verdict = Malformed("content-length repeated");
+    } else if (value != "0") {
+      *verdict = Malformed("content-length in a 204 response");
+    } else {
+      content_length_ = 0;
+      *verdict = Verdict::kIgnore;
+    }
+    return true;
+  }
+  if (status_code_ / 100 == 1) {
+    *verdict = Malformed("content-length in an interim response");
+    return true;
+  }
+  return false;
+}
+
+HttpMessageCheck::Verdict HttpMessageCheck::SharedField(
+    int token, bool pseudo, absl::string_view value) {
   switch (token) {
-    case kStatus:
-      if (!FirstPseudoHeader(kSeenStatus, value)) {
-        return Malformed(":status repeated or empty");
-      }
-      if (value.size() != 3) return Malformed(":status not three digits");
-      status_code_ = static_cast<int>(ParseNumber(value));
-      if (status_code_ == -1) return Malformed(":status not three digits");
-      if (status_code_ == 101) return Malformed(":status 101 in HTTP/2");
-      break;
     case kContentLength:
-      if (status_code_ == 204) {
-        // RFC 9110 forbids it, widely used servers send "0": dropped.
-        if (content_length_ != -1) return Malformed("content-length repeated");
-        if (value != "0") return Malformed("content-length in a 204 response");
-        content_length_ = 0;
-        return Verdict::kIgnore;
-      }
-      if (status_code_ / 100 == 1) {
-        return Malformed("content-length in an interim response");
-      }
       if (content_length_ != -1) return Malformed("content-length repeated");
       content_length_ = ParseNumber(value);
       if (content_length_ == -1) {
         return Malformed("content-length is not a number");
       }
-      break;
+      return Verdict::kKeep;
     case kConnectionSpecific:
       return Malformed("connection-specific header field");
     case kTe:
       if (value != "trailers" && !absl::EqualsIgnoreCase(value, "trailers")) {
         return Malformed("te other than \"trailers\"");
       }
-      break;
+      return Verdict::kKeep;
     default:
-      if (pseudo) return Malformed("unknown pseudo-header");
-      break;
+      return pseudo ? Malformed("unknown pseudo-header") : Verdict::kKeep;
   }
-  if (!pseudo) flags_ |= kPseudoHeaderDisallowed;
-  return Verdict::kKeep;
 }
 
 bool HttpMessageCheck::EndHeaders(bool end_stream) {

@@ -81,10 +81,13 @@ class HttpMessageCheck {
     error_ = why;
     return false;
   }
-  Verdict RequestField(int token, absl::string_view name,
-                       absl::string_view value);
-  Verdict ResponseField(int token, absl::string_view name,
-                        absl::string_view value);
+  // The fields only requests, or only responses, have rules for: true when
+  // `token` is one of them, with *verdict set.
+  bool RequestOnlyField(int token, absl::string_view value, Verdict* verdict);
+  bool ResponseOnlyField(int token, absl::string_view value, Verdict* verdict);
+  // The rules both have (content-length, connection-specific fields, te,
+  // unknown pseudo-headers).
+  Verdict SharedField(int token, bool pseudo, absl::string_view value);
   // A pseudo-header's first appearance with a value: sets `flag`.
   bool FirstPseudoHeader(uint32_t flag, absl::string_view value);
   bool EndOfStream();

@@ -361,11 +361,9 @@ int ServerSession::OnHeader(const nghttp2_frame* frame, nghttp2_rcbuf* name,
                              ? header_stream_
                              : StreamFor(frame->hd.stream_id);
   if (stream == nullptr || stream->malformed_) return 0;
-  const nghttp2_vec n = nghttp2_rcbuf_get_buf(name);
-  const nghttp2_vec v = nghttp2_rcbuf_get_buf(value);
-  switch (stream->http_check_.OnField(
-      absl::string_view(reinterpret_cast<const char*>(n.base), n.len),
-      absl::string_view(reinterpret_cast<const char*>(v.base), v.len))) {
+  const absl::string_view name_view = RcbufView(name);
+  const absl::string_view value_view = RcbufView(value);
+  switch (stream->http_check_.OnField(name_view, value_view)) {
     case HttpMessageCheck::Verdict::kKeep:
       break;
     case HttpMessageCheck::Verdict::kIgnore:
@@ -375,7 +373,7 @@ int ServerSession::OnHeader(const nghttp2_frame* frame, nghttp2_rcbuf* name,
       return 0;
   }
   // HPACK counts 32 bytes of overhead per field (RFC 7541 section 4.1).
-  stream->header_bytes_ += n.len + v.len + 32;
+  stream->header_bytes_ += name_view.size() + value_view.size() + 32;
   if (stream->header_bytes_ > options().max_header_list_size) {
     // Counted on, but no longer kept: OnRequestHeaders answers
     // RESOURCE_EXHAUSTED (trailers are dropped).

@@ -129,11 +129,7 @@ void ReceivedHeaderBlock::Add(nghttp2_rcbuf* name, nghttp2_rcbuf* value) {
   nghttp2_rcbuf_incref(name);
   nghttp2_rcbuf_incref(value);
   rcbufs_.emplace_back(name, value);
-  const nghttp2_vec n = nghttp2_rcbuf_get_buf(name);
-  const nghttp2_vec v = nghttp2_rcbuf_get_buf(value);
-  fields_.push_back(HeaderField{
-      absl::string_view(reinterpret_cast<const char*>(n.base), n.len),
-      absl::string_view(reinterpret_cast<const char*>(v.base), v.len)});
+  fields_.push_back(HeaderField{RcbufView(name), RcbufView(value)});
 }
 
 void ReceivedHeaderBlock::Release() {

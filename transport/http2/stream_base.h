@@ -240,6 +240,13 @@ class ReceiveWindow {
   bool closed_ = false;
 };
 
+// The bytes of an nghttp2 rcbuf (a decoded header name or value).
+inline absl::string_view RcbufView(nghttp2_rcbuf* buffer) {
+  const nghttp2_vec bytes = nghttp2_rcbuf_get_buf(buffer);
+  return absl::string_view(reinterpret_cast<const char*>(bytes.base),
+                           bytes.len);
+}
+
 // The fields of one received header block, held without copying: the
 // nghttp2 rcbufs are referenced until Release(). Reused across blocks.
 class ReceivedHeaderBlock {
