@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "test/util/allocation_counter.h"
 #include "test/util/raw_frames.h"
 #include "transport/http2/testing/server_session_fixture.h"
 #include "transport/http2/testing/session_harness.h"
@@ -235,6 +236,27 @@ TEST_F(ServerSessionTest, MalformedRequestsAreResetWithProtocolError) {
   Request(stream_id, kEcho, Framed("again"));
   EXPECT_EQ(GrpcStatus(stream_id), "0");
   EXPECT_FALSE(GoAwayErrorCode(frames_).has_value());
+}
+
+// What a stream whose handler holds it costs the session (its ServerStream,
+// nghttp2's stream, the header block's leftovers): at most 2 KiB of heap.
+TEST_F(ServerSessionTest, AHeldStreamCostsTheSessionAtMostTwoKiB) {
+  Handshake();
+  constexpr uint32_t kStreams = 200;
+  dispatcher_.calls.reserve(kStreams + 1);
+  const auto hold = [this](uint32_t stream_id) {
+    Feed(EncodeFrame(
+        NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, stream_id,
+        EncodeLiteralHeaderBlock(GrpcRequestHeaders("/test.Echo/Hold", 1))));
+  };
+  hold(1);  // the session's first stream warms its tables
+  const int64_t before = ::h2rpc::testing::LiveHeapBytes();
+  for (uint32_t i = 0; i < kStreams; ++i) hold(3 + 2 * i);
+  const int64_t per_stream =
+      (::h2rpc::testing::LiveHeapBytes() - before) / kStreams;
+  ASSERT_EQ(dispatcher_.calls.size(), kStreams + 1);
+  EXPECT_LE(per_stream, 2048);
+  EXPECT_GT(per_stream, 0);
 }
 
 TEST_F(ServerSessionTest, TheClientsTimeoutRunsOnTheSchedulersClock) {
