@@ -14,8 +14,8 @@ namespace h2rpc::transport {
 // lib/nghttp2_http.c), made here instead so that h2rpc's sessions turn
 // nghttp2's off (nghttp2_option_set_no_http_messaging) and look at each field
 // once. Same verdicts as nghttp2's for the requests a server and the
-// responses a client receives (differential_test feeds both the same
-// fields):
+// responses a client receives (http_message_check_test and
+// //test/fuzz:http_message_check_fuzzer feed both the same messages):
 //
 //   - a field whose name is not a lowercase token, or whose value has a
 //     control character or surrounding whitespace (RFC 9113 section 8.2.1),
