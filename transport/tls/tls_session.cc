@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -15,6 +16,28 @@
 
 namespace h2rpc::transport::tls {
 namespace {
+
+// The largest plaintext of one TLS record.
+constexpr size_t kMaxRecordPlaintext = 16 * 1024;
+
+// Where the sessions of one thread put a record's plaintext: what SSL_read
+// decrypts (handed to the inner session before the next record is read),
+// and small pieces of inner output gathered into one record (encrypted
+// before anything else runs). They take turns with these buffers, so an
+// idle connection holds none. Allocated on a thread's first use, once.
+struct RecordScratch {
+  char read[kMaxRecordPlaintext];
+  char gathered[kMaxRecordPlaintext];
+  // A read's plaintext is being fed to an inner session: a read nested in
+  // that feed (none of h2rpc's sessions makes one) gets buffers of its own.
+  bool reading = false;
+};
+
+RecordScratch& ThreadScratch() {
+  thread_local std::unique_ptr<RecordScratch> scratch;
+  if (scratch == nullptr) scratch = std::make_unique<RecordScratch>();
+  return *scratch;
+}
 
 Status Unavailable(absl::string_view what, const char* fallback) {
   return Status(StatusCode::kUnavailable,
@@ -268,11 +291,20 @@ bool TlsSession::GetTlsDetails(io::TlsDetails* details) const {
 }
 
 void TlsSession::ReadRecords() {
+  RecordScratch& scratch = ThreadScratch();
+  std::unique_ptr<RecordScratch> nested;
+  RecordScratch& mine =
+      scratch.reading ? *(nested = std::make_unique<RecordScratch>()) : scratch;
+  mine.reading = true;
+  struct Done {
+    RecordScratch& scratch;
+    ~Done() { scratch.reading = false; }
+  } done{mine};
   while (!closed_) {
     ERR_clear_error();
-    const int n = SSL_read(ssl_, plain_, sizeof(plain_));
+    const int n = SSL_read(ssl_, mine.read, sizeof(mine.read));
     if (n > 0) {
-      inner_->Feed(absl::string_view(plain_, static_cast<size_t>(n)));
+      inner_->Feed(absl::string_view(mine.read, static_cast<size_t>(n)));
       continue;
     }
     switch (SSL_get_error(ssl_, n)) {
@@ -313,14 +345,16 @@ void TlsSession::EncryptInnerOutput() {
     // payload) are gathered into one record rather than each making one.
     const char* plain = static_cast<const char*>(pieces[0].iov_base);
     size_t n = std::min(pieces[0].iov_len, kOutputBatch);
-    if (count > 1 && n < sizeof(record_)) {
+    if (count > 1 && n < kMaxRecordPlaintext) {
+      char* const gathered = ThreadScratch().gathered;
       n = 0;
-      for (size_t i = 0; i < count && n < sizeof(record_); ++i) {
-        const size_t take = std::min(pieces[i].iov_len, sizeof(record_) - n);
-        std::memcpy(record_ + n, pieces[i].iov_base, take);
+      for (size_t i = 0; i < count && n < kMaxRecordPlaintext; ++i) {
+        const size_t take =
+            std::min(pieces[i].iov_len, kMaxRecordPlaintext - n);
+        std::memcpy(gathered + n, pieces[i].iov_base, take);
         n += take;
       }
-      plain = record_;
+      plain = gathered;
     }
     ERR_clear_error();
     const int written = SSL_write(ssl_, plain, static_cast<int>(n));

@@ -38,7 +38,9 @@ namespace h2rpc::transport::tls {
 // Loop thread only. Allocates the SSL object and the peer's identity per
 // connection; in steady state nothing: ciphertext output goes to one buffer
 // reused across writes (at most kOutputBatch of records plus what the
-// handshake writes), plaintext input to a fixed record-sized buffer.
+// handshake writes), plaintext input and gathered small output to two
+// record-sized buffers the thread's sessions share (allocated on the
+// thread's first use), so an idle connection holds neither.
 class TlsSession final : public io::ByteFilter {
  public:
   // Plaintext bytes of inner output encrypted per PendingOutput() call.
@@ -130,10 +132,6 @@ class TlsSession final : public io::ByteFilter {
   // Ciphertext to write: out_[out_sent_, size).
   std::string out_;
   size_t out_sent_ = 0;
-  // One TLS record's plaintext at most.
-  char plain_[16 * 1024];
-  // Small pieces of inner output gathered into one record.
-  char record_[16 * 1024];
 };
 
 }  // namespace h2rpc::transport::tls

@@ -2,6 +2,7 @@
 
 #include <openssl/ssl.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -29,6 +30,7 @@ class FakeInnerSession : public io::ByteSession {
     started_ = true;
   }
   void Feed(absl::string_view bytes) override {
+    if (before_feed) before_feed();
     received_.append(bytes.data(), bytes.size());
   }
   void OnPeerClosed() override { peer_closed_ = true; }
@@ -68,6 +70,8 @@ class FakeInnerSession : public io::ByteSession {
     wire_->RequestFlush();
   }
   void set_piece_size(size_t size) { piece_size_ = size; }
+  // Runs at the start of every Feed(), while the bytes given are in use.
+  std::function<void()> before_feed;
   void ShutdownAfterOutput() {
     shut_when_written_ = true;
     if (out_.empty()) wire_->ShutdownWrite();
@@ -225,6 +229,30 @@ TEST(TlsSessionTest, HandshakeThenBytesBothWays) {
   ASSERT_NE(client_seen, nullptr);
   EXPECT_FALSE(client_seen->certificate_verified);
   EXPECT_TRUE(client_seen->subject.empty());
+}
+
+// The sessions of a thread share their record buffers; a session fed from
+// inside another's Feed() (none of h2rpc's does that) still reads into
+// buffers of its own.
+TEST(TlsSessionTest, AReadNestedInAnotherSessionsFeedKeepsBothRecords) {
+  Connection outer(ClientContext(GetTestPki().ca_pem), "localhost",
+                   ServerContext(GetTestPki().server));
+  Connection nested(ClientContext(GetTestPki().ca_pem), "localhost",
+                    ServerContext(GetTestPki().server));
+  Pump(outer.client, outer.server);
+  Pump(nested.client, nested.server);
+  nested.client.inner.Send(std::string(1000, 'n'));
+  bool pumped = false;
+  outer.server.inner.before_feed = [&] {
+    if (pumped) return;
+    pumped = true;
+    Pump(nested.client, nested.server);
+  };
+  outer.client.inner.Send(std::string(1000, 'o'));
+  Pump(outer.client, outer.server);
+  EXPECT_TRUE(pumped);
+  EXPECT_EQ(outer.server.inner.received(), std::string(1000, 'o'));
+  EXPECT_EQ(nested.server.inner.received(), std::string(1000, 'n'));
 }
 
 TEST(TlsSessionTest, SmallPiecesOfOutputAreGatheredIntoFullRecords) {
