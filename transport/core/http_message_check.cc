@@ -193,14 +193,14 @@ Token TokenOf(absl::string_view name) {
     case 14:
       if (name == "content-length") return kContentLength;
       break;
-    case 20:
-      if (name == "grpc-accept-encoding") return kValid;
-      break;
     case 16:
       if (name == "proxy-connection") return kConnectionSpecific;
       break;
     case 17:
       if (name == "transfer-encoding") return kConnectionSpecific;
+      break;
+    case 20:
+      if (name == "grpc-accept-encoding") return kValid;
       break;
   }
   return kOther;

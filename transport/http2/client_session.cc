@@ -254,14 +254,11 @@ int ClientSession::OnHeader(const nghttp2_frame* frame, nghttp2_rcbuf* name,
   if (stream == nullptr || stream->status_known_) return 0;
   const absl::string_view name_view = RcbufView(name);
   const absl::string_view value_view = RcbufView(value);
-  switch (stream->http_check_.OnField(name_view, value_view)) {
-    case HttpMessageCheck::Verdict::kKeep:
-      break;
-    case HttpMessageCheck::Verdict::kIgnore:
-      return 0;
-    case HttpMessageCheck::Verdict::kMalformed:
-      FailMalformed(stream);
-      return 0;
+  const HttpMessageCheck::Verdict verdict =
+      stream->http_check_.OnField(name_view, value_view);
+  if (verdict != HttpMessageCheck::Verdict::kKeep) {
+    if (verdict == HttpMessageCheck::Verdict::kMalformed) FailMalformed(stream);
+    return 0;
   }
   // HPACK counts 32 bytes of overhead per field (RFC 7541 section 4.1). A
   // small frame can reference a large table entry many times, so the decoded
