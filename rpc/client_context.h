@@ -6,12 +6,14 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/optional.h"
 #include "base/mutex.h"
+#include "rpc/call_credentials.h"
 #include "rpc/compression.h"
 #include "rpc/metadata.h"
 #include "rpc/status.h"
@@ -187,6 +189,17 @@ class ClientContext {
   }
   bool wait_for_ready() const { return wait_for_ready_; }
 
+  // Call credentials for this call (gRPC C++'s set_credentials): their
+  // metadata is sent after the channel's own call credentials, if it has
+  // any (rpc/call_credentials.h, also for the security level they need).
+  // Default: none.
+  void set_credentials(std::shared_ptr<CallCredentials> credentials) {
+    credentials_ = std::move(credentials);
+  }
+  const std::shared_ptr<CallCredentials>& credentials() const {
+    return credentials_;
+  }
+
   // ":authority" for this call. Default: the channel's target.
   void set_authority(std::string authority) {
     authority_ = std::move(authority);
@@ -242,6 +255,7 @@ class ClientContext {
   bool wait_for_ready_ = false;
   bool wait_for_ready_set_ = false;  // by set_wait_for_ready
   Metadata send_metadata_;
+  std::shared_ptr<CallCredentials> credentials_;
   std::string authority_;
   TraceContext trace_parent_;
   std::string trace_state_;

@@ -8,15 +8,51 @@
 namespace h2rpc {
 
 ChannelCredentials::ChannelCredentials(
-    bool secure, Status status,
-    std::shared_ptr<const transport::tls::TlsContext> tls)
-    : secure_(secure), status_(std::move(status)), tls_(std::move(tls)) {}
+    bool secure, bool local, Status status,
+    std::shared_ptr<const transport::tls::TlsContext> tls,
+    std::shared_ptr<CallCredentials> call_credentials)
+    : secure_(secure),
+      local_(local),
+      status_(std::move(status)),
+      tls_(std::move(tls)),
+      call_credentials_(std::move(call_credentials)) {}
 
 ChannelCredentials::~ChannelCredentials() = default;
 
 std::shared_ptr<ChannelCredentials> InsecureChannelCredentials() {
   return std::shared_ptr<ChannelCredentials>(
-      new ChannelCredentials(false, Status(), nullptr));
+      new ChannelCredentials(false, false, Status(), nullptr, nullptr));
+}
+
+std::shared_ptr<ChannelCredentials> LocalCredentials() {
+  return std::shared_ptr<ChannelCredentials>(
+      new ChannelCredentials(false, true, Status(), nullptr, nullptr));
+}
+
+std::shared_ptr<ChannelCredentials> CompositeChannelCredentials(
+    const std::shared_ptr<ChannelCredentials>& channel_credentials,
+    const std::shared_ptr<CallCredentials>& call_credentials) {
+  Status status;
+  if (channel_credentials == nullptr || call_credentials == nullptr) {
+    status = Status(StatusCode::kInvalidArgument,
+                    "CompositeChannelCredentials: the credentials are null");
+  } else if (!channel_credentials->status().ok()) {
+    status = channel_credentials->status();
+  } else if (!call_credentials->status().ok()) {
+    status = call_credentials->status();
+  }
+  if (!status.ok()) {
+    return std::shared_ptr<ChannelCredentials>(new ChannelCredentials(
+        false, false, std::move(status), nullptr, nullptr));
+  }
+  const std::shared_ptr<CallCredentials>& existing =
+      channel_credentials->call_credentials();
+  return std::shared_ptr<ChannelCredentials>(new ChannelCredentials(
+      channel_credentials->secure(), channel_credentials->local(), Status(),
+      channel_credentials->tls_,
+      existing == nullptr
+          ? call_credentials
+          : CompositeCallCredentials(existing, call_credentials)));
 }
 
 std::shared_ptr<ChannelCredentials> SslCredentials(
@@ -26,8 +62,8 @@ std::shared_ptr<ChannelCredentials> SslCredentials(
   config.key_cert = {options.pem_private_key, options.pem_cert_chain};
   std::shared_ptr<const transport::tls::TlsContext> context;
   Status status = transport::tls::TlsContext::CreateClient(config, &context);
-  return std::shared_ptr<ChannelCredentials>(
-      new ChannelCredentials(true, std::move(status), std::move(context)));
+  return std::shared_ptr<ChannelCredentials>(new ChannelCredentials(
+      true, false, std::move(status), std::move(context), nullptr));
 }
 
 ServerCredentials::ServerCredentials(

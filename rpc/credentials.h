@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "rpc/call_credentials.h"
 #include "rpc/status.h"
 
 namespace h2rpc {
@@ -28,9 +29,11 @@ struct SslCredentialsOptions {
 };
 
 // How a channel secures its connections: InsecureChannelCredentials()
-// (plaintext h2c) or SslCredentials() (TLS 1.2 or 1.3 with ALPN h2, the
-// server's certificate verified against the roots and its name matched to
-// the target's host, or to ChannelOptions::ssl_target_name_override).
+// (plaintext h2c), LocalCredentials() (plaintext over a unix socket) or
+// SslCredentials() (TLS 1.2 or 1.3 with ALPN h2, the server's certificate
+// verified against the roots and its name matched to the target's host, or
+// to ChannelOptions::ssl_target_name_override); and the call credentials
+// every call of the channel carries (CompositeChannelCredentials).
 // Immutable; one object may serve any number of channels. Thread-safe.
 class ChannelCredentials {
  public:
@@ -38,7 +41,14 @@ class ChannelCredentials {
   ChannelCredentials(const ChannelCredentials&) = delete;
   ChannelCredentials& operator=(const ChannelCredentials&) = delete;
 
+  // TLS.
   bool secure() const { return secure_; }
+  // LocalCredentials(): plaintext that may carry call credentials.
+  bool local() const { return local_; }
+  // Null: none.
+  const std::shared_ptr<CallCredentials>& call_credentials() const {
+    return call_credentials_;
+  }
   // OK, or why the settings are unusable (INVALID_ARGUMENT naming the field
   // and OpenSSL's reason). A channel made with unusable credentials fails
   // every call with UNAVAILABLE carrying this message.
@@ -49,17 +59,36 @@ class ChannelCredentials {
   friend std::shared_ptr<ChannelCredentials> InsecureChannelCredentials();
   friend std::shared_ptr<ChannelCredentials> SslCredentials(
       const SslCredentialsOptions& options);
-  ChannelCredentials(bool secure, Status status,
-                     std::shared_ptr<const transport::tls::TlsContext> tls);
+  friend std::shared_ptr<ChannelCredentials> LocalCredentials();
+  friend std::shared_ptr<ChannelCredentials> CompositeChannelCredentials(
+      const std::shared_ptr<ChannelCredentials>& channel_credentials,
+      const std::shared_ptr<CallCredentials>& call_credentials);
+  ChannelCredentials(bool secure, bool local, Status status,
+                     std::shared_ptr<const transport::tls::TlsContext> tls,
+                     std::shared_ptr<CallCredentials> call_credentials);
 
   const bool secure_;
+  const bool local_;
   const Status status_;
   // The OpenSSL context connections share; null when insecure or invalid.
   const std::shared_ptr<const transport::tls::TlsContext> tls_;
+  const std::shared_ptr<CallCredentials> call_credentials_;
 };
 
 // Plaintext HTTP/2 (h2c).
 std::shared_ptr<ChannelCredentials> InsecureChannelCredentials();
+// Plaintext HTTP/2 over a unix socket (gRPC's LocalCredentials(UDS)):
+// traffic that never leaves the host, so call credentials may be sent. A
+// channel whose target is not unix: or unix-abstract: fails every call with
+// UNAVAILABLE saying so.
+std::shared_ptr<ChannelCredentials> LocalCredentials();
+// `channel_credentials`' connections, with `call_credentials` on every
+// call (gRPC C++'s CompositeChannelCredentials); credentials that already
+// have call credentials keep them, first. Either null, or unusable: the
+// result is unusable (status()) with that reason.
+std::shared_ptr<ChannelCredentials> CompositeChannelCredentials(
+    const std::shared_ptr<ChannelCredentials>& channel_credentials,
+    const std::shared_ptr<CallCredentials>& call_credentials);
 // TLS. Parses the PEM and builds the OpenSSL context now; see
 // ChannelCredentials::status() for what happens when that fails.
 std::shared_ptr<ChannelCredentials> SslCredentials(

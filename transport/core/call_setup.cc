@@ -27,6 +27,9 @@ size_t CountRequestHeaderFields(const CallDescription& call) {
   count += !call.traceparent.empty();
   count += !call.tracestate.empty();
   if (call.metadata != nullptr) count += call.metadata->size();
+  for (const Metadata* metadata : call.credential_metadata) {
+    if (metadata != nullptr) count += metadata->size();
+  }
   return count;
 }
 
@@ -51,7 +54,7 @@ Status BuildRequestHeaders(const CallDescription& call, io::MonotonicTime now,
 
   GrpcTimeoutText timeout;
   if (HasDeadline(call)) timeout = EncodeGrpcTimeout(call.deadline - now);
-  const size_t scratch_bytes =
+  size_t scratch_bytes =
       timeout.view().size() +
       (call.previous_attempts > 0
            ? HeaderList::DecimalDigits(
@@ -60,6 +63,11 @@ Status BuildRequestHeaders(const CallDescription& call, io::MonotonicTime now,
       (call.metadata != nullptr
            ? HeaderList::MetadataScratchBytes(*call.metadata)
            : 0);
+  for (const Metadata* metadata : call.credential_metadata) {
+    if (metadata != nullptr) {
+      scratch_bytes += HeaderList::MetadataScratchBytes(*metadata);
+    }
+  }
 
   headers->Start(CountRequestHeaderFields(call), scratch_bytes);
   headers->Add(":method", "POST");
@@ -88,6 +96,9 @@ Status BuildRequestHeaders(const CallDescription& call, io::MonotonicTime now,
   }
   if (!call.tracestate.empty()) headers->Add("tracestate", call.tracestate);
   if (call.metadata != nullptr) headers->AddMetadata(*call.metadata);
+  for (const Metadata* metadata : call.credential_metadata) {
+    if (metadata != nullptr) headers->AddMetadata(*metadata);
+  }
   return Status();
 }
 

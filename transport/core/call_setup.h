@@ -40,6 +40,9 @@ struct CallDescription {
   absl::string_view tracestate;
   // User metadata, sent after the transport's fields. Null: none.
   const Metadata* metadata = nullptr;
+  // Metadata from call credentials, sent after the user's, in order; not
+  // validated here (their source did). Null: none.
+  const Metadata* credential_metadata[2] = {nullptr, nullptr};
 };
 
 // The exact number of header fields BuildRequestHeaders emits for `call`.
@@ -51,7 +54,7 @@ size_t CountRequestHeaderFields(const CallDescription& call);
 //   :method POST, :scheme, :path, :authority, te: trailers, [grpc-timeout],
 //   content-type: application/grpc, [grpc-encoding], [grpc-accept-encoding],
 //   [user-agent], [grpc-previous-rpc-attempts], [traceparent],
-//   [tracestate], user metadata...
+//   [tracestate], user metadata..., credential metadata...
 // Reserves the field vector once with CountRequestHeaderFields(): a fresh
 // HeaderList makes one allocation for the fields (plus one for the base64 of
 // -bin metadata, if any); a reused one makes none once warm. grpc-timeout is

@@ -1,8 +1,12 @@
 #include "rpc/internal/client/channel_call.h"
 
 #include <algorithm>
+#include <string>
+#include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "rpc/internal/client/client_context_access.h"
+#include "rpc/internal/credentials_access.h"
 #include "transport/io/monotonic_time.h"
 
 namespace h2rpc::internal {
@@ -73,7 +77,91 @@ Status ChannelCall::Describe(ClientContext* context, absl::string_view method,
       settings.default_compression);
   call.send_encoding = CompressionAlgorithmName(send_compression_);
   call.metadata = &context->send_metadata();
+  call.credential_metadata[0] = call.credential_metadata[1] = nullptr;
+  fetch_credentials_ = false;
+  if (settings.call_credentials != nullptr ||
+      context->credentials() != nullptr) {
+    return DescribeCredentials(settings.call_credentials.get(), context);
+  }
   return Status();
+}
+
+Status ChannelCall::DescribeCredentials(
+    const CallCredentials* channel_credentials, ClientContext* context) {
+  if (!core_->call_settings().call_credentials_allowed) {
+    return Status(StatusCode::kUnauthenticated,
+                  "the call has call credentials, and they are sent only "
+                  "over a secure connection: this channel's connections "
+                  "are plaintext (use SslCredentials, or LocalCredentials "
+                  "over a unix socket)");
+  }
+  const CallCredentials* const call_credentials = context->credentials().get();
+  bool plugins = false;
+  for (const CallCredentials* credentials :
+       {channel_credentials, call_credentials}) {
+    if (credentials == nullptr) continue;
+    if (!credentials->status().ok()) {
+      return Status(StatusCode::kUnavailable,
+                    absl::StrCat("unusable call credentials: ",
+                                 credentials->status().message()));
+    }
+    fetch_credentials_ =
+        fetch_credentials_ || CredentialsAccess::Blocking(*credentials);
+    plugins = plugins || CredentialsAccess::HasPlugins(*credentials);
+  }
+  transport::CallDescription& call = stream_.description;
+  if (!plugins) {
+    int i = 0;
+    for (const CallCredentials* credentials :
+         {channel_credentials, call_credentials}) {
+      if (credentials != nullptr) {
+        call.credential_metadata[i++] =
+            &CredentialsAccess::FixedMetadata(*credentials);
+      }
+    }
+    return Status();
+  }
+  if (fetch_credentials_) return Status();
+  credential_metadata_.Clear();
+  Status status = AddCallCredentialsMetadata(
+      channel_credentials, call_credentials, call.method_path, call.authority,
+      transport::io::WallFromMonotonic(call.deadline), &service_url_,
+      &credential_metadata_);
+  if (!status.ok()) return status;
+  call.credential_metadata[0] = &credential_metadata_;
+  return Status();
+}
+
+void ChannelCall::FetchCredentials() {
+  transport::CallDescription& call = stream_.description;
+  CredentialsRequest request;
+  request.channel_credentials = core_->call_settings().call_credentials;
+  request.call_credentials = context_->credentials();
+  request.method_path = std::string(call.method_path);
+  request.authority = std::string(call.authority);
+  request.deadline = transport::io::WallFromMonotonic(call.deadline);
+  // Waits like a call between attempts: its deadline runs, and the
+  // channel's end fails it.
+  WaitForConnection(core_->retrying_list());
+  fetch_ = std::make_shared<CredentialsFetch>(
+      std::move(request), core_->credentials_gate(),
+      [this](const Status& status, Metadata& metadata) {
+        OnCredentials(status, metadata);
+      });
+  std::shared_ptr<CredentialsFetch> fetch = fetch_;
+  fetch->Start();
+}
+
+void ChannelCall::OnCredentials(const Status& status, Metadata& metadata) {
+  LeavePending();
+  if (!status.ok()) {
+    FailBeforeStream(status);
+    return;
+  }
+  using std::swap;
+  swap(credential_metadata_, metadata);
+  stream_.description.credential_metadata[0] = &credential_metadata_;
+  core_->StartOnLoop(this);
 }
 
 Status ChannelCall::BindContext(ClientContext* context) {
@@ -96,6 +184,11 @@ void ChannelCall::StartTask::Run() {
   call_->CountChannelzStart();
   if (!call_->start_error_.ok()) {
     call_->FailBeforeStream(call_->start_error_);
+    return;
+  }
+  if (call_->fetch_credentials_) {
+    call_->fetch_credentials_ = false;
+    call_->FetchCredentials();
     return;
   }
   call_->core_->StartOnLoop(call_);
@@ -309,6 +402,10 @@ void ChannelCall::LeavePending() {
   if (pending_list_ == nullptr) return;
   Unlink();
   loop()->Cancel(&pending_deadline_);
+  if (fetch_ != nullptr) {
+    fetch_->Detach();
+    fetch_.reset();
+  }
 }
 
 void ChannelCall::MovePending(ChannelCall** list_head) {
@@ -334,8 +431,13 @@ void ChannelCall::Unlink() {
 }
 
 void ChannelCall::PendingDeadline::OnTimer() {
+  const bool fetching = call_->fetch_ != nullptr;
   call_->LeavePending();
-  call_->FailBeforeStream(call_->core_->PendingDeadlineStatus());
+  call_->FailBeforeStream(
+      fetching ? Status(StatusCode::kDeadlineExceeded,
+                        "deadline exceeded while the call credentials' "
+                        "plugins ran")
+               : call_->core_->PendingDeadlineStatus());
 }
 
 void ChannelCall::Unref() {
@@ -350,6 +452,8 @@ void ChannelCall::ResetChannelCall() {
   context_ = nullptr;
   finished_ = false;
   start_error_ = Status();
+  fetch_credentials_ = false;
+  credential_metadata_.Clear();
   transparent_retries_ = 0;
   started_interceptors_ = 0;
   wait_for_ready_ = false;

@@ -2,10 +2,13 @@
 #define H2RPC_RPC_INTERNAL_CLIENT_CHANNEL_CALL_H_
 
 #include <atomic>
+#include <memory>
+#include <string>
 
 #include "absl/strings/string_view.h"
 #include "rpc/client_context.h"
 #include "rpc/interceptor.h"
+#include "rpc/internal/client/call_credentials_fetch.h"
 #include "rpc/internal/client/channel_call_host.h"
 #include "rpc/internal/client/client_call_metrics.h"
 #include "rpc/internal/client/client_call_tracing.h"
@@ -82,9 +85,12 @@ class ChannelCall : public CancellableClientCall {
   virtual ~ChannelCall() = default;
 
   // Fills the stream's description (method, authority, user agent,
-  // deadline, encoding, metadata from `context`) and takes the context's
-  // wait_for_ready; the description's method path is the call's own copy
-  // of `method`. The service config's methodConfig for `method` shortens
+  // deadline, encoding, metadata from `context`, call credentials' metadata)
+  // and takes the context's wait_for_ready; the description's method path
+  // is the call's own copy of `method`. Call credentials on a channel that
+  // may not carry them fail the call (UNAUTHENTICATED); fixed ones are
+  // pointed at, non-blocking plugins run here, blocking ones once the call
+  // reaches the loop (FetchCredentials). The service config's methodConfig for `method` shortens
   // the deadline (timeout), sets wait_for_ready unless the context did, and
   // lowers the message size limits (max_send_size_, the stream's
   // max_receive_message_size). Returns DEADLINE_EXCEEDED for a deadline
@@ -218,6 +224,15 @@ class ChannelCall : public CancellableClientCall {
 
   // Runs the interceptors' OnStart; the first failure is the call's.
   Status StartInterceptors(ClientContext* context);
+  // Describe()'s part for call credentials: `channel_credentials` (the
+  // channel's) and `context`'s, at least one not null.
+  Status DescribeCredentials(const CallCredentials* channel_credentials,
+                             ClientContext* context);
+  // Loop thread: runs the call's blocking plugins on a plugin thread, the
+  // call waiting meanwhile on the channel's retrying list (with its
+  // deadline); then starts it with their metadata, or fails it.
+  void FetchCredentials();
+  void OnCredentials(const Status& status, Metadata& metadata);
   ClientCallInfo CallInfo() {
     return ClientCallInfo{stream_.description.method_path, context_};
   }
@@ -227,6 +242,14 @@ class ChannelCall : public CancellableClientCall {
 
   ClientCallMetrics metrics_;
   ClientCallTracing tracing_;
+  // Set by Describe(): the call's blocking plugins are still to run.
+  bool fetch_credentials_ = false;
+  // Loop thread: the fetch under way (the call waits for it).
+  std::shared_ptr<CredentialsFetch> fetch_;
+  // The call's credential metadata when plugins gave it, and scratch for
+  // their service URL; kept across reuse with their capacity.
+  Metadata credential_metadata_;
+  std::string service_url_;
   int transparent_retries_ = 0;
   int started_interceptors_ = 0;  // whose OnStart ran
   transport::io::MonotonicTime intercept_start_;

@@ -2,11 +2,13 @@
 #define H2RPC_RPC_INTERNAL_CLIENT_CHANNEL_CALL_HOST_H_
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "rpc/call_credentials.h"
 #include "rpc/compression.h"
 #include "rpc/interceptor.h"
 #include "rpc/internal/client/retry.h"
@@ -19,6 +21,7 @@
 namespace h2rpc::internal {
 
 class ChannelCall;
+class CredentialsLoopGate;
 class ClientCallMetrics;
 class ClientMetricShard;
 class ClientStreamCall;
@@ -44,6 +47,12 @@ struct ChannelCallSettings {
   ClientMetricShard* metric_shard = nullptr;
   Tracer* tracer = nullptr;
   transport::http2::CallCounts* channelz_calls = nullptr;
+  // The call credentials of every call (CompositeChannelCredentials); null:
+  // none.
+  std::shared_ptr<CallCredentials> call_credentials;
+  // Whether calls may carry call credentials: the channel's connections are
+  // TLS, or LocalCredentials' unix sockets.
+  bool call_credentials_allowed = false;
 };
 
 // What a channel's calls (ChannelCall and its subclasses) need of the
@@ -84,9 +93,12 @@ class ChannelCallHost {
   // Loop thread: the channel is being destroyed; its calls end, none starts
   // or waits any more.
   virtual bool shutting_down() const = 0;
-  // Loop thread: the list of calls waiting to retry, failed if the channel
-  // goes.
+  // Loop thread: the list of calls waiting to retry or for their call
+  // credentials, failed if the channel goes.
   virtual ChannelCall** retrying_list() = 0;
+  // Where plugin threads post the calls' credentials fetches back; closed
+  // when the channel goes.
+  virtual const std::shared_ptr<CredentialsLoopGate>& credentials_gate() = 0;
   // Loop thread: the service config's retryThrottling bucket; null: none.
   virtual RetryThrottle* retry_throttle() = 0;
   // Loop thread: a uniformly distributed number in [0, 1) for a retry's

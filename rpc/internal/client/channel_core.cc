@@ -1,5 +1,7 @@
 #include "rpc/internal/client/channel_core.h"
 
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -64,6 +66,15 @@ std::string TlsServerName(const ParsedTarget& target) {
   const transport::io::SocketAddress& first = target.addresses.front();
   if (first.port() < 0) return "localhost";
   return std::string(HostOf(first.ToString()));
+}
+
+// Whether every address of `target` is a unix-domain socket.
+bool AllUnix(const ParsedTarget& target) {
+  if (target.kind != ParsedTarget::Kind::kAddresses) return false;
+  for (const transport::io::SocketAddress& address : target.addresses) {
+    if (address.family() != AF_UNIX) return false;
+  }
+  return true;
 }
 
 transport::http2::ConnectionOptions TransportOptionsFor(
@@ -148,12 +159,23 @@ ChannelCore::ChannelCore(absl::string_view target,
     channel_error_ = Status(StatusCode::kUnavailable,
                             absl::StrCat("unusable channel credentials: ",
                                          credentials->status().message()));
-  } else if (credentials->secure()) {
-    tls_ = CredentialsAccess::Tls(*credentials);
-    scheme_ = "https";
-    tls_server_name_ = options.ssl_target_name_override.empty()
-                           ? TlsServerName(parsed_target_)
-                           : options.ssl_target_name_override;
+  } else if (credentials->local() && !AllUnix(parsed_target_)) {
+    channel_error_ = Status(
+        StatusCode::kUnavailable,
+        absl::StrCat("LocalCredentials connect only over unix sockets, and "
+                     "the target '",
+                     target_, "' is not unix: or unix-abstract:"));
+  } else {
+    settings_.call_credentials = credentials->call_credentials();
+    settings_.call_credentials_allowed =
+        credentials->secure() || credentials->local();
+    if (credentials->secure()) {
+      tls_ = CredentialsAccess::Tls(*credentials);
+      scheme_ = "https";
+      tls_server_name_ = options.ssl_target_name_override.empty()
+                             ? TlsServerName(parsed_target_)
+                             : options.ssl_target_name_override;
+    }
   }
   if (round_robin_ && service_config_.health_check_service_name.has_value()) {
     health_check_ = std::make_unique<HealthCheckSettings>(
@@ -217,6 +239,9 @@ void ChannelCore::ReleaseRetryBuffer(size_t bytes) {
 }
 
 ChannelCore::~ChannelCore() {
+  // Plugins that finish from here on find no loop; Shutdown() fails the
+  // calls that waited for them.
+  credentials_gate_->Close();
   loop_.Post([this] {
     loop_.AssertInLoopThread();
     Shutdown();

@@ -21,6 +21,7 @@
 #include "rpc/compression.h"
 #include "rpc/connectivity_state.h"
 #include "rpc/credentials.h"
+#include "rpc/internal/client/call_credentials_fetch.h"
 #include "rpc/internal/client/channel_call_host.h"
 #include "rpc/internal/client/connection_backoff.h"
 #include "rpc/internal/client/connectivity_watch.h"
@@ -129,6 +130,9 @@ class ChannelCore final : public ChannelCallHost,
   }
   ChannelCall** retrying_list() override ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_) {
     return &retrying_;
+  }
+  const std::shared_ptr<CredentialsLoopGate>& credentials_gate() override {
+    return credentials_gate_;
   }
   RetryThrottle* retry_throttle() override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_) {
@@ -300,6 +304,9 @@ class ChannelCore final : public ChannelCallHost,
   const std::shared_ptr<transport::io::Resolver> resolver_;
   transport::io::EventLoop loop_;
   Status loop_status_;  // why the loop could not start, if it could not
+  // The loop, for the plugin threads; closed first by the destructor.
+  const std::shared_ptr<CredentialsLoopGate> credentials_gate_ =
+      std::make_shared<CredentialsLoopGate>(&loop_);
   ConnectivityWatch watch_;
 
   // Loop thread only.
@@ -324,7 +331,7 @@ class ChannelCore final : public ChannelCallHost,
   ChannelCall* pending_ ABSL_GUARDED_BY(loop_) =
       nullptr;  // waiting for a connection
   ChannelCall* retrying_ ABSL_GUARDED_BY(loop_) =
-      nullptr;  // waiting for their next attempt
+      nullptr;  // waiting for their next attempt or call credentials
   Status last_error_ ABSL_GUARDED_BY(
       loop_);  // UNAVAILABLE: why the channel is in TRANSIENT_FAILURE
   int active_calls_ ABSL_GUARDED_BY(loop_) =

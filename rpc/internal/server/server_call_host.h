@@ -9,7 +9,7 @@
 #include "rpc/interceptor.h"
 #include "rpc/internal/common/method.h"
 #include "rpc/internal/server/sync_task_count.h"
-#include "rpc/internal/server/worker_pool.h"
+#include "rpc/internal/common/worker_pool.h"
 #include "rpc/status.h"
 #include "transport/io/event_loop.h"
 

@@ -21,7 +21,7 @@
 #include "rpc/internal/server/server_loop.h"
 #include "rpc/internal/server/server_stream_call.h"
 #include "rpc/internal/server/unary_server_call.h"
-#include "rpc/internal/server/worker_pool.h"
+#include "rpc/internal/common/worker_pool.h"
 #include "transport/core/message_framer.h"
 #include "transport/http2/server_session.h"
 #include "transport/io/socket.h"

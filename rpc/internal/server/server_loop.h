@@ -12,7 +12,7 @@
 #include "rpc/internal/common/member_task.h"
 #include "rpc/internal/server/server_call_host.h"
 #include "rpc/internal/server/sync_task_count.h"
-#include "rpc/internal/server/worker_pool.h"
+#include "rpc/internal/common/worker_pool.h"
 #include "rpc/status.h"
 #include "transport/core/memory_quota.h"
 #include "transport/http2/server_session.h"

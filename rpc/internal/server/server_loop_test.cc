@@ -17,7 +17,7 @@
 #include "gtest/gtest.h"
 #include "rpc/internal/common/member_task.h"
 #include "rpc/internal/server/server_core.h"
-#include "rpc/internal/server/worker_pool.h"
+#include "rpc/internal/common/worker_pool.h"
 #include "rpc/server.h"
 #include "rpc/status.h"
 #include "test/util/jitter.h"

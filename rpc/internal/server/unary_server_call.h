@@ -17,7 +17,7 @@
 #include "rpc/internal/server/server_call_tracing.h"
 #include "rpc/internal/server/server_interception.h"
 #include "rpc/internal/server/sync_task_count.h"
-#include "rpc/internal/server/worker_pool.h"
+#include "rpc/internal/common/worker_pool.h"
 #include "rpc/server_context.h"
 #include "rpc/status.h"
 #include "transport/http2/server_session.h"

@@ -1,5 +1,5 @@
-#ifndef H2RPC_RPC_INTERNAL_SERVER_WORKER_POOL_H_
-#define H2RPC_RPC_INTERNAL_SERVER_WORKER_POOL_H_
+#ifndef H2RPC_RPC_INTERNAL_COMMON_WORKER_POOL_H_
+#define H2RPC_RPC_INTERNAL_COMMON_WORKER_POOL_H_
 
 #include <pthread.h>
 #include <sched.h>
@@ -37,8 +37,9 @@ class WorkerTask {
   WorkerTask* next_handed_out_ = nullptr;
 };
 
-// Threads that run synchronous handlers, so a blocking handler never stalls
-// an event loop. A task is accepted only while an idle thread is free for
+// Threads that run blocking work (the server's synchronous handlers, the
+// client's call credentials plugins), so it never stalls an event loop. The
+// refusal messages name the server's option (max_sync_threads). A task is accepted only while an idle thread is free for
 // it (each accepted task not yet taken up has an idle thread of its own), or
 // with a new thread while there are fewer than `max_threads`; otherwise it
 // is refused. So a task never waits for another task to finish, only for an
@@ -173,4 +174,4 @@ class WorkerPool {
 
 }  // namespace h2rpc::internal
 
-#endif  // H2RPC_RPC_INTERNAL_SERVER_WORKER_POOL_H_
+#endif  // H2RPC_RPC_INTERNAL_COMMON_WORKER_POOL_H_

@@ -1,4 +1,4 @@
-#include "rpc/internal/server/worker_pool.h"
+#include "rpc/internal/common/worker_pool.h"
 
 #include <errno.h>
 #include <linux/futex.h>

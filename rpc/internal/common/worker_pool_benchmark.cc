@@ -17,7 +17,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "benchmark/benchmark.h"
-#include "rpc/internal/server/worker_pool.h"
+#include "rpc/internal/common/worker_pool.h"
 
 namespace h2rpc::internal {
 namespace {
