@@ -447,5 +447,27 @@ TEST_F(CallCredentialsTest, CallsBeyondThePluginThreadsWaitForOne) {
   EXPECT_EQ(record->calls.load(), kCalls);
 }
 
+// A token over the server's SETTINGS_MAX_HEADER_LIST_SIZE (16 KiB) is not
+// sent: the call fails with RESOURCE_EXHAUSTED saying why, and the
+// connection serves the next call.
+TEST_F(CallCredentialsTest, ATokenOverTheServersHeaderLimitIsNotSent) {
+  Serve(ServerTls());
+  auto channel = TlsChannel();
+  ClientContext context;
+  context.set_credentials(AccessTokenCredentials(std::string(1 << 20, 't')));
+  const Status status = Call(*channel, &context);
+  EXPECT_EQ(status.code(), StatusCode::kResourceExhausted)
+      << status.ToString();
+  EXPECT_THAT(status.message(),
+              HasSubstr("over the limit of 16384 that 127.0.0.1:"));
+  EXPECT_THAT(status.message(), HasSubstr("SETTINGS_MAX_HEADER_LIST_SIZE"));
+  EXPECT_EQ(served_.load(), 0);
+  ClientContext small;
+  small.set_credentials(AccessTokenCredentials("small"));
+  std::string shown;
+  ASSERT_TRUE(Call(*channel, &small, &shown).ok());
+  EXPECT_EQ(shown, "authorization=Bearer small");
+}
+
 }  // namespace
 }  // namespace h2rpc

@@ -135,6 +135,25 @@ void ClientSession::StartCall(ClientStream* stream) {
     Deliver(stream);
     return;
   }
+  // The peer's limit, once its SETTINGS arrived (unlimited before): a
+  // request over it would only be refused, after the bytes went out.
+  const uint32_t peer_limit = nghttp2_session_get_remote_settings(
+      session(), NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE);
+  size_t header_bytes = 0;
+  for (const nghttp2_nv& field : stream->headers_.fields()) {
+    // HPACK's size: 32 bytes of overhead per field (RFC 7541 section 4.1).
+    header_bytes += field.namelen + field.valuelen + 32;
+  }
+  if (header_bytes > peer_limit) {
+    stream->status_ = Status(
+        StatusCode::kResourceExhausted,
+        absl::StrCat("the request's header list is ", header_bytes,
+                     " bytes, over the limit of ", peer_limit, " that ", peer(),
+                     " advertises (SETTINGS_MAX_HEADER_LIST_SIZE): send less "
+                     "metadata"));
+    Deliver(stream);
+    return;
+  }
   stream->deframer_.Reset(
       StreamDeframerOptions(*stream, CompressionAlgorithm::kIdentity));
   const Nghttp2DataProvider provider = DataProvider(&stream->outgoing_);
