@@ -48,6 +48,8 @@ using transport::tls::testing::GetTestPki;
 // Answers with every "authorization" and "x-cred" value the call carried,
 // in order, joined by ",".
 constexpr char kShowCredentials[] = "/h2rpc.test.Creds/Show";
+// The same, once per message of a server stream of two.
+constexpr char kStreamCredentials[] = "/h2rpc.test.Creds/Stream";
 
 std::shared_ptr<ServerCredentials> ServerTls() {
   SslServerCredentialsOptions options;
@@ -146,20 +148,28 @@ class CallCredentialsTest : public ::testing::Test {
   void Serve(std::shared_ptr<ServerCredentials> credentials) {
     ServerOptions options;
     options.num_loops = 1;
-    server_.builder().SetOptions(options).RegisterUnary<SimpleRequest,
-                                                        SimpleResponse>(
-        kShowCredentials, [this](ServerContext* context, const SimpleRequest&,
-                                 SimpleResponse* response) {
-          ++served_;
-          std::vector<std::string> values;
-          for (Metadata::Entry entry : context->client_metadata()) {
-            if (entry.key == "authorization" || entry.key == "x-cred") {
-              values.push_back(absl::StrCat(entry.key, "=", entry.value));
-            }
-          }
-          response->mutable_payload()->set_body(absl::StrJoin(values, ","));
-          return Status();
-        });
+    server_.builder()
+        .SetOptions(options)
+        .RegisterUnary<SimpleRequest, SimpleResponse>(
+            kShowCredentials,
+            [this](ServerContext* context, const SimpleRequest&,
+                   SimpleResponse* response) {
+              ++served_;
+              response->mutable_payload()->set_body(Shown(*context));
+              return Status();
+            })
+        .RegisterServerStreaming<SimpleRequest, SimpleResponse>(
+            kStreamCredentials,
+            [this](ServerContext* context, const SimpleRequest&,
+                   ServerWriter<SimpleResponse>* writer) {
+              ++served_;
+              SimpleResponse response;
+              response.mutable_payload()->set_body(Shown(*context));
+              for (int i = 0; i < 2; ++i) {
+                if (!writer->Write(response)) break;
+              }
+              return Status();
+            });
     const Status status = server_.Start(std::move(credentials));
     ASSERT_TRUE(status.ok()) << status.ToString();
   }
@@ -185,6 +195,16 @@ class CallCredentialsTest : public ::testing::Test {
                                             SimpleRequest(), &response);
     if (shown != nullptr) *shown = response.payload().body();
     return status;
+  }
+
+  static std::string Shown(const ServerContext& context) {
+    std::vector<std::string> values;
+    for (Metadata::Entry entry : context.client_metadata()) {
+      if (entry.key == "authorization" || entry.key == "x-cred") {
+        values.push_back(absl::StrCat(entry.key, "=", entry.value));
+      }
+    }
+    return absl::StrJoin(values, ",");
   }
 
   StubServer server_;
@@ -224,6 +244,28 @@ TEST_F(CallCredentialsTest, ChannelCredentialsComeFirstThenTheCallsInOrder) {
   token_only.set_credentials(AccessTokenCredentials("alone"));
   ASSERT_TRUE(Call(*plain, &token_only, &shown).ok());
   EXPECT_EQ(shown, "authorization=Bearer alone");
+}
+
+TEST_F(CallCredentialsTest, StreamingCallsCarryThemToo) {
+  Serve(ServerTls());
+  auto record = std::make_shared<TestPlugin::Record>();
+  auto channel = TlsChannel(AccessTokenCredentials("stream"));
+  ClientContext context;
+  context.set_timeout(kHangTimeout);
+  context.set_credentials(Plugin(record, "streamed"));
+  auto reader = channel->ServerStreamingCall<SimpleRequest, SimpleResponse>(
+      &context, kStreamCredentials, SimpleRequest());
+  SimpleResponse response;
+  int read = 0;
+  while (reader->Read(&response)) {
+    ++read;
+    EXPECT_EQ(response.payload().body(),
+              "authorization=Bearer stream,x-cred=streamed");
+  }
+  const Status status = reader->Finish();
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  EXPECT_EQ(read, 2);
+  EXPECT_EQ(record->calls.load(), 1);
 }
 
 TEST_F(CallCredentialsTest, PlaintextChannelsRefuseCallCredentials) {

@@ -14,6 +14,7 @@
 #include "proto/grpc/testing/empty.pb.h"
 #include "proto/grpc/testing/messages.pb.h"
 #include "rpc/arena_options.h"
+#include "rpc/call_credentials.h"
 #include "rpc/call_metrics.h"
 #include "rpc/channel.h"
 #include "rpc/channelz.h"
@@ -196,6 +197,21 @@ TEST_P(UnaryAllocationTest, WarmRoundRobinCallsAllocateNothingButTlsRecords) {
   const std::string address = server_.target();
   channel_ = CreateChannel("ipv4:" + address + "," + address,
                            channel_credentials_, options);
+  Empty response;
+  const PerRpc per_rpc = Measure(kCallback, Empty(), &response, 200, 1000);
+  EXPECT_EQ(per_rpc.client, TlsRecords());
+  EXPECT_EQ(per_rpc.server, TlsRecords());
+}
+
+// An access token on the channel: the request's headers point at the
+// credentials' own copy, and the server keeps it in the storage it reuses.
+// TLS only: a plaintext TCP channel refuses call credentials.
+TEST_P(UnaryAllocationTest, WarmCallsWithAnAccessTokenAllocateNothingMore) {
+  if (!GetParam()) GTEST_SKIP() << "call credentials need a secure channel";
+  channel_ = server_.NewChannel(
+      ChannelOptions(),
+      CompositeChannelCredentials(channel_credentials_,
+                                  AccessTokenCredentials("a-static-token")));
   Empty response;
   const PerRpc per_rpc = Measure(kCallback, Empty(), &response, 200, 1000);
   EXPECT_EQ(per_rpc.client, TlsRecords());

@@ -1,0 +1,154 @@
+#include "rpc/call_credentials.h"
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "rpc/credentials.h"
+#include "rpc/internal/credentials_access.h"
+
+namespace h2rpc {
+namespace {
+
+using internal::CredentialsAccess;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Pair;
+
+class FixedPlugin : public MetadataCredentialsPlugin {
+ public:
+  FixedPlugin(std::string value, Status result, bool blocking = true)
+      : value_(std::move(value)),
+        result_(std::move(result)),
+        blocking_(blocking) {}
+  bool IsBlocking() const override { return blocking_; }
+  Status GetMetadata(const AuthMetadataContext& context,
+                     Metadata* metadata) override {
+    metadata->Add("x-plugin", value_);
+    metadata->Add("x-method", context.method_name);
+    return result_;
+  }
+  std::string DebugString() const override { return "fixed plugin"; }
+
+ private:
+  const std::string value_;
+  const Status result_;
+  const bool blocking_;
+};
+
+std::shared_ptr<CallCredentials> Plugin(std::string value,
+                                        Status result = Status(),
+                                        bool blocking = true) {
+  return MetadataCredentialsFromPlugin(std::make_unique<FixedPlugin>(
+      std::move(value), std::move(result), blocking));
+}
+
+std::vector<std::pair<std::string, std::string>> Entries(
+    const Metadata& metadata) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (Metadata::Entry entry : metadata) {
+    out.emplace_back(std::string(entry.key), std::string(entry.value));
+  }
+  return out;
+}
+
+Status Add(const CallCredentials& credentials, Metadata* metadata) {
+  AuthMetadataContext context;
+  context.method_name = "Method";
+  return CredentialsAccess::AddCallMetadata(credentials, context, metadata);
+}
+
+TEST(CallCredentialsTest, AnAccessTokenIsFixedMetadata) {
+  auto token = AccessTokenCredentials("abc");
+  ASSERT_TRUE(token->status().ok());
+  EXPECT_FALSE(CredentialsAccess::HasPlugins(*token));
+  EXPECT_FALSE(CredentialsAccess::Blocking(*token));
+  EXPECT_THAT(Entries(CredentialsAccess::FixedMetadata(*token)),
+              ElementsAre(Pair("authorization", "Bearer abc")));
+}
+
+TEST(CallCredentialsTest, CompositionKeepsTheOrderAndTheBlockingFlag) {
+  auto both = CompositeCallCredentials(
+      CompositeCallCredentials(AccessTokenCredentials("one"),
+                               Plugin("two", Status(), /*blocking=*/false)),
+      AccessTokenCredentials("three"));
+  ASSERT_TRUE(both->status().ok());
+  EXPECT_TRUE(CredentialsAccess::HasPlugins(*both));
+  EXPECT_FALSE(CredentialsAccess::Blocking(*both));
+  Metadata metadata;
+  ASSERT_TRUE(Add(*both, &metadata).ok());
+  EXPECT_THAT(Entries(metadata),
+              ElementsAre(Pair("authorization", "Bearer one"),
+                          Pair("x-plugin", "two"), Pair("x-method", "Method"),
+                          Pair("authorization", "Bearer three")));
+  EXPECT_TRUE(CredentialsAccess::Blocking(
+      *CompositeCallCredentials(both, Plugin("blocking"))));
+
+  auto tokens = CompositeCallCredentials(AccessTokenCredentials("a"),
+                                         AccessTokenCredentials("b"));
+  EXPECT_FALSE(CredentialsAccess::HasPlugins(*tokens));
+  EXPECT_THAT(Entries(CredentialsAccess::FixedMetadata(*tokens)),
+              ElementsAre(Pair("authorization", "Bearer a"),
+                          Pair("authorization", "Bearer b")));
+}
+
+TEST(CallCredentialsTest, PluginFailuresBecomeTheCallsStatus) {
+  Metadata metadata;
+  Status status =
+      Add(*Plugin("x", Status(StatusCode::kNotFound, "gone")), &metadata);
+  EXPECT_EQ(status.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(status.message(), "call credentials (fixed plugin) failed: gone");
+  status = Add(*Plugin("x", Status(StatusCode::kUnauthenticated, "who")),
+               &metadata);
+  EXPECT_EQ(status, Status(StatusCode::kUnauthenticated, "who"));
+  status = Add(*Plugin("x", Status(StatusCode::kPermissionDenied, "no")),
+               &metadata);
+  EXPECT_EQ(status, Status(StatusCode::kPermissionDenied, "no"));
+  status = Add(*Plugin("bad\x01value"), &metadata);
+  EXPECT_EQ(status.code(), StatusCode::kUnavailable);
+  EXPECT_THAT(status.message(), HasSubstr("cannot be sent"));
+}
+
+TEST(CallCredentialsTest, UnusableCredentialsSayWhy) {
+  EXPECT_EQ(AccessTokenCredentials("a\nb")->status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_THAT(MetadataCredentialsFromPlugin(nullptr)->status().message(),
+              HasSubstr("null"));
+  auto composite = CompositeCallCredentials(AccessTokenCredentials("ok"),
+                                            AccessTokenCredentials("a\rb"));
+  EXPECT_THAT(composite->status().message(), HasSubstr("0x20-0x7E"));
+  Metadata metadata;
+  const Status status = Add(*composite, &metadata);
+  EXPECT_EQ(status.code(), StatusCode::kUnavailable);
+  EXPECT_THAT(status.message(), HasSubstr("unusable call credentials"));
+  EXPECT_EQ(CompositeCallCredentials(nullptr, AccessTokenCredentials("x"))
+                ->status()
+                .code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST(CallCredentialsTest, ChannelCompositionAddsToWhatTheChannelHas) {
+  auto first = CompositeChannelCredentials(InsecureChannelCredentials(),
+                                           AccessTokenCredentials("1"));
+  auto second =
+      CompositeChannelCredentials(first, AccessTokenCredentials("2"));
+  ASSERT_TRUE(second->status().ok());
+  EXPECT_FALSE(second->secure());
+  EXPECT_THAT(
+      Entries(CredentialsAccess::FixedMetadata(*second->call_credentials())),
+      ElementsAre(Pair("authorization", "Bearer 1"),
+                  Pair("authorization", "Bearer 2")));
+  EXPECT_TRUE(CompositeChannelCredentials(LocalCredentials(),
+                                          AccessTokenCredentials("l"))
+                  ->local());
+  EXPECT_FALSE(
+      CompositeChannelCredentials(nullptr, AccessTokenCredentials("x"))
+          ->status()
+          .ok());
+}
+
+}  // namespace
+}  // namespace h2rpc
