@@ -11,6 +11,7 @@
 #include "absl/types/optional.h"
 #include "rpc/compression.h"
 #include "rpc/metadata.h"
+#include "rpc/auth_context.h"
 #include "rpc/peer_identity.h"
 #include "rpc/tracing.h"
 
@@ -76,6 +77,11 @@ class ServerContext {
   const std::shared_ptr<const PeerIdentity>& peer_identity() const {
     return peer_identity_;
   }
+  // Who is calling, as properties (rpc/auth_context.h): the transport's,
+  // and what the server's AuthMetadataProcessor added. Built on the first
+  // call (which allocates it) unless the processor did; by the handler's
+  // thread (not thread-safe).
+  const AuthContext& auth_context() const;
   // The connection the call arrived on: never 0, the same for every call on
   // one connection, and never that of another connection of the process
   // (not even of one closed before). For limits per connection (as
@@ -159,6 +165,7 @@ class ServerContext {
   uint64_t connection_id_ = 0;
   std::string peer_;
   std::shared_ptr<const PeerIdentity> peer_identity_;
+  mutable std::unique_ptr<AuthContext> auth_context_;  // see auth_context()
   absl::optional<CompressionAlgorithm> compression_;
   bool last_message_compressed_ = false;  // written on the loop thread
   std::atomic<bool> cancelled_{false};

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "rpc/auth_context.h"
 #include "rpc/call_metrics.h"
 #include "rpc/channelz.h"
 #include "rpc/tracing.h"
@@ -34,6 +35,13 @@ struct ServerOptions {
   // Interceptors of every call, outermost first (rpc/interceptor.h);
   // Builder::AddInterceptor appends to them.
   std::vector<std::shared_ptr<ServerInterceptor>> interceptors;
+  // Decides on every call's credentials before its interceptors and
+  // handler (rpc/auth_context.h); null: every call goes through.
+  std::shared_ptr<AuthMetadataProcessor> auth_metadata_processor;
+  // How long a call waits for a blocking processor's decision before it
+  // fails with UNAVAILABLE (its deadline, if sooner, ends it first). More
+  // than 0. Duration.
+  absl::Duration auth_processor_timeout = absl::Seconds(10);
   // gRPC's standard per-call metrics (rpc/call_metrics.h), recorded by
   // every loop into a shard of its own; null: none.
   std::shared_ptr<CallMetrics> metrics;

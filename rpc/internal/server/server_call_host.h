@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/time/time.h"
+#include "rpc/auth_context.h"
 #include "rpc/compression.h"
 #include "rpc/interceptor.h"
 #include "rpc/internal/common/method.h"
@@ -31,6 +33,10 @@ struct ServerCallSettings {
   std::vector<ServerInterceptor*> interceptors;
   // ServerOptions::tracer (which keeps it alive); null: no tracing.
   Tracer* tracer = nullptr;
+  // ServerOptions::auth_metadata_processor (which keeps it alive), and
+  // auth_processor_timeout; null: none.
+  AuthMetadataProcessor* auth_processor = nullptr;
+  absl::Duration auth_processor_timeout;
 };
 
 // What the server's calls (UnaryServerCall, ServerStreamCall) need of the

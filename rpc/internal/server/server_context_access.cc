@@ -40,6 +40,7 @@ void ServerContextAccess::Reset(ServerContext* context) {
   context->connection_id_ = 0;
   context->peer_.clear();
   context->peer_identity_.reset();
+  context->auth_context_.reset();
   context->compression_.reset();
   context->last_message_compressed_ = false;
   context->initial_metadata_.Clear();

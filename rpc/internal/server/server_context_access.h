@@ -42,6 +42,11 @@ class ServerContextAccess {
   // still run and inherit its cancellation, and clears the context for the
   // next call.
   static void Reset(ServerContext* context);
+  // The auth context the processor writes (built now if need be).
+  static AuthContext* MutableAuthContext(ServerContext* context) {
+    context->auth_context();
+    return context->auth_context_.get();
+  }
   // The response's encoding: the chosen one (or `server_default`) if the
   // client accepts it, else identity.
   static CompressionAlgorithm ResponseCompression(

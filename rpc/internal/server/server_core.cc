@@ -108,6 +108,13 @@ Status CheckOptions(const ServerOptions& options) {
                      absl::FormatDuration(options.shutdown_grace_period),
                      "; it must be more than zero"));
   }
+  if (options.auth_processor_timeout <= absl::ZeroDuration()) {
+    return Status(
+        StatusCode::kInvalidArgument,
+        absl::StrCat("ServerOptions::auth_processor_timeout is ",
+                     absl::FormatDuration(options.auth_processor_timeout),
+                     "; it must be more than zero"));
+  }
   if (options.busy_poll_us < 0 || options.busy_poll_us > kMaxBusyPollUs) {
     return Status(StatusCode::kInvalidArgument,
                   absl::StrCat("ServerOptions::busy_poll_us is ",
@@ -257,7 +264,8 @@ ServerCore::ServerCore(ServerOptions options, MethodMap methods,
       settings_{options_.default_compression,
                 options_.connection.max_send_message_size,
                 options_.stream_write_buffer, InterceptorsOf(options_),
-                options_.tracer.get()},
+                options_.tracer.get(), options_.auth_metadata_processor.get(),
+                options_.auth_processor_timeout},
       sync_threads_per_connection_(SyncThreadsPerConnection(options_)),
       methods_(std::move(methods)),
       generic_method_(std::move(generic_method)) {

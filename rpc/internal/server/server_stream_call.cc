@@ -41,6 +41,40 @@ void ServerStreamCall::Begin(const Method* method,
 }
 
 void ServerStreamCall::StartHandler() {
+  if (server_->call_settings().auth_processor == nullptr) {
+    StartInterceptorsAndHandler();
+    return;
+  }
+  authorizing_ = true;
+  auth_.Start(server_->call_settings(), &context_, loop_,
+              stream_->connection_id());
+}
+
+void ServerStreamCall::OnAuthDecided(const Status& status) {
+  if (!auth_.running()) authorizing_ = false;
+  if (finished_) {  // cancelled meanwhile
+    MaybeDone();
+    return;
+  }
+  if (!status.ok() || auth_.running()) {
+    // Refused, or past its time (the call then ends once the processor
+    // returns: MaybeDone waits for it).
+    rejected_ = true;
+    final_status_ = status;
+    stream_->Finish(status, &ServerContextAccess::TrailingMetadata(&context_));
+    finished_ = true;
+    MaybeDone();
+    return;
+  }
+  StartInterceptorsAndHandler();
+}
+
+void ServerStreamCall::OnAuthReturned() {
+  authorizing_ = false;
+  MaybeDone();
+}
+
+void ServerStreamCall::StartInterceptorsAndHandler() {
   const Status intercepted = interception_.Start(
       server_->call_settings().interceptors, method_name_, &context_);
   if (!intercepted.ok()) {
@@ -93,7 +127,7 @@ void ServerStreamCall::HandlerTask::Done() {
 
 Status ServerStreamCall::OnMessage(absl::string_view message, bool compressed) {
   if (request_ == nullptr) return OnMessageReceived(message, compressed);
-  if (handler_started_ || rejected_) {
+  if (handler_started_ || rejected_ || authorizing_) {
     return Status(
         StatusCode::kInternal,
         "received a second request message for a server-streaming method");
@@ -110,7 +144,7 @@ Status ServerStreamCall::OnMessage(absl::string_view message, bool compressed) {
 
 void ServerStreamCall::OnHalfClose() {
   if (rejected_) return;
-  if (request_ != nullptr && !handler_started_) {
+  if (request_ != nullptr && !handler_started_ && !authorizing_) {
     final_status_ = Status(StatusCode::kInternal,
                            "the client sent no request message for a "
                            "server-streaming method");
@@ -237,7 +271,9 @@ void ServerStreamCall::RunCancel() {
 }
 
 void ServerStreamCall::MaybeDone() {
-  if (!finished_ || done_posted_ || ops_outstanding()) return;
+  if (!finished_ || done_posted_ || ops_outstanding() || auth_.running()) {
+    return;
+  }
   done_posted_ = true;
   loop_->loop().Post(&done_task_);
 }
@@ -275,6 +311,7 @@ void ServerStreamCall::Recycle() {
   reactor_ = nullptr;
   handler_started_ = false;
   rejected_ = false;
+  authorizing_ = false;
   finished_ = false;
   request_bytes_ = 0;
   final_status_ = Status();

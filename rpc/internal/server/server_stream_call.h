@@ -12,6 +12,7 @@
 #include "rpc/internal/server/server_call_host.h"
 #include "rpc/internal/server/server_call_metrics.h"
 #include "rpc/internal/server/server_context_access.h"
+#include "rpc/internal/server/server_call_auth.h"
 #include "rpc/internal/server/server_call_tracing.h"
 #include "rpc/internal/server/server_interception.h"
 #include "rpc/internal/server/sync_task_count.h"
@@ -50,7 +51,8 @@ namespace h2rpc::internal {
 class ServerStreamCall final : public StreamOps,
                                public ServerStreamOperations,
                                public transport::http2::ServerStream::Observer,
-                               public CancellableServerCall {
+                               public CancellableServerCall,
+                               private ServerCallAuth::Owner {
  public:
   ServerStreamCall(ServerCallLoop* loop, ServerCallHost* server);
 
@@ -131,7 +133,14 @@ class ServerStreamCall final : public StreamOps,
     ServerStreamCall* call_;
   };
 
+  // The auth metadata processor (if the server has one) decides first,
+  // then the interceptors run (StartInterceptorsAndHandler), then the
+  // handler.
   void StartHandler();
+  void StartInterceptorsAndHandler();
+  // ServerCallAuth::Owner.
+  void OnAuthDecided(const Status& status) override;
+  void OnAuthReturned() override;
   void RunSendInitialMetadata();
   void RunFinish();
   void RunCancel();
@@ -154,8 +163,12 @@ class ServerStreamCall final : public StreamOps,
   ServerStreamReactor* reactor_ = nullptr;
   // Loop thread.
   bool handler_started_ = false;
-  // An interceptor's OnStart ended the call: the handler never runs.
+  // An interceptor's OnStart or the auth metadata processor ended the
+  // call: the handler never runs.
   bool rejected_ = false;
+  // The auth metadata processor is deciding.
+  bool authorizing_ = false;
+  ServerCallAuth auth_{this};
   bool finished_ = false;
   size_t request_bytes_ = 0;  // server streaming: the request's, serialized
   Status final_status_;       // what the client was sent

@@ -52,6 +52,49 @@ void UnaryServerCall::OnHalfClose() {
     End(status);
     return;
   }
+  if (server_->call_settings().auth_processor != nullptr) {
+    handler_running_ = true;
+    auth_.Start(server_->call_settings(), &context_, loop_,
+                stream_->connection_id());
+    return;
+  }
+  StartHandler();
+}
+
+void UnaryServerCall::OnAuthDecided(const Status& status) {
+  if (auth_.running()) {
+    // Past its time: the client has its answer now; the call ends when the
+    // processor returns.
+    auth_status_ = status;
+    if (!stream_->cancelled()) {
+      stream_->Finish(status,
+                      &ServerContextAccess::TrailingMetadata(&context_));
+    }
+    return;
+  }
+  handler_running_ = false;
+  if (stream_->cancelled()) {
+    const Status cancelled(StatusCode::kCancelled, "the call was cancelled");
+    interception_.Finish(cancelled);
+    End(cancelled);
+    return;
+  }
+  if (!status.ok()) {
+    stream_->Finish(status, &ServerContextAccess::TrailingMetadata(&context_));
+    interception_.Finish(status);
+    End(status);
+    return;
+  }
+  StartHandler();
+}
+
+void UnaryServerCall::OnAuthReturned() {
+  handler_running_ = false;
+  interception_.Finish(auth_status_);
+  End(auth_status_);
+}
+
+void UnaryServerCall::StartHandler() {
   const Status intercepted = interception_.Start(
       server_->call_settings().interceptors, method_name_, &context_);
   if (!intercepted.ok()) {

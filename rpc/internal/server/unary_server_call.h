@@ -14,6 +14,7 @@
 #include "rpc/internal/server/server_call_host.h"
 #include "rpc/internal/server/server_call_metrics.h"
 #include "rpc/internal/server/server_context_access.h"
+#include "rpc/internal/server/server_call_auth.h"
 #include "rpc/internal/server/server_call_tracing.h"
 #include "rpc/internal/server/server_interception.h"
 #include "rpc/internal/server/sync_task_count.h"
@@ -52,6 +53,7 @@ namespace h2rpc::internal {
 class UnaryServerCall final : public transport::http2::ServerStream::Observer,
                               public CancellableServerCall,
                               public UnaryCompletion,
+                              private ServerCallAuth::Owner,
                               private transport::io::Task {
  public:
   explicit UnaryServerCall(ServerCallLoop* loop) : loop_(loop) {}
@@ -90,6 +92,13 @@ class UnaryServerCall final : public transport::http2::ServerStream::Observer,
   // io::Task: the handler's completion, on the loop thread.
   void Run() override;
 
+  // ServerCallAuth::Owner: the server's auth metadata processor decided
+  // (the handler starts, or the call ends), or returned after its time.
+  void OnAuthDecided(const Status& status) override;
+  void OnAuthReturned() override;
+  // Loop thread, once the request is in (and the processor, if any,
+  // accepted the call): the interceptors, then the handler.
+  void StartHandler();
   void RunHandler();
   void RunCancel();
   // The call is over, with `status` (what its interceptors and span see):
@@ -117,7 +126,13 @@ class UnaryServerCall final : public transport::http2::ServerStream::Observer,
   google::protobuf::MessageLite* request_ = nullptr;   // on arena_
   google::protobuf::MessageLite* response_ = nullptr;  // on arena_
   bool got_request_ = false;
+  // The handler, or the auth metadata processor, runs: a cancel waits for
+  // it to finish.
   bool handler_running_ = false;
+  ServerCallAuth auth_{this};
+  // The status sent when the processor ran past its time, for End() once
+  // it returns.
+  Status auth_status_;
   // Counts the synchronous handler's task against its connection's share
   // from SubmitToWorkers until the task's Done() (ServerLoop).
   SyncTaskCount sync_tasks_;
