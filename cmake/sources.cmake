@@ -19,8 +19,12 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/admin_services.h
   rpc/arena_options.cc
   rpc/arena_options.h
+  rpc/auth_context.cc
+  rpc/auth_context.h
   rpc/byte_buffer.cc
   rpc/byte_buffer.h
+  rpc/call_credentials.cc
+  rpc/call_credentials.h
   rpc/call_metrics.cc
   rpc/call_metrics.h
   rpc/channel.cc
@@ -51,6 +55,8 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/internal/call_metric_shards.h
   rpc/internal/channelz/channelz_registry.cc
   rpc/internal/channelz/channelz_registry.h
+  rpc/internal/client/call_credentials_fetch.cc
+  rpc/internal/client/call_credentials_fetch.h
   rpc/internal/client/channel_call.cc
   rpc/internal/client/channel_call.h
   rpc/internal/client/channel_call_host.h
@@ -95,6 +101,8 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/internal/common/serialize_framed.h
   rpc/internal/common/stream_ops.cc
   rpc/internal/common/stream_ops.h
+  rpc/internal/common/worker_pool.cc
+  rpc/internal/common/worker_pool.h
   rpc/internal/config/json_document.cc
   rpc/internal/config/json_document.h
   rpc/internal/config/service_config.cc
@@ -112,6 +120,8 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/internal/message_ref.h
   rpc/internal/name_resolver_impl.h
   rpc/internal/op_waiter.h
+  rpc/internal/server/server_call_auth.cc
+  rpc/internal/server/server_call_auth.h
   rpc/internal/server/server_call_host.h
   rpc/internal/server/server_call_metrics.h
   rpc/internal/server/server_call_tracing.cc
@@ -131,8 +141,6 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/internal/server/sync_task_count.h
   rpc/internal/server/unary_server_call.cc
   rpc/internal/server/unary_server_call.h
-  rpc/internal/server/worker_pool.cc
-  rpc/internal/server/worker_pool.h
   rpc/internal/tracing/span_names.h
   rpc/internal/tracing/trace_context.cc
   rpc/internal/tracing/trace_context.h
@@ -253,7 +261,9 @@ set(H2RPC_PUBLIC_HEADERS
   base/status_code.h
   rpc/admin_services.h
   rpc/arena_options.h
+  rpc/auth_context.h
   rpc/byte_buffer.h
+  rpc/call_credentials.h
   rpc/call_metrics.h
   rpc/channel.h
   rpc/channel_options.h

@@ -25,6 +25,7 @@
 #include "rpc/credentials.h"
 #include "rpc/server.h"
 #include "test/util/notification.h"
+#include "test/util/raw_h2_client.h"
 #include "test/util/stub_server.h"
 #include "test/util/wait_for.h"
 #include "transport/tls/testing/test_pki.h"
@@ -35,7 +36,13 @@ namespace {
 using grpc::testing::SimpleRequest;
 using grpc::testing::SimpleResponse;
 using ::h2rpc::testing::kHangTimeout;
+using ::h2rpc::testing::GrpcFrame;
+using ::h2rpc::testing::GrpcRequestHeaders;
 using ::h2rpc::testing::Notification;
+using ::h2rpc::testing::PercentDecode;
+using ::h2rpc::testing::RawH2Client;
+using ::h2rpc::testing::RawRequest;
+using ::h2rpc::testing::RawResponse;
 using ::h2rpc::testing::StubServer;
 using ::h2rpc::testing::WaitFor;
 using ::testing::ElementsAre;
@@ -381,6 +388,49 @@ TEST_F(AuthProcessorTest, AClientThatCancelsWhileTheProcessorDecides) {
   std::string shown;
   ASSERT_TRUE(Call(*channel, "alice-token", &shown).ok());
   EXPECT_EQ(handled_.load(), 1);  // the cancelled call never reached it
+}
+
+// Oversized tokens never reach the processor: one over the header list
+// limit (16 KiB) gets RESOURCE_EXHAUSTED and the connection goes on; a
+// 1 MiB one, a single field past what the HPACK decoder takes (64 KiB),
+// ends the connection with GOAWAY(COMPRESSION_ERROR), and the server
+// serves the next one.
+TEST_F(AuthProcessorTest, OversizedTokensNeverReachTheProcessor) {
+  auto processor = std::make_shared<TokenProcessor>(/*blocking=*/false);
+  Serve(processor, absl::Seconds(10), InsecureServerCredentials());
+  auto request_with_token = [&](size_t bytes) {
+    RawRequest request;
+    request.headers = GrpcRequestHeaders(kWho, server_.port());
+    request.headers.emplace_back("authorization",
+                                 "Bearer " + std::string(bytes, 't'));
+    request.body = GrpcFrame("");
+    return request;
+  };
+  std::string error;
+  auto client = RawH2Client::Connect(server_.port(), &error);
+  ASSERT_NE(client, nullptr) << error;
+  RawResponse response = client->Call(request_with_token(40 << 10), kHangTimeout);
+  ASSERT_FALSE(response.timed_out) << response.DebugString();
+  EXPECT_EQ(response.Trailer("grpc-status"), "8") << response.DebugString();
+  EXPECT_THAT(PercentDecode(response.Trailer("grpc-message").value_or("")),
+              HasSubstr("exceeds the limit of 16384 (max_header_list_size)"));
+  EXPECT_TRUE(client->Ping()) << client->error();
+
+  response = client->Call(request_with_token(1 << 20), kHangTimeout);
+  ASSERT_FALSE(response.timed_out) << response.DebugString();
+  EXPECT_TRUE(response.goaway_received) << response.DebugString();
+  EXPECT_EQ(response.goaway_error_code, 9u)  // COMPRESSION_ERROR
+      << response.DebugString();
+  EXPECT_TRUE(response.connection_closed) << response.DebugString();
+  EXPECT_EQ(processor->returned.load(), 0);
+
+  client = RawH2Client::Connect(server_.port(), &error);
+  ASSERT_NE(client, nullptr) << error;
+  RawRequest fine = request_with_token(0);
+  fine.headers.back().second = "Bearer alice-token";
+  response = client->Call(fine, kHangTimeout);
+  EXPECT_EQ(response.Trailer("grpc-status"), "0") << response.DebugString();
+  EXPECT_EQ(processor->returned.load(), 1);
 }
 
 TEST_F(AuthProcessorTest, ATimeoutOfZeroIsRefused) {

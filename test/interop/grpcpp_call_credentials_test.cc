@@ -4,8 +4,9 @@
 //     (on the call) reach a gRPC C++ server whose handler checks the
 //     "authorization" header: accepted with the right token, refused with
 //     the status the handler gives otherwise;
-//   - a gRPC C++ client's AccessTokenCredentials reach an h2rpc handler as
-//     the same header.
+//   - a gRPC C++ client's AccessTokenCredentials are checked by an h2rpc
+//     server's AuthMetadataProcessor: accepted (the handler sees the
+//     identity it set) or refused with UNAUTHENTICATED.
 
 #include <grpcpp/grpcpp.h>
 
@@ -19,6 +20,7 @@
 #include "gtest/gtest.h"
 #include "proto/grpc/testing/messages.pb.h"
 #include "proto/grpc/testing/test.grpc.pb.h"
+#include "rpc/auth_context.h"
 #include "rpc/call_credentials.h"
 #include "rpc/channel.h"
 #include "rpc/credentials.h"
@@ -148,41 +150,61 @@ TEST_F(GrpcppCallCredentialsTest, AnH2rpcClientsTokenIsCheckedByGrpcpp) {
   EXPECT_THAT(status.message(), HasSubstr("wrong token: Bearer bad-token"));
 }
 
-TEST_F(GrpcppCallCredentialsTest, AGrpcppClientsTokenReachesAnH2rpcHandler) {
+// Accepts "Bearer from-grpcpp" as the user "grpcpp-client".
+class GrpcppTokenProcessor : public AuthMetadataProcessor {
+ public:
+  Status Process(absl::string_view, const Metadata& metadata,
+                 AuthContext* context, Metadata*) override {
+    if (metadata.Get("authorization") != "Bearer from-grpcpp") {
+      return Status(StatusCode::kUnauthenticated, "bad or missing token");
+    }
+    context->AddProperty("user", "grpcpp-client");
+    context->SetPeerIdentityPropertyName("user");
+    return Status();
+  }
+};
+
+TEST_F(GrpcppCallCredentialsTest, AGrpcppClientsTokenIsCheckedByH2rpc) {
   StubServer h2rpc_server;
-  h2rpc_server.builder().RegisterUnary<SimpleRequest, SimpleResponse>(
-      kUnaryCall, [](ServerContext* context, const SimpleRequest&,
-                     SimpleResponse* response) {
-        auto token = context->client_metadata().Get("authorization");
-        if (!token.has_value()) {
-          return Status(StatusCode::kUnauthenticated, "no token");
-        }
-        response->mutable_payload()->set_body(std::string(*token));
-        return Status();
-      });
+  ServerOptions options;
+  options.auth_metadata_processor = std::make_shared<GrpcppTokenProcessor>();
+  h2rpc_server.builder()
+      .SetOptions(options)
+      .RegisterUnary<SimpleRequest, SimpleResponse>(
+          kUnaryCall, [](ServerContext* context, const SimpleRequest&,
+                         SimpleResponse* response) {
+            const auto identity = context->auth_context().GetPeerIdentity();
+            response->mutable_payload()->set_body(
+                identity.empty() ? "" : std::string(identity[0]));
+            return Status();
+          });
   SslServerCredentialsOptions tls;
   tls.pem_key_cert_pairs.push_back({GetTestPki().server.private_key_pem,
                                     GetTestPki().server.cert_chain_pem});
   ASSERT_TRUE(h2rpc_server.Start(SslServerCredentials(tls)).ok());
 
-  grpc::SslCredentialsOptions client_tls;
-  client_tls.pem_root_certs = GetTestPki().ca_pem;
-  grpc::ChannelArguments args;
-  args.SetSslTargetNameOverride("localhost");
-  auto stub = grpc::testing::TestService::NewStub(grpc::CreateCustomChannel(
-      absl::StrCat("127.0.0.1:", h2rpc_server.port()),
-      grpc::CompositeChannelCredentials(
-          grpc::SslCredentials(client_tls),
-          grpc::AccessTokenCredentials("from-grpcpp")),
-      args));
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() +
-                       absl::ToChronoSeconds(kHangTimeout));
+  auto call = [&](const char* token, SimpleResponse* response) {
+    grpc::SslCredentialsOptions client_tls;
+    client_tls.pem_root_certs = GetTestPki().ca_pem;
+    grpc::ChannelArguments args;
+    args.SetSslTargetNameOverride("localhost");
+    auto stub = grpc::testing::TestService::NewStub(grpc::CreateCustomChannel(
+        absl::StrCat("127.0.0.1:", h2rpc_server.port()),
+        grpc::CompositeChannelCredentials(grpc::SslCredentials(client_tls),
+                                          grpc::AccessTokenCredentials(token)),
+        args));
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() +
+                         absl::ToChronoSeconds(kHangTimeout));
+    return stub->UnaryCall(&context, SimpleRequest(), response);
+  };
   SimpleResponse response;
-  const grpc::Status status =
-      stub->UnaryCall(&context, SimpleRequest(), &response);
+  grpc::Status status = call("from-grpcpp", &response);
   ASSERT_TRUE(status.ok()) << status.error_message();
-  EXPECT_EQ(response.payload().body(), "Bearer from-grpcpp");
+  EXPECT_EQ(response.payload().body(), "grpcpp-client");
+  status = call("forged", &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(status.error_message(), "bad or missing token");
 }
 
 }  // namespace

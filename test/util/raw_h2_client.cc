@@ -206,7 +206,7 @@ bool RawH2Client::InitSession() {
   // Record whatever the server sends, however malformed.
   nghttp2_option_set_no_http_messaging(option, 1);
   // Allow deliberately oversized header blocks.
-  nghttp2_option_set_max_send_header_block_length(option, 1 << 20);
+  nghttp2_option_set_max_send_header_block_length(option, 16 << 20);
   const int rv =
       nghttp2_session_client_new2(&session_, callbacks, this, option);
   nghttp2_option_del(option);
