@@ -52,6 +52,8 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/interceptors/logging_interceptor.h
   rpc/interceptors/metrics_interceptor.cc
   rpc/interceptors/metrics_interceptor.h
+  rpc/internal/call_credentials_access.cc
+  rpc/internal/call_credentials_access.h
   rpc/internal/call_metric_shards.h
   rpc/internal/channelz/channelz_registry.cc
   rpc/internal/channelz/channelz_registry.h

@@ -13,7 +13,7 @@
 namespace h2rpc {
 
 namespace internal {
-class CredentialsAccess;
+class CallCredentialsAccess;
 }  // namespace internal
 
 // What a call credentials plugin is told about the call it adds metadata
@@ -99,7 +99,7 @@ class CallCredentials {
   const Status& status() const { return status_; }
 
  private:
-  friend class internal::CredentialsAccess;
+  friend class internal::CallCredentialsAccess;
   friend std::shared_ptr<CallCredentials> AccessTokenCredentials(
       absl::string_view access_token);
   friend std::shared_ptr<CallCredentials> MetadataCredentialsFromPlugin(
@@ -115,6 +115,10 @@ class CallCredentials {
   };
 
   CallCredentials(std::vector<Source> sources, Status status);
+  static std::shared_ptr<CallCredentials> Make(std::vector<Source> sources,
+                                               Status status);
+  // INVALID_ARGUMENT with `message`.
+  static std::shared_ptr<CallCredentials> Unusable(std::string message);
 
   const std::vector<Source> sources_;
   const Status status_;

@@ -8,12 +8,12 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "rpc/credentials.h"
-#include "rpc/internal/credentials_access.h"
+#include "rpc/internal/call_credentials_access.h"
 
 namespace h2rpc {
 namespace {
 
-using internal::CredentialsAccess;
+using internal::CallCredentialsAccess;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Pair;
@@ -58,15 +58,15 @@ std::vector<std::pair<std::string, std::string>> Entries(
 Status Add(const CallCredentials& credentials, Metadata* metadata) {
   AuthMetadataContext context;
   context.method_name = "Method";
-  return CredentialsAccess::AddCallMetadata(credentials, context, metadata);
+  return CallCredentialsAccess::AddCallMetadata(credentials, context, metadata);
 }
 
 TEST(CallCredentialsTest, AnAccessTokenIsFixedMetadata) {
   auto token = AccessTokenCredentials("abc");
   ASSERT_TRUE(token->status().ok());
-  EXPECT_FALSE(CredentialsAccess::HasPlugins(*token));
-  EXPECT_FALSE(CredentialsAccess::Blocking(*token));
-  EXPECT_THAT(Entries(CredentialsAccess::FixedMetadata(*token)),
+  EXPECT_FALSE(CallCredentialsAccess::HasPlugins(*token));
+  EXPECT_FALSE(CallCredentialsAccess::Blocking(*token));
+  EXPECT_THAT(Entries(CallCredentialsAccess::FixedMetadata(*token)),
               ElementsAre(Pair("authorization", "Bearer abc")));
 }
 
@@ -76,21 +76,21 @@ TEST(CallCredentialsTest, CompositionKeepsTheOrderAndTheBlockingFlag) {
                                Plugin("two", Status(), /*blocking=*/false)),
       AccessTokenCredentials("three"));
   ASSERT_TRUE(both->status().ok());
-  EXPECT_TRUE(CredentialsAccess::HasPlugins(*both));
-  EXPECT_FALSE(CredentialsAccess::Blocking(*both));
+  EXPECT_TRUE(CallCredentialsAccess::HasPlugins(*both));
+  EXPECT_FALSE(CallCredentialsAccess::Blocking(*both));
   Metadata metadata;
   ASSERT_TRUE(Add(*both, &metadata).ok());
   EXPECT_THAT(Entries(metadata),
               ElementsAre(Pair("authorization", "Bearer one"),
                           Pair("x-plugin", "two"), Pair("x-method", "Method"),
                           Pair("authorization", "Bearer three")));
-  EXPECT_TRUE(CredentialsAccess::Blocking(
+  EXPECT_TRUE(CallCredentialsAccess::Blocking(
       *CompositeCallCredentials(both, Plugin("blocking"))));
 
   auto tokens = CompositeCallCredentials(AccessTokenCredentials("a"),
                                          AccessTokenCredentials("b"));
-  EXPECT_FALSE(CredentialsAccess::HasPlugins(*tokens));
-  EXPECT_THAT(Entries(CredentialsAccess::FixedMetadata(*tokens)),
+  EXPECT_FALSE(CallCredentialsAccess::HasPlugins(*tokens));
+  EXPECT_THAT(Entries(CallCredentialsAccess::FixedMetadata(*tokens)),
               ElementsAre(Pair("authorization", "Bearer a"),
                           Pair("authorization", "Bearer b")));
 }
@@ -101,11 +101,11 @@ TEST(CallCredentialsTest, PluginFailuresBecomeTheCallsStatus) {
       Add(*Plugin("x", Status(StatusCode::kNotFound, "gone")), &metadata);
   EXPECT_EQ(status.code(), StatusCode::kUnavailable);
   EXPECT_EQ(status.message(), "call credentials (fixed plugin) failed: gone");
-  status = Add(*Plugin("x", Status(StatusCode::kUnauthenticated, "who")),
-               &metadata);
+  status =
+      Add(*Plugin("x", Status(StatusCode::kUnauthenticated, "who")), &metadata);
   EXPECT_EQ(status, Status(StatusCode::kUnauthenticated, "who"));
-  status = Add(*Plugin("x", Status(StatusCode::kPermissionDenied, "no")),
-               &metadata);
+  status =
+      Add(*Plugin("x", Status(StatusCode::kPermissionDenied, "no")), &metadata);
   EXPECT_EQ(status, Status(StatusCode::kPermissionDenied, "no"));
   status = Add(*Plugin("bad\x01value"), &metadata);
   EXPECT_EQ(status.code(), StatusCode::kUnavailable);
@@ -133,21 +133,19 @@ TEST(CallCredentialsTest, UnusableCredentialsSayWhy) {
 TEST(CallCredentialsTest, ChannelCompositionAddsToWhatTheChannelHas) {
   auto first = CompositeChannelCredentials(InsecureChannelCredentials(),
                                            AccessTokenCredentials("1"));
-  auto second =
-      CompositeChannelCredentials(first, AccessTokenCredentials("2"));
+  auto second = CompositeChannelCredentials(first, AccessTokenCredentials("2"));
   ASSERT_TRUE(second->status().ok());
   EXPECT_FALSE(second->secure());
-  EXPECT_THAT(
-      Entries(CredentialsAccess::FixedMetadata(*second->call_credentials())),
-      ElementsAre(Pair("authorization", "Bearer 1"),
-                  Pair("authorization", "Bearer 2")));
+  EXPECT_THAT(Entries(CallCredentialsAccess::FixedMetadata(
+                  *second->call_credentials())),
+              ElementsAre(Pair("authorization", "Bearer 1"),
+                          Pair("authorization", "Bearer 2")));
   EXPECT_TRUE(CompositeChannelCredentials(LocalCredentials(),
                                           AccessTokenCredentials("l"))
                   ->local());
-  EXPECT_FALSE(
-      CompositeChannelCredentials(nullptr, AccessTokenCredentials("x"))
-          ->status()
-          .ok());
+  EXPECT_FALSE(CompositeChannelCredentials(nullptr, AccessTokenCredentials("x"))
+                   ->status()
+                   .ok());
 }
 
 }  // namespace

@@ -9,9 +9,9 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/optional.h"
+#include "rpc/auth_context.h"
 #include "rpc/compression.h"
 #include "rpc/metadata.h"
-#include "rpc/auth_context.h"
 #include "rpc/peer_identity.h"
 #include "rpc/tracing.h"
 

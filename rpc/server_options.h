@@ -9,10 +9,10 @@
 #include "rpc/auth_context.h"
 #include "rpc/call_metrics.h"
 #include "rpc/channelz.h"
-#include "rpc/tracing.h"
 #include "rpc/compression.h"
 #include "rpc/connection_options.h"
 #include "rpc/interceptor.h"
+#include "rpc/tracing.h"
 
 namespace h2rpc {
 

@@ -2,17 +2,15 @@
 #define H2RPC_RPC_INTERNAL_CREDENTIALS_ACCESS_H_
 
 #include <memory>
-#include <vector>
 
-#include "rpc/call_credentials.h"
 #include "rpc/credentials.h"
 
 namespace h2rpc::internal {
 
+// The OpenSSL context behind credentials, for the channel and the server:
+// null for insecure or unusable credentials.
 class CredentialsAccess {
  public:
-  // The OpenSSL context behind credentials, for the channel and the server:
-  // null for insecure or unusable credentials.
   static const std::shared_ptr<const transport::tls::TlsContext>& Tls(
       const ChannelCredentials& credentials) {
     return credentials.tls_;
@@ -21,29 +19,6 @@ class CredentialsAccess {
       const ServerCredentials& credentials) {
     return credentials.tls_;
   }
-
-  static std::shared_ptr<CallCredentials> MakeCallCredentials(
-      std::vector<CallCredentials::Source> sources, Status status);
-  // Whether `credentials` has plugins (else FixedMetadata() is all it
-  // adds), and whether one of them blocks.
-  static bool HasPlugins(const CallCredentials& credentials) {
-    return credentials.has_plugins_;
-  }
-  static bool Blocking(const CallCredentials& credentials) {
-    return credentials.blocking_;
-  }
-  // Without plugins: the metadata every call carries.
-  static const Metadata& FixedMetadata(const CallCredentials& credentials) {
-    return credentials.fixed_;
-  }
-  // Appends the metadata of every source of `credentials`, in order, to
-  // `*metadata`, running the plugins on this thread. The call's status if
-  // that fails (MetadataCredentialsPlugin::GetMetadata: a plugin's
-  // UNAUTHENTICATED or PERMISSION_DENIED as it is, any other failure, bad
-  // metadata and unusable credentials as UNAVAILABLE).
-  static Status AddCallMetadata(const CallCredentials& credentials,
-                                const AuthMetadataContext& context,
-                                Metadata* metadata);
 };
 
 }  // namespace h2rpc::internal

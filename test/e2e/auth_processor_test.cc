@@ -35,9 +35,9 @@ namespace {
 
 using grpc::testing::SimpleRequest;
 using grpc::testing::SimpleResponse;
-using ::h2rpc::testing::kHangTimeout;
 using ::h2rpc::testing::GrpcFrame;
 using ::h2rpc::testing::GrpcRequestHeaders;
+using ::h2rpc::testing::kHangTimeout;
 using ::h2rpc::testing::Notification;
 using ::h2rpc::testing::PercentDecode;
 using ::h2rpc::testing::RawH2Client;
@@ -120,8 +120,8 @@ std::string Describe(const AuthContext& context) {
     roles.push_back(std::string(value));
   }
   return absl::StrCat(context.GetPeerIdentityPropertyName(), "=",
-                      absl::StrJoin(identity, "+"), " role=",
-                      absl::StrJoin(roles, "+"));
+                      absl::StrJoin(identity, "+"),
+                      " role=", absl::StrJoin(roles, "+"));
 }
 
 class AuthProcessorTest : public ::testing::Test {
@@ -145,9 +145,8 @@ class AuthProcessorTest : public ::testing::Test {
               return Status();
             })
         .RegisterServerStreaming<SimpleRequest, SimpleResponse>(
-            kWhoStream,
-            [this](ServerContext* context, const SimpleRequest&,
-                   ServerWriter<SimpleResponse>* writer) {
+            kWhoStream, [this](ServerContext* context, const SimpleRequest&,
+                               ServerWriter<SimpleResponse>* writer) {
               ++handled_;
               SimpleResponse response;
               response.mutable_payload()->set_body(
@@ -190,7 +189,8 @@ class AuthProcessorTest : public ::testing::Test {
       context = &own;
       context->set_timeout(kHangTimeout);
     }
-    if (token != nullptr) context->set_credentials(AccessTokenCredentials(token));
+    if (token != nullptr)
+      context->set_credentials(AccessTokenCredentials(token));
     SimpleResponse response;
     const Status status =
         channel.UnaryCall(context, kWho, SimpleRequest(), &response);
@@ -304,8 +304,8 @@ TEST_F(AuthProcessorTest, TheTransportsPropertiesNameAVerifiedClient) {
   auto processor = std::make_shared<NoteTransport>();
   Serve(processor);
   std::string shown;
-  Status status = Call(*TlsChannel(/*client_certificate=*/true), nullptr,
-                       &shown);
+  Status status =
+      Call(*TlsChannel(/*client_certificate=*/true), nullptr, &shown);
   ASSERT_TRUE(status.ok()) << status.ToString();
   EXPECT_EQ(shown,
             "x509_subject_alternative_name=client.test.h2rpc.example+"
@@ -316,16 +316,15 @@ TEST_F(AuthProcessorTest, TheTransportsPropertiesNameAVerifiedClient) {
     using P = std::pair<std::string, std::string>;
     EXPECT_THAT(
         processor->properties,
-        ElementsAre(P("transport_security_type", "ssl"),
-                    P("security_level", "TSI_PRIVACY_AND_INTEGRITY"),
-                    P("x509_subject", "CN=h2rpc test client"),
-                    P("x509_common_name", "h2rpc test client"),
-                    P("x509_subject_alternative_name",
-                      "client.test.h2rpc.example"),
-                    P("x509_subject_alternative_name",
-                      "spiffe://h2rpc.test/client"),
-                    P("peer_dns", "client.test.h2rpc.example"),
-                    P("peer_uri", "spiffe://h2rpc.test/client")));
+        ElementsAre(
+            P("transport_security_type", "ssl"),
+            P("security_level", "TSI_PRIVACY_AND_INTEGRITY"),
+            P("x509_subject", "CN=h2rpc test client"),
+            P("x509_common_name", "h2rpc test client"),
+            P("x509_subject_alternative_name", "client.test.h2rpc.example"),
+            P("x509_subject_alternative_name", "spiffe://h2rpc.test/client"),
+            P("peer_dns", "client.test.h2rpc.example"),
+            P("peer_uri", "spiffe://h2rpc.test/client")));
   }
   // TLS without a client certificate: no identity.
   status = Call(*TlsChannel(), nullptr, &shown);
@@ -409,7 +408,8 @@ TEST_F(AuthProcessorTest, OversizedTokensNeverReachTheProcessor) {
   std::string error;
   auto client = RawH2Client::Connect(server_.port(), &error);
   ASSERT_NE(client, nullptr) << error;
-  RawResponse response = client->Call(request_with_token(40 << 10), kHangTimeout);
+  RawResponse response =
+      client->Call(request_with_token(40 << 10), kHangTimeout);
   ASSERT_FALSE(response.timed_out) << response.DebugString();
   EXPECT_EQ(response.Trailer("grpc-status"), "8") << response.DebugString();
   EXPECT_THAT(PercentDecode(response.Trailer("grpc-message").value_or("")),

@@ -4,6 +4,8 @@
 // LocalCredentials' unix sockets); where plugins run; how their failures,
 // a deadline or a cancellation while they block, and the channel's end
 // reach the call; plugin threads beyond their limit queue.
+#include "rpc/call_credentials.h"
+
 #include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -24,7 +26,6 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/grpc/testing/messages.pb.h"
-#include "rpc/call_credentials.h"
 #include "rpc/channel.h"
 #include "rpc/credentials.h"
 #include "rpc/server.h"
@@ -271,9 +272,9 @@ TEST_F(CallCredentialsTest, StreamingCallsCarryThemToo) {
 TEST_F(CallCredentialsTest, PlaintextChannelsRefuseCallCredentials) {
   Serve(InsecureServerCredentials());
   auto on_channel = server_.NewChannel(
-      ChannelOptions(), CompositeChannelCredentials(
-                            InsecureChannelCredentials(),
-                            AccessTokenCredentials("must-not-leak")));
+      ChannelOptions(),
+      CompositeChannelCredentials(InsecureChannelCredentials(),
+                                  AccessTokenCredentials("must-not-leak")));
   ClientContext context;
   Status status = Call(*on_channel, &context);
   EXPECT_EQ(status.code(), StatusCode::kUnauthenticated) << status.ToString();
@@ -372,9 +373,8 @@ TEST_F(CallCredentialsTest, PluginFailuresFailTheCallBeforeItIsSent) {
   };
   for (bool blocking : {true, false}) {
     for (const Case& c : cases) {
-      auto channel = TlsChannel(
-          Plugin(record, "v", blocking, /*wait_for_release=*/false, c.result,
-                 c.key));
+      auto channel = TlsChannel(Plugin(
+          record, "v", blocking, /*wait_for_release=*/false, c.result, c.key));
       ClientContext context;
       const Status status = Call(*channel, &context);
       EXPECT_EQ(status.code(), c.code) << status.ToString();
@@ -392,7 +392,8 @@ TEST_F(CallCredentialsTest, PluginFailuresFailTheCallBeforeItIsSent) {
   EXPECT_EQ(served_.load(), 0);
 }
 
-TEST_F(CallCredentialsTest, ADeadlineThatPassesWhileThePluginBlocksEndsTheCall) {
+TEST_F(CallCredentialsTest,
+       ADeadlineThatPassesWhileThePluginBlocksEndsTheCall) {
   Serve(ServerTls());
   auto record = std::make_shared<TestPlugin::Record>();
   auto channel =
@@ -436,7 +437,8 @@ TEST_F(CallCredentialsTest, CancellingWhileThePluginBlocksEndsTheCall) {
   EXPECT_EQ(served_.load(), 0);
 }
 
-TEST_F(CallCredentialsTest, DestroyingTheChannelWhileThePluginBlocksEndsTheCall) {
+TEST_F(CallCredentialsTest,
+       DestroyingTheChannelWhileThePluginBlocksEndsTheCall) {
   Serve(ServerTls());
   auto record = std::make_shared<TestPlugin::Record>();
   auto channel = TlsChannel(Plugin(record, "v", true, true));
@@ -498,8 +500,7 @@ TEST_F(CallCredentialsTest, ATokenOverTheServersHeaderLimitIsNotSent) {
   ClientContext context;
   context.set_credentials(AccessTokenCredentials(std::string(1 << 20, 't')));
   const Status status = Call(*channel, &context);
-  EXPECT_EQ(status.code(), StatusCode::kResourceExhausted)
-      << status.ToString();
+  EXPECT_EQ(status.code(), StatusCode::kResourceExhausted) << status.ToString();
   EXPECT_THAT(status.message(),
               HasSubstr("over the limit of 16384 that 127.0.0.1:"));
   EXPECT_THAT(status.message(), HasSubstr("SETTINGS_MAX_HEADER_LIST_SIZE"));

@@ -43,8 +43,7 @@ constexpr char kUnaryCall[] = "/grpc.testing.TestService/UnaryCall";
 
 // Accepts "Bearer good-token" (answering with the header it saw), refuses
 // any other token with PERMISSION_DENIED and none with UNAUTHENTICATED.
-class TokenCheckingService final
-    : public grpc::testing::TestService::Service {
+class TokenCheckingService final : public grpc::testing::TestService::Service {
  public:
   grpc::Status UnaryCall(grpc::ServerContext* context, const SimpleRequest*,
                          SimpleResponse* response) override {

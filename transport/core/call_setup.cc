@@ -54,15 +54,14 @@ Status BuildRequestHeaders(const CallDescription& call, io::MonotonicTime now,
 
   GrpcTimeoutText timeout;
   if (HasDeadline(call)) timeout = EncodeGrpcTimeout(call.deadline - now);
-  size_t scratch_bytes =
-      timeout.view().size() +
-      (call.previous_attempts > 0
-           ? HeaderList::DecimalDigits(
-                 static_cast<uint32_t>(call.previous_attempts))
-           : 0) +
-      (call.metadata != nullptr
-           ? HeaderList::MetadataScratchBytes(*call.metadata)
-           : 0);
+  size_t scratch_bytes = timeout.view().size() +
+                         (call.previous_attempts > 0
+                              ? HeaderList::DecimalDigits(static_cast<uint32_t>(
+                                    call.previous_attempts))
+                              : 0) +
+                         (call.metadata != nullptr
+                              ? HeaderList::MetadataScratchBytes(*call.metadata)
+                              : 0);
   for (const Metadata* metadata : call.credential_metadata) {
     if (metadata != nullptr) {
       scratch_bytes += HeaderList::MetadataScratchBytes(*metadata);

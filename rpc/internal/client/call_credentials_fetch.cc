@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "rpc/internal/credentials_access.h"
+#include "rpc/internal/call_credentials_access.h"
 
 namespace h2rpc::internal {
 namespace {
@@ -70,10 +70,10 @@ Status AddCallCredentialsMetadata(const CallCredentials* channel_credentials,
                                   Metadata* metadata) {
   // "/package.Service/Method" -> "https://AUTHORITY/package.Service".
   const size_t slash = method_path.rfind('/');
-  const absl::string_view service = slash == absl::string_view::npos ||
-                                            slash == 0
-                                        ? method_path
-                                        : method_path.substr(0, slash);
+  const absl::string_view service =
+      slash == absl::string_view::npos || slash == 0
+          ? method_path
+          : method_path.substr(0, slash);
   service_url->clear();
   absl::StrAppend(service_url, "https://", authority, service);
   AuthMetadataContext context;
@@ -88,7 +88,7 @@ Status AddCallCredentialsMetadata(const CallCredentials* channel_credentials,
        {channel_credentials, call_credentials}) {
     if (credentials == nullptr) continue;
     Status status =
-        CredentialsAccess::AddCallMetadata(*credentials, context, metadata);
+        CallCredentialsAccess::AddCallMetadata(*credentials, context, metadata);
     if (!status.ok()) return status;
   }
   return Status();
@@ -110,8 +110,8 @@ void CredentialsFetch::Run() {
   std::string service_url;
   status_ = AddCallCredentialsMetadata(
       request_.channel_credentials.get(), request_.call_credentials.get(),
-      request_.method_path, request_.authority, request_.deadline,
-      &service_url, &metadata_);
+      request_.method_path, request_.authority, request_.deadline, &service_url,
+      &metadata_);
 }
 
 void CredentialsFetch::Done() {

@@ -48,7 +48,7 @@ struct CredentialsRequest {
 // Runs the plugins of `channel_credentials` and then `call_credentials`
 // (either may be null) on this thread for a call of `method_path`,
 // appending their metadata to `*metadata`
-// (CredentialsAccess::AddCallMetadata). `*service_url` is scratch for the
+// (CallCredentialsAccess::AddCallMetadata). `*service_url` is scratch for the
 // plugins' service URL, kept for its capacity.
 Status AddCallCredentialsMetadata(const CallCredentials* channel_credentials,
                                   const CallCredentials* call_credentials,
@@ -62,9 +62,9 @@ Status AddCallCredentialsMetadata(const CallCredentials* channel_credentials,
 // to finish). Made and started on the channel's loop thread; the result is
 // posted back there, to the call, unless the call detached first (its
 // deadline passed, it was cancelled, the channel went).
-class CredentialsFetch final : public WorkerTask,
-                               public std::enable_shared_from_this<
-                                   CredentialsFetch> {
+class CredentialsFetch final
+    : public WorkerTask,
+      public std::enable_shared_from_this<CredentialsFetch> {
  public:
   static constexpr int kMaxPluginThreads = 64;
 

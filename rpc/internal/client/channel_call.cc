@@ -5,8 +5,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "rpc/internal/call_credentials_access.h"
 #include "rpc/internal/client/client_context_access.h"
-#include "rpc/internal/credentials_access.h"
 #include "transport/io/monotonic_time.h"
 
 namespace h2rpc::internal {
@@ -73,8 +73,8 @@ Status ChannelCall::Describe(ClientContext* context, absl::string_view method,
   call.scheme = core_->scheme();
   call.user_agent = settings.user_agent;
   call.deadline = deadline;
-  send_compression_ = context->compression_algorithm().value_or(
-      settings.default_compression);
+  send_compression_ =
+      context->compression_algorithm().value_or(settings.default_compression);
   call.send_encoding = CompressionAlgorithmName(send_compression_);
   call.metadata = &context->send_metadata();
   call.credential_metadata[0] = call.credential_metadata[1] = nullptr;
@@ -106,8 +106,8 @@ Status ChannelCall::DescribeCredentials(
                                  credentials->status().message()));
     }
     fetch_credentials_ =
-        fetch_credentials_ || CredentialsAccess::Blocking(*credentials);
-    plugins = plugins || CredentialsAccess::HasPlugins(*credentials);
+        fetch_credentials_ || CallCredentialsAccess::Blocking(*credentials);
+    plugins = plugins || CallCredentialsAccess::HasPlugins(*credentials);
   }
   transport::CallDescription& call = stream_.description;
   if (!plugins) {
@@ -116,7 +116,7 @@ Status ChannelCall::DescribeCredentials(
          {channel_credentials, call_credentials}) {
       if (credentials != nullptr) {
         call.credential_metadata[i++] =
-            &CredentialsAccess::FixedMetadata(*credentials);
+            &CallCredentialsAccess::FixedMetadata(*credentials);
       }
     }
     return Status();

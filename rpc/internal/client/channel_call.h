@@ -90,12 +90,12 @@ class ChannelCall : public CancellableClientCall {
   // is the call's own copy of `method`. Call credentials on a channel that
   // may not carry them fail the call (UNAUTHENTICATED); fixed ones are
   // pointed at, non-blocking plugins run here, blocking ones once the call
-  // reaches the loop (FetchCredentials). The service config's methodConfig for `method` shortens
-  // the deadline (timeout), sets wait_for_ready unless the context did, and
-  // lowers the message size limits (max_send_size_, the stream's
-  // max_receive_message_size). Returns DEADLINE_EXCEEDED for a deadline
-  // already past. The call starts here for CallMetrics; `generic`: a call
-  // of the generic API.
+  // reaches the loop (FetchCredentials). The service config's methodConfig for
+  // `method` shortens the deadline (timeout), sets wait_for_ready unless the
+  // context did, and lowers the message size limits (max_send_size_, the
+  // stream's max_receive_message_size). Returns DEADLINE_EXCEEDED for a
+  // deadline already past. The call starts here for CallMetrics; `generic`: a
+  // call of the generic API.
   Status Describe(ClientContext* context, absl::string_view method,
                   bool generic);
   // Links the call to `context` for TryCancel; CANCELLED if the context was

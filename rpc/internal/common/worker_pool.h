@@ -39,17 +39,17 @@ class WorkerTask {
 
 // Threads that run blocking work (the server's synchronous handlers, the
 // client's call credentials plugins), so it never stalls an event loop. The
-// refusal messages name the server's option (max_sync_threads). A task is accepted only while an idle thread is free for
-// it (each accepted task not yet taken up has an idle thread of its own), or
-// with a new thread while there are fewer than `max_threads`; otherwise it
-// is refused. So a task never waits for another task to finish, only for an
-// idle thread to take it up, once the threads it needs are woken (at once by
-// TrySubmit(); when the caller chooses, after TrySubmitDeferred(): until
-// then, an awake thread may take it after finishing its own task, which is
-// the point of deferring). Threads beyond `min_threads` exit after
-// `idle_time` without work; the others sleep until woken. The pool joins
-// every thread that exits (one exiting thread joins the one before it, the
-// destructor joins the last), so none outlives the pool.
+// refusal messages name the server's option (max_sync_threads). A task is
+// accepted only while an idle thread is free for it (each accepted task not yet
+// taken up has an idle thread of its own), or with a new thread while there are
+// fewer than `max_threads`; otherwise it is refused. So a task never waits for
+// another task to finish, only for an idle thread to take it up, once the
+// threads it needs are woken (at once by TrySubmit(); when the caller chooses,
+// after TrySubmitDeferred(): until then, an awake thread may take it after
+// finishing its own task, which is the point of deferring). Threads beyond
+// `min_threads` exit after `idle_time` without work; the others sleep until
+// woken. The pool joins every thread that exits (one exiting thread joins the
+// one before it, the destructor joins the last), so none outlives the pool.
 //
 // Hand-off: accepted tasks go on a list that idle threads take from, first
 // in first out. A thread that finishes a task takes the next one from the

@@ -10,8 +10,8 @@
 #include "rpc/compression.h"
 #include "rpc/interceptor.h"
 #include "rpc/internal/common/method.h"
-#include "rpc/internal/server/sync_task_count.h"
 #include "rpc/internal/common/worker_pool.h"
+#include "rpc/internal/server/sync_task_count.h"
 #include "rpc/status.h"
 #include "transport/io/event_loop.h"
 

@@ -14,6 +14,7 @@
 #include "rpc/channelz.h"
 #include "rpc/internal/call_metric_shards.h"
 #include "rpc/internal/common/connection_options_conversion.h"
+#include "rpc/internal/common/worker_pool.h"
 #include "rpc/internal/config/target.h"
 #include "rpc/internal/credentials_access.h"
 #include "rpc/internal/server/server_call_metrics.h"
@@ -21,7 +22,6 @@
 #include "rpc/internal/server/server_loop.h"
 #include "rpc/internal/server/server_stream_call.h"
 #include "rpc/internal/server/unary_server_call.h"
-#include "rpc/internal/common/worker_pool.h"
 #include "transport/core/message_framer.h"
 #include "transport/http2/server_session.h"
 #include "transport/io/socket.h"
@@ -263,8 +263,10 @@ ServerCore::ServerCore(ServerOptions options, MethodMap methods,
       transport_options_(ToServerTransportOptions(options_)),
       settings_{options_.default_compression,
                 options_.connection.max_send_message_size,
-                options_.stream_write_buffer, InterceptorsOf(options_),
-                options_.tracer.get(), options_.auth_metadata_processor.get(),
+                options_.stream_write_buffer,
+                InterceptorsOf(options_),
+                options_.tracer.get(),
+                options_.auth_metadata_processor.get(),
                 options_.auth_processor_timeout},
       sync_threads_per_connection_(SyncThreadsPerConnection(options_)),
       methods_(std::move(methods)),

@@ -286,10 +286,9 @@ void ServerStreamCall::RunDone() {
     return;
   }
   if (handler_started_) reactor_->OnDone();
-  const Status status =
-      stream_->cancelled()
-          ? Status(StatusCode::kCancelled, "the call was cancelled")
-          : final_status_;
+  const Status status = stream_->cancelled() ? Status(StatusCode::kCancelled,
+                                                      "the call was cancelled")
+                                             : final_status_;
   interception_.Finish(status);
   transport::http2::ServerStream* stream = stream_;
   stream_ = nullptr;

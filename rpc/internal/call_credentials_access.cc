@@ -1,0 +1,48 @@
+#include "rpc/internal/call_credentials_access.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace h2rpc::internal {
+
+Status CallCredentialsAccess::AddCallMetadata(
+    const CallCredentials& credentials, const AuthMetadataContext& context,
+    Metadata* metadata) {
+  if (!credentials.status().ok()) {
+    return Status(StatusCode::kUnavailable,
+                  absl::StrCat("unusable call credentials: ",
+                               credentials.status().message()));
+  }
+  Metadata scratch;
+  for (const CallCredentials::Source& source : credentials.sources_) {
+    if (source.plugin == nullptr) {
+      for (Metadata::Entry entry : source.fixed) {
+        metadata->Add(entry.key, entry.value);
+      }
+      continue;
+    }
+    scratch.Clear();
+    Status status = source.plugin->GetMetadata(context, &scratch);
+    if (!status.ok()) {
+      if (status.code() == StatusCode::kUnauthenticated ||
+          status.code() == StatusCode::kPermissionDenied) {
+        return status;
+      }
+      return Status(
+          StatusCode::kUnavailable,
+          absl::StrCat("call credentials (", source.plugin->DebugString(),
+                       ") failed: ", status.message()));
+    }
+    status = ValidateOutgoingMetadata(scratch);
+    if (!status.ok()) {
+      return Status(
+          StatusCode::kUnavailable,
+          absl::StrCat(
+              "call credentials (", source.plugin->DebugString(),
+              ") gave metadata that cannot be sent: ", status.message()));
+    }
+    for (Metadata::Entry entry : scratch) metadata->Add(entry.key, entry.value);
+  }
+  return Status();
+}
+
+}  // namespace h2rpc::internal
