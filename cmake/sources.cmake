@@ -27,6 +27,8 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/call_credentials.h
   rpc/call_metrics.cc
   rpc/call_metrics.h
+  rpc/certificate_provider.cc
+  rpc/certificate_provider.h
   rpc/channel.cc
   rpc/channel.h
   rpc/channel_options.h
@@ -55,6 +57,7 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/internal/call_credentials_access.cc
   rpc/internal/call_credentials_access.h
   rpc/internal/call_metric_shards.h
+  rpc/internal/certificate_provider_access.h
   rpc/internal/channelz/channelz_registry.cc
   rpc/internal/channelz/channelz_registry.h
   rpc/internal/client/call_credentials_fetch.cc
@@ -267,6 +270,7 @@ set(H2RPC_PUBLIC_HEADERS
   rpc/byte_buffer.h
   rpc/call_credentials.h
   rpc/call_metrics.h
+  rpc/certificate_provider.h
   rpc/channel.h
   rpc/channel_options.h
   rpc/channelz.h

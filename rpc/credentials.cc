@@ -3,13 +3,14 @@
 #include <memory>
 #include <utility>
 
+#include "rpc/internal/certificate_provider_access.h"
 #include "transport/tls/tls_context.h"
 
 namespace h2rpc {
 
 ChannelCredentials::ChannelCredentials(
     bool secure, bool local, Status status,
-    std::shared_ptr<const transport::tls::TlsContext> tls,
+    std::shared_ptr<transport::tls::TlsContextSlot> tls,
     std::shared_ptr<CallCredentials> call_credentials)
     : secure_(secure),
       local_(local),
@@ -57,18 +58,44 @@ std::shared_ptr<ChannelCredentials> CompositeChannelCredentials(
 
 std::shared_ptr<ChannelCredentials> SslCredentials(
     const SslCredentialsOptions& options) {
-  transport::tls::ClientConfig config;
-  config.root_certs_pem = options.pem_root_certs;
-  config.key_cert = {options.pem_private_key, options.pem_cert_chain};
-  std::shared_ptr<const transport::tls::TlsContext> context;
-  Status status = transport::tls::TlsContext::CreateClient(config, &context);
+  using internal::CertificateProviderAccess;
+  std::shared_ptr<transport::tls::TlsContextSlot> slot;
+  Status status;
+  if (options.certificate_provider == nullptr) {
+    transport::tls::ClientConfig config;
+    config.root_certs_pem = options.pem_root_certs;
+    config.key_cert = {options.pem_private_key, options.pem_cert_chain};
+    std::shared_ptr<const transport::tls::TlsContext> context;
+    status = transport::tls::TlsContext::CreateClient(config, &context);
+    if (status.ok()) {
+      slot =
+          std::make_shared<transport::tls::TlsContextSlot>(std::move(context));
+    }
+  } else if (!options.pem_root_certs.empty() ||
+             !options.pem_private_key.empty() ||
+             !options.pem_cert_chain.empty()) {
+    status = Status(StatusCode::kInvalidArgument,
+                    "SslCredentialsOptions: certificate_provider and the PEM "
+                    "fields exclude each other");
+  } else {
+    status = CertificateProviderAccess::Subscribe(
+        *options.certificate_provider,
+        [](const CertificateProviderAccess::Material& material,
+           std::shared_ptr<const transport::tls::TlsContext>* context) {
+          transport::tls::ClientConfig config;
+          config.root_certs_pem = material.roots;
+          config.key_cert = {material.private_key, material.cert_chain};
+          return transport::tls::TlsContext::CreateClient(config, context);
+        },
+        &slot);
+  }
   return std::shared_ptr<ChannelCredentials>(new ChannelCredentials(
-      true, false, std::move(status), std::move(context), nullptr));
+      true, false, std::move(status), std::move(slot), nullptr));
 }
 
 ServerCredentials::ServerCredentials(
     bool secure, Status status,
-    std::shared_ptr<const transport::tls::TlsContext> tls)
+    std::shared_ptr<transport::tls::TlsContextSlot> tls)
     : secure_(secure), status_(std::move(status)), tls_(std::move(tls)) {}
 
 ServerCredentials::~ServerCredentials() = default;
@@ -80,33 +107,62 @@ std::shared_ptr<ServerCredentials> InsecureServerCredentials() {
 
 std::shared_ptr<ServerCredentials> SslServerCredentials(
     const SslServerCredentialsOptions& options) {
+  using internal::CertificateProviderAccess;
   using Request = transport::tls::ClientCertificateRequest;
-  transport::tls::ServerConfig config;
-  for (const auto& pair : options.pem_key_cert_pairs) {
-    config.key_certs.push_back({pair.private_key, pair.cert_chain});
-  }
-  config.root_certs_pem = options.pem_root_certs;
+  Request request = Request::kDontRequest;
   switch (options.client_certificate_request) {
     case SslClientCertificateRequest::kDontRequest:
-      config.client_certificate_request = Request::kDontRequest;
+      request = Request::kDontRequest;
       break;
     case SslClientCertificateRequest::kRequestButDontVerify:
-      config.client_certificate_request = Request::kRequestButDontVerify;
+      request = Request::kRequestButDontVerify;
       break;
     case SslClientCertificateRequest::kRequestAndVerify:
-      config.client_certificate_request = Request::kRequestAndVerify;
+      request = Request::kRequestAndVerify;
       break;
     case SslClientCertificateRequest::kRequireButDontVerify:
-      config.client_certificate_request = Request::kRequireButDontVerify;
+      request = Request::kRequireButDontVerify;
       break;
     case SslClientCertificateRequest::kRequireAndVerify:
-      config.client_certificate_request = Request::kRequireAndVerify;
+      request = Request::kRequireAndVerify;
       break;
   }
-  std::shared_ptr<const transport::tls::TlsContext> context;
-  Status status = transport::tls::TlsContext::CreateServer(config, &context);
+  std::shared_ptr<transport::tls::TlsContextSlot> slot;
+  Status status;
+  if (options.certificate_provider == nullptr) {
+    transport::tls::ServerConfig config;
+    for (const auto& pair : options.pem_key_cert_pairs) {
+      config.key_certs.push_back({pair.private_key, pair.cert_chain});
+    }
+    config.root_certs_pem = options.pem_root_certs;
+    config.client_certificate_request = request;
+    std::shared_ptr<const transport::tls::TlsContext> context;
+    status = transport::tls::TlsContext::CreateServer(config, &context);
+    if (status.ok()) {
+      slot =
+          std::make_shared<transport::tls::TlsContextSlot>(std::move(context));
+    }
+  } else if (!options.pem_key_cert_pairs.empty() ||
+             !options.pem_root_certs.empty()) {
+    status = Status(StatusCode::kInvalidArgument,
+                    "SslServerCredentialsOptions: certificate_provider and "
+                    "the PEM fields exclude each other");
+  } else {
+    status = CertificateProviderAccess::Subscribe(
+        *options.certificate_provider,
+        [request](const CertificateProviderAccess::Material& material,
+                  std::shared_ptr<const transport::tls::TlsContext>* context) {
+          transport::tls::ServerConfig config;
+          config.key_certs.push_back(
+              {material.private_key, material.cert_chain});
+          config.root_certs_pem = material.roots;
+          config.client_certificate_request = request;
+          return transport::tls::TlsContext::CreateServer(config, context);
+        },
+        &slot);
+  }
   return std::shared_ptr<ServerCredentials>(
-      new ServerCredentials(true, std::move(status), std::move(context)));
+      new ServerCredentials(true, std::move(status), std::move(slot)));
 }
 
 }  // namespace h2rpc

@@ -6,12 +6,13 @@
 #include <vector>
 
 #include "rpc/call_credentials.h"
+#include "rpc/certificate_provider.h"
 #include "rpc/status.h"
 
 namespace h2rpc {
 
 namespace transport::tls {
-class TlsContext;
+class TlsContextSlot;
 }  // namespace transport::tls
 namespace internal {
 class CredentialsAccess;
@@ -26,6 +27,11 @@ struct SslCredentialsOptions {
   // servers that ask for one (mutual TLS); both empty: none.
   std::string pem_private_key;
   std::string pem_cert_chain;
+  // Instead of the three fields above (which must then be empty): the roots
+  // and the client's own key and chain from files that may change
+  // (rpc/certificate_provider.h); each new connection uses what they hold
+  // then.
+  std::shared_ptr<FileWatcherCertificateProvider> certificate_provider;
 };
 
 // How a channel secures its connections: InsecureChannelCredentials()
@@ -64,14 +70,15 @@ class ChannelCredentials {
       const std::shared_ptr<ChannelCredentials>& channel_credentials,
       const std::shared_ptr<CallCredentials>& call_credentials);
   ChannelCredentials(bool secure, bool local, Status status,
-                     std::shared_ptr<const transport::tls::TlsContext> tls,
+                     std::shared_ptr<transport::tls::TlsContextSlot> tls,
                      std::shared_ptr<CallCredentials> call_credentials);
 
   const bool secure_;
   const bool local_;
   const Status status_;
-  // The OpenSSL context connections share; null when insecure or invalid.
-  const std::shared_ptr<const transport::tls::TlsContext> tls_;
+  // The OpenSSL context new connections use; null when insecure or
+  // invalid.
+  const std::shared_ptr<transport::tls::TlsContextSlot> tls_;
   const std::shared_ptr<CallCredentials> call_credentials_;
 };
 
@@ -121,6 +128,11 @@ struct SslServerCredentialsOptions {
   std::string pem_root_certs;
   SslClientCertificateRequest client_certificate_request =
       SslClientCertificateRequest::kDontRequest;
+  // Instead of pem_key_cert_pairs and pem_root_certs (which must then be
+  // empty): one key and chain, and the roots, from files that may change
+  // (rpc/certificate_provider.h); each new connection uses what they hold
+  // then.
+  std::shared_ptr<FileWatcherCertificateProvider> certificate_provider;
 };
 
 // How a server secures the connections of one listening port
@@ -142,11 +154,11 @@ class ServerCredentials {
   friend std::shared_ptr<ServerCredentials> SslServerCredentials(
       const SslServerCredentialsOptions& options);
   ServerCredentials(bool secure, Status status,
-                    std::shared_ptr<const transport::tls::TlsContext> tls);
+                    std::shared_ptr<transport::tls::TlsContextSlot> tls);
 
   const bool secure_;
   const Status status_;
-  const std::shared_ptr<const transport::tls::TlsContext> tls_;
+  const std::shared_ptr<transport::tls::TlsContextSlot> tls_;
 };
 
 // Plaintext HTTP/2 (h2c).

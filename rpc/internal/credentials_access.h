@@ -7,15 +7,15 @@
 
 namespace h2rpc::internal {
 
-// The OpenSSL context behind credentials, for the channel and the server:
-// null for insecure or unusable credentials.
+// Where the channel and the server find the OpenSSL context of a new
+// connection: null for insecure or unusable credentials.
 class CredentialsAccess {
  public:
-  static const std::shared_ptr<const transport::tls::TlsContext>& Tls(
+  static const std::shared_ptr<transport::tls::TlsContextSlot>& Tls(
       const ChannelCredentials& credentials) {
     return credentials.tls_;
   }
-  static const std::shared_ptr<const transport::tls::TlsContext>& Tls(
+  static const std::shared_ptr<transport::tls::TlsContextSlot>& Tls(
       const ServerCredentials& credentials) {
     return credentials.tls_;
   }

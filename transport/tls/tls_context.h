@@ -3,8 +3,11 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "base/mutex.h"
 #include "base/status.h"
 
 typedef struct ssl_ctx_st SSL_CTX;
@@ -76,6 +79,32 @@ class TlsContext {
 
   SSL_CTX* const ctx_;
   const bool is_server_;
+};
+
+// The TLS context the new connections of a listening port or a channel
+// use: fixed, or replaced as certificates rotate (rpc's
+// FileWatcherCertificateProvider). A connection keeps the context it was
+// made with. Thread-safe; Get() takes a mutex, once per new connection.
+class TlsContextSlot {
+ public:
+  explicit TlsContextSlot(std::shared_ptr<const TlsContext> context)
+      : context_(std::move(context)) {}
+
+  std::shared_ptr<const TlsContext> Get() const {
+    MutexLock lock(&mu_);
+    return context_;
+  }
+  void Set(std::shared_ptr<const TlsContext> context) {
+    {
+      MutexLock lock(&mu_);
+      context_.swap(context);
+    }
+    // The old context is released here, outside the lock.
+  }
+
+ private:
+  mutable Mutex mu_;
+  std::shared_ptr<const TlsContext> context_ ABSL_GUARDED_BY(mu_);
 };
 
 // OpenSSL's queued errors of this thread as one line ("error:0A000086:SSL

@@ -750,7 +750,7 @@ void ChannelCore::RequestReresolution() {
 
 std::unique_ptr<transport::io::ByteFilter> ChannelCore::NewConnectionFilter() {
   if (tls_ == nullptr) return nullptr;
-  return transport::tls::TlsSession::NewClient(tls_, tls_server_name_);
+  return transport::tls::TlsSession::NewClient(tls_->Get(), tls_server_name_);
 }
 
 void ChannelCore::OnSubchannelStateChange(Subchannel* subchannel) {

@@ -290,8 +290,8 @@ class ChannelCore final : public ChannelCallHost,
   std::mt19937 retry_random_ ABSL_GUARDED_BY(loop_);
   // Request bytes kept by uncommitted calls for their retries.
   std::atomic<size_t> retry_buffered_{0};
-  // TLS context of the channel's connections; null: plaintext.
-  std::shared_ptr<const transport::tls::TlsContext> tls_;
+  // Where the TLS context of a new connection is; null: plaintext.
+  std::shared_ptr<transport::tls::TlsContextSlot> tls_;
   // Unusable target, credentials or options: why every call fails.
   Status channel_error_;
   // The name the server's certificate must match (TLS).

@@ -53,7 +53,7 @@ absl::Duration NextAcceptBackoff(absl::Duration previous) {
 ServerListener::ServerListener(
     Host* server, transport::io::FileDescriptor socket,
     transport::io::SocketFile file,
-    std::shared_ptr<const transport::tls::TlsContext> tls)
+    std::shared_ptr<transport::tls::TlsContextSlot> tls)
     : server_(server),
       socket_(std::move(socket)),
       file_(std::move(file)),
@@ -101,7 +101,8 @@ void ServerListener::OnFdReady(uint32_t events) {
         transport::io::AcceptTcp(socket_.get(), &peer, &error);
     if (accepted.valid()) {
       backoff_ = absl::ZeroDuration();
-      server_->Adopt(std::move(accepted), PeerName(peer), tls_);
+      server_->Adopt(std::move(accepted), PeerName(peer),
+                     tls_ != nullptr ? tls_->Get() : nullptr);
       continue;
     }
     switch (ClassifyAcceptFailure(error)) {

@@ -75,11 +75,11 @@ class ServerListener final : private transport::io::FdWatcher,
 
   // `server` must outlive the listener. `file`: the socket file of a
   // unix-domain pathname `socket` (none for others), removed by Stop().
-  // `tls`: the port's TLS context (null: plaintext), handed to every
-  // connection it accepts.
+  // `tls`: where the port's TLS context is (null: plaintext); each accepted
+  // connection gets the context it holds then.
   ServerListener(Host* server, transport::io::FileDescriptor socket,
                  transport::io::SocketFile file,
-                 std::shared_ptr<const transport::tls::TlsContext> tls);
+                 std::shared_ptr<transport::tls::TlsContextSlot> tls);
   ServerListener(const ServerListener&) = delete;
   ServerListener& operator=(const ServerListener&) = delete;
 
@@ -114,7 +114,7 @@ class ServerListener final : private transport::io::FdWatcher,
   Host* const server_;
   transport::io::FileDescriptor socket_;
   transport::io::SocketFile file_;
-  const std::shared_ptr<const transport::tls::TlsContext> tls_;
+  const std::shared_ptr<transport::tls::TlsContextSlot> tls_;
   // "127.0.0.1:50051" or "unix:/path", for the log line, and the peer of a
   // connection from an unnamed unix-domain socket.
   std::string address_;

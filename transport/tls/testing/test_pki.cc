@@ -222,11 +222,16 @@ TestPki Generate() {
   client.subject_alt_names =
       "DNS:client.test.h2rpc.example,URI:spiffe://h2rpc.test/client";
 
+  CertSpec second_client{"h2rpc test client 2"};
+  second_client.extended_key_usage = "clientAuth";
+  second_client.subject_alt_names = "URI:spiffe://h2rpc.test/client2";
+
   TestPki pki;
   pki.ca_pem = CertPem(ca.cert.get());
   pki.server = NewLeaf(ServerSpec(), ca);
   pki.expired_server = NewLeaf(expired, ca);
   pki.client = NewLeaf(client, ca);
+  pki.second_client = NewLeaf(second_client, ca);
   pki.other_ca_pem = CertPem(other_ca.cert.get());
   pki.server_from_other_ca = NewLeaf(ServerSpec(), other_ca);
   return pki;

@@ -38,6 +38,9 @@ struct TestPki {
   // DNS:client.test.h2rpc.example and URI:spiffe://h2rpc.test/client;
   // extended key usage clientAuth.
   KeyAndCert client;
+  // "CN=h2rpc test client 2", issued by `ca_pem`: subject alternative name
+  // URI:spiffe://h2rpc.test/client2; extended key usage clientAuth.
+  KeyAndCert second_client;
   // A second self-signed root, "CN=h2rpc test other CA", unrelated to
   // `ca_pem`.
   std::string other_ca_pem;
