@@ -12,6 +12,9 @@ namespace h2rpc {
 struct PeerIdentity {
   // The negotiated protocol version, e.g. "TLSv1.3".
   std::string protocol;
+  // The handshake resumed an earlier session (a session ticket) instead of
+  // a full handshake; the certificate fields are the earlier handshake's.
+  bool session_reused = false;
   // The peer's certificate chain verified against our trusted roots. False
   // when the peer sent no certificate, or when a server was configured to
   // request client certificates without verifying them.

@@ -241,6 +241,8 @@ set(H2RPC_LIBRARY_SOURCES
   transport/io/socket_driver.h
   transport/tls/tls_context.cc
   transport/tls/tls_context.h
+  transport/tls/tls_resumption.cc
+  transport/tls/tls_resumption.h
   transport/tls/tls_session.cc
   transport/tls/tls_session.h
 )

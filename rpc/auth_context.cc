@@ -10,6 +10,7 @@ AuthContext::AuthContext(const PeerIdentity* identity) {
   }
   AddProperty(kTransportSecurityType, "ssl");
   AddProperty(kSecurityLevel, "TSI_PRIVACY_AND_INTEGRITY");
+  AddProperty(kSslSessionReused, identity->session_reused ? "true" : "false");
   if (!identity->subject.empty()) {
     AddProperty(kX509Subject, identity->subject);
   }

@@ -19,6 +19,8 @@ namespace h2rpc {
 //   transport_security_type       "ssl" over TLS, "insecure" otherwise
 //   security_level                "TSI_PRIVACY_AND_INTEGRITY" over TLS,
 //                                 "TSI_SECURITY_NONE" otherwise
+//   ssl_session_reused            over TLS: "true" when the connection
+//                                 resumed a session, else "false"
 //   x509_subject                  the peer certificate's subject (RFC 2253)
 //   x509_common_name              its common name
 //   x509_subject_alternative_name every subject alternative name, in
@@ -38,6 +40,7 @@ class AuthContext {
  public:
   static constexpr char kTransportSecurityType[] = "transport_security_type";
   static constexpr char kSecurityLevel[] = "security_level";
+  static constexpr char kSslSessionReused[] = "ssl_session_reused";
   static constexpr char kX509Subject[] = "x509_subject";
   static constexpr char kX509CommonName[] = "x509_common_name";
   static constexpr char kX509SubjectAlternativeName[] =

@@ -65,6 +65,7 @@ std::shared_ptr<ChannelCredentials> SslCredentials(
     transport::tls::ClientConfig config;
     config.root_certs_pem = options.pem_root_certs;
     config.key_cert = {options.pem_private_key, options.pem_cert_chain};
+    config.session_cache_size = options.session_cache_size;
     std::shared_ptr<const transport::tls::TlsContext> context;
     status = transport::tls::TlsContext::CreateClient(config, &context);
     if (status.ok()) {
@@ -80,11 +81,13 @@ std::shared_ptr<ChannelCredentials> SslCredentials(
   } else {
     status = CertificateProviderAccess::Subscribe(
         *options.certificate_provider,
-        [](const CertificateProviderAccess::Material& material,
-           std::shared_ptr<const transport::tls::TlsContext>* context) {
+        [cache_size = options.session_cache_size](
+            const CertificateProviderAccess::Material& material,
+            std::shared_ptr<const transport::tls::TlsContext>* context) {
           transport::tls::ClientConfig config;
           config.root_certs_pem = material.roots;
           config.key_cert = {material.private_key, material.cert_chain};
+          config.session_cache_size = cache_size;
           return transport::tls::TlsContext::CreateClient(config, context);
         },
         &slot);
@@ -136,6 +139,7 @@ std::shared_ptr<ServerCredentials> SslServerCredentials(
     }
     config.root_certs_pem = options.pem_root_certs;
     config.client_certificate_request = request;
+    config.session_ticket_key_rotation = options.session_ticket_key_rotation;
     std::shared_ptr<const transport::tls::TlsContext> context;
     status = transport::tls::TlsContext::CreateServer(config, &context);
     if (status.ok()) {
@@ -150,13 +154,15 @@ std::shared_ptr<ServerCredentials> SslServerCredentials(
   } else {
     status = CertificateProviderAccess::Subscribe(
         *options.certificate_provider,
-        [request](const CertificateProviderAccess::Material& material,
-                  std::shared_ptr<const transport::tls::TlsContext>* context) {
+        [request, rotation = options.session_ticket_key_rotation](
+            const CertificateProviderAccess::Material& material,
+            std::shared_ptr<const transport::tls::TlsContext>* context) {
           transport::tls::ServerConfig config;
           config.key_certs.push_back(
               {material.private_key, material.cert_chain});
           config.root_certs_pem = material.roots;
           config.client_certificate_request = request;
+          config.session_ticket_key_rotation = rotation;
           return transport::tls::TlsContext::CreateServer(config, context);
         },
         &slot);

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "rpc/call_credentials.h"
 #include "rpc/certificate_provider.h"
 #include "rpc/status.h"
@@ -31,7 +32,13 @@ struct SslCredentialsOptions {
   // and the client's own key and chain from files that may change
   // (rpc/certificate_provider.h); each new connection uses what they hold
   // then.
-  std::shared_ptr<FileWatcherCertificateProvider> certificate_provider;
+  std::shared_ptr<FileWatcherCertificateProvider>
+      certificate_provider;  // TLS session resumption: the sessions (tickets)
+                             // of up to this many
+  // servers, by name and address, are kept, so that the next connection to
+  // one (a reconnect, another channel with these credentials) resumes
+  // instead of making a full handshake; each is used once. 0: off.
+  size_t session_cache_size = 256;
 };
 
 // How a channel secures its connections: InsecureChannelCredentials()
@@ -132,7 +139,14 @@ struct SslServerCredentialsOptions {
   // empty): one key and chain, and the roots, from files that may change
   // (rpc/certificate_provider.h); each new connection uses what they hold
   // then.
-  std::shared_ptr<FileWatcherCertificateProvider> certificate_provider;
+  std::shared_ptr<FileWatcherCertificateProvider>
+      certificate_provider;  // TLS session tickets, for clients to resume with:
+                             // encrypted with keys
+  // that only this credentials object holds (random, in memory), rotated
+  // this often; a ticket resumes for at most two rotations. No state per
+  // client is kept. Zero: no tickets (every connection makes a full
+  // handshake).
+  absl::Duration session_ticket_key_rotation = absl::Hours(1);
 };
 
 // How a server secures the connections of one listening port

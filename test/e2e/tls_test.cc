@@ -36,6 +36,8 @@ using transport::tls::testing::KeyAndCert;
 
 constexpr char kEcho[] = "/h2rpc.test.Tls/Echo";
 constexpr char kWhoAmI[] = "/h2rpc.test.Tls/WhoAmI";
+// "resumed" when the connection resumed a TLS session, else "full".
+constexpr char kHandshake[] = "/h2rpc.test.Tls/Handshake";
 
 std::shared_ptr<ServerCredentials> ServerTls(
     const KeyAndCert& own, SslClientCertificateRequest request =
@@ -77,6 +79,16 @@ class TlsTest : public ::testing::Test {
             [](ServerContext*, const SimpleRequest& request,
                SimpleResponse* response) {
               response->mutable_payload()->set_body(request.payload().body());
+              return Status();
+            })
+        .RegisterUnary<SimpleRequest, SimpleResponse>(
+            kHandshake,
+            [](ServerContext* context, const SimpleRequest&,
+               SimpleResponse* response) {
+              const auto& identity = context->peer_identity();
+              response->mutable_payload()->set_body(
+                  identity != nullptr && identity->session_reused ? "resumed"
+                                                                  : "full");
               return Status();
             })
         .RegisterUnary<SimpleRequest, SimpleResponse>(
@@ -137,6 +149,44 @@ TEST_F(TlsTest, UnaryCallsOverTls) {
   // No client certificate: TLS, but no verified identity.
   ASSERT_TRUE(Call(*channel, kWhoAmI, "", &reply).ok());
   EXPECT_EQ(reply, "|unverified");
+}
+
+// A new connection with the same credentials (another channel, or a
+// reconnect) resumes the session of the last one, unless either side turned
+// resumption off.
+TEST_F(TlsTest, NewConnectionsResumeTheLastSession) {
+  Serve(ServerTls(GetTestPki().server));
+  auto credentials = ClientTls(GetTestPki().ca_pem);
+  std::string reply;
+  ASSERT_TRUE(Call(*Connect(credentials), kHandshake, "", &reply).ok());
+  EXPECT_EQ(reply, "full");
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(Call(*Connect(credentials), kHandshake, "", &reply).ok());
+    EXPECT_EQ(reply, "resumed");
+  }
+  // Without a client cache.
+  SslCredentialsOptions no_cache;
+  no_cache.pem_root_certs = GetTestPki().ca_pem;
+  no_cache.session_cache_size = 0;
+  auto full = SslCredentials(no_cache);
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(Call(*Connect(full), kHandshake, "", &reply).ok());
+    EXPECT_EQ(reply, "full");
+  }
+}
+
+TEST_F(TlsTest, AServerWithoutTicketsMakesEveryHandshakeFull) {
+  SslServerCredentialsOptions options;
+  options.pem_key_cert_pairs.push_back({GetTestPki().server.private_key_pem,
+                                        GetTestPki().server.cert_chain_pem});
+  options.session_ticket_key_rotation = absl::ZeroDuration();
+  Serve(SslServerCredentials(options));
+  auto credentials = ClientTls(GetTestPki().ca_pem);
+  std::string reply;
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(Call(*Connect(credentials), kHandshake, "", &reply).ok());
+    EXPECT_EQ(reply, "full");
+  }
 }
 
 TEST_F(TlsTest, TargetHostIsTheNameVerifiedWithoutAnOverride) {

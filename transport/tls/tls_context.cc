@@ -1,11 +1,16 @@
 #include "transport/tls/tls_context.h"
 
+#include <openssl/core_names.h>
 #include <openssl/err.h>
+#include <openssl/evp.h>
 #include <openssl/pem.h>
+#include <openssl/rand.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
+#include <cstring>
 #include <memory>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -122,8 +127,8 @@ Status NewContext(const SSL_METHOD* method, CtxPtr* out) {
       SSL_CTX_set_cipher_list(ctx.get(), kTls12Ciphers) != 1) {
     return Invalid("TLS context", "cannot set versions or ciphers");
   }
-  // No TLS 1.2 renegotiation (a peer-driven CPU cost), no session tickets
-  // (resumption is not offered).
+  // No TLS 1.2 renegotiation (a peer-driven CPU cost); no session tickets
+  // unless resumption is on (CreateClient, CreateServer).
   SSL_CTX_set_options(ctx.get(), SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_TICKET);
   *out = std::move(ctx);
   return Status();
@@ -162,7 +167,77 @@ int SelectAlpn(SSL*, const unsigned char** out, unsigned char* out_length,
 // Modes that request a certificate without verifying it.
 int AcceptAnyCertificate(int, X509_STORE_CTX*) { return 1; }
 
+const TlsContext* ContextOf(SSL* ssl) {
+  return static_cast<const TlsContext*>(
+      SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl)));
+}
+
+// Clients: a session (a TLS 1.3 ticket, after the handshake; a TLS 1.2
+// one at its end) goes to the context's cache under the connection's key
+// (TlsSession::NewClient sets it as the SSL's app data). A copy: OpenSSL
+// marks the session of a connection freed without close_notify as not
+// resumable, and a connection that ends abruptly does not make its
+// ticket any less valid. 0: OpenSSL keeps its own reference.
+int StoreNewSession(SSL* ssl, SSL_SESSION* session) {
+  const auto* key = static_cast<const std::string*>(SSL_get_app_data(ssl));
+  ClientSessionCache* cache = ContextOf(ssl)->session_cache();
+  if (key == nullptr || key->empty() || cache == nullptr) return 0;
+  if (SSL_SESSION* copy = SSL_SESSION_dup(session)) cache->Put(*key, copy);
+  return 0;
+}
+
+// Servers: the key that encrypts (`encrypt`) or decrypts a session ticket,
+// named in the ticket's first 16 bytes. OpenSSL's contract: 1 use it, 2 use
+// it and issue a fresh ticket, 0 no such key (a full handshake), -1
+// failure.
+int TicketKey(SSL* ssl, unsigned char key_name[16],
+              unsigned char iv[EVP_MAX_IV_LENGTH], EVP_CIPHER_CTX* cipher,
+              EVP_MAC_CTX* mac, int encrypt) {
+  TicketKeyRing* keys = ContextOf(ssl)->ticket_keys();
+  TicketKeyRing::Key key;
+  if (encrypt) {
+    key = keys->Current();
+    std::memcpy(key_name, key.name, sizeof(key.name));
+    if (RAND_bytes(iv, EVP_CIPHER_get_iv_length(EVP_aes_256_cbc())) != 1) {
+      return -1;
+    }
+  } else if (!keys->Find(key_name, &key)) {
+    return 0;
+  }
+  char digest[] = "SHA256";
+  const OSSL_PARAM params[] = {
+      OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_KEY, key.hmac_key,
+                                        sizeof(key.hmac_key)),
+      OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
+      OSSL_PARAM_construct_end()};
+  if (EVP_MAC_CTX_set_params(mac, params) != 1) return -1;
+  const int initialized = encrypt
+                              ? EVP_EncryptInit_ex(cipher, EVP_aes_256_cbc(),
+                                                   nullptr, key.aes_key, iv)
+                              : EVP_DecryptInit_ex(cipher, EVP_aes_256_cbc(),
+                                                   nullptr, key.aes_key, iv);
+  // A resumed connection always gets a fresh ticket (2), under the current
+  // key: clients use each ticket once.
+  if (initialized != 1) return -1;
+  return encrypt ? 1 : 2;
+}
+
+// What a session is bound to: a session made under one server context is
+// never resumed under another (OpenSSL requires one when clients are
+// verified; each context's ticket keys are its own anyway).
+constexpr unsigned char kSessionIdContext[] = "h2rpc";
+
 }  // namespace
+
+TlsContext::TlsContext(SSL_CTX* ctx, bool is_server,
+                       std::unique_ptr<ClientSessionCache> sessions,
+                       std::unique_ptr<TicketKeyRing> ticket_keys)
+    : ctx_(ctx),
+      is_server_(is_server),
+      sessions_(std::move(sessions)),
+      ticket_keys_(std::move(ticket_keys)) {
+  SSL_CTX_set_app_data(ctx_, this);
+}
 
 std::string TakeOpenSslErrors(const char* fallback) {
   std::string errors;
@@ -198,8 +273,19 @@ Status TlsContext::CreateClient(const ClientConfig& config,
   if (SSL_CTX_set_alpn_protos(ctx.get(), kAlpnH2, sizeof(kAlpnH2)) != 0) {
     return Invalid("TLS context", "cannot set ALPN");
   }
-  SSL_CTX_set_session_cache_mode(ctx.get(), SSL_SESS_CACHE_OFF);
-  context->reset(new TlsContext(ctx.release(), /*is_server=*/false));
+  std::unique_ptr<ClientSessionCache> sessions;
+  if (config.session_cache_size > 0) {
+    sessions = std::make_unique<ClientSessionCache>(config.session_cache_size);
+    SSL_CTX_clear_options(ctx.get(), SSL_OP_NO_TICKET);
+    // OpenSSL keeps nothing itself; StoreNewSession gets every session.
+    SSL_CTX_set_session_cache_mode(
+        ctx.get(), SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+    SSL_CTX_sess_set_new_cb(ctx.get(), StoreNewSession);
+  } else {
+    SSL_CTX_set_session_cache_mode(ctx.get(), SSL_SESS_CACHE_OFF);
+  }
+  context->reset(new TlsContext(ctx.release(), /*is_server=*/false,
+                                std::move(sessions), nullptr));
   return Status();
 }
 
@@ -251,9 +337,27 @@ Status TlsContext::CreateServer(const ServerConfig& config,
   SSL_CTX_set_verify(ctx.get(), mode, verify ? nullptr : AcceptAnyCertificate);
   SSL_CTX_set_client_hello_cb(ctx.get(), RequireAlpn, nullptr);
   SSL_CTX_set_alpn_select_cb(ctx.get(), SelectAlpn, nullptr);
+  // No session cache: resumption, when on, is by stateless tickets only
+  // (no per-client state on the server).
   SSL_CTX_set_session_cache_mode(ctx.get(), SSL_SESS_CACHE_OFF);
-  SSL_CTX_set_num_tickets(ctx.get(), 0);
-  context->reset(new TlsContext(ctx.release(), /*is_server=*/true));
+  std::unique_ptr<TicketKeyRing> ticket_keys;
+  const absl::Duration rotation = config.session_ticket_key_rotation;
+  if (rotation > absl::ZeroDuration()) {
+    ticket_keys = std::make_unique<TicketKeyRing>(rotation);
+    SSL_CTX_clear_options(ctx.get(), SSL_OP_NO_TICKET);
+    SSL_CTX_set_num_tickets(ctx.get(), 1);
+    SSL_CTX_set_timeout(ctx.get(),
+                        static_cast<long>(absl::ToInt64Seconds(2 * rotation)));
+    SSL_CTX_set_tlsext_ticket_key_evp_cb(ctx.get(), TicketKey);
+    if (SSL_CTX_set_session_id_context(ctx.get(), kSessionIdContext,
+                                       sizeof(kSessionIdContext) - 1) != 1) {
+      return Invalid("TLS context", "cannot set the session id context");
+    }
+  } else {
+    SSL_CTX_set_num_tickets(ctx.get(), 0);
+  }
+  context->reset(new TlsContext(ctx.release(), /*is_server=*/true, nullptr,
+                                std::move(ticket_keys)));
   return Status();
 }
 

@@ -7,8 +7,10 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/time/time.h"
 #include "base/mutex.h"
 #include "base/status.h"
+#include "transport/tls/tls_resumption.h"
 
 typedef struct ssl_ctx_st SSL_CTX;
 
@@ -29,6 +31,10 @@ struct ClientConfig {
   // The client's own certificate, for servers that ask for one; both empty:
   // none.
   KeyCertPair key_cert;
+  // Sessions kept to resume (ClientSessionCache): at most this many
+  // servers' (by name and address); 0: every connection makes a full
+  // handshake.
+  size_t session_cache_size = 0;
 };
 
 // Whether a server asks clients for a certificate and what it does with it
@@ -51,13 +57,19 @@ struct ServerConfig {
   std::string root_certs_pem;
   ClientCertificateRequest client_certificate_request =
       ClientCertificateRequest::kDontRequest;
+  // Session tickets for clients to resume with, their keys rotated this
+  // often (TicketKeyRing; a ticket resumes for at most two rotations);
+  // zero: no tickets, every connection makes a full handshake.
+  absl::Duration session_ticket_key_rotation = absl::ZeroDuration();
 };
 
 // An OpenSSL SSL_CTX configured as gRPC requires: TLS 1.2 or 1.3, the
 // cipher suites gRPC permits (AES-GCM and ChaCha20-Poly1305 with ECDHE),
 // ALPN "h2" offered (clients) or required (servers), peer verification on
-// for clients. Immutable once made and shared by every connection that uses
-// it (each makes its own SSL object from it). Thread-safe.
+// for clients. Its settings are fixed once made; it is shared by every
+// connection that uses it (each makes its own SSL object from it), and so
+// are its resumption state (a client's session cache, a server's ticket
+// keys), which changes behind mutexes. Thread-safe.
 class TlsContext {
  public:
   // Bad PEM, a key that does not match its certificate, or a missing
@@ -73,12 +85,20 @@ class TlsContext {
 
   bool is_server() const { return is_server_; }
   SSL_CTX* ssl_ctx() const { return ctx_; }
+  // A client's sessions to resume; null when off.
+  ClientSessionCache* session_cache() const { return sessions_.get(); }
+  // A server's ticket keys; null without tickets.
+  TicketKeyRing* ticket_keys() const { return ticket_keys_.get(); }
 
  private:
-  TlsContext(SSL_CTX* ctx, bool is_server) : ctx_(ctx), is_server_(is_server) {}
+  TlsContext(SSL_CTX* ctx, bool is_server,
+             std::unique_ptr<ClientSessionCache> sessions,
+             std::unique_ptr<TicketKeyRing> ticket_keys);
 
   SSL_CTX* const ctx_;
   const bool is_server_;
+  const std::unique_ptr<ClientSessionCache> sessions_;
+  const std::unique_ptr<TicketKeyRing> ticket_keys_;
 };
 
 // The TLS context the new connections of a listening port or a channel

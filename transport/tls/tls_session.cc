@@ -119,20 +119,24 @@ void ReadNames(X509* cert, PeerIdentity* identity) {
 }  // namespace
 
 std::unique_ptr<TlsSession> TlsSession::NewClient(
-    std::shared_ptr<const TlsContext> context, absl::string_view server_name) {
+    std::shared_ptr<const TlsContext> context, absl::string_view server_name,
+    std::string session_key) {
   return std::unique_ptr<TlsSession>(
-      new TlsSession(std::move(context), /*client=*/true, server_name));
+      new TlsSession(std::move(context), /*client=*/true, server_name,
+                     std::move(session_key)));
 }
 
 std::unique_ptr<TlsSession> TlsSession::NewServer(
     std::shared_ptr<const TlsContext> context) {
   return std::unique_ptr<TlsSession>(
-      new TlsSession(std::move(context), /*client=*/false, {}));
+      new TlsSession(std::move(context), /*client=*/false, {}, {}));
 }
 
 TlsSession::TlsSession(std::shared_ptr<const TlsContext> context, bool client,
-                       absl::string_view server_name)
-    : context_(std::move(context)), client_(client) {
+                       absl::string_view server_name, std::string session_key)
+    : context_(std::move(context)),
+      client_(client),
+      session_key_(std::move(session_key)) {
   ERR_clear_error();
   ssl_ = SSL_new(context_->ssl_ctx());
   BIO* bio = ssl_ == nullptr ? nullptr : BIO_new(BioMethod());
@@ -160,6 +164,15 @@ TlsSession::TlsSession(std::shared_ptr<const TlsContext> context, bool client,
   if (!named) {
     SSL_free(ssl_);
     ssl_ = nullptr;
+    return;
+  }
+  ClientSessionCache* cache = context_->session_cache();
+  if (cache == nullptr || session_key_.empty()) return;
+  SSL_set_app_data(ssl_, &session_key_);
+  if (SSL_SESSION* session = cache->Take(session_key_)) {
+    // A session the server no longer takes just means a full handshake.
+    SSL_set_session(ssl_, session);
+    SSL_SESSION_free(session);
   }
 }
 
@@ -255,6 +268,7 @@ bool TlsSession::FinishHandshake() {
   }
   auto identity = std::make_shared<PeerIdentity>();
   identity->protocol = SSL_get_version(ssl_);
+  identity->session_reused = SSL_session_reused(ssl_) == 1;
   if (X509* cert = SSL_get0_peer_certificate(ssl_)) {
     identity->certificate_verified = SSL_get_verify_result(ssl_) == X509_V_OK;
     ReadNames(cert, identity.get());

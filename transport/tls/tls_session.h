@@ -50,9 +50,13 @@ class TlsSession final : public io::ByteFilter {
 
   // A client connection: the server's certificate must verify against the
   // context's roots and match `server_name` (a DNS name, also sent as SNI,
-  // or an IP address literal).
+  // or an IP address literal). With the context's session cache, the
+  // session stored under `session_key` (the server's name and address,
+  // say) is resumed if there is one, and the sessions the server sends are
+  // stored under it.
   static std::unique_ptr<TlsSession> NewClient(
-      std::shared_ptr<const TlsContext> context, absl::string_view server_name);
+      std::shared_ptr<const TlsContext> context, absl::string_view server_name,
+      std::string session_key = std::string());
   // A server connection.
   static std::unique_ptr<TlsSession> NewServer(
       std::shared_ptr<const TlsContext> context);
@@ -94,7 +98,7 @@ class TlsSession final : public io::ByteFilter {
 
  private:
   TlsSession(std::shared_ptr<const TlsContext> context, bool client,
-             absl::string_view server_name);
+             absl::string_view server_name, std::string session_key);
 
   // Runs the handshake and decrypts what the fed bytes complete.
   void Advance();
@@ -117,6 +121,9 @@ class TlsSession final : public io::ByteFilter {
   const std::shared_ptr<const TlsContext> context_;
   SSL* ssl_ = nullptr;  // null if OpenSSL could not make one
   const bool client_;
+  // Clients: where the context's cache keeps this server's sessions (the
+  // SSL's app data, for the cache's callback); empty: none.
+  const std::string session_key_;
   io::ByteSession* inner_ = nullptr;
   io::Wire* outer_ = nullptr;
   std::shared_ptr<const PeerIdentity> identity_;

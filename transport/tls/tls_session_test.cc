@@ -192,8 +192,10 @@ std::shared_ptr<const TlsContext> ServerContext(
 struct Connection {
   Connection(std::shared_ptr<const TlsContext> client_context,
              absl::string_view server_name,
-             std::shared_ptr<const TlsContext> server_context)
-      : client(TlsSession::NewClient(std::move(client_context), server_name)),
+             std::shared_ptr<const TlsContext> server_context,
+             std::string session_key = std::string())
+      : client(TlsSession::NewClient(std::move(client_context), server_name,
+                                     std::move(session_key))),
         server(TlsSession::NewServer(std::move(server_context))) {
     server.Start();
     client.Start();
@@ -541,6 +543,152 @@ TEST(TlsSessionTest, SteadyStateExchangesAllocateOnlyInsideOpenSsl) {
   // record each way.
   constexpr int kRecords = 100 * 2;
   EXPECT_EQ(heap.allocations(), kRecords * 3 + kRecords * 1);
+}
+
+// ---------------------------------------------------------------------------
+// Session resumption: a client's cache, a server's rotated ticket keys.
+
+std::shared_ptr<const TlsContext> ResumingClient(
+    const testing::KeyAndCert* own = nullptr, int max_version = 0) {
+  ClientConfig config;
+  config.root_certs_pem = GetTestPki().ca_pem;
+  if (own != nullptr) {
+    config.key_cert = {own->private_key_pem, own->cert_chain_pem};
+  }
+  config.session_cache_size = 8;
+  std::shared_ptr<const TlsContext> context;
+  const Status status = TlsContext::CreateClient(config, &context);
+  EXPECT_TRUE(status.ok()) << status.message();
+  if (max_version != 0) {
+    SSL_CTX_set_max_proto_version(context->ssl_ctx(), max_version);
+  }
+  return context;
+}
+
+std::shared_ptr<const TlsContext> TicketServer(
+    ClientCertificateRequest request = ClientCertificateRequest::kDontRequest,
+    absl::Duration rotation = absl::Hours(1)) {
+  ServerConfig config;
+  config.key_certs.push_back({GetTestPki().server.private_key_pem,
+                              GetTestPki().server.cert_chain_pem});
+  config.root_certs_pem = GetTestPki().ca_pem;
+  config.client_certificate_request = request;
+  config.session_ticket_key_rotation = rotation;
+  std::shared_ptr<const TlsContext> context;
+  const Status status = TlsContext::CreateServer(config, &context);
+  EXPECT_TRUE(status.ok()) << status.message();
+  return context;
+}
+
+// Connects once with `key`, exchanging a message each way (the client reads
+// the ticket the server sends after the handshake); whether the server saw
+// a resumed session.
+bool ConnectResumed(const std::shared_ptr<const TlsContext>& client,
+                    const std::shared_ptr<const TlsContext>& server,
+                    const std::string& key) {
+  Connection c(client, "localhost", server, key);
+  c.client.inner.Send("ping");
+  c.server.inner.Send("pong");
+  Pump(c.client, c.server);
+  EXPECT_EQ(c.server.inner.received(), "ping");
+  EXPECT_EQ(c.client.inner.received(), "pong");
+  EXPECT_NE(c.server.tls->peer_identity(), nullptr);
+  EXPECT_NE(c.client.tls->peer_identity(), nullptr);
+  if (c.server.tls->peer_identity() == nullptr ||
+      c.client.tls->peer_identity() == nullptr) {
+    return false;
+  }
+  // Both ends agree, and the client's view of the server is intact.
+  EXPECT_EQ(c.client.tls->peer_identity()->session_reused,
+            c.server.tls->peer_identity()->session_reused);
+  EXPECT_TRUE(c.client.tls->peer_identity()->certificate_verified);
+  EXPECT_EQ(c.client.tls->peer_identity()->common_name, "h2rpc test server");
+  return c.server.tls->peer_identity()->session_reused;
+}
+
+TEST(TlsResumptionTest, TheNextConnectionResumesItsServersSession) {
+  auto client = ResumingClient();
+  auto server = TicketServer();
+  EXPECT_FALSE(ConnectResumed(client, server, "localhost|a"));
+  EXPECT_EQ(client->session_cache()->size(), 1u);
+  EXPECT_TRUE(ConnectResumed(client, server, "localhost|a"));
+  // The resumed connection got a fresh ticket, and resumes again.
+  EXPECT_TRUE(ConnectResumed(client, server, "localhost|a"));
+  // Another server (key) has no session yet.
+  EXPECT_FALSE(ConnectResumed(client, server, "localhost|b"));
+  EXPECT_EQ(client->session_cache()->size(), 2u);
+}
+
+TEST(TlsResumptionTest, TicketsOutliveOneKeyRotationNotTwo) {
+  auto client = ResumingClient();
+  auto server = TicketServer();
+  EXPECT_FALSE(ConnectResumed(client, server, "k"));
+  server->ticket_keys()->Rotate();
+  // Issued under the previous key: accepted, and renewed under the current.
+  EXPECT_TRUE(ConnectResumed(client, server, "k"));
+  server->ticket_keys()->Rotate();
+  EXPECT_TRUE(ConnectResumed(client, server, "k"));
+  server->ticket_keys()->Rotate();
+  server->ticket_keys()->Rotate();
+  EXPECT_FALSE(ConnectResumed(client, server, "k"));
+}
+
+TEST(TlsResumptionTest, AResumedConnectionKeepsTheClientsVerifiedIdentity) {
+  auto client = ResumingClient(&GetTestPki().client);
+  auto server = TicketServer(ClientCertificateRequest::kRequireAndVerify);
+  EXPECT_FALSE(ConnectResumed(client, server, "k"));
+  Connection c(client, "localhost", server, "k");
+  c.client.inner.Send("again");
+  Pump(c.client, c.server);
+  ASSERT_EQ(c.server.inner.received(), "again");
+  const auto& identity = c.server.tls->peer_identity();
+  ASSERT_NE(identity, nullptr);
+  EXPECT_TRUE(identity->session_reused);
+  EXPECT_TRUE(identity->certificate_verified);
+  EXPECT_THAT(identity->uris, ElementsAre("spiffe://h2rpc.test/client"));
+}
+
+TEST(TlsResumptionTest, Tls12ResumesToo) {
+  auto client = ResumingClient(nullptr, TLS1_2_VERSION);
+  auto server = TicketServer();
+  EXPECT_FALSE(ConnectResumed(client, server, "k"));
+  EXPECT_TRUE(ConnectResumed(client, server, "k"));
+}
+
+TEST(TlsResumptionTest, NothingResumesWithoutTicketsOrACache) {
+  // A server without tickets.
+  auto client = ResumingClient();
+  auto no_tickets = TicketServer(ClientCertificateRequest::kDontRequest,
+                                 absl::ZeroDuration());
+  EXPECT_FALSE(ConnectResumed(client, no_tickets, "k"));
+  EXPECT_FALSE(ConnectResumed(client, no_tickets, "k"));
+  EXPECT_EQ(client->session_cache()->size(), 0u);
+  // A client without a cache.
+  auto no_cache = ClientContext(GetTestPki().ca_pem);
+  EXPECT_EQ(no_cache->session_cache(), nullptr);
+  auto server = TicketServer();
+  EXPECT_FALSE(ConnectResumed(no_cache, server, "k"));
+  EXPECT_FALSE(ConnectResumed(no_cache, server, "k"));
+  // A session a server with other ticket keys cannot read: a full
+  // handshake, no failure.
+  EXPECT_FALSE(ConnectResumed(client, server, "k"));
+  EXPECT_FALSE(ConnectResumed(client, TicketServer(), "k"));
+}
+
+TEST(ClientSessionCacheTest, KeepsTheNewestUpToItsCapacity) {
+  ClientSessionCache cache(2);
+  cache.Put("a", SSL_SESSION_new());
+  cache.Put("b", SSL_SESSION_new());
+  cache.Put("a", SSL_SESSION_new());  // replaces a's
+  EXPECT_EQ(cache.size(), 2u);
+  cache.Put("c", SSL_SESSION_new());  // drops b, the oldest
+  EXPECT_EQ(cache.size(), 2u);
+  EXPECT_EQ(cache.Take("b"), nullptr);
+  SSL_SESSION* a = cache.Take("a");
+  ASSERT_NE(a, nullptr);
+  SSL_SESSION_free(a);
+  EXPECT_EQ(cache.Take("a"), nullptr);  // used once
+  EXPECT_EQ(cache.size(), 1u);
 }
 
 }  // namespace

@@ -748,9 +748,14 @@ void ChannelCore::RequestReresolution() {
       last_resolution_start_ + options_.dns_min_time_between_resolutions));
 }
 
-std::unique_ptr<transport::io::ByteFilter> ChannelCore::NewConnectionFilter() {
+std::unique_ptr<transport::io::ByteFilter> ChannelCore::NewConnectionFilter(
+    const std::string& address) {
   if (tls_ == nullptr) return nullptr;
-  return transport::tls::TlsSession::NewClient(tls_->Get(), tls_server_name_);
+  // A session resumes with the server that issued it: the name it was
+  // verified against, at the address it answered on.
+  return transport::tls::TlsSession::NewClient(
+      tls_->Get(), tls_server_name_,
+      absl::StrCat(tls_server_name_, "|", address));
 }
 
 void ChannelCore::OnSubchannelStateChange(Subchannel* subchannel) {

@@ -261,7 +261,8 @@ class ChannelCore final : public ChannelCallHost,
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_) {
     return transport_options_;
   }
-  std::unique_ptr<transport::io::ByteFilter> NewConnectionFilter() override;
+  std::unique_ptr<transport::io::ByteFilter> NewConnectionFilter(
+      const std::string& address) override;
   void OnSubchannelStateChange(Subchannel* subchannel) override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
   void OnTooManyPings(const std::string& peer) override

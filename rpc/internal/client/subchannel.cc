@@ -121,8 +121,9 @@ void Subchannel::OnConnected(transport::io::FileDescriptor socket,
         *channelz_node_, socket.get(), address_.ToString(), channelz_calls_);
   }
   connection_ = std::make_unique<Connection>(
-      loop_, std::move(socket), host_->NewConnectionFilter(), std::move(peer),
-      host_->transport_options(), static_cast<ClientSession::Listener*>(this));
+      loop_, std::move(socket), host_->NewConnectionFilter(address_.ToString()),
+      std::move(peer), host_->transport_options(),
+      static_cast<ClientSession::Listener*>(this));
   if (channelz_socket != nullptr) {
     connection_->session().set_stats(&channelz_socket->connection_stats());
     channelz_sockets_.emplace_back(&connection_->session(),

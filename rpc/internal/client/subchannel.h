@@ -59,9 +59,10 @@ class Subchannel final : public LbSubchannel,
     // Options of each new connection (read at each connect).
     virtual const transport::http2::ConnectionOptions& transport_options()
         const = 0;
-    // The TLS filter of a new connection; null: plaintext.
-    virtual std::unique_ptr<transport::io::ByteFilter>
-    NewConnectionFilter() = 0;
+    // The TLS filter of a new connection to `address` (for TLS session
+    // resumption); null: plaintext.
+    virtual std::unique_ptr<transport::io::ByteFilter> NewConnectionFilter(
+        const std::string& address) = 0;
     // The subchannel's state changed (not reported once orphaned).
     virtual void OnSubchannelStateChange(Subchannel* subchannel) = 0;
     // A connection's server sent GOAWAY ENHANCE_YOUR_CALM "too_many_pings"
