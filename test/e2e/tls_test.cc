@@ -189,6 +189,53 @@ TEST_F(TlsTest, AServerWithoutTicketsMakesEveryHandshakeFull) {
   }
 }
 
+// A certificate chain past OpenSSL's limit (max_cert_list, 100 KiB) fails
+// the handshake of whichever side receives it, with a clear reason; the
+// server goes on serving.
+TEST_F(TlsTest, HugeCertificateChainsAreRefused) {
+  std::string huge_chain = GetTestPki().client.cert_chain_pem;
+  for (int i = 0; i < 400; ++i) huge_chain += GetTestPki().ca_pem;
+  ASSERT_GT(huge_chain.size(), 200u << 10);
+  Serve(ServerTls(GetTestPki().server,
+                  SslClientCertificateRequest::kRequireAndVerify));
+  // From a client.
+  SslCredentialsOptions hostile;
+  hostile.pem_root_certs = GetTestPki().ca_pem;
+  hostile.pem_private_key = GetTestPki().client.private_key_pem;
+  hostile.pem_cert_chain = huge_chain;
+  auto credentials = SslCredentials(hostile);
+  ASSERT_TRUE(credentials->status().ok()) << credentials->status().ToString();
+  Status status = Call(*Connect(credentials), kEcho, "x");
+  EXPECT_EQ(status.code(), StatusCode::kUnavailable) << status.ToString();
+  // TLS 1.3: the client hears of it as the server's alert.
+  EXPECT_THAT(status.message(), HasSubstr("alert illegal parameter"));
+  // The server still serves a well-behaved client.
+  std::string reply;
+  status = Call(*Connect(ClientTls(GetTestPki().ca_pem, &GetTestPki().client)),
+                kWhoAmI, "", &reply);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+
+  // From a server.
+  StubServer hostile_server;
+  hostile_server.builder().RegisterUnary<SimpleRequest, SimpleResponse>(
+      kEcho, [](ServerContext*, const SimpleRequest&, SimpleResponse*) {
+        return Status();
+      });
+  SslServerCredentialsOptions options;
+  std::string huge_server_chain = GetTestPki().server.cert_chain_pem;
+  for (int i = 0; i < 400; ++i) huge_server_chain += GetTestPki().ca_pem;
+  options.pem_key_cert_pairs.push_back(
+      {GetTestPki().server.private_key_pem, huge_server_chain});
+  ASSERT_TRUE(hostile_server.Start(SslServerCredentials(options)).ok());
+  ChannelOptions channel_options;
+  channel_options.ssl_target_name_override = "localhost";
+  status = Call(*hostile_server.NewChannel(channel_options,
+                                           ClientTls(GetTestPki().ca_pem)),
+                kEcho, "x");
+  EXPECT_EQ(status.code(), StatusCode::kUnavailable) << status.ToString();
+  EXPECT_THAT(status.message(), HasSubstr("excessive message size"));
+}
+
 TEST_F(TlsTest, TargetHostIsTheNameVerifiedWithoutAnOverride) {
   Serve(ServerTls(GetTestPki().server));
   // "127.0.0.1" is one of the certificate's IP subject alternative names.
