@@ -194,8 +194,8 @@ int Main() {
     const char* name;
     bool h2rpc;
     bool resumption;
-    std::vector<double> rate;
-    std::vector<double> cpu;
+    std::vector<double> rate = {};
+    std::vector<double> cpu = {};
   };
   std::vector<Config> configs = {{"h2rpc, full handshakes", true, false},
                                  {"h2rpc, resumed", true, true},

@@ -4,14 +4,18 @@
 
 namespace h2rpc::internal {
 
+Status CallCredentialsAccess::Usable(const CallCredentials& credentials) {
+  if (credentials.status().ok()) return Status();
+  return Status(StatusCode::kUnavailable,
+                absl::StrCat("unusable call credentials: ",
+                             credentials.status().message()));
+}
+
 Status CallCredentialsAccess::AddCallMetadata(
     const CallCredentials& credentials, const AuthMetadataContext& context,
     Metadata* metadata) {
-  if (!credentials.status().ok()) {
-    return Status(StatusCode::kUnavailable,
-                  absl::StrCat("unusable call credentials: ",
-                               credentials.status().message()));
-  }
+  Status usable = Usable(credentials);
+  if (!usable.ok()) return usable;
   Metadata scratch;
   for (const CallCredentials::Source& source : credentials.sources_) {
     if (source.plugin == nullptr) {

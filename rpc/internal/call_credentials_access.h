@@ -16,6 +16,9 @@ class CallCredentialsAccess {
   static bool Blocking(const CallCredentials& credentials) {
     return credentials.blocking_;
   }
+  // OK, or the status of a call using `credentials` when they are
+  // unusable (UNAVAILABLE with their reason).
+  static Status Usable(const CallCredentials& credentials);
   // Without plugins: the metadata every call carries.
   static const Metadata& FixedMetadata(const CallCredentials& credentials) {
     return credentials.fixed_;

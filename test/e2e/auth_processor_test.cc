@@ -61,12 +61,14 @@ std::string ThreadName() {
 }
 
 // Accepts "Bearer alice-token" as alice (role reader), refuses other tokens
-// with PERMISSION_DENIED and none with UNAUTHENTICATED. Blocks, when told
-// to, until released.
+// with PERMISSION_DENIED and none with UNAUTHENTICATED. Its first
+// `calls_that_wait` calls block until released.
 class TokenProcessor : public AuthMetadataProcessor {
  public:
-  explicit TokenProcessor(bool blocking, bool wait_for_release = false)
-      : blocking_(blocking), wait_for_release_(wait_for_release) {}
+  static constexpr int kEveryCall = 1 << 30;
+
+  explicit TokenProcessor(bool blocking, int calls_that_wait = 0)
+      : blocking_(blocking), calls_that_wait_(calls_that_wait) {}
 
   bool IsBlocking() const override { return blocking_; }
 
@@ -78,7 +80,7 @@ class TokenProcessor : public AuthMetadataProcessor {
       threads.push_back(ThreadName());
       methods.push_back(std::string(method));
     }
-    if (wait_for_release_) release.WaitForNotification();
+    if (calls_that_wait_.fetch_sub(1) > 0) release.WaitForNotification();
     --running;
     ++returned;
     auto token = metadata.Get("authorization");
@@ -107,7 +109,7 @@ class TokenProcessor : public AuthMetadataProcessor {
 
  private:
   const bool blocking_;
-  const bool wait_for_release_;
+  std::atomic<int> calls_that_wait_;
 };
 
 std::string Describe(const AuthContext& context) {
@@ -319,6 +321,7 @@ TEST_F(AuthProcessorTest, TheTransportsPropertiesNameAVerifiedClient) {
         ElementsAre(
             P("transport_security_type", "ssl"),
             P("security_level", "TSI_PRIVACY_AND_INTEGRITY"),
+            P("ssl_session_reused", "false"),
             P("x509_subject", "CN=h2rpc test client"),
             P("x509_common_name", "h2rpc test client"),
             P("x509_subject_alternative_name", "client.test.h2rpc.example"),
@@ -341,7 +344,8 @@ TEST_F(AuthProcessorTest, PlaintextCallsAreInsecureAndUnauthenticated) {
 }
 
 TEST_F(AuthProcessorTest, AProcessorThatDoesNotDecideIsBoundedByItsTimeout) {
-  auto processor = std::make_shared<TokenProcessor>(true, true);
+  auto processor =
+      std::make_shared<TokenProcessor>(true, TokenProcessor::kEveryCall);
   Serve(processor, absl::Milliseconds(200));
   auto channel = TlsChannel();
   Status status = Call(*channel, "alice-token");
@@ -364,7 +368,8 @@ TEST_F(AuthProcessorTest, AProcessorThatDoesNotDecideIsBoundedByItsTimeout) {
 }
 
 TEST_F(AuthProcessorTest, AClientThatCancelsWhileTheProcessorDecides) {
-  auto processor = std::make_shared<TokenProcessor>(true, true);
+  auto processor =
+      std::make_shared<TokenProcessor>(true, /*calls_that_wait=*/1);
   Serve(processor);
   auto channel = TlsChannel();
   ClientContext context;
@@ -382,10 +387,12 @@ TEST_F(AuthProcessorTest, AClientThatCancelsWhileTheProcessorDecides) {
   context.TryCancel();
   ASSERT_TRUE(done.WaitForNotificationWithTimeout(kHangTimeout));
   EXPECT_EQ(status.code(), StatusCode::kCancelled) << status.ToString();
-  processor->release.Notify();
-  ASSERT_TRUE(WaitFor([&] { return processor->returned.load() == 1; }));
+  // A call after it on the same connection: once it is answered, the
+  // server has read the cancelled call's RST_STREAM, sent before it.
   std::string shown;
   ASSERT_TRUE(Call(*channel, "alice-token", &shown).ok());
+  processor->release.Notify();
+  ASSERT_TRUE(WaitFor([&] { return processor->returned.load() == 2; }));
   EXPECT_EQ(handled_.load(), 1);  // the cancelled call never reached it
 }
 

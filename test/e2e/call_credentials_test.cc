@@ -414,24 +414,35 @@ TEST_F(CallCredentialsTest,
   EXPECT_EQ(served_.load(), 1);
 }
 
-TEST_F(CallCredentialsTest, CancellingWhileThePluginBlocksEndsTheCall) {
-  Serve(ServerTls());
-  auto record = std::make_shared<TestPlugin::Record>();
-  auto channel = TlsChannel(Plugin(record, "v", true, true));
+// An asynchronous call whose plugin is blocked in GetMetadata.
+struct BlockedCall {
   ClientContext context;
   Notification done;
   Status status;
   SimpleResponse response;
-  context.set_timeout(kHangTimeout);
-  channel->AsyncUnaryCall(&context, kShowCredentials, SimpleRequest(),
-                          &response, [&](const Status& s) {
-                            status = s;
-                            done.Notify();
-                          });
-  ASSERT_TRUE(WaitFor([&] { return record->running.load() == 1; }));
-  context.TryCancel();
-  ASSERT_TRUE(done.WaitForNotificationWithTimeout(kHangTimeout));
-  EXPECT_EQ(status.code(), StatusCode::kCancelled) << status.ToString();
+};
+
+void StartBlocked(Channel& channel, const TestPlugin::Record& record,
+                  BlockedCall* call) {
+  call->context.set_timeout(kHangTimeout);
+  channel.AsyncUnaryCall(&call->context, kShowCredentials, SimpleRequest(),
+                         &call->response, [call](const Status& s) {
+                           call->status = s;
+                           call->done.Notify();
+                         });
+  ASSERT_TRUE(WaitFor([&] { return record.running.load() == 1; }));
+}
+
+TEST_F(CallCredentialsTest, CancellingWhileThePluginBlocksEndsTheCall) {
+  Serve(ServerTls());
+  auto record = std::make_shared<TestPlugin::Record>();
+  auto channel = TlsChannel(Plugin(record, "v", true, true));
+  BlockedCall call;
+  StartBlocked(*channel, *record, &call);
+  call.context.TryCancel();
+  ASSERT_TRUE(call.done.WaitForNotificationWithTimeout(kHangTimeout));
+  EXPECT_EQ(call.status.code(), StatusCode::kCancelled)
+      << call.status.ToString();
   record->release.Notify();
   ASSERT_TRUE(WaitFor([&] { return record->running.load() == 0; }));
   EXPECT_EQ(served_.load(), 0);
@@ -442,20 +453,12 @@ TEST_F(CallCredentialsTest,
   Serve(ServerTls());
   auto record = std::make_shared<TestPlugin::Record>();
   auto channel = TlsChannel(Plugin(record, "v", true, true));
-  ClientContext context;
-  Notification done;
-  Status status;
-  SimpleResponse response;
-  context.set_timeout(kHangTimeout);
-  channel->AsyncUnaryCall(&context, kShowCredentials, SimpleRequest(),
-                          &response, [&](const Status& s) {
-                            status = s;
-                            done.Notify();
-                          });
-  ASSERT_TRUE(WaitFor([&] { return record->running.load() == 1; }));
+  BlockedCall call;
+  StartBlocked(*channel, *record, &call);
   channel.reset();
-  ASSERT_TRUE(done.WaitForNotificationWithTimeout(kHangTimeout));
-  EXPECT_EQ(status.code(), StatusCode::kCancelled) << status.ToString();
+  ASSERT_TRUE(call.done.WaitForNotificationWithTimeout(kHangTimeout));
+  EXPECT_EQ(call.status.code(), StatusCode::kCancelled)
+      << call.status.ToString();
   // The plugin finishes after its channel is gone.
   record->release.Notify();
   ASSERT_TRUE(WaitFor([&] { return record->running.load() == 0; }));

@@ -4,7 +4,6 @@
 #include <string>
 #include <utility>
 
-#include "absl/strings/str_cat.h"
 #include "rpc/internal/call_credentials_access.h"
 #include "rpc/internal/client/client_context_access.h"
 #include "transport/io/monotonic_time.h"
@@ -100,11 +99,8 @@ Status ChannelCall::DescribeCredentials(
   for (const CallCredentials* credentials :
        {channel_credentials, call_credentials}) {
     if (credentials == nullptr) continue;
-    if (!credentials->status().ok()) {
-      return Status(StatusCode::kUnavailable,
-                    absl::StrCat("unusable call credentials: ",
-                                 credentials->status().message()));
-    }
+    Status usable = CallCredentialsAccess::Usable(*credentials);
+    if (!usable.ok()) return usable;
     fetch_credentials_ =
         fetch_credentials_ || CallCredentialsAccess::Blocking(*credentials);
     plugins = plugins || CallCredentialsAccess::HasPlugins(*credentials);

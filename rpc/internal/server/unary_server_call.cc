@@ -74,9 +74,7 @@ void UnaryServerCall::OnAuthDecided(const Status& status) {
   }
   handler_running_ = false;
   if (stream_->cancelled()) {
-    const Status cancelled(StatusCode::kCancelled, "the call was cancelled");
-    interception_.Finish(cancelled);
-    End(cancelled);
+    EndCancelled();
     return;
   }
   if (!status.ok()) {
@@ -160,6 +158,10 @@ void UnaryServerCall::OnCancel() {
   ServerContextAccess::MarkCancelled(&context_);
   // While the handler runs, its completion cleans up.
   if (handler_running_) return;
+  EndCancelled();
+}
+
+void UnaryServerCall::EndCancelled() {
   const Status cancelled(StatusCode::kCancelled, "the call was cancelled");
   interception_.Finish(cancelled);
   End(cancelled);
@@ -168,9 +170,7 @@ void UnaryServerCall::OnCancel() {
 void UnaryServerCall::Run() {
   handler_running_ = false;
   if (stream_->cancelled()) {
-    const Status cancelled(StatusCode::kCancelled, "the call was cancelled");
-    interception_.Finish(cancelled);
-    End(cancelled);
+    EndCancelled();
     return;
   }
   Status status = std::move(handler_status_);

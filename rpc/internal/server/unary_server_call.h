@@ -105,6 +105,8 @@ class UnaryServerCall final : public transport::http2::ServerStream::Observer,
   // releases the stream; recycles the object unless a cancel task still
   // holds it.
   void End(const Status& status);
+  // End() for a call the client cancelled.
+  void EndCancelled();
   // Back to the loop's pool; the server's count of live calls drops.
   void Recycle();
 
