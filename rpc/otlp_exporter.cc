@@ -1,15 +1,19 @@
 #include "rpc/otlp_exporter.h"
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <random>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <variant>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "proto/opentelemetry/proto/collector/trace/v1/trace_service.pb.h"
 #include "rpc/channel.h"
@@ -32,13 +36,54 @@ constexpr uint32_t kFlagsIsRemote =
     otlp_trace::SPAN_FLAGS_CONTEXT_IS_REMOTE_MASK;
 
 OtlpGrpcExporterOptions Validated(OtlpGrpcExporterOptions options) {
-  if (options.timeout <= absl::ZeroDuration()) {
-    internal::ReportMisuse(absl::StrCat("OtlpGrpcExporterOptions::timeout is ",
-                                        absl::FormatDuration(options.timeout),
-                                        "; it must be more than zero"));
-    options.timeout = OtlpGrpcExporterOptions().timeout;
+  const OtlpGrpcExporterOptions defaults;
+  for (auto [value, name, fallback] :
+       {std::make_tuple(&options.timeout, "timeout", defaults.timeout),
+        std::make_tuple(&options.initial_backoff, "initial_backoff",
+                        defaults.initial_backoff),
+        std::make_tuple(&options.max_backoff, "max_backoff",
+                        defaults.max_backoff)}) {
+    if (*value <= absl::ZeroDuration()) {
+      internal::ReportMisuse(absl::StrCat("OtlpGrpcExporterOptions::", name,
+                                          " is ", absl::FormatDuration(*value),
+                                          "; it must be more than zero"));
+      *value = fallback;
+    }
+  }
+  if (options.max_attempts < 1) {
+    internal::ReportMisuse(
+        absl::StrCat("OtlpGrpcExporterOptions::max_attempts is ",
+                     options.max_attempts, "; it must be at least 1"));
+    options.max_attempts = defaults.max_attempts;
+  }
+  if (!(options.backoff_multiplier >= 1)) {
+    internal::ReportMisuse(
+        absl::StrCat("OtlpGrpcExporterOptions::backoff_multiplier is ",
+                     options.backoff_multiplier, "; it must be at least 1"));
+    options.backoff_multiplier = defaults.backoff_multiplier;
   }
   return options;
+}
+
+// The codes OTLP/gRPC retries (without the collector's RetryInfo).
+bool Retryable(StatusCode code) {
+  switch (code) {
+    case StatusCode::kCancelled:
+    case StatusCode::kDeadlineExceeded:
+    case StatusCode::kAborted:
+    case StatusCode::kOutOfRange:
+    case StatusCode::kUnavailable:
+    case StatusCode::kDataLoss:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// `backoff` shifted at random by up to 20% either way.
+absl::Duration Jittered(absl::Duration backoff) {
+  thread_local std::minstd_rand random(std::random_device{}());
+  return backoff * std::uniform_real_distribution<double>(0.8, 1.2)(random);
 }
 
 template <size_t kSize>
@@ -156,10 +201,23 @@ Status OtlpGrpcExporter::Export(const std::vector<SpanData>& spans) {
   otlp_collector::ExportTraceServiceRequest request;
   ToRequest(spans, options_.service_name, &request);
   otlp_collector::ExportTraceServiceResponse response;
-  ClientContext context;
-  context.set_timeout(options_.timeout);
-  Status status =
-      channel_->UnaryCall(&context, kExportMethod, request, &response);
+  const absl::Time deadline = absl::Now() + options_.timeout;
+  absl::Duration backoff = options_.initial_backoff;
+  Status status;
+  for (int attempt = 1;; ++attempt) {
+    ClientContext context;
+    context.set_deadline(deadline);
+    status = channel_->UnaryCall(&context, kExportMethod, request, &response);
+    if (status.ok() || !Retryable(status.code()) ||
+        attempt == options_.max_attempts) {
+      break;
+    }
+    const absl::Duration wait = Jittered(backoff);
+    if (absl::Now() + wait >= deadline) break;
+    absl::SleepFor(wait);
+    backoff =
+        std::min(backoff * options_.backoff_multiplier, options_.max_backoff);
+  }
   if (!status.ok()) return status;
   const int64_t rejected = response.partial_success().rejected_spans();
   if (rejected > 0) {

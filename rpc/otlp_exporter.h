@@ -18,11 +18,25 @@ namespace h2rpc {
 // of range is misuse (reported by the constructor; a debug build aborts;
 // otherwise the default is used).
 struct OtlpGrpcExporterOptions {
-  // The deadline of each Export call, from its start: a collector that has
-  // not answered by then fails the batch with DEADLINE_EXCEEDED. Keep it
-  // below the tracer's export_timeout (a later answer counts as failed
-  // there). More than zero; InfiniteDuration: none. Duration.
+  // The deadline of each Export, from its start, for all its attempts: a
+  // collector that has not answered by then fails the batch with
+  // DEADLINE_EXCEEDED. Keep it below the tracer's export_timeout (a later
+  // answer counts as failed there). More than zero; InfiniteDuration: none.
+  // Duration.
   absl::Duration timeout = absl::Seconds(10);
+  // Retries, by OTLP's rule: a call failing with CANCELLED,
+  // DEADLINE_EXCEEDED, ABORTED, OUT_OF_RANGE, UNAVAILABLE or DATA_LOSS is
+  // made again, up to max_attempts calls in all, after a backoff of
+  // initial_backoff, times backoff_multiplier for each further one, at most
+  // max_backoff, each shifted at random by up to 20%; only while the
+  // backoff ends before `timeout`. RESOURCE_EXHAUSTED is not retried (OTLP
+  // retries it only when the collector sends RetryInfo, which this exporter
+  // does not read). The defaults are OpenTelemetry's SDKs'. max_attempts at
+  // least 1 (1: no retries); backoffs more than zero; multiplier at least 1.
+  int max_attempts = 5;
+  absl::Duration initial_backoff = absl::Seconds(1);
+  absl::Duration max_backoff = absl::Seconds(5);
+  double backoff_multiplier = 1.5;
   // The resource's service.name attribute of every span exported.
   std::string service_name = "unknown_service";
 };
@@ -46,13 +60,13 @@ struct OtlpGrpcExporterOptions {
 // nanoseconds (a time before 1970 as 0), attributes and events (bool, int
 // and string values), status (its message only for an error).
 //
-// Results. A call that fails returns its status (the tracer counts the
-// batch as failed); there are no retries, whatever the code (a retryable
-// OTLP code included): the batch is dropped. A partial success (the
+// Results. A call that fails is retried if its code is one OTLP retries
+// (OtlpGrpcExporterOptions); the last failure is returned (the tracer
+// counts the batch as failed, and drops it). A partial success (the
 // collector rejected some spans: partial_success.rejected_spans > 0) is OK,
 // the rejected spans counted in rejected_spans(). The calls do not wait for
 // the channel to connect (wait_for_ready false): with no collector
-// listening, an Export fails at once with UNAVAILABLE.
+// listening, each attempt fails at once with UNAVAILABLE.
 //
 // The channel should not trace its own calls (no ChannelOptions::tracer):
 // each export would make spans for the next one. Collectors usually accept
@@ -60,7 +74,8 @@ struct OtlpGrpcExporterOptions {
 // that a batch stays well below.
 //
 // Threads: Export runs on the calling thread (the tracer's export thread)
-// and blocks for the call; thread-safe, also concurrently. Allocations:
+// and blocks for its calls and the backoffs between them; thread-safe, also
+// concurrently. Allocations:
 // each Export builds its request (a copy of the spans' strings) and the
 // call's buffers.
 class OtlpGrpcExporter final : public SpanExporter {
@@ -77,7 +92,7 @@ class OtlpGrpcExporter final : public SpanExporter {
   OtlpGrpcExporter& operator=(const OtlpGrpcExporter&) = delete;
 
   // Sends `spans` (none: OK without a call) and blocks until the
-  // collector's answer or options().timeout.
+  // collector's answer (after retries) or options().timeout.
   Status Export(const std::vector<SpanData>& spans) override;
 
   // The spans collectors reported rejected in partial successes, since

@@ -52,16 +52,22 @@ class Receiver : public TraceService::Service {
     requests_.push_back(*request);
     while (held_) released_.Wait(&mu_);
     *response = response_;
-    return status_;
+    if (failures_left_ > 0) {
+      --failures_left_;
+      return status_;
+    }
+    return Status();
   }
 
   void set_response(ExportTraceServiceResponse response) {
     MutexLock lock(&mu_);
     response_ = std::move(response);
   }
-  void set_status(Status status) {
+  // The next `times` calls (all: the default) fail with `status`.
+  void set_status(Status status, int times = 1 << 30) {
     MutexLock lock(&mu_);
     status_ = std::move(status);
+    failures_left_ = times;
   }
   void hold() {
     MutexLock lock(&mu_);
@@ -82,6 +88,7 @@ class Receiver : public TraceService::Service {
   CondVar released_;
   bool held_ ABSL_GUARDED_BY(mu_) = false;
   Status status_ ABSL_GUARDED_BY(mu_);
+  int failures_left_ ABSL_GUARDED_BY(mu_) = 0;
   ExportTraceServiceResponse response_ ABSL_GUARDED_BY(mu_);
   std::vector<ExportTraceServiceRequest> requests_ ABSL_GUARDED_BY(mu_);
 };
@@ -278,6 +285,9 @@ OtlpGrpcExporterOptions ExporterOptions() {
   OtlpGrpcExporterOptions options;
   options.service_name = "checkout";
   options.timeout = kHangTimeout;
+  options.max_attempts = 3;
+  options.initial_backoff = absl::Milliseconds(1);
+  options.max_backoff = absl::Milliseconds(2);
   return options;
 }
 
@@ -342,27 +352,61 @@ TEST(OtlpGrpcExporterTest, APartialSuccessIsOkAndCountsTheRejectedSpans) {
   EXPECT_EQ(exporter.rejected_spans(), 4u);
 }
 
-TEST(OtlpGrpcExporterTest, AFailedCallIsReturnedAndNotRetried) {
+TEST(OtlpGrpcExporterTest, RetryableFailuresAreRetriedUpToMaxAttempts) {
   ReceiverServer server;
   ASSERT_TRUE(server.ok()) << server.status().ToString();
-  // Retryable in OTLP: still not retried.
-  server.receiver().set_status(Status(StatusCode::kUnavailable, "busy"));
   auto exporter = std::make_shared<OtlpGrpcExporter>(
       CreateChannel(server.target()), ExporterOptions());
+  // Twice UNAVAILABLE, then an answer: the third attempt succeeds.
+  server.receiver().set_status(Status(StatusCode::kUnavailable, "busy"), 2);
+  Status status = exporter->Export({ClientSpan()});
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  EXPECT_THAT(server.receiver().requests(), SizeIs(3));
 
-  const Status status = exporter->Export({ClientSpan()});
+  // UNAVAILABLE every time: max_attempts (3) calls, the last status back.
+  server.receiver().set_status(Status(StatusCode::kUnavailable, "busy"));
+  status = exporter->Export({ClientSpan()});
   EXPECT_EQ(status.code(), StatusCode::kUnavailable) << status.ToString();
   EXPECT_EQ(status.message(), "busy");
-  EXPECT_THAT(server.receiver().requests(), SizeIs(1));
+  EXPECT_THAT(server.receiver().requests(), SizeIs(6));
 
   Tracer tracer(FlushOnly(exporter));
   Submit(tracer, ClientSpan());
   Submit(tracer, ServerSpan());
   ASSERT_TRUE(tracer.ForceFlush(absl::Now() + kHangTimeout));
-  EXPECT_THAT(server.receiver().requests(), SizeIs(2));
+  EXPECT_THAT(server.receiver().requests(), SizeIs(9));
   const Tracer::Stats stats = tracer.stats();
   EXPECT_EQ(stats.failed, 2u);
   EXPECT_EQ(stats.exported, 0u);
+}
+
+TEST(OtlpGrpcExporterTest, OtherFailuresAreNotRetried) {
+  ReceiverServer server;
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  OtlpGrpcExporter exporter(CreateChannel(server.target()), ExporterOptions());
+  int calls = 0;
+  for (StatusCode code :
+       {StatusCode::kInvalidArgument, StatusCode::kResourceExhausted,
+        StatusCode::kPermissionDenied, StatusCode::kUnimplemented}) {
+    server.receiver().set_status(Status(code, "no"));
+    const Status status = exporter.Export({ClientSpan()});
+    EXPECT_EQ(status.code(), code) << status.ToString();
+    EXPECT_THAT(server.receiver().requests(), SizeIs(++calls));
+  }
+}
+
+// A backoff that would end past the Export's deadline is not waited out.
+TEST(OtlpGrpcExporterTest, NoRetryStartsAfterTheDeadline) {
+  ReceiverServer server;
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  OtlpGrpcExporterOptions options = ExporterOptions();
+  options.initial_backoff = kHangTimeout * 4;
+  options.max_backoff = kHangTimeout * 4;
+  OtlpGrpcExporter exporter(CreateChannel(server.target()), options);
+  server.receiver().set_status(Status(StatusCode::kUnavailable, "busy"));
+  const Status status = exporter.Export({ClientSpan()});
+  EXPECT_EQ(status.code(), StatusCode::kUnavailable) << status.ToString();
+  EXPECT_THAT(server.receiver().requests(), SizeIs(1));
 }
 
 TEST(OtlpGrpcExporterTest, AnExportFailsAtItsTimeout) {
@@ -380,7 +424,7 @@ TEST(OtlpGrpcExporterTest, AnExportFailsAtItsTimeout) {
   server.receiver().release();
 }
 
-TEST(OtlpGrpcExporterTest, AReceiverThatIsDownFailsTheExportAtOnce) {
+TEST(OtlpGrpcExporterTest, AReceiverThatIsDownFailsTheExportAfterItsRetries) {
   std::string target;
   {
     ReceiverServer gone;
@@ -420,6 +464,10 @@ TEST(OtlpGrpcExporterOptionsTest, Defaults) {
   const OtlpGrpcExporterOptions options;
   EXPECT_EQ(options.timeout, absl::Seconds(10));
   EXPECT_EQ(options.service_name, "unknown_service");
+  EXPECT_EQ(options.max_attempts, 5);
+  EXPECT_EQ(options.initial_backoff, absl::Seconds(1));
+  EXPECT_EQ(options.max_backoff, absl::Seconds(5));
+  EXPECT_EQ(options.backoff_multiplier, 1.5);
 }
 
 TEST(OtlpGrpcExporterMisuseTest, ANullChannelAbortsWhenMisuseIsFatal) {
@@ -439,12 +487,18 @@ TEST(OtlpGrpcExporterMisuseTest, WithANullChannelExportsFailWithInternal) {
   internal::SetMisuseIsFatalForTest(MisuseIsFatalByDefault());
 }
 
-TEST(OtlpGrpcExporterMisuseTest, ATimeoutOutOfRangeIsReplaced) {
+TEST(OtlpGrpcExporterMisuseTest, OptionsOutOfRangeAreReplaced) {
   internal::SetMisuseIsFatalForTest(false);
   OtlpGrpcExporterOptions options;
   options.timeout = absl::ZeroDuration();
+  options.max_attempts = 0;
+  options.initial_backoff = -absl::Seconds(1);
+  options.backoff_multiplier = 0.5;
   OtlpGrpcExporter exporter(CreateChannel("127.0.0.1:1"), options);
   EXPECT_EQ(exporter.options().timeout, absl::Seconds(10));
+  EXPECT_EQ(exporter.options().max_attempts, 5);
+  EXPECT_EQ(exporter.options().initial_backoff, absl::Seconds(1));
+  EXPECT_EQ(exporter.options().backoff_multiplier, 1.5);
   internal::SetMisuseIsFatalForTest(MisuseIsFatalByDefault());
 }
 
