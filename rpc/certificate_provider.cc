@@ -109,12 +109,14 @@ Status FileWatcherCertificateProvider::Load() {
     status = subscriptions_[i].build(read, &built[i]);
   }
   if (!status.ok()) {
+    const bool loaded_before = !material_.Same(Material());
     status = Status(
         status.code(),
         absl::StrCat("certificate files (", options_.private_key_path, " ",
                      options_.identity_certificate_path, " ",
-                     options_.root_certificate_path,
-                     ") refused, the last good ones stay: ", status.message()));
+                     options_.root_certificate_path, ") refused",
+                     loaded_before ? ", the last good ones stay: " : ": ",
+                     status.message()));
     if (!seen_refused) {
       refused_ = std::move(read);
       {

@@ -147,7 +147,7 @@ TEST_F(CertificateProviderTest, ItsThreadReadsTheFilesEveryInterval) {
 
 TEST_F(CertificateProviderTest, AFirstReadThatFailsMakesUnusableCredentials) {
   auto provider = FileWatcherCertificateProvider::Create(options_);
-  EXPECT_THAT(provider->status().message(), HasSubstr("cannot read"));
+  EXPECT_THAT(provider->status().message(), HasSubstr("refused: cannot read"));
   EXPECT_EQ(provider->Refresh(), provider->status());
   SslCredentialsOptions tls;
   tls.certificate_provider = provider;
