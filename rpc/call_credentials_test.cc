@@ -112,6 +112,40 @@ TEST(CallCredentialsTest, PluginFailuresBecomeTheCallsStatus) {
   EXPECT_THAT(status.message(), HasSubstr("cannot be sent"));
 }
 
+// A plugin that starts a call of its own from GetMetadata (here: runs
+// other credentials' plugins on the same thread) gets both right.
+class NestingPlugin : public MetadataCredentialsPlugin {
+ public:
+  explicit NestingPlugin(std::shared_ptr<CallCredentials> inner)
+      : inner_(std::move(inner)) {}
+  bool IsBlocking() const override { return false; }
+  Status GetMetadata(const AuthMetadataContext& context,
+                     Metadata* metadata) override {
+    metadata->Add("x-outer", "before");
+    Status status = Add(*inner_, &inner_metadata);
+    metadata->Add("x-outer", "after");
+    return status;
+  }
+  Metadata inner_metadata;
+
+ private:
+  const std::shared_ptr<CallCredentials> inner_;
+};
+
+TEST(CallCredentialsTest, APluginMayRunOtherPluginsOnItsThread) {
+  auto plugin = std::make_unique<NestingPlugin>(
+      Plugin("inner", Status(), /*blocking=*/false));
+  NestingPlugin* nesting = plugin.get();
+  auto outer = MetadataCredentialsFromPlugin(std::move(plugin));
+  Metadata metadata;
+  ASSERT_TRUE(Add(*outer, &metadata).ok());
+  EXPECT_THAT(Entries(metadata),
+              ElementsAre(Pair("x-outer", "before"), Pair("x-outer", "after")));
+  EXPECT_THAT(
+      Entries(nesting->inner_metadata),
+      ElementsAre(Pair("x-plugin", "inner"), Pair("x-method", "Method")));
+}
+
 TEST(CallCredentialsTest, UnusableCredentialsSayWhy) {
   EXPECT_EQ(AccessTokenCredentials("a\nb")->status().code(),
             StatusCode::kInvalidArgument);

@@ -218,6 +218,32 @@ TEST_P(UnaryAllocationTest, WarmCallsWithAnAccessTokenAllocateNothingMore) {
   EXPECT_EQ(per_rpc.server, TlsRecords());
 }
 
+// A plugin that never blocks runs on the calling thread into storage the
+// call and the thread reuse: nothing more is allocated for it than what the
+// plugin itself allocates (nothing, for this one).
+class FixedTokenPlugin : public MetadataCredentialsPlugin {
+ public:
+  bool IsBlocking() const override { return false; }
+  Status GetMetadata(const AuthMetadataContext&, Metadata* metadata) override {
+    metadata->Add("authorization", "Bearer from-a-plugin");
+    return Status();
+  }
+};
+
+TEST_P(UnaryAllocationTest,
+       WarmCallsWithANonBlockingPluginAllocateNothingMore) {
+  if (!GetParam()) GTEST_SKIP() << "call credentials need a secure channel";
+  channel_ = server_.NewChannel(
+      ChannelOptions(),
+      CompositeChannelCredentials(
+          channel_credentials_,
+          MetadataCredentialsFromPlugin(std::make_unique<FixedTokenPlugin>())));
+  Empty response;
+  const PerRpc per_rpc = Measure(kCallback, Empty(), &response, 200, 1000);
+  EXPECT_EQ(per_rpc.client, TlsRecords());
+  EXPECT_EQ(per_rpc.server, TlsRecords());
+}
+
 // CallMetrics on both sides (one object for both): recording a call of a
 // method and status seen before allocates nothing.
 TEST_P(UnaryAllocationTest, WarmCallsWithCallMetricsAllocateNothingMore) {
