@@ -1,12 +1,30 @@
 #include "rpc/credentials.h"
 
 #include <memory>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "rpc/internal/certificate_provider_access.h"
 #include "transport/tls/tls_context.h"
 
 namespace h2rpc {
+namespace {
+
+using internal::CertificateProviderAccess;
+using transport::tls::TlsContext;
+using transport::tls::TlsContextSlot;
+
+// A slot holding the context `make` builds, or why it could not.
+template <class Make>
+Status NewSlot(Make make, std::shared_ptr<TlsContextSlot>* slot) {
+  std::shared_ptr<const TlsContext> context;
+  Status status = make(&context);
+  if (status.ok()) *slot = std::make_shared<TlsContextSlot>(std::move(context));
+  return status;
+}
+
+}  // namespace
 
 ChannelCredentials::ChannelCredentials(
     bool secure, bool local, Status status,
@@ -58,20 +76,27 @@ std::shared_ptr<ChannelCredentials> CompositeChannelCredentials(
 
 std::shared_ptr<ChannelCredentials> SslCredentials(
     const SslCredentialsOptions& options) {
-  using internal::CertificateProviderAccess;
-  std::shared_ptr<transport::tls::TlsContextSlot> slot;
+  // The context of `roots` and `key_cert`, with the options' other settings.
+  auto make = [cache_size = options.session_cache_size](
+                  const std::string& roots,
+                  const transport::tls::KeyCertPair& key_cert,
+                  std::shared_ptr<const TlsContext>* context) {
+    transport::tls::ClientConfig config;
+    config.root_certs_pem = roots;
+    config.key_cert = key_cert;
+    config.session_cache_size = cache_size;
+    return TlsContext::CreateClient(config, context);
+  };
+  std::shared_ptr<TlsContextSlot> slot;
   Status status;
   if (options.certificate_provider == nullptr) {
-    transport::tls::ClientConfig config;
-    config.root_certs_pem = options.pem_root_certs;
-    config.key_cert = {options.pem_private_key, options.pem_cert_chain};
-    config.session_cache_size = options.session_cache_size;
-    std::shared_ptr<const transport::tls::TlsContext> context;
-    status = transport::tls::TlsContext::CreateClient(config, &context);
-    if (status.ok()) {
-      slot =
-          std::make_shared<transport::tls::TlsContextSlot>(std::move(context));
-    }
+    status = NewSlot(
+        [&](std::shared_ptr<const TlsContext>* context) {
+          return make(options.pem_root_certs,
+                      {options.pem_private_key, options.pem_cert_chain},
+                      context);
+        },
+        &slot);
   } else if (!options.pem_root_certs.empty() ||
              !options.pem_private_key.empty() ||
              !options.pem_cert_chain.empty()) {
@@ -81,14 +106,10 @@ std::shared_ptr<ChannelCredentials> SslCredentials(
   } else {
     status = CertificateProviderAccess::Subscribe(
         *options.certificate_provider,
-        [cache_size = options.session_cache_size](
-            const CertificateProviderAccess::Material& material,
-            std::shared_ptr<const transport::tls::TlsContext>* context) {
-          transport::tls::ClientConfig config;
-          config.root_certs_pem = material.roots;
-          config.key_cert = {material.private_key, material.cert_chain};
-          config.session_cache_size = cache_size;
-          return transport::tls::TlsContext::CreateClient(config, context);
+        [make](const CertificateProviderAccess::Material& material,
+               std::shared_ptr<const TlsContext>* context) {
+          return make(material.roots,
+                      {material.private_key, material.cert_chain}, context);
         },
         &slot);
   }
@@ -110,7 +131,6 @@ std::shared_ptr<ServerCredentials> InsecureServerCredentials() {
 
 std::shared_ptr<ServerCredentials> SslServerCredentials(
     const SslServerCredentialsOptions& options) {
-  using internal::CertificateProviderAccess;
   using Request = transport::tls::ClientCertificateRequest;
   Request request = Request::kDontRequest;
   switch (options.client_certificate_request) {
@@ -130,22 +150,31 @@ std::shared_ptr<ServerCredentials> SslServerCredentials(
       request = Request::kRequireAndVerify;
       break;
   }
-  std::shared_ptr<transport::tls::TlsContextSlot> slot;
+  // The context of `key_certs` and `roots`, with the options' other
+  // settings.
+  auto make = [request, rotation = options.session_ticket_key_rotation](
+                  std::vector<transport::tls::KeyCertPair> key_certs,
+                  const std::string& roots,
+                  std::shared_ptr<const TlsContext>* context) {
+    transport::tls::ServerConfig config;
+    config.key_certs = std::move(key_certs);
+    config.root_certs_pem = roots;
+    config.client_certificate_request = request;
+    config.session_ticket_key_rotation = rotation;
+    return TlsContext::CreateServer(config, context);
+  };
+  std::shared_ptr<TlsContextSlot> slot;
   Status status;
   if (options.certificate_provider == nullptr) {
-    transport::tls::ServerConfig config;
+    std::vector<transport::tls::KeyCertPair> key_certs;
     for (const auto& pair : options.pem_key_cert_pairs) {
-      config.key_certs.push_back({pair.private_key, pair.cert_chain});
+      key_certs.push_back({pair.private_key, pair.cert_chain});
     }
-    config.root_certs_pem = options.pem_root_certs;
-    config.client_certificate_request = request;
-    config.session_ticket_key_rotation = options.session_ticket_key_rotation;
-    std::shared_ptr<const transport::tls::TlsContext> context;
-    status = transport::tls::TlsContext::CreateServer(config, &context);
-    if (status.ok()) {
-      slot =
-          std::make_shared<transport::tls::TlsContextSlot>(std::move(context));
-    }
+    status = NewSlot(
+        [&](std::shared_ptr<const TlsContext>* context) {
+          return make(std::move(key_certs), options.pem_root_certs, context);
+        },
+        &slot);
   } else if (!options.pem_key_cert_pairs.empty() ||
              !options.pem_root_certs.empty()) {
     status = Status(StatusCode::kInvalidArgument,
@@ -154,16 +183,10 @@ std::shared_ptr<ServerCredentials> SslServerCredentials(
   } else {
     status = CertificateProviderAccess::Subscribe(
         *options.certificate_provider,
-        [request, rotation = options.session_ticket_key_rotation](
-            const CertificateProviderAccess::Material& material,
-            std::shared_ptr<const transport::tls::TlsContext>* context) {
-          transport::tls::ServerConfig config;
-          config.key_certs.push_back(
-              {material.private_key, material.cert_chain});
-          config.root_certs_pem = material.roots;
-          config.client_certificate_request = request;
-          config.session_ticket_key_rotation = rotation;
-          return transport::tls::TlsContext::CreateServer(config, context);
+        [make](const CertificateProviderAccess::Material& material,
+               std::shared_ptr<const TlsContext>* context) {
+          return make({{material.private_key, material.cert_chain}},
+                      material.roots, context);
         },
         &slot);
   }

@@ -144,6 +144,8 @@ void ChannelCall::FetchCredentials() {
       [this](const Status& status, Metadata& metadata) {
         OnCredentials(status, metadata);
       });
+  // Start() may report a failure at once, which detaches the fetch (drops
+  // fetch_) while it runs.
   std::shared_ptr<CredentialsFetch> fetch = fetch_;
   fetch->Start();
 }
