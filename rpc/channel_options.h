@@ -9,11 +9,12 @@
 #include "absl/time/time.h"
 #include "rpc/call_metrics.h"
 #include "rpc/channelz.h"
-#include "rpc/tracing.h"
 #include "rpc/compression.h"
 #include "rpc/connection_options.h"
 #include "rpc/interceptor.h"
 #include "rpc/name_resolver.h"
+#include "rpc/resolver.h"
+#include "rpc/tracing.h"
 #include "rpc/version.h"
 
 namespace h2rpc {
@@ -36,9 +37,13 @@ struct ChannelOptions {
   // shared by several channels; they then look up one at a time. Every
   // address of the name (A and AAAA) goes to the load-balancing policy.
   std::shared_ptr<NameResolver> resolver;
-  // A host name is looked up again when a connection fails or ends, but no
-  // sooner than this after the lookup before. More than zero. Duration.
-  // GRPC_ARG_DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS (30 s).
+  // Resolvers for target schemes of this channel's own, looked up before
+  // those registered process-wide (RegisterResolverFactory in
+  // rpc/resolver.h); the first with the target's scheme is used.
+  std::vector<std::shared_ptr<ResolverFactory>> resolver_factories;
+  // The target is resolved again when a connection fails or ends, but no
+  // sooner than this after the resolution before. More than zero.
+  // Duration. GRPC_ARG_DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS (30 s).
   absl::Duration dns_min_time_between_resolutions = absl::Seconds(30);
   // ...and this long after each successful lookup, so that backends added
   // to the name are found. More than zero; InfiniteDuration: never.

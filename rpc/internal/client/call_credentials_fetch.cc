@@ -50,18 +50,6 @@ class PluginThreads {
 
 }  // namespace
 
-void CredentialsLoopGate::Close() {
-  MutexLock lock(&mu_);
-  loop_ = nullptr;
-}
-
-bool CredentialsLoopGate::Post(absl::AnyInvocable<void()> task) {
-  MutexLock lock(&mu_);
-  if (loop_ == nullptr) return false;
-  loop_->Post(std::move(task));
-  return true;
-}
-
 Status AddCallCredentialsMetadata(const CallCredentials* channel_credentials,
                                   const CallCredentials* call_credentials,
                                   absl::string_view method_path,

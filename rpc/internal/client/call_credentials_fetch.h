@@ -10,30 +10,13 @@
 #include "absl/time/time.h"
 #include "base/mutex.h"
 #include "rpc/call_credentials.h"
+#include "rpc/internal/client/loop_gate.h"
 #include "rpc/internal/common/worker_pool.h"
 #include "rpc/metadata.h"
 #include "rpc/status.h"
 #include "transport/io/event_loop.h"
 
 namespace h2rpc::internal {
-
-// A channel's event loop as the plugin threads see it: they post a fetch's
-// result through it until the channel closes it, after which results are
-// dropped. Thread-safe.
-class CredentialsLoopGate {
- public:
-  explicit CredentialsLoopGate(transport::io::EventLoop* loop) : loop_(loop) {}
-
-  // Any thread: no Post() reaches the loop after this returns.
-  void Close();
-  // Any thread: posts `task` to the loop unless closed (false: `task` is
-  // destroyed without running).
-  bool Post(absl::AnyInvocable<void()> task);
-
- private:
-  Mutex mu_;
-  transport::io::EventLoop* loop_ ABSL_GUARDED_BY(mu_);
-};
 
 // The credentials of a call (the channel's, then the call's; either may be
 // null) and what their plugins are told.
@@ -71,8 +54,7 @@ class CredentialsFetch final
   // Loop thread: the result, unless detached.
   using ResultCallback = absl::AnyInvocable<void(const Status&, Metadata&)>;
 
-  CredentialsFetch(CredentialsRequest request,
-                   std::shared_ptr<CredentialsLoopGate> gate,
+  CredentialsFetch(CredentialsRequest request, std::shared_ptr<LoopGate> gate,
                    ResultCallback done)
       : request_(std::move(request)),
         gate_(std::move(gate)),
@@ -89,7 +71,7 @@ class CredentialsFetch final
 
  private:
   CredentialsRequest request_;
-  const std::shared_ptr<CredentialsLoopGate> gate_;
+  const std::shared_ptr<LoopGate> gate_;
   ResultCallback done_;  // loop thread
   // Written by Run() on the plugin thread, read on the loop after.
   Status status_;

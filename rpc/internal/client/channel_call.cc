@@ -140,7 +140,7 @@ void ChannelCall::FetchCredentials() {
   // channel's end fails it.
   WaitForConnection(core_->retrying_list());
   fetch_ = std::make_shared<CredentialsFetch>(
-      std::move(request), core_->credentials_gate(),
+      std::move(request), core_->loop_gate(),
       [this](const Status& status, Metadata& metadata) {
         OnCredentials(status, metadata);
       });

@@ -21,7 +21,7 @@
 namespace h2rpc::internal {
 
 class ChannelCall;
-class CredentialsLoopGate;
+class LoopGate;
 class ClientCallMetrics;
 class ClientMetricShard;
 class ClientStreamCall;
@@ -98,7 +98,7 @@ class ChannelCallHost {
   virtual ChannelCall** retrying_list() = 0;
   // Where plugin threads post the calls' credentials fetches back; closed
   // when the channel goes.
-  virtual const std::shared_ptr<CredentialsLoopGate>& credentials_gate() = 0;
+  virtual const std::shared_ptr<LoopGate>& loop_gate() = 0;
   // Loop thread: the service config's retryThrottling bucket; null: none.
   virtual RetryThrottle* retry_throttle() = 0;
   // Loop thread: a uniformly distributed number in [0, 1) for a retry's

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <memory>
 #include <string>
 #include <thread>
@@ -20,6 +21,7 @@
 #include "rpc/internal/client/channel_options_check.h"
 #include "rpc/internal/client/client_call_metrics.h"
 #include "rpc/internal/client/client_stream_call.h"
+#include "rpc/internal/client/dns_resolver.h"
 #include "rpc/internal/client/reactor_access.h"
 #include "rpc/internal/client/unary_client_call.h"
 #include "rpc/internal/common/connection_options_conversion.h"
@@ -34,6 +36,16 @@ namespace h2rpc::internal {
 using transport::http2::ClientSession;
 
 namespace {
+
+// The factory for `scheme`: the channel's own, else the process's.
+std::shared_ptr<ResolverFactory> FindFactory(
+    const std::vector<std::shared_ptr<ResolverFactory>>& channel_factories,
+    absl::string_view scheme) {
+  for (const std::shared_ptr<ResolverFactory>& factory : channel_factories) {
+    if (factory != nullptr && factory->scheme() == scheme) return factory;
+  }
+  return FindResolverFactory(scheme);
+}
 
 // The host part of "host:port" or "[v6]:port".
 absl::string_view HostOf(absl::string_view target) {
@@ -60,9 +72,13 @@ Status CheckSupported(const ServiceConfig& config) {
 }
 
 // The name a server's certificate must match: the DNS host, the first IP
-// address, or "localhost" for a unix-domain socket.
+// address, "localhost" for a unix-domain socket, or the host of a
+// resolver's default authority.
 std::string TlsServerName(const ParsedTarget& target) {
   if (target.kind == ParsedTarget::Kind::kDns) return target.dns_host;
+  if (target.kind == ParsedTarget::Kind::kResolver) {
+    return std::string(HostOf(target.authority));
+  }
   const transport::io::SocketAddress& first = target.addresses.front();
   if (first.port() < 0) return "localhost";
   return std::string(HostOf(first.ToString()));
@@ -108,9 +124,9 @@ ChannelCore::ChannelCore(absl::string_view target,
       settings_{options.user_agent, options.default_compression,
                 options.connection.max_send_message_size,
                 options.stream_write_buffer, options.per_rpc_retry_buffer_size},
-      resolver_(options.resolver != nullptr
-                    ? options.resolver->impl().resolver
-                    : std::make_shared<transport::io::Resolver>()),
+      lookups_(options.resolver != nullptr
+                   ? options.resolver->impl().resolver
+                   : std::make_shared<transport::io::Resolver>()),
       watch_(ConnectivityState::kIdle),
       transport_options_(TransportOptionsFor(options)),
       backoff_options_(BackoffOptionsFor(options)),
@@ -128,28 +144,10 @@ ChannelCore::ChannelCore(absl::string_view target,
     }
     interceptors_.push_back(interceptor.get());
   }
-  if (channel_error_.ok()) {
-    channel_error_ = ParseTarget(target_, &parsed_target_);
-  }
-  if (channel_error_.ok() && !options.service_config.empty()) {
-    channel_error_ =
-        ParseServiceConfig(options.service_config, &service_config_);
-  }
-  if (channel_error_.ok()) channel_error_ = CheckSupported(service_config_);
-  if (service_config_.retry_throttling.has_value()) {
-    retry_throttle_ =
-        std::make_unique<RetryThrottle>(*service_config_.retry_throttling);
-  }
+  if (channel_error_.ok()) channel_error_ = SetUpTarget();
   default_authority_ = options.ssl_target_name_override.empty()
                            ? parsed_target_.authority
                            : options.ssl_target_name_override;
-  if (service_config_.load_balancing.has_value()) {
-    round_robin_ = service_config_.load_balancing->policy ==
-                   ServiceConfig::LoadBalancingConfig::Policy::kRoundRobin;
-    shuffle_addresses_ = service_config_.load_balancing->shuffle_address_list;
-  } else {
-    round_robin_ = options.lb_policy == "round_robin";
-  }
   if (!channel_error_.ok()) {
     // Reported by every call; no connection is ever made.
   } else if (credentials == nullptr) {
@@ -177,11 +175,16 @@ ChannelCore::ChannelCore(absl::string_view target,
                              : options.ssl_target_name_override;
     }
   }
-  if (round_robin_ && service_config_.health_check_service_name.has_value()) {
-    health_check_ = std::make_unique<HealthCheckSettings>(
-        HealthCheckSettings{*service_config_.health_check_service_name,
-                            default_authority_, scheme_, options.user_agent});
+  // The default config: a call reads one from the start.
+  Status config_error;
+  const ChannelConfig* config =
+      ConfigFor(options_.service_config, &config_error);
+  if (config == nullptr) {
+    if (channel_error_.ok()) channel_error_ = config_error;
+    configs_.push_back(std::make_unique<ChannelConfig>());
+    config = configs_.back().get();
   }
+  config_.store(config, std::memory_order_release);
   if (options_.metrics != nullptr) {
     // A66's canonical form: a target without a scheme is a DNS name.
     const std::string target =
@@ -241,7 +244,7 @@ void ChannelCore::ReleaseRetryBuffer(size_t bytes) {
 ChannelCore::~ChannelCore() {
   // Plugins that finish from here on find no loop; Shutdown() fails the
   // calls that waited for them.
-  credentials_gate_->Close();
+  loop_gate_->Close();
   loop_.Post([this] {
     loop_.AssertInLoopThread();
     Shutdown();
@@ -281,8 +284,7 @@ void ChannelCore::Destroy(std::unique_ptr<ChannelCore> core) {
 
 void ChannelCore::Shutdown() {
   shut_down_ = true;
-  resolution_.Cancel();
-  loop_.Cancel(&resolution_timer_);
+  DropResolver();
   loop_.Cancel(&reresolution_timer_);
   loop_.Cancel(&idle_timer_);
   const Status why(StatusCode::kCancelled, "the channel was destroyed");
@@ -557,54 +559,211 @@ void ChannelCore::ExitIdle() {
   }
 }
 
-void ChannelCore::Resolve() {
-  if (shut_down_ || resolution_.active()) return;
-  loop_.Cancel(&reresolution_timer_);
-  const transport::io::MonotonicTime start = loop_.Now();
-  last_resolution_start_ = start;
-  const transport::io::MonotonicTime deadline =
-      resolution_backoff_.BeginAttempt();
-  resolution_timeout_ = deadline - start;
-  loop_.Schedule(&resolution_timer_, deadline);
-  // Safe to capture `this`: Shutdown() and EnterIdle() cancel the
-  // resolution, and a cancelled one never calls back.
-  resolution_ =
-      resolver_->Resolve(parsed_target_.dns_host_port, &loop_,
-                         [this](transport::io::Resolver::Result result) {
-                           OnResolved(std::move(result));
-                         });
+Status ChannelCore::SetUpTarget() {
+  std::string scheme, authority, endpoint;
+  if (SplitTargetUri(target_, &scheme, &authority, &endpoint)) {
+    resolver_factory_ = FindFactory(options_.resolver_factories, scheme);
+  }
+  if (resolver_factory_ == nullptr) {
+    Status status = ParseTarget(target_, &parsed_target_);
+    if (!status.ok() || parsed_target_.kind != ParsedTarget::Kind::kDns) {
+      return status;
+    }
+    // A DNS target without the scheme: a factory registered for "dns"
+    // resolves it too.
+    resolver_factory_ = FindFactory(options_.resolver_factories, "dns");
+    if (resolver_factory_ == nullptr) return Status();
+    scheme = "dns";
+    authority.clear();
+    endpoint = parsed_target_.authority;
+  }
+  resolver_target_ = ResolverTarget{target_, std::move(scheme),
+                                    std::move(authority), std::move(endpoint)};
+  Status status = resolver_factory_->CheckTarget(resolver_target_);
+  if (!status.ok()) {
+    return Status(StatusCode::kInvalidArgument,
+                  absl::StrCat("invalid target '", target_, "' for the '",
+                               resolver_target_.scheme,
+                               "' resolver: ", status.message()));
+  }
+  parsed_target_ = ParsedTarget();
+  parsed_target_.kind = ParsedTarget::Kind::kResolver;
+  parsed_target_.authority =
+      resolver_factory_->DefaultAuthority(resolver_target_);
+  return Status();
 }
 
-void ChannelCore::OnResolved(transport::io::Resolver::Result result) {
+void ChannelCore::Resolve() {
+  if (shut_down_) return;
+  loop_.Cancel(&reresolution_timer_);
+  last_resolution_start_ = loop_.Now();
+  resolution_backoff_.BeginAttempt();
+  if (resolver_ == nullptr) {
+    resolver_link_ = std::make_shared<ResolverLink>(
+        static_cast<ResolverLink::Sink*>(this), loop_gate_, loop_);
+    Status why;
+    resolver_ = NewResolver(resolver_link_.get(), &why);
+    if (resolver_ == nullptr) {
+      DropResolver();
+      OnResolverError(why);
+      return;
+    }
+  }
+  try {
+    resolver_->ResolveNow();
+  } catch (const std::exception& e) {
+    OnResolverError(
+        Status(StatusCode::kUnavailable,
+               absl::StrCat("the '", resolver_target_.scheme,
+                            "' resolver's ResolveNow() threw: ", e.what())));
+  } catch (...) {
+    OnResolverError(Status(StatusCode::kUnavailable,
+                           absl::StrCat("the '", resolver_target_.scheme,
+                                        "' resolver's ResolveNow() threw")));
+  }
+}
+
+std::unique_ptr<Resolver> ChannelCore::NewResolver(ResolverLink* link,
+                                                   Status* why) {
+  if (resolver_factory_ == nullptr) {
+    return std::make_unique<DnsResolver>(
+        parsed_target_.dns_host_port, link, lookups_.get(), &loop_,
+        DnsResolver::Options{options_.min_connect_timeout,
+                             options_.dns_refresh_interval});
+  }
+  const std::string what =
+      absl::StrCat("the '", resolver_target_.scheme, "' resolver factory");
+  try {
+    std::unique_ptr<Resolver> resolver =
+        resolver_factory_->Create(resolver_target_, link);
+    if (resolver == nullptr) {
+      *why =
+          Status(StatusCode::kUnavailable,
+                 absl::StrCat(what, " made no resolver for '", target_, "'"));
+    }
+    return resolver;
+  } catch (const std::exception& e) {
+    *why = Status(StatusCode::kUnavailable,
+                  absl::StrCat(what, " threw: ", e.what()));
+  } catch (...) {
+    *why = Status(StatusCode::kUnavailable, absl::StrCat(what, " threw"));
+  }
+  return nullptr;
+}
+
+void ChannelCore::DropResolver() {
+  // The resolver goes first: its destructor may still use the link.
+  resolver_.reset();
+  if (resolver_link_ != nullptr) {
+    resolver_link_->Detach();
+    resolver_link_.reset();
+  }
+}
+
+const ChannelCore::ChannelConfig* ChannelCore::ConfigFor(absl::string_view json,
+                                                         Status* why) {
+  for (const std::unique_ptr<ChannelConfig>& config : configs_) {
+    if (config->json == json) return config.get();
+  }
+  if (configs_.size() >= kMaxServiceConfigs) {
+    *why =
+        Status(StatusCode::kUnavailable,
+               absl::StrCat("the resolver sent more than ", kMaxServiceConfigs,
+                            " distinct service configs; this one is "
+                            "ignored"));
+    return nullptr;
+  }
+  auto config = std::make_unique<ChannelConfig>();
+  config->json = std::string(json);
+  if (!json.empty()) {
+    Status status = ParseServiceConfig(json, &config->service_config);
+    if (status.ok()) status = CheckSupported(config->service_config);
+    if (!status.ok()) {
+      *why = std::move(status);
+      return nullptr;
+    }
+  }
+  const ServiceConfig& service_config = config->service_config;
+  if (service_config.load_balancing.has_value()) {
+    config->round_robin =
+        service_config.load_balancing->policy ==
+        ServiceConfig::LoadBalancingConfig::Policy::kRoundRobin;
+    config->shuffle_addresses =
+        service_config.load_balancing->shuffle_address_list;
+  } else {
+    config->round_robin = options_.lb_policy == "round_robin";
+  }
+  if (config->round_robin &&
+      service_config.health_check_service_name.has_value()) {
+    config->health_check = std::make_unique<HealthCheckSettings>(
+        HealthCheckSettings{*service_config.health_check_service_name,
+                            default_authority_, scheme_, options_.user_agent});
+  }
+  if (service_config.retry_throttling.has_value()) {
+    config->retry_throttle =
+        std::make_unique<RetryThrottle>(*service_config.retry_throttling);
+  }
+  configs_.push_back(std::move(config));
+  return configs_.back().get();
+}
+
+void ChannelCore::OnResolverResult(ResolverResult result) {
   loop_.AssertInLoopThread();
-  loop_.Cancel(&resolution_timer_);
-  if (!result.status.ok()) {
-    OnResolutionFailed(result.status);
+  if (shut_down_) return;
+  std::vector<transport::io::SocketAddress> addresses;
+  addresses.reserve(result.addresses.size());
+  for (const ResolvedAddress& resolved : result.addresses) {
+    transport::io::SocketAddress address;
+    Status status = ParseResolvedAddress(resolved.address, &address);
+    if (!status.ok()) {
+      OnResolverError(Status(
+          StatusCode::kUnavailable,
+          absl::StrCat("the resolver of '", target_,
+                       "' returned an unusable address: ", status.message())));
+      return;
+    }
+    addresses.push_back(address);
+  }
+  if (addresses.empty()) {
+    OnResolverError(Status(
+        StatusCode::kUnavailable,
+        absl::StrCat("the resolver of '", target_, "' returned no addresses")));
+    return;
+  }
+  Status why;
+  const ChannelConfig* config =
+      ConfigFor(result.service_config.empty() ? options_.service_config
+                                              : result.service_config,
+                &why);
+  if (config == nullptr) {
+    OnResolverError(
+        Status(StatusCode::kUnavailable,
+               absl::StrCat(
+                   "the resolver of '", target_,
+                   "' returned an unusable service config: ", why.message())));
     return;
   }
   resolution_backoff_.Reset();
-  if (options_.dns_refresh_interval != absl::InfiniteDuration()) {
-    ScheduleResolution(loop_.Now() + options_.dns_refresh_interval);
+  const ChannelConfig* const previous =
+      config_.exchange(config, std::memory_order_acq_rel);
+  if (policy_ != nullptr &&
+      (config->round_robin != previous->round_robin ||
+       config->shuffle_addresses != previous->shuffle_addresses ||
+       config->health_check != previous->health_check)) {
+    // Another policy, or other health checks: the old subchannels drain
+    // and the new policy connects its own.
+    policy_.reset();
   }
-  UpdateAddresses(std::move(result.addresses));
+  UpdateAddresses(addresses);
 }
 
-void ChannelCore::OnResolutionDeadline() {
+void ChannelCore::OnResolverError(const Status& error) {
   loop_.AssertInLoopThread();
-  resolution_.Cancel();
-  OnResolutionFailed(
-      Status(StatusCode::kUnavailable,
-             absl::StrCat("resolving '", parsed_target_.dns_host_port,
-                          "' timed out after ",
-                          absl::FormatDuration(resolution_timeout_),
-                          " (ChannelOptions::min_connect_timeout)")));
-}
-
-void ChannelCore::OnResolutionFailed(const Status& why) {
-  // Tried again after the backoff; a policy keeps the addresses it has.
+  if (shut_down_) return;
+  // Asked again after the backoff; a policy keeps the addresses it has.
   ScheduleResolution(
       std::max(resolution_backoff_.next_attempt_time(), loop_.Now()));
-  if (policy_ == nullptr) EnterTransientFailure(why);
+  if (policy_ == nullptr) EnterTransientFailure(error);
 }
 
 void ChannelCore::OnReresolutionTimer() {
@@ -623,16 +782,17 @@ void ChannelCore::ScheduleResolution(transport::io::MonotonicTime due) {
 }
 
 void ChannelCore::UpdateAddresses(
-    std::vector<transport::io::SocketAddress> addresses) {
+    const std::vector<transport::io::SocketAddress>& addresses) {
   if (policy_ != nullptr) {
     policy_->UpdateAddresses(addresses);
     return;
   }
   auto* const helper = static_cast<LbPolicy::Helper*>(this);
-  if (round_robin_) {
+  const ChannelConfig& config = *config_.load(std::memory_order_relaxed);
+  if (config.round_robin) {
     policy_ = std::make_unique<RoundRobin>(helper);
   } else {
-    policy_ = std::make_unique<PickFirst>(helper, shuffle_addresses_);
+    policy_ = std::make_unique<PickFirst>(helper, config.shuffle_addresses);
   }
   policy_->UpdateAddresses(addresses);
   policy_->ExitIdle();
@@ -698,8 +858,7 @@ void ChannelCore::OnIdleTimer() {
 }
 
 void ChannelCore::EnterIdle() {
-  resolution_.Cancel();
-  loop_.Cancel(&resolution_timer_);
+  DropResolver();
   loop_.Cancel(&reresolution_timer_);
   loop_.Cancel(&idle_timer_);
   SetState(ConnectivityState::kIdle);
@@ -711,7 +870,7 @@ SubchannelPtr ChannelCore::CreateSubchannel(
     const transport::io::SocketAddress& address) {
   subchannels_.push_back(std::make_unique<Subchannel>(
       &loop_, static_cast<Subchannel::Host*>(this), address, backoff_options_,
-      health_check_.get()));
+      config_.load(std::memory_order_relaxed)->health_check.get()));
   return SubchannelPtr(subchannels_.back().get());
 }
 
@@ -739,8 +898,7 @@ void ChannelCore::UpdateState(ConnectivityState state, const Status& error) {
 }
 
 void ChannelCore::RequestReresolution() {
-  if (parsed_target_.kind != ParsedTarget::Kind::kDns || shut_down_ ||
-      resolution_.active()) {
+  if (parsed_target_.kind == ParsedTarget::Kind::kAddresses || shut_down_) {
     return;
   }
   ScheduleResolution(std::max(

@@ -27,12 +27,14 @@
 #include "rpc/internal/client/connection_backoff.h"
 #include "rpc/internal/client/connectivity_watch.h"
 #include "rpc/internal/client/health_watch.h"
+#include "rpc/internal/client/resolver_link.h"
 #include "rpc/internal/client/retry.h"
 #include "rpc/internal/client/subchannel.h"
 #include "rpc/internal/common/member_task.h"
 #include "rpc/internal/config/service_config.h"
 #include "rpc/internal/config/target.h"
 #include "rpc/internal/lb/lb_policy.h"
+#include "rpc/resolver.h"
 #include "rpc/status.h"
 #include "transport/http2/client_session.h"
 #include "transport/http2/session.h"
@@ -57,26 +59,31 @@ class ClientStreamCall;
 //
 // The channel's lifecycle (docs/design.md, "Connection lifecycle"), all on
 // the loop thread:
-//   IDLE --call or GetState(true)--> CONNECTING: the target is resolved (a
-//     host name on the resolver thread), the addresses go to the policy,
-//     which connects its subchannels.
+//   IDLE --call or GetState(true)--> CONNECTING: a resolver is made for the
+//     target (rpc/resolver.h: DNS, or a registered scheme's), the
+//     addresses it reports go to the policy, which connects its
+//     subchannels (a target of fixed addresses needs no resolver).
 //   From then on the state is the policy's (READY, CONNECTING,
 //     TRANSIENT_FAILURE: waiting calls fail with UNAVAILABLE, except
 //     wait_for_ready ones), or TRANSIENT_FAILURE while the target cannot be
 //     resolved. pick_first goes IDLE when its connection ends.
-//   any --idle_timeout without calls--> IDLE (policy and subchannels
-//     dropped, their connections closed gracefully)
+//   any --idle_timeout without calls--> IDLE (resolver, policy and
+//     subchannels dropped, their connections closed gracefully)
 //   any --channel destroyed--> SHUTDOWN
-// A host name is resolved again when the policy asks (a connection failed
-// or ended), at most once per dns_min_time_between_resolutions, and every
-// dns_refresh_interval.
+// The resolver is asked again when the policy asks (a connection failed
+// or ended), at most once per dns_min_time_between_resolutions, and after
+// an error once the connection backoff has passed. A resolver's service
+// config replaces ChannelOptions::service_config; each distinct config is
+// kept for the channel's lifetime (calls hold pointers into it), at most
+// kMaxServiceConfigs of them.
 //
 // Threads: the call-starting methods, GetState, the waits and the
 // accessors from any thread; ChannelCallHost's as it says; the policy's,
 // subchannels' and resolver's callbacks on the loop thread.
 class ChannelCore final : public ChannelCallHost,
                           private LbPolicy::Helper,
-                          private Subchannel::Host {
+                          private Subchannel::Host,
+                          private ResolverLink::Sink {
  public:
   // `credentials` (null: every call fails) is read during construction.
   // Invalid `options` (CheckChannelOptions) make every call fail.
@@ -90,6 +97,10 @@ class ChannelCore final : public ChannelCallHost,
   ~ChannelCore();
   ChannelCore(const ChannelCore&) = delete;
   ChannelCore& operator=(const ChannelCore&) = delete;
+
+  // Distinct service configs a channel keeps at most (its own and its
+  // resolver's); a resolver's config beyond them counts as its error.
+  static constexpr size_t kMaxServiceConfigs = 16;
 
   // Destroys `core` from any thread. On the core's own loop thread (the
   // last reference to its Channel dropped in a `done` callback or OnDone),
@@ -112,7 +123,7 @@ class ChannelCore final : public ChannelCallHost,
     return interceptors_;
   }
   const ServiceConfig& service_config() const override {
-    return service_config_;
+    return config_.load(std::memory_order_acquire)->service_config;
   }
   bool retries_enabled() const override { return options_.enable_retries; }
 
@@ -131,12 +142,10 @@ class ChannelCore final : public ChannelCallHost,
   ChannelCall** retrying_list() override ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_) {
     return &retrying_;
   }
-  const std::shared_ptr<CredentialsLoopGate>& credentials_gate() override {
-    return credentials_gate_;
-  }
+  const std::shared_ptr<LoopGate>& loop_gate() override { return loop_gate_; }
   RetryThrottle* retry_throttle() override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_) {
-    return retry_throttle_.get();
+    return config_.load(std::memory_order_relaxed)->retry_throttle.get();
   }
   double RetryJitter() override ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
   absl::Duration TransparentRetryBackoff(int n) override
@@ -184,6 +193,18 @@ class ChannelCore final : public ChannelCallHost,
   absl::Duration keepalive_time() const;
 
  private:
+  // What the channel makes of one service config.
+  struct ChannelConfig {
+    std::string json;  // as given; "" for none
+    ServiceConfig service_config;
+    bool round_robin = false;        // else pick_first
+    bool shuffle_addresses = false;  // pick_first's shuffleAddressList
+    // Set when health checking is on (round_robin and healthCheckConfig).
+    std::unique_ptr<HealthCheckSettings> health_check;
+    // Set when the config has retryThrottling; loop thread only.
+    std::unique_ptr<RetryThrottle> retry_throttle;
+  };
+
   // A timer that calls a member function on the loop thread.
   template <void (ChannelCore::*kFire)()>
   class MemberTimer final : public transport::io::Timer {
@@ -219,20 +240,36 @@ class ChannelCore final : public ChannelCallHost,
   void ExitIdle() ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
   // From GetState(true) and WaitForConnected.
   void ConnectIfIdle();
-  // Starts a resolution of the target's host name now, unless one is under
-  // way.
+  // Parses the target into parsed_target_ and, for a scheme a factory is
+  // registered for (ChannelOptions::resolver_factories, then the process's
+  // RegisterResolverFactory), resolver_factory_ and resolver_target_.
+  Status SetUpTarget();
+  // Asks the resolver (made first if there is none) to resolve the
+  // target.
   void Resolve() ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
-  void OnResolved(transport::io::Resolver::Result result);
-  void OnResolutionDeadline();
-  void OnResolutionFailed(const Status& why)
+  // The resolver for the target: the scheme's factory's, or DNS. Null with
+  // `*why` when the factory made none (or threw).
+  std::unique_ptr<Resolver> NewResolver(ResolverLink* link, Status* why)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
+  // Destroys the resolver; what it reports later is dropped.
+  void DropResolver() ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
+  // The channel's config for `json` ("" for none): one already kept, or a
+  // new one parsed and kept; null with `*why` when it does not parse, is
+  // not supported, or kMaxServiceConfigs are kept already.
+  const ChannelConfig* ConfigFor(absl::string_view json, Status* why)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
+  // ResolverLink::Sink.
+  void OnResolverResult(ResolverResult result) override;
+  void OnResolverError(const Status& error) override;
   // The reresolution timer: resolve again unless the channel is idle.
   void OnReresolutionTimer();
   // Schedules the next resolution for `due` unless one is due sooner.
   void ScheduleResolution(transport::io::MonotonicTime due)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
-  // New addresses for the policy (made on the first).
-  void UpdateAddresses(std::vector<transport::io::SocketAddress> addresses)
+  // New addresses for the policy (made on the first, or when the config
+  // names another).
+  void UpdateAddresses(
+      const std::vector<transport::io::SocketAddress>& addresses)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
   // The channel itself (no policy yet) cannot connect: `why`.
   void EnterTransientFailure(const Status& why)
@@ -278,16 +315,16 @@ class ChannelCore final : public ChannelCallHost,
   // unstarted_metrics_mu_, the threads whose calls fail before reaching the
   // loop (channelz_unstarted_calls_). Null without it.
   std::unique_ptr<ChannelzNode> channelz_node_;
-  // The target, parsed; invalid: channel_error_ says why.
+  // The target, parsed (kind kResolver: a registered scheme's, resolved by
+  // resolver_factory_); invalid: channel_error_ says why.
   ParsedTarget parsed_target_;
-  // ChannelOptions::service_config, parsed.
-  ServiceConfig service_config_;
-  bool round_robin_ = false;        // else pick_first
-  bool shuffle_addresses_ = false;  // pick_first's shuffleAddressList
-  // Set when health checking is on (round_robin and healthCheckConfig).
-  std::unique_ptr<HealthCheckSettings> health_check_;
-  // Set when the service config has retryThrottling.
-  std::unique_ptr<RetryThrottle> retry_throttle_ ABSL_GUARDED_BY(loop_);
+  std::shared_ptr<ResolverFactory> resolver_factory_;
+  ResolverTarget resolver_target_;  // with resolver_factory_
+  // ChannelOptions::service_config's first, then each distinct one a
+  // resolver reported: kept while the channel lives.
+  std::vector<std::unique_ptr<ChannelConfig>> configs_ ABSL_GUARDED_BY(loop_);
+  // The one in force, read by calls on any thread.
+  std::atomic<const ChannelConfig*> config_{nullptr};
   std::mt19937 retry_random_ ABSL_GUARDED_BY(loop_);
   // Request bytes kept by uncommitted calls for their retries.
   std::atomic<size_t> retry_buffered_{0};
@@ -302,12 +339,13 @@ class ChannelCore final : public ChannelCallHost,
   // Set by the constructor, then fixed.
   ChannelCallSettings settings_;
   std::vector<ClientInterceptor*> interceptors_;  // held by options_
-  const std::shared_ptr<transport::io::Resolver> resolver_;
+  // The lookup thread of DNS resolvers.
+  const std::shared_ptr<transport::io::Resolver> lookups_;
   transport::io::EventLoop loop_;
   Status loop_status_;  // why the loop could not start, if it could not
   // The loop, for the plugin threads; closed first by the destructor.
-  const std::shared_ptr<CredentialsLoopGate> credentials_gate_ =
-      std::make_shared<CredentialsLoopGate>(&loop_);
+  const std::shared_ptr<LoopGate> loop_gate_ =
+      std::make_shared<LoopGate>(&loop_);
   ConnectivityWatch watch_;
 
   // Loop thread only.
@@ -316,15 +354,16 @@ class ChannelCore final : public ChannelCallHost,
   transport::http2::ConnectionOptions transport_options_ ABSL_GUARDED_BY(loop_);
   const ConnectionBackoff::Options backoff_options_;
   ConnectivityState state_ ABSL_GUARDED_BY(loop_);  // what watch_ publishes
-  transport::io::Resolver::Resolution resolution_ ABSL_GUARDED_BY(loop_);
-  // Paces resolution attempts after failures; gives each its deadline.
+  // Made when the channel first needs addresses, dropped when it goes idle;
+  // null for a target of fixed addresses.
+  std::unique_ptr<Resolver> resolver_ ABSL_GUARDED_BY(loop_);
+  std::shared_ptr<ResolverLink> resolver_link_ ABSL_GUARDED_BY(loop_);
+  // Paces resolutions after errors.
   ConnectionBackoff resolution_backoff_ ABSL_GUARDED_BY(loop_);
   transport::io::MonotonicTime last_resolution_start_ ABSL_GUARDED_BY(loop_) =
       transport::io::MonotonicTime::InfinitePast();
   transport::io::MonotonicTime resolution_due_
       ABSL_GUARDED_BY(loop_);  // reresolution_timer_'s
-  absl::Duration resolution_timeout_
-      ABSL_GUARDED_BY(loop_);  // the current resolution's
   // Made on the first addresses, dropped when the channel goes idle.
   std::unique_ptr<LbPolicy> policy_ ABSL_GUARDED_BY(loop_);
   // Every subchannel not yet freed, orphaned ones included.
@@ -340,7 +379,6 @@ class ChannelCore final : public ChannelCallHost,
   transport::io::MonotonicTime idle_since_
       ABSL_GUARDED_BY(loop_);  // active_calls_ last became 0
   bool shut_down_ ABSL_GUARDED_BY(loop_) = false;
-  MemberTimer<&ChannelCore::OnResolutionDeadline> resolution_timer_{this};
   MemberTimer<&ChannelCore::OnReresolutionTimer> reresolution_timer_{this};
   MemberTimer<&ChannelCore::OnIdleTimer> idle_timer_{this};
   MemberTask<ChannelCore, &ChannelCore::ConnectIfIdle> connect_task_{this};

@@ -324,6 +324,47 @@ Status ParseTarget(absl::string_view target, ParsedTarget* out) {
   return Status();
 }
 
+bool SplitTargetUri(absl::string_view target, std::string* scheme,
+                    std::string* authority, std::string* endpoint) {
+  const size_t colon = target.find(':');
+  if (colon == absl::string_view::npos || !IsScheme(target.substr(0, colon))) {
+    return false;
+  }
+  absl::string_view uri_authority, path;
+  SplitAuthority(target.substr(colon + 1), &uri_authority, &path);
+  absl::ConsumePrefix(&path, "/");
+  *scheme = absl::AsciiStrToLower(target.substr(0, colon));
+  *authority = std::string(uri_authority);
+  *endpoint = std::string(path);
+  return true;
+}
+
+Status ParseResolvedAddress(absl::string_view address, SocketAddress* out) {
+  auto invalid = [address](absl::string_view why) {
+    return Status(
+        StatusCode::kInvalidArgument,
+        absl::StrCat("invalid address '", Printable(address), "': ", why));
+  };
+  absl::string_view rest = address;
+  const bool abstract = absl::ConsumePrefix(&rest, "unix-abstract:");
+  if (abstract || absl::ConsumePrefix(&rest, "unix:")) {
+    const Status status = transport::io::UnixSocketAddress(rest, abstract, out);
+    return status.ok() ? status : invalid(status.message());
+  }
+  HostPort host_port;
+  std::string why;
+  if (!SplitHostPort(address, &host_port, &why)) return invalid(why);
+  const bool has_port = host_port.ipv6 ? absl::StrContains(address, "]:")
+                                       : absl::StrContains(address, ':');
+  if (!has_port) return invalid("no port (IP:PORT or [IPv6]:PORT)");
+  if (!(host_port.ipv6 ? ToIpv6Address(host_port, out)
+                       : ToIpv4Address(host_port, out))) {
+    return invalid(
+        absl::StrCat("'", host_port.host, "' is not a numeric IP address"));
+  }
+  return Status();
+}
+
 Status ParseUnixTarget(absl::string_view target, bool* is_unix,
                        transport::io::SocketAddress* address) {
   absl::string_view rest = target;

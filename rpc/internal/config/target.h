@@ -21,6 +21,9 @@ struct ParsedTarget {
     // A fixed list of addresses (ipv4:, ipv6:, unix:, unix-abstract:):
     // `addresses`, nothing to resolve.
     kAddresses,
+    // A scheme a resolver plugin resolves (rpc/resolver.h); set by the
+    // channel, never by ParseTarget.
+    kResolver,
   };
   Kind kind = Kind::kDns;
   // kDns: "host:port", the port filled in (kDefaultTargetPort when the
@@ -64,6 +67,20 @@ struct ParsedTarget {
 // dns, ipv4, ipv6, unix or unix-abstract (when the target does not parse as
 // host:port either), naming the scheme and listing the supported ones.
 Status ParseTarget(absl::string_view target, ParsedTarget* out);
+
+// Splits `target` as a URI ("scheme://authority/path" or "scheme:path")
+// when it starts with a scheme and a colon: true with the scheme in
+// lowercase, the authority (empty without "//") and the path without its
+// leading '/'. False, nothing written, when it has no scheme. Allocates.
+bool SplitTargetUri(absl::string_view target, std::string* scheme,
+                    std::string* authority, std::string* endpoint);
+
+// Parses an address a resolver returned: "IP:PORT" with a numeric IPv4
+// address, "[IPv6]:PORT" (a scope allowed), "unix:PATH" or
+// "unix-abstract:NAME" (taken as written, as ParseTarget's). INVALID_ARGUMENT
+// naming the address and the problem otherwise (a host name, no port).
+Status ParseResolvedAddress(absl::string_view address,
+                            transport::io::SocketAddress* out);
 
 // For listening addresses (Server::Builder::AddListeningPort): sets
 // `*is_unix` to whether `target` has the scheme "unix" or "unix-abstract"

@@ -302,5 +302,61 @@ TEST(ParseUnixTargetTest, MalformedUnixTargetsAreInvalidArguments) {
   }
 }
 
+TEST(SplitTargetUriTest, SplitsSchemeAuthorityAndEndpoint) {
+  std::string scheme, authority, endpoint;
+  ASSERT_TRUE(SplitTargetUri("Etcd://10.0.0.1:2379,10.0.0.2:2379/greeter",
+                             &scheme, &authority, &endpoint));
+  EXPECT_EQ(scheme, "etcd");
+  EXPECT_EQ(authority, "10.0.0.1:2379,10.0.0.2:2379");
+  EXPECT_EQ(endpoint, "greeter");
+  ASSERT_TRUE(SplitTargetUri("consul:greeter/v1", &scheme, &authority,
+                             &endpoint));
+  EXPECT_EQ(scheme, "consul");
+  EXPECT_EQ(authority, "");
+  EXPECT_EQ(endpoint, "greeter/v1");
+  ASSERT_TRUE(SplitTargetUri("x:///abs", &scheme, &authority, &endpoint));
+  EXPECT_EQ(authority, "");
+  EXPECT_EQ(endpoint, "abs");
+  for (const char* no_scheme : {"[::1]:80", "1x:80", "noscheme", ""}) {
+    scheme = "untouched";
+    EXPECT_FALSE(SplitTargetUri(no_scheme, &scheme, &authority, &endpoint))
+        << no_scheme;
+    EXPECT_EQ(scheme, "untouched");
+  }
+}
+
+TEST(ParseResolvedAddressTest, NumericAddressesAndUnixSockets) {
+  transport::io::SocketAddress address;
+  for (const char* text :
+       {"10.0.0.7:50051", "[::1]:443", "unix:/tmp/s", "unix:rel",
+        "unix-abstract:name"}) {
+    ASSERT_TRUE(ParseResolvedAddress(text, &address).ok()) << text;
+    EXPECT_EQ(address.ToString(), text);
+  }
+}
+
+TEST(ParseResolvedAddressTest, AnythingElseIsAnInvalidArgument) {
+  const struct {
+    const char* address;
+    const char* message;
+  } cases[] = {
+      {"localhost:80", "'localhost' is not a numeric IP address"},
+      {"10.0.0.7", "no port"},
+      {"[::1]", "no port"},
+      {"::1", "no port"},
+      {"10.0.0.7:99999", "port '99999' is not a number"},
+      {"", "empty host"},
+      {"unix:", "empty"},
+  };
+  for (const auto& c : cases) {
+    transport::io::SocketAddress address;
+    const Status status = ParseResolvedAddress(c.address, &address);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << c.address;
+    EXPECT_THAT(status.message(),
+                HasSubstr(std::string("invalid address '") + c.address + "'"));
+    EXPECT_THAT(status.message(), HasSubstr(c.message)) << c.address;
+  }
+}
+
 }  // namespace
 }  // namespace h2rpc::internal
