@@ -58,16 +58,19 @@ struct ResolverTarget {
 };
 
 // The channel as its resolver sees it. Valid from the resolver's creation
-// until its destructor returns; what the resolver reports after that (from
-// a thread of its own) is dropped. Any method may be called from any thread
-// unless it says otherwise.
+// until its destructor returns: a resolver that reports from threads of its
+// own stops them (or has them drop their reports) before then. Reports and
+// tasks still on their way to the loop when the resolver is destroyed are
+// dropped. Any method may be called from any thread unless it says
+// otherwise.
 class ResolverChannel {
  public:
   // New addresses, or a new service config: the channel hands them to its
   // load-balancing policy on its event loop (never on the caller's stack).
-  // A result the channel cannot use (no address, an address that is not
-  // numeric, a service config that does not parse) counts as an Error()
-  // saying what is wrong with it. Allocates.
+  // An address that is not one (a host name, no port) is skipped. A result
+  // the channel cannot use (no usable address, a service config that does
+  // not parse) counts as an Error() saying what is wrong with it.
+  // Allocates.
   virtual void Update(ResolverResult result) = 0;
   // The target cannot be resolved now. A channel that has addresses keeps
   // them; one that has none goes TRANSIENT_FAILURE and fails its calls

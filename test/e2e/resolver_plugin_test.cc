@@ -360,6 +360,15 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(info.param.name);
     });
 
+TEST(ResolverPluginTest, UnusableAddressesAreSkipped) {
+  NamedServer a("a");
+  auto factory = std::make_shared<ScriptedFactory>("scripted");
+  factory->script->Answer({"localhost:1", a.address(), "127.0.0.1"});
+  std::shared_ptr<Channel> channel = CreateChannel(
+      "scripted:greeter", InsecureChannelCredentials(), WithFactory(factory));
+  EXPECT_EQ(Who(*channel), "a");
+}
+
 TEST(ResolverPluginTest, PluginsThatFailPutTheChannelInTransientFailure) {
   const struct {
     Fault fault;

@@ -4,6 +4,8 @@
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "base/mutex.h"
 #include "proto/grpc/testing/test.h2rpc.pb.h"
@@ -190,6 +192,57 @@ void CallRunner::StartNext(const std::shared_ptr<State>& state) {
         }
         StartNext(state);
       });
+}
+
+bool AllAnswer(Channel& channel, const std::set<std::string>& names,
+               absl::Duration timeout, std::string* seen) {
+  std::set<std::string> answered;
+  const absl::Time deadline = absl::Now() + timeout;
+  while (answered != names && absl::Now() < deadline) {
+    ClientContext context;
+    context.set_wait_for_ready(true);
+    context.set_deadline(deadline);
+    SimpleRequest request;
+    SimpleResponse response;
+    if (channel
+            .UnaryCall(&context, TestService::kUnaryCallPath, request,
+                       &response)
+            .ok()) {
+      answered.insert(response.hostname());
+    }
+  }
+  *seen = absl::StrJoin(answered, ",");
+  return answered == names;
+}
+
+std::map<std::string, int64_t> CountByBackend(
+    const std::vector<CallRecord>& records, size_t from, size_t to) {
+  std::map<std::string, int64_t> counts;
+  for (size_t i = from; i < to && i < records.size(); ++i) {
+    if (records[i].done && records[i].code == StatusCode::kOk) {
+      ++counts[records[i].backend];
+    }
+  }
+  return counts;
+}
+
+std::string Describe(const std::map<std::string, int64_t>& counts) {
+  return absl::StrJoin(counts, ", ", absl::PairFormatter("="));
+}
+
+std::string Failures(const std::vector<CallRecord>& records) {
+  int64_t failed = 0;
+  std::string examples;
+  for (const CallRecord& record : records) {
+    if (record.done && record.code == StatusCode::kOk) continue;
+    if (++failed <= 5) {
+      absl::StrAppend(&examples, "\n  ",
+                      record.done ? StatusCodeName(record.code) : "unfinished",
+                      ": ", record.message);
+    }
+  }
+  return failed == 0 ? std::string()
+                     : absl::StrCat(failed, " calls failed", examples);
 }
 
 }  // namespace h2rpc::testing

@@ -1,8 +1,11 @@
 #ifndef H2RPC_TEST_LB_CALL_RUNNER_H_
 #define H2RPC_TEST_LB_CALL_RUNNER_H_
 
+#include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -92,6 +95,24 @@ class CallRunner {
 
   const std::shared_ptr<State> state_;
 };
+
+// Makes blocking calls of TestService/UnaryCall (wait_for_ready) on
+// `channel` until each of `names` has answered one (true) or `timeout`
+// passes (false, with `*seen` listing who answered). Round-robin picks only
+// READY backends, so this waits until all are.
+bool AllAnswer(Channel& channel, const std::set<std::string>& names,
+               absl::Duration timeout, std::string* seen);
+
+// Successful calls per backend among `records[from, to)`.
+std::map<std::string, int64_t> CountByBackend(
+    const std::vector<CallRecord>& records, size_t from, size_t to);
+
+// "name=count, ..."
+std::string Describe(const std::map<std::string, int64_t>& counts);
+
+// The failed (or unfinished) calls among `records`: how many, and the first
+// few; empty if none.
+std::string Failures(const std::vector<CallRecord>& records);
 
 }  // namespace h2rpc::testing
 

@@ -4,11 +4,15 @@
 // grpc.health.v1.Health (the server as a whole and
 // "grpc.testing.TestService" SERVING from the start).
 //
-//   lb_backend ADDRESS NAME
+//   lb_backend ADDRESS NAME [ETCD SERVICE TTL_SECONDS]
 //
 // ADDRESS: what Server::Builder::AddListeningPort takes ("127.0.0.1:0",
 //   "unix:/tmp/x.sock", "unix-abstract:name").
 // NAME: put in every response's `hostname`.
+// ETCD SERVICE TTL_SECONDS: once serving, registers "127.0.0.1:PORT" in etcd
+//   at ETCD under SERVICE with an EtcdRegistrar whose lease lives
+//   TTL_SECONDS (its Metadata {"name": NAME}); on the way out (not when
+//   killed) revokes it before the server shuts down.
 //
 // Prints "port N" on stdout (flushed) once serving: the TCP port, 0 for a
 // unix-domain socket. Then reads commands on stdin, one per line:
@@ -24,10 +28,13 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "proto/grpc/testing/test.h2rpc.pb.h"
+#include "rpc/etcd/etcd_registrar.h"
 #include "rpc/health_check_service.h"
 #include "rpc/server.h"
 #include "test/util/end_signals.h"
@@ -77,8 +84,12 @@ void RunCommand(absl::string_view command, h2rpc::HealthCheckService* health) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: lb_backend ADDRESS NAME\n");
+  int ttl_seconds = 0;
+  if ((argc != 3 && argc != 6) ||
+      (argc == 6 &&
+       (!absl::SimpleAtoi(argv[5], &ttl_seconds) || ttl_seconds <= 0))) {
+    std::fprintf(stderr,
+                 "usage: lb_backend ADDRESS NAME [ETCD SERVICE TTL_SECONDS]\n");
     return 2;
   }
   h2rpc::testing::EndSignals end_signals;
@@ -100,11 +111,34 @@ int main(int argc, char** argv) {
                  argv[1], status.ToString().c_str());
     return 1;
   }
+  std::unique_ptr<h2rpc::EtcdRegistrar> registrar;
+  if (argc == 6) {
+    h2rpc::EtcdRegistrar::Options options;
+    options.etcd = argv[3];
+    options.service = argv[4];
+    options.address = absl::StrCat("127.0.0.1:", port);
+    options.metadata_json = absl::StrCat(R"({"name": ")", argv[2], R"("})");
+    options.ttl = absl::Seconds(ttl_seconds);
+    status = h2rpc::EtcdRegistrar::Start(std::move(options), &registrar);
+    if (!status.ok()) {
+      std::fprintf(stderr, "lb_backend %s: cannot register in etcd: %s\n",
+                   argv[2], status.ToString().c_str());
+      return 1;
+    }
+  }
   std::printf("port %d\n", port);
   std::fflush(stdout);
 
   end_signals.WaitForTheEnd(
       [&health](absl::string_view command) { RunCommand(command, &health); });
+  if (registrar != nullptr) {
+    // Clients stop picking this backend before it stops serving.
+    status = registrar->Stop();
+    if (!status.ok()) {
+      std::fprintf(stderr, "lb_backend %s: %s\n", argv[2],
+                   status.ToString().c_str());
+    }
+  }
   server->Shutdown(absl::Now() + kShutdownGrace);
   return 0;
 }

@@ -45,8 +45,12 @@ namespace {
 using grpc::testing::SimpleRequest;
 using grpc::testing::SimpleResponse;
 using grpc::testing::TestService;
+using ::h2rpc::testing::AllAnswer;
 using ::h2rpc::testing::CallRecord;
 using ::h2rpc::testing::CallRunner;
+using ::h2rpc::testing::CountByBackend;
+using ::h2rpc::testing::Describe;
+using ::h2rpc::testing::Failures;
 using ::h2rpc::testing::kHangTimeout;
 using ::h2rpc::testing::RunfilesPath;
 using ::h2rpc::testing::ServerProcess;
@@ -122,63 +126,6 @@ std::shared_ptr<NameResolver> FixedResolver(
   return std::make_shared<NameResolver>(
       std::make_unique<internal::NameResolverImpl>(internal::NameResolverImpl{
           std::make_shared<transport::io::Resolver>(std::move(lookup))}));
-}
-
-// Makes blocking calls on `channel` until each of `names` has answered one
-// (true) or `timeout` passes (false, with `*seen` listing who answered).
-// Round-robin picks only READY backends, so this waits until all are.
-bool AllAnswer(Channel& channel, const std::set<std::string>& names,
-               absl::Duration timeout, std::string* seen) {
-  std::set<std::string> answered;
-  const absl::Time deadline = absl::Now() + timeout;
-  while (answered != names && absl::Now() < deadline) {
-    ClientContext context;
-    context.set_wait_for_ready(true);
-    context.set_deadline(deadline);
-    SimpleRequest request;
-    SimpleResponse response;
-    if (channel
-            .UnaryCall(&context, TestService::kUnaryCallPath, request,
-                       &response)
-            .ok()) {
-      answered.insert(response.hostname());
-    }
-  }
-  *seen = absl::StrJoin(answered, ",");
-  return answered == names;
-}
-
-// Calls per backend among `records[from, to)`.
-std::map<std::string, int64_t> CountByBackend(
-    const std::vector<CallRecord>& records, size_t from, size_t to) {
-  std::map<std::string, int64_t> counts;
-  for (size_t i = from; i < to && i < records.size(); ++i) {
-    if (records[i].done && records[i].code == StatusCode::kOk) {
-      ++counts[records[i].backend];
-    }
-  }
-  return counts;
-}
-
-std::string Describe(const std::map<std::string, int64_t>& counts) {
-  return absl::StrJoin(counts, ", ", absl::PairFormatter("="));
-}
-
-// The failed (or unfinished) calls among `records`: how many, and the first
-// few.
-std::string Failures(const std::vector<CallRecord>& records) {
-  int64_t failed = 0;
-  std::string examples;
-  for (const CallRecord& record : records) {
-    if (record.done && record.code == StatusCode::kOk) continue;
-    if (++failed <= 5) {
-      absl::StrAppend(&examples, "\n  ",
-                      record.done ? StatusCodeName(record.code) : "unfinished",
-                      ": ", record.message);
-    }
-  }
-  return failed == 0 ? std::string()
-                     : absl::StrCat(failed, " calls failed", examples);
 }
 
 // The index of the first record started at or after `time`.

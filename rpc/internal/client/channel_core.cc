@@ -710,24 +710,29 @@ const ChannelCore::ChannelConfig* ChannelCore::ConfigFor(absl::string_view json,
 void ChannelCore::OnResolverResult(ResolverResult result) {
   loop_.AssertInLoopThread();
   if (shut_down_) return;
+  // An unusable address is skipped: one bad registration does not take
+  // the others out of service.
   std::vector<transport::io::SocketAddress> addresses;
   addresses.reserve(result.addresses.size());
+  Status unusable;
   for (const ResolvedAddress& resolved : result.addresses) {
     transport::io::SocketAddress address;
     Status status = ParseResolvedAddress(resolved.address, &address);
-    if (!status.ok()) {
-      OnResolverError(Status(
-          StatusCode::kUnavailable,
-          absl::StrCat("the resolver of '", target_,
-                       "' returned an unusable address: ", status.message())));
-      return;
+    if (status.ok()) {
+      addresses.push_back(address);
+    } else if (unusable.ok()) {
+      unusable = std::move(status);
     }
-    addresses.push_back(address);
   }
   if (addresses.empty()) {
     OnResolverError(Status(
         StatusCode::kUnavailable,
-        absl::StrCat("the resolver of '", target_, "' returned no addresses")));
+        unusable.ok()
+            ? absl::StrCat("the resolver of '", target_,
+                           "' returned no addresses")
+            : absl::StrCat("the resolver of '", target_,
+                           "' returned no usable address: ",
+                           unusable.message())));
     return;
   }
   Status why;
