@@ -20,7 +20,7 @@ namespace h2rpc {
 // addresses (and, if it has one, a service config) whenever they change.
 // h2rpc's own schemes are "dns" (the default, for a target without one),
 // "ipv4", "ipv6", "unix" and "unix-abstract"; a registered factory for one
-// of those takes its place. See docs/name-resolution.md.
+// of those takes its place. See docs/scaling-out.md.
 
 // One address a resolver found.
 struct ResolvedAddress {
@@ -133,8 +133,9 @@ class ResolverFactory {
   virtual Status CheckTarget(const ResolverTarget& target) const;
   // The :authority of the channel's calls (unless
   // ChannelOptions::ssl_target_name_override or ClientContext::set_authority
-  // says otherwise), and the name a TLS server's certificate must match.
-  // Default: the target's endpoint.
+  // says otherwise), and the name a TLS server's certificate must match;
+  // a byte not allowed in an authority is sent percent-encoded ("%2F" for
+  // '/'). Default: the target's endpoint.
   virtual std::string DefaultAuthority(const ResolverTarget& target) const;
   // A resolver for `target` (which passed CheckTarget), reporting to
   // `channel`. The channel's event loop thread. A null resolver puts the

@@ -589,7 +589,7 @@ Status ChannelCore::SetUpTarget() {
   parsed_target_ = ParsedTarget();
   parsed_target_.kind = ParsedTarget::Kind::kResolver;
   parsed_target_.authority =
-      resolver_factory_->DefaultAuthority(resolver_target_);
+      EncodeAuthority(resolver_factory_->DefaultAuthority(resolver_target_));
   return Status();
 }
 
@@ -725,14 +725,13 @@ void ChannelCore::OnResolverResult(ResolverResult result) {
     }
   }
   if (addresses.empty()) {
-    OnResolverError(Status(
-        StatusCode::kUnavailable,
-        unusable.ok()
-            ? absl::StrCat("the resolver of '", target_,
-                           "' returned no addresses")
-            : absl::StrCat("the resolver of '", target_,
-                           "' returned no usable address: ",
-                           unusable.message())));
+    OnResolverError(Status(StatusCode::kUnavailable,
+                           unusable.ok()
+                               ? absl::StrCat("the resolver of '", target_,
+                                              "' returned no addresses")
+                               : absl::StrCat("the resolver of '", target_,
+                                              "' returned no usable address: ",
+                                              unusable.message())));
     return;
   }
   Status why;

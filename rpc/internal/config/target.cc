@@ -339,6 +339,24 @@ bool SplitTargetUri(absl::string_view target, std::string* scheme,
   return true;
 }
 
+std::string EncodeAuthority(absl::string_view authority) {
+  std::string out;
+  out.reserve(authority.size());
+  for (const char c : authority) {
+    const unsigned char byte = static_cast<unsigned char>(c);
+    if (absl::ascii_isalnum(byte) ||
+        absl::StrContains("-._~!$&'()*+,;=:[]@", c)) {
+      out.push_back(c);
+    } else {
+      constexpr char kHex[] = "0123456789ABCDEF";
+      out.push_back('%');
+      out.push_back(kHex[byte >> 4]);
+      out.push_back(kHex[byte & 0xf]);
+    }
+  }
+  return out;
+}
+
 Status ParseResolvedAddress(absl::string_view address, SocketAddress* out) {
   auto invalid = [address](absl::string_view why) {
     return Status(

@@ -75,6 +75,11 @@ Status ParseTarget(absl::string_view target, ParsedTarget* out);
 bool SplitTargetUri(absl::string_view target, std::string* scheme,
                     std::string* authority, std::string* endpoint);
 
+// `authority` with every byte RFC 3986 does not allow in an authority
+// percent-encoded ("%2F" for '/'), as grpc-go encodes a target's endpoint
+// for :authority. Allocates.
+std::string EncodeAuthority(absl::string_view authority);
+
 // Parses an address a resolver returned: "IP:PORT" with a numeric IPv4
 // address, "[IPv6]:PORT" (a scope allowed), "unix:PATH" or
 // "unix-abstract:NAME" (taken as written, as ParseTarget's). INVALID_ARGUMENT

@@ -358,5 +358,14 @@ TEST(ParseResolvedAddressTest, AnythingElseIsAnInvalidArgument) {
   }
 }
 
+TEST(EncodeAuthorityTest, PercentEncodesWhatAnAuthorityCannotHold) {
+  EXPECT_EQ(EncodeAuthority("greeter.svc:50051"), "greeter.svc:50051");
+  EXPECT_EQ(EncodeAuthority("[::1]:80"), "[::1]:80");
+  EXPECT_EQ(EncodeAuthority("user@host"), "user@host");
+  EXPECT_EQ(EncodeAuthority("tmp/backends list.txt"),
+            "tmp%2Fbackends%20list.txt");
+  EXPECT_EQ(EncodeAuthority(std::string("a\x7f\xff", 3)), "a%7F%FF");
+}
+
 }  // namespace
 }  // namespace h2rpc::internal
