@@ -45,6 +45,12 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/connectivity_state.h
   rpc/credentials.cc
   rpc/credentials.h
+  rpc/etcd/etcd_naming.cc
+  rpc/etcd/etcd_naming.h
+  rpc/etcd/etcd_registrar.cc
+  rpc/etcd/etcd_registrar.h
+  rpc/etcd/etcd_resolver.cc
+  rpc/etcd/etcd_resolver.h
   rpc/health_check_service.cc
   rpc/health_check_service.h
   rpc/interceptor.h
@@ -82,10 +88,16 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/internal/client/connection_backoff.h
   rpc/internal/client/connectivity_watch.cc
   rpc/internal/client/connectivity_watch.h
+  rpc/internal/client/dns_resolver.cc
+  rpc/internal/client/dns_resolver.h
   rpc/internal/client/health_watch.cc
   rpc/internal/client/health_watch.h
+  rpc/internal/client/loop_gate.cc
+  rpc/internal/client/loop_gate.h
   rpc/internal/client/method_path_copy.h
   rpc/internal/client/reactor_access.h
+  rpc/internal/client/resolver_link.cc
+  rpc/internal/client/resolver_link.h
   rpc/internal/client/retry.cc
   rpc/internal/client/retry.h
   rpc/internal/client/subchannel.cc
@@ -161,6 +173,8 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/peer_identity.h
   rpc/reflection_service.cc
   rpc/reflection_service.h
+  rpc/resolver.cc
+  rpc/resolver.h
   rpc/server.cc
   rpc/server.h
   rpc/server_context.cc
@@ -247,6 +261,8 @@ set(H2RPC_LIBRARY_SOURCES
   transport/tls/tls_session.h
 )
 set(H2RPC_LIBRARY_PROTOS
+  proto/etcd/etcdserverpb/rpc.proto
+  proto/etcd/mvccpb/kv.proto
   proto/grpc/health/v1/health.proto
   proto/grpc/reflection/v1alpha/reflection.proto
   proto/opentelemetry/proto/collector/trace/v1/trace_service.proto
@@ -283,6 +299,8 @@ set(H2RPC_PUBLIC_HEADERS
   rpc/connection_options.h
   rpc/connectivity_state.h
   rpc/credentials.h
+  rpc/etcd/etcd_registrar.h
+  rpc/etcd/etcd_resolver.h
   rpc/health_check_service.h
   rpc/interceptor.h
   rpc/interceptors/latency_histogram.h
@@ -300,6 +318,7 @@ set(H2RPC_PUBLIC_HEADERS
   rpc/otlp_exporter.h
   rpc/peer_identity.h
   rpc/reflection_service.h
+  rpc/resolver.h
   rpc/server.h
   rpc/server_context.h
   rpc/server_options.h
