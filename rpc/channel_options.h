@@ -12,6 +12,7 @@
 #include "rpc/compression.h"
 #include "rpc/connection_options.h"
 #include "rpc/interceptor.h"
+#include "rpc/load_balancing.h"
 #include "rpc/name_resolver.h"
 #include "rpc/resolver.h"
 #include "rpc/tracing.h"
@@ -55,7 +56,13 @@ struct ChannelOptions {
   // order and every call goes to the first that connects) or "round_robin"
   // (all are connected, calls go to the READY ones in turn, a failed one is
   // skipped until it reconnects). GRPC_ARG_LB_POLICY_NAME ("pick_first").
+  // Also the name of a policy in lb_policy_factories or registered with
+  // RegisterLbPolicyFactory (rpc/load_balancing.h), made with the config
+  // "{}".
   std::string lb_policy = "pick_first";
+  // Load-balancing policies of this channel's own, found by name before
+  // those registered process-wide and h2rpc's own.
+  std::vector<std::shared_ptr<LbPolicyFactory>> lb_policy_factories;
   // A service config in gRPC's JSON form (gRPC's service_config.md), as a
   // service owner writes it; empty: none. A config that does not parse
   // makes every call fail with INVALID_ARGUMENT naming the field (see

@@ -786,8 +786,9 @@ TEST(ChannelOptionsTest, AnInvalidValueFailsEveryCallNamingIt) {
       {[](ChannelOptions* o) { o->dns_refresh_interval = -absl::Seconds(1); },
        "ChannelOptions::dns_refresh_interval is -1s"},
       {[](ChannelOptions* o) { o->lb_policy = "grpclb"; },
-       "ChannelOptions::lb_policy is \"grpclb\"; it must be \"pick_first\" "
-       "or \"round_robin\""},
+       "ChannelOptions::lb_policy is \"grpclb\"; it must name a policy: "
+       "pick_first, round_robin, or one registered with "
+       "RegisterLbPolicyFactory"},
       {[](ChannelOptions* o) {
          o->service_config = R"({"loadBalancingConfig": [{"ring_hash": {}}]})";
        },

@@ -210,6 +210,12 @@ void ChannelCall::CancelOnLoop(const Status& status) {
 
 bool ChannelCall::RetryOrCommit(const Status& status,
                                 const Metadata& trailing) {
+  if (picked_ != nullptr) {
+    if (LbCallObserver* const observer = picked_->call_observer()) {
+      observer->OnCallEnded(picked_, status, trailing);
+    }
+    picked_ = nullptr;
+  }
   RetryThrottle* const throttle = core_->retry_throttle();
   // A channel shutting down takes no new attempt: its calls end with the
   // status its connections closed with.
@@ -307,6 +313,7 @@ void ChannelCall::CountChannelzStart() {
 }
 
 void ChannelCall::EndRefusedAttempt() {
+  picked_ = nullptr;  // never processed: not an outcome of the subchannel
   EndAttempt(Status(StatusCode::kUnavailable, "the server refused the stream"));
 }
 
@@ -459,6 +466,7 @@ void ChannelCall::ResetChannelCall() {
   retryable_codes_ = StatusCodeSet();
   retry_state_ = RetryState();
   committed_ = false;
+  picked_ = nullptr;
   retry_buffer_charged_ = 0;
   counted_ = false;
   channelz_started_ = false;

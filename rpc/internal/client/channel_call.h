@@ -14,6 +14,7 @@
 #include "rpc/internal/client/client_call_tracing.h"
 #include "rpc/internal/client/method_path_copy.h"
 #include "rpc/internal/client/retry.h"
+#include "rpc/load_balancing.h"
 #include "rpc/status.h"
 #include "transport/http2/client_session.h"
 #include "transport/io/event_loop.h"
@@ -53,6 +54,9 @@ class ChannelCall : public CancellableClientCall {
   }
 
   transport::http2::ClientStream& stream() { return stream_; }
+  // Loop thread: the attempt about to start goes to `subchannel`, whose
+  // call observer (if any) is told how it ends.
+  void set_picked(LbSubchannel* subchannel) { picked_ = subchannel; }
 
   // Any thread (ClientContext::TryCancel or the cancellation of the server
   // call the context was made from, under the context's mutex): the call
@@ -272,6 +276,9 @@ class ChannelCall : public CancellableClientCall {
   StatusCodeSet retryable_codes_;
   RetryState retry_state_;
   bool committed_ = false;
+  // The subchannel of the attempt under way, until it ends; alive until
+  // then (its connection carries the attempt).
+  LbSubchannel* picked_ = nullptr;
   size_t retry_buffer_charged_ = 0;  // bytes counted in the channel's total
   RetryTimer retry_timer_{this};
   std::atomic<bool> cancel_posted_{false};

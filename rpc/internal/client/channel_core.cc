@@ -26,8 +26,7 @@
 #include "rpc/internal/client/unary_client_call.h"
 #include "rpc/internal/common/connection_options_conversion.h"
 #include "rpc/internal/credentials_access.h"
-#include "rpc/internal/lb/pick_first.h"
-#include "rpc/internal/lb/round_robin.h"
+#include "rpc/internal/lb/builtin_policies.h"
 #include "rpc/internal/name_resolver_impl.h"
 #include "transport/tls/tls_session.h"
 
@@ -289,7 +288,7 @@ void ChannelCore::Shutdown() {
   loop_.Cancel(&idle_timer_);
   const Status why(StatusCode::kCancelled, "the channel was destroyed");
   FailPending(why, /*keep_wait_for_ready=*/false);
-  policy_.reset();
+  DropPolicy();
   // Their calls end with `why`, not retried (ChannelCall::RetryOrCommit).
   for (auto& subchannel : subchannels_) subchannel->Close(why);
   while (retrying_ != nullptr) {
@@ -479,8 +478,10 @@ void ChannelCore::StartOnLoop(ChannelCall* call) {
   }
   if (call->CountInProgress()) ++active_calls_;
   if (policy_ != nullptr) {
-    if (LbSubchannel* subchannel = policy_->Pick()) {
-      subchannel->StartCall(&call->stream());
+    if (LbSubchannel* picked = policy_->Pick()) {
+      if (Subchannel* subchannel = AcceptPick(picked, call)) {
+        subchannel->StartCall(&call->stream());
+      }
       return;
     }
   }
@@ -541,7 +542,12 @@ void ChannelCore::ExitIdle() {
   if (policy_ != nullptr) {
     policy_->ExitIdle();
   } else if (parsed_target_.kind == ParsedTarget::Kind::kAddresses) {
-    UpdateAddresses(parsed_target_.addresses);
+    std::vector<ResolvedAddress> addresses;
+    for (const transport::io::SocketAddress& address :
+         parsed_target_.addresses) {
+      addresses.push_back(ResolvedAddress{address.ToString(), {}});
+    }
+    UpdateAddresses(std::move(addresses));
   } else if (loop_.Now() < resolution_backoff_.next_attempt_time() &&
              !last_error_.ok()) {
     // Idle again while backing off after a failed resolution: the backoff
@@ -676,7 +682,8 @@ const ChannelCore::ChannelConfig* ChannelCore::ConfigFor(absl::string_view json,
   auto config = std::make_unique<ChannelConfig>();
   config->json = std::string(json);
   if (!json.empty()) {
-    Status status = ParseServiceConfig(json, &config->service_config);
+    Status status =
+        ParseServiceConfig(json, &config->service_config, {}, *this);
     if (status.ok()) status = CheckSupported(config->service_config);
     if (!status.ok()) {
       *why = std::move(status);
@@ -685,15 +692,26 @@ const ChannelCore::ChannelConfig* ChannelCore::ConfigFor(absl::string_view json,
   }
   const ServiceConfig& service_config = config->service_config;
   if (service_config.load_balancing.has_value()) {
-    config->round_robin =
-        service_config.load_balancing->policy ==
-        ServiceConfig::LoadBalancingConfig::Policy::kRoundRobin;
-    config->shuffle_addresses =
-        service_config.load_balancing->shuffle_address_list;
+    config->policy_name = service_config.load_balancing->policy;
+    config->policy_config = service_config.load_balancing->config;
   } else {
-    config->round_robin = options_.lb_policy == "round_robin";
+    config->policy_name = options_.lb_policy;
+    config->policy_config = "{}";
+    Status status = Check(config->policy_name, config->policy_config);
+    if (!status.ok()) {
+      *why = Status(
+          StatusCode::kInvalidArgument,
+          status.code() == StatusCode::kNotFound
+              ? absl::StrCat("ChannelOptions::lb_policy is \"",
+                             options_.lb_policy,
+                             "\"; it must name a policy: ", Names())
+              : absl::StrCat("ChannelOptions::lb_policy \"", options_.lb_policy,
+                             "\": ", status.message()));
+      return nullptr;
+    }
   }
-  if (config->round_robin &&
+  config->policy_factory = FindPolicyFactory(config->policy_name);
+  if (config->policy_name != "pick_first" &&
       service_config.health_check_service_name.has_value()) {
     config->health_check = std::make_unique<HealthCheckSettings>(
         HealthCheckSettings{*service_config.health_check_service_name,
@@ -712,17 +730,23 @@ void ChannelCore::OnResolverResult(ResolverResult result) {
   if (shut_down_) return;
   // An unusable address is skipped: one bad registration does not take
   // the others out of service.
-  std::vector<transport::io::SocketAddress> addresses;
+  std::vector<ResolvedAddress> addresses;
   addresses.reserve(result.addresses.size());
   Status unusable;
-  for (const ResolvedAddress& resolved : result.addresses) {
+  for (ResolvedAddress& resolved : result.addresses) {
     transport::io::SocketAddress address;
     Status status = ParseResolvedAddress(resolved.address, &address);
-    if (status.ok()) {
-      addresses.push_back(address);
-    } else if (unusable.ok()) {
-      unusable = std::move(status);
+    if (!status.ok()) {
+      if (unusable.ok()) unusable = std::move(status);
+      continue;
     }
+    // The policy sees each address once, written one way.
+    resolved.address = address.ToString();
+    const bool repeated = std::any_of(addresses.begin(), addresses.end(),
+                                      [&](const ResolvedAddress& a) {
+                                        return a.address == resolved.address;
+                                      });
+    if (!repeated) addresses.push_back(std::move(resolved));
   }
   if (addresses.empty()) {
     OnResolverError(Status(StatusCode::kUnavailable,
@@ -751,14 +775,14 @@ void ChannelCore::OnResolverResult(ResolverResult result) {
   const ChannelConfig* const previous =
       config_.exchange(config, std::memory_order_acq_rel);
   if (policy_ != nullptr &&
-      (config->round_robin != previous->round_robin ||
-       config->shuffle_addresses != previous->shuffle_addresses ||
+      (config->policy_factory != previous->policy_factory ||
+       config->policy_config != previous->policy_config ||
        config->health_check != previous->health_check)) {
     // Another policy, or other health checks: the old subchannels drain
     // and the new policy connects its own.
-    policy_.reset();
+    DropPolicy();
   }
-  UpdateAddresses(addresses);
+  UpdateAddresses(std::move(addresses));
 }
 
 void ChannelCore::OnResolverError(const Status& error) {
@@ -785,21 +809,102 @@ void ChannelCore::ScheduleResolution(transport::io::MonotonicTime due) {
   loop_.Schedule(&reresolution_timer_, due);
 }
 
-void ChannelCore::UpdateAddresses(
-    const std::vector<transport::io::SocketAddress>& addresses) {
+void ChannelCore::UpdateAddresses(std::vector<ResolvedAddress> addresses) {
+  socket_addresses_.clear();
+  for (const ResolvedAddress& address : addresses) {
+    transport::io::SocketAddress socket_address;
+    if (ParseResolvedAddress(address.address, &socket_address).ok()) {
+      socket_addresses_.emplace_back(address.address, socket_address);
+    }
+  }
   if (policy_ != nullptr) {
     policy_->UpdateAddresses(addresses);
     return;
   }
-  auto* const helper = static_cast<LbPolicy::Helper*>(this);
   const ChannelConfig& config = *config_.load(std::memory_order_relaxed);
-  if (config.round_robin) {
-    policy_ = std::make_unique<RoundRobin>(helper);
-  } else {
-    policy_ = std::make_unique<PickFirst>(helper, config.shuffle_addresses);
+  const std::string what =
+      absl::StrCat("the '", config.policy_name, "' load-balancing policy");
+  Status why;
+  try {
+    policy_ = config.policy_factory->Create(
+        static_cast<LbPolicy::Helper*>(this), config.policy_config);
+    if (policy_ == nullptr) {
+      why = Status(StatusCode::kUnavailable,
+                   absl::StrCat(what, "'s factory made no policy"));
+    } else {
+      policy_->UpdateAddresses(addresses);
+      policy_->ExitIdle();
+      return;
+    }
+  } catch (const std::exception& e) {
+    why = Status(StatusCode::kUnavailable,
+                 absl::StrCat(what, " threw: ", e.what()));
+  } catch (...) {
+    why = Status(StatusCode::kUnavailable, absl::StrCat(what, " threw"));
   }
-  policy_->UpdateAddresses(addresses);
-  policy_->ExitIdle();
+  DropPolicy();
+  EnterTransientFailure(why);
+}
+
+void ChannelCore::DropPolicy() {
+  policy_.reset();
+  policy_timers_.CancelAll();
+}
+
+Subchannel* ChannelCore::AcceptPick(LbSubchannel* picked, ChannelCall* call) {
+  if (LbSubchannelAccess::Channel(*picked) == this) {
+    auto* const subchannel = static_cast<Subchannel*>(picked);
+    if (!subchannel->orphaned() &&
+        subchannel->state() == ConnectivityState::kReady) {
+      call->set_picked(subchannel);
+      return subchannel;
+    }
+  }
+  call->FailBeforeStream(Status(
+      StatusCode::kInternal,
+      absl::StrCat("the '",
+                   config_.load(std::memory_order_relaxed)->policy_name,
+                   "' load-balancing policy picked a subchannel that is not "
+                   "one of its READY ones")));
+  return nullptr;
+}
+
+std::shared_ptr<LbPolicyFactory> ChannelCore::FindPolicyFactory(
+    absl::string_view name) const {
+  for (const std::shared_ptr<LbPolicyFactory>& factory :
+       options_.lb_policy_factories) {
+    if (factory != nullptr && factory->name() == name) return factory;
+  }
+  if (std::shared_ptr<LbPolicyFactory> factory = FindLbPolicyFactory(name)) {
+    return factory;
+  }
+  return BuiltinLbPolicyFactory(name);
+}
+
+Status ChannelCore::Check(absl::string_view name,
+                          absl::string_view config) const {
+  std::shared_ptr<LbPolicyFactory> factory = FindPolicyFactory(name);
+  if (factory == nullptr) return Status(StatusCode::kNotFound, "no policy");
+  try {
+    return factory->CheckConfig(config);
+  } catch (const std::exception& e) {
+    return Status(StatusCode::kInvalidArgument,
+                  absl::StrCat("its CheckConfig threw: ", e.what()));
+  } catch (...) {
+    return Status(StatusCode::kInvalidArgument, "its CheckConfig threw");
+  }
+}
+
+std::string ChannelCore::Names() const {
+  std::string names;
+  for (const std::shared_ptr<LbPolicyFactory>& factory :
+       options_.lb_policy_factories) {
+    if (factory != nullptr) absl::StrAppend(&names, factory->name(), ", ");
+  }
+  absl::StrAppend(&names,
+                  "pick_first, round_robin, or one registered with "
+                  "RegisterLbPolicyFactory");
+  return names;
 }
 
 void ChannelCore::EnterTransientFailure(const Status& why) {
@@ -812,11 +917,13 @@ void ChannelCore::EnterTransientFailure(const Status& why) {
 
 void ChannelCore::StartPending() {
   while (pending_ != nullptr && policy_ != nullptr) {
-    LbSubchannel* const subchannel = policy_->Pick();
-    if (subchannel == nullptr) return;
+    LbSubchannel* const picked = policy_->Pick();
+    if (picked == nullptr) return;
     ChannelCall* const call = pending_;
     call->LeavePending();
-    subchannel->StartCall(&call->stream());
+    if (Subchannel* subchannel = AcceptPick(picked, call)) {
+      subchannel->StartCall(&call->stream());
+    }
   }
 }
 
@@ -867,14 +974,26 @@ void ChannelCore::EnterIdle() {
   loop_.Cancel(&idle_timer_);
   SetState(ConnectivityState::kIdle);
   // Orphans the subchannels: their connections close gracefully.
-  policy_.reset();
+  DropPolicy();
 }
 
-SubchannelPtr ChannelCore::CreateSubchannel(
-    const transport::io::SocketAddress& address) {
+SubchannelPtr ChannelCore::CreateSubchannel(const ResolvedAddress& address) {
+  // An address the policy was not given is parsed here; one that is not an
+  // address makes a subchannel whose every attempt fails.
+  transport::io::SocketAddress socket_address;
+  auto known = std::find_if(
+      socket_addresses_.begin(), socket_addresses_.end(),
+      [&](const auto& entry) { return entry.first == address.address; });
+  if (known != socket_addresses_.end()) {
+    socket_address = known->second;
+  } else if (!ParseResolvedAddress(address.address, &socket_address).ok()) {
+    socket_address = transport::io::SocketAddress();
+  }
+  const ChannelConfig& config = *config_.load(std::memory_order_relaxed);
   subchannels_.push_back(std::make_unique<Subchannel>(
-      &loop_, static_cast<Subchannel::Host*>(this), address, backoff_options_,
-      config_.load(std::memory_order_relaxed)->health_check.get()));
+      &loop_, static_cast<Subchannel::Host*>(this), address, socket_address,
+      backoff_options_, config.health_check.get()));
+  LbSubchannelAccess::SetChannel(*subchannels_.back(), this);
   return SubchannelPtr(subchannels_.back().get());
 }
 

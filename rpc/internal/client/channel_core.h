@@ -27,13 +27,14 @@
 #include "rpc/internal/client/connection_backoff.h"
 #include "rpc/internal/client/connectivity_watch.h"
 #include "rpc/internal/client/health_watch.h"
+#include "rpc/internal/client/loop_timers.h"
 #include "rpc/internal/client/resolver_link.h"
 #include "rpc/internal/client/retry.h"
 #include "rpc/internal/client/subchannel.h"
 #include "rpc/internal/common/member_task.h"
 #include "rpc/internal/config/service_config.h"
 #include "rpc/internal/config/target.h"
-#include "rpc/internal/lb/lb_policy.h"
+#include "rpc/load_balancing.h"
 #include "rpc/resolver.h"
 #include "rpc/status.h"
 #include "transport/http2/client_session.h"
@@ -83,7 +84,8 @@ class ClientStreamCall;
 class ChannelCore final : public ChannelCallHost,
                           private LbPolicy::Helper,
                           private Subchannel::Host,
-                          private ResolverLink::Sink {
+                          private ResolverLink::Sink,
+                          private LbPolicyCatalog {
  public:
   // `credentials` (null: every call fails) is read during construction.
   // Invalid `options` (CheckChannelOptions) make every call fail.
@@ -108,7 +110,7 @@ class ChannelCore final : public ChannelCallHost,
   // thread of its own and may still be under way when this returns.
   static void Destroy(std::unique_ptr<ChannelCore> core);
 
-  const std::string& target() const { return target_; }
+  const std::string& target() const override { return target_; }
 
   // ChannelCallHost.
   const ChannelCallSettings& call_settings() const override {
@@ -197,9 +199,12 @@ class ChannelCore final : public ChannelCallHost,
   struct ChannelConfig {
     std::string json;  // as given; "" for none
     ServiceConfig service_config;
-    bool round_robin = false;        // else pick_first
-    bool shuffle_addresses = false;  // pick_first's shuffleAddressList
-    // Set when health checking is on (round_robin and healthCheckConfig).
+    // The policy: loadBalancingConfig's, else ChannelOptions::lb_policy.
+    std::string policy_name;
+    std::string policy_config;  // JSON text
+    std::shared_ptr<LbPolicyFactory> policy_factory;
+    // Set when health checking is on (healthCheckConfig, for any policy but
+    // pick_first).
     std::unique_ptr<HealthCheckSettings> health_check;
     // Set when the config has retryThrottling; loop thread only.
     std::unique_ptr<RetryThrottle> retry_throttle;
@@ -268,9 +273,21 @@ class ChannelCore final : public ChannelCallHost,
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
   // New addresses for the policy (made on the first, or when the config
   // names another).
-  void UpdateAddresses(
-      const std::vector<transport::io::SocketAddress>& addresses)
+  void UpdateAddresses(std::vector<ResolvedAddress> addresses)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
+  // Destroys the policy (orphaning its subchannels) and its timers.
+  void DropPolicy() ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
+  // The policy's pick as the channel's subchannel; null with the call
+  // failed when the policy picked what it may not.
+  Subchannel* AcceptPick(LbSubchannel* picked, ChannelCall* call)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
+  // The factory of policy `name`: the channel's own, the process's, then
+  // h2rpc's; null if none.
+  std::shared_ptr<LbPolicyFactory> FindPolicyFactory(
+      absl::string_view name) const;
+  // LbPolicyCatalog (for the service configs' loadBalancingConfig).
+  Status Check(absl::string_view name, absl::string_view config) const override;
+  std::string Names() const override;
   // The channel itself (no policy yet) cannot connect: `why`.
   void EnterTransientFailure(const Status& why)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
@@ -287,11 +304,19 @@ class ChannelCore final : public ChannelCallHost,
   void Shutdown() ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
 
   // LbPolicy::Helper.
-  SubchannelPtr CreateSubchannel(const transport::io::SocketAddress& address)
-      override ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
+  SubchannelPtr CreateSubchannel(const ResolvedAddress& address) override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
   void UpdateState(ConnectivityState state, const Status& error) override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
   void RequestReresolution() override ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
+  uint64_t StartTimer(absl::Duration delay,
+                      absl::AnyInvocable<void()> task) override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_) {
+    return policy_timers_.Start(delay, std::move(task));
+  }
+  void CancelTimer(uint64_t id) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_) {
+    policy_timers_.Cancel(id);
+  }
 
   // Subchannel::Host.
   const transport::http2::ConnectionOptions& transport_options() const override
@@ -366,6 +391,11 @@ class ChannelCore final : public ChannelCallHost,
       ABSL_GUARDED_BY(loop_);  // reresolution_timer_'s
   // Made on the first addresses, dropped when the channel goes idle.
   std::unique_ptr<LbPolicy> policy_ ABSL_GUARDED_BY(loop_);
+  // The policy's timers, cancelled with it.
+  LoopTimers policy_timers_{loop_};
+  // The addresses the policy has, and the socket address of each.
+  std::vector<std::pair<std::string, transport::io::SocketAddress>>
+      socket_addresses_ ABSL_GUARDED_BY(loop_);
   // Every subchannel not yet freed, orphaned ones included.
   std::vector<std::unique_ptr<Subchannel>> subchannels_ ABSL_GUARDED_BY(loop_);
   ChannelCall* pending_ ABSL_GUARDED_BY(loop_) =

@@ -72,10 +72,6 @@ Status CheckChannelOptions(const ChannelOptions& options) {
                            true);
   }
   if (!status.ok()) return status;
-  if (options.lb_policy != "pick_first" && options.lb_policy != "round_robin") {
-    return Invalid("lb_policy", absl::StrCat("\"", options.lb_policy, "\""),
-                   "\"pick_first\" or \"round_robin\"");
-  }
   if (options.busy_poll_us < 0 || options.busy_poll_us > kMaxBusyPollUs) {
     return Invalid(
         "busy_poll_us", absl::StrCat(options.busy_poll_us),

@@ -57,7 +57,7 @@ class ClientCallTracing {
   bool sampled_ = false;
   bool attempt_open_ = false;
   bool next_transparent_ = false;
-  TraceContext call_;  // the call span's ids and flags
+  TraceContext call_;              // the call span's ids and flags
   absl::string_view trace_state_;  // the context's, if valid
   char traceparent_[kTraceparentSize];
   // Sampled only.

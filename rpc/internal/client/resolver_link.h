@@ -2,13 +2,13 @@
 #define H2RPC_RPC_INTERNAL_CLIENT_RESOLVER_LINK_H_
 
 #include <cstdint>
-#include <map>
 #include <memory>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/any_invocable.h"
 #include "absl/time/time.h"
 #include "rpc/internal/client/loop_gate.h"
+#include "rpc/internal/client/loop_timers.h"
 #include "rpc/resolver.h"
 #include "rpc/status.h"
 #include "transport/io/event_loop.h"
@@ -52,16 +52,13 @@ class ResolverLink final : public ResolverChannel,
   void CancelTimer(uint64_t id) override;
 
  private:
-  class TaskTimer;
-
   // Runs `task` on the loop thread unless the link is detached by then.
   void PostIfAttached(absl::AnyInvocable<void(Sink*)> task);
 
   Sink* sink_ ABSL_GUARDED_BY(loop_);  // null once detached
   const std::shared_ptr<LoopGate> gate_;
   transport::io::EventLoop& loop_;
-  std::map<uint64_t, std::unique_ptr<TaskTimer>> timers_ ABSL_GUARDED_BY(loop_);
-  uint64_t next_timer_id_ ABSL_GUARDED_BY(loop_) = 1;
+  LoopTimers timers_;
 };
 
 }  // namespace h2rpc::internal

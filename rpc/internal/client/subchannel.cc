@@ -14,12 +14,14 @@ namespace h2rpc::internal {
 using transport::http2::ClientSession;
 
 Subchannel::Subchannel(transport::io::EventLoop* loop, Host* host,
-                       const transport::io::SocketAddress& address,
+                       ResolvedAddress resolved,
+                       const transport::io::SocketAddress& socket_address,
                        const ConnectionBackoff::Options& backoff,
                        const HealthCheckSettings* health)
-    : loop_(loop),
+    : LbSubchannel(std::move(resolved)),
+      loop_(loop),
       host_(host),
-      address_(address),
+      socket_address_(socket_address),
       connector_(loop, static_cast<ChannelConnector::Listener*>(this)),
       backoff_(backoff, loop),
       health_watch_(
@@ -28,11 +30,11 @@ Subchannel::Subchannel(transport::io::EventLoop* loop, Host* host,
               : std::make_unique<HealthWatch>(
                     health, static_cast<HealthWatch::Listener*>(this))) {
   if (ClientMetricShard* metrics = host_->metric_shard()) {
-    picks_ = &metrics->backends().For(address_.ToString()).picks;
+    picks_ = &metrics->backends().For(address().address).picks;
   }
   if (ChannelzNode* channel = host_->channelz_node()) {
     channelz_node_ =
-        channel->registry().AddSubchannel(*channel, address_.ToString());
+        channel->registry().AddSubchannel(*channel, address().address);
     channelz_calls_ = channelz_node_->NewCallCounts();
   }
 }
@@ -59,6 +61,9 @@ void Subchannel::StartCall(transport::http2::ClientStream* stream) {
 
 void Subchannel::Orphan() {
   orphaned_ = true;
+  // The observer may go with the policy; calls still draining report to
+  // nobody.
+  set_call_observer(nullptr);
   connector_.Abort();
   loop_->Cancel(&connect_timer_);
   loop_->Cancel(&attempt_timer_);
@@ -110,7 +115,7 @@ void Subchannel::Connect() {
   SetState(ConnectivityState::kConnecting);
   if (orphaned_) return;
   // May report its outcome before returning.
-  connector_.Start(address_, attempt_deadline_);
+  connector_.Start(socket_address_, attempt_deadline_);
 }
 
 void Subchannel::OnConnected(transport::io::FileDescriptor socket,
@@ -118,10 +123,10 @@ void Subchannel::OnConnected(transport::io::FileDescriptor socket,
   std::unique_ptr<ChannelzNode> channelz_socket;
   if (channelz_node_ != nullptr) {
     channelz_socket = channelz_node_->registry().AddConnection(
-        *channelz_node_, socket.get(), address_.ToString(), channelz_calls_);
+        *channelz_node_, socket.get(), address().address, channelz_calls_);
   }
   connection_ = std::make_unique<Connection>(
-      loop_, std::move(socket), host_->NewConnectionFilter(address_.ToString()),
+      loop_, std::move(socket), host_->NewConnectionFilter(address().address),
       std::move(peer), host_->transport_options(),
       static_cast<ClientSession::Listener*>(this));
   if (channelz_socket != nullptr) {
@@ -214,10 +219,9 @@ void Subchannel::OnHealthWatchEnded(const Status& status, bool cancelled) {
     SetState(ConnectivityState::kReady);
     return;
   }
-  last_error_ =
-      Status(StatusCode::kUnavailable,
-             absl::StrCat("health check call to ", address_.ToString(),
-                          " failed: ", status.ToString()));
+  last_error_ = Status(StatusCode::kUnavailable,
+                       absl::StrCat("health check call to ", address().address,
+                                    " failed: ", status.ToString()));
   loop_->Schedule(&health_retry_timer_, loop_->Now() + kHealthRetryDelay);
   SetState(ConnectivityState::kTransientFailure);
 }

@@ -15,7 +15,7 @@
 #include "rpc/internal/client/channel_connector.h"
 #include "rpc/internal/client/connection_backoff.h"
 #include "rpc/internal/client/health_watch.h"
-#include "rpc/internal/lb/lb_policy.h"
+#include "rpc/load_balancing.h"
 #include "rpc/status.h"
 #include "transport/http2/client_session.h"
 #include "transport/http2/session.h"
@@ -27,7 +27,21 @@
 
 namespace h2rpc::internal {
 
-// A channel's connection to one backend address (LbSubchannel), with its
+class ChannelCore;
+
+// How the channel marks the subchannels it made, so that a policy's pick of
+// anything else is refused.
+struct LbSubchannelAccess {
+  static void SetChannel(LbSubchannel& subchannel, const ChannelCore* channel) {
+    subchannel.channel_ = channel;
+  }
+  static const ChannelCore* Channel(const LbSubchannel& subchannel) {
+    return subchannel.channel_;
+  }
+};
+
+// A channel's connection to one backend address (the LbSubchannel of
+// rpc/load_balancing.h), with its
 // own backoff: an attempt is the TCP (or unix-domain) connect, the TLS
 // handshake and the server's HTTP/2 handshake up to its SETTINGS frame, all
 // before the attempt's deadline (ConnectionBackoff). After a failure it is
@@ -83,21 +97,23 @@ class Subchannel final : public LbSubchannel,
   };
 
   // `loop`, `host` and `health` (null: no health checking) must outlive
-  // the subchannel.
+  // the subchannel. `address` is `socket_address` as the policy sees it.
   Subchannel(transport::io::EventLoop* loop, Host* host,
-             const transport::io::SocketAddress& address,
+             ResolvedAddress address,
+             const transport::io::SocketAddress& socket_address,
              const ConnectionBackoff::Options& backoff,
              const HealthCheckSettings* health);
   ~Subchannel() override;
 
   // LbSubchannel.
-  const transport::io::SocketAddress& address() const override {
-    return address_;
-  }
   ConnectivityState state() const override { return state_; }
   const Status& last_error() const override { return last_error_; }
   void RequestConnection() override;
-  void StartCall(transport::http2::ClientStream* stream) override;
+
+  // Orphaned: the policy let it go.
+  bool orphaned() const { return orphaned_; }
+  // READY only: puts a call's stream on the connection.
+  void StartCall(transport::http2::ClientStream* stream);
 
   // The channel is going: closes every connection with `why` (their calls
   // fail with it) and stops connecting. Reports nothing.
@@ -151,7 +167,7 @@ class Subchannel final : public LbSubchannel,
 
   transport::io::EventLoop* const loop_;
   Host* const host_;
-  const transport::io::SocketAddress address_;
+  const transport::io::SocketAddress socket_address_;
   // CallMetrics: the calls the policy picked this address for; null
   // without metrics.
   OwnedCounter* picks_ = nullptr;

@@ -54,7 +54,8 @@ bool IsDigits(absl::string_view text) {
 // error naming the field's path.
 class ConfigReader {
  public:
-  explicit ConfigReader(const JsonDocument& document) : document_(document) {}
+  ConfigReader(const JsonDocument& document, const LbPolicyCatalog& policies)
+      : document_(document), policies_(policies) {}
 
   Status Read(ServiceConfig* config, std::vector<MethodConfig>* method_configs,
               std::map<std::string, size_t>* method_index,
@@ -309,8 +310,9 @@ class ConfigReader {
     return Status();
   }
 
-  // gRPC's lb_policy_registry: the first entry h2rpc supports wins; entries
-  // before it must be well formed, entries after it are not looked at.
+  // gRPC's lb_policy_registry: the first entry the channel has a policy of
+  // wins (its config checked); entries before it must be well formed,
+  // entries after it are not looked at.
   Status ReadLoadBalancingConfig(const Json& value, absl::string_view path,
                                  ServiceConfig* config) const {
     Status status = ExpectArray(value, path);
@@ -332,18 +334,9 @@ class ConfigReader {
       const std::string config_path = JsonMemberPath(entry_path, name);
       status = ExpectObject(policy_config, config_path);
       if (!status.ok()) return status;
-      ServiceConfig::LoadBalancingConfig lb;
-      if (name == "pick_first") {
-        lb.policy = ServiceConfig::LoadBalancingConfig::Policy::kPickFirst;
-        if (const Json* shuffle = Field(policy_config, "shuffleAddressList")) {
-          status = ReadBool(*shuffle,
-                            JsonMemberPath(config_path, "shuffleAddressList"),
-                            &lb.shuffle_address_list);
-          if (!status.ok()) return status;
-        }
-      } else if (name == "round_robin") {
-        lb.policy = ServiceConfig::LoadBalancingConfig::Policy::kRoundRobin;
-      } else {
+      std::string text = policy_config.dump();
+      status = policies_.Check(name, text);
+      if (status.code() == StatusCode::kNotFound) {
         // The message names the first few.
         constexpr size_t kMaxNamed = 8;
         if (skipped.size() < kMaxNamed) {
@@ -353,13 +346,14 @@ class ConfigReader {
         }
         continue;
       }
-      config->load_balancing = lb;
+      if (!status.ok()) return Invalid(config_path, status.message());
+      config->load_balancing =
+          ServiceConfig::LoadBalancingConfig{name, std::move(text)};
       return Status();
     }
-    return Invalid(path,
-                   absl::StrCat("names no policy h2rpc supports (pick_first, "
-                                "round_robin); got [",
-                                absl::StrJoin(skipped, ", "), "]"));
+    return Invalid(path, absl::StrCat("names no policy this channel has (",
+                                      policies_.Names(), "); got [",
+                                      absl::StrJoin(skipped, ", "), "]"));
   }
 
   // The deprecated field, used only when loadBalancingConfig is absent but
@@ -371,17 +365,20 @@ class ConfigReader {
     if (!status.ok()) return status;
     if (name.empty()) return Status();  // gRPC ignores it too
     absl::AsciiStrToLower(&name);
-    ServiceConfig::LoadBalancingConfig lb;
-    if (name == "pick_first") {
-      lb.policy = ServiceConfig::LoadBalancingConfig::Policy::kPickFirst;
-    } else if (name == "round_robin") {
-      lb.policy = ServiceConfig::LoadBalancingConfig::Policy::kRoundRobin;
-    } else {
-      return Invalid(path, absl::StrCat("unknown policy ", Describe(value),
-                                        " (h2rpc supports pick_first and "
-                                        "round_robin)"));
+    status = policies_.Check(name, "{}");
+    if (!status.ok()) {
+      return Invalid(path,
+                     status.code() == StatusCode::kNotFound
+                         ? absl::StrCat("unknown policy ", Describe(value),
+                                        " (this channel "
+                                        "has ",
+                                        policies_.Names(), ")")
+                         : status.message());
     }
-    if (!config->load_balancing.has_value()) config->load_balancing = lb;
+    if (!config->load_balancing.has_value()) {
+      config->load_balancing =
+          ServiceConfig::LoadBalancingConfig{std::move(name), "{}"};
+    }
     return Status();
   }
 
@@ -672,6 +669,7 @@ class ConfigReader {
   }
 
   const JsonDocument& document_;
+  const LbPolicyCatalog& policies_;
 };
 
 }  // namespace
@@ -700,15 +698,45 @@ const MethodConfig* ServiceConfig::FindMethodConfig(
   return default_index_ >= 0 ? &method_configs_[default_index_] : nullptr;
 }
 
+const LbPolicyCatalog& BuiltinLbPolicies() {
+  class Builtin final : public LbPolicyCatalog {
+   public:
+    Status Check(absl::string_view name,
+                 absl::string_view config) const override {
+      if (name == "round_robin") return Status();
+      if (name != "pick_first") {
+        return Status(StatusCode::kNotFound, "no such policy");
+      }
+      const Json parsed =
+          Json::parse(config.begin(), config.end(), nullptr, false);
+      const auto shuffle =
+          parsed.is_object() ? parsed.find("shuffleAddressList") : parsed.end();
+      if (shuffle != parsed.end() && !shuffle->is_null() &&
+          !shuffle->is_boolean()) {
+        return Status(StatusCode::kInvalidArgument,
+                      absl::StrCat("shuffleAddressList: must be true or "
+                                   "false, got ",
+                                   shuffle->dump()));
+      }
+      return Status();
+    }
+    std::string Names() const override { return "pick_first, round_robin"; }
+  };
+  static const Builtin* const builtin = new Builtin;
+  return *builtin;
+}
+
 Status ParseServiceConfig(absl::string_view json, ServiceConfig* out,
-                          const ServiceConfigLimits& limits) {
+                          const ServiceConfigLimits& limits,
+                          const LbPolicyCatalog& policies) {
   JsonDocument document;
   Status status = document.Parse(json, limits.max_nesting_depth);
   if (!status.ok()) return Invalid("", status.message());
   ServiceConfig config;
   std::map<std::string, size_t> method_index;
-  status = ConfigReader(document).Read(&config, &config.method_configs_,
-                                       &method_index, &config.default_index_);
+  status = ConfigReader(document, policies)
+               .Read(&config, &config.method_configs_, &method_index,
+                     &config.default_index_);
   if (!status.ok()) return status;
   config.index_.assign(method_index.begin(), method_index.end());
   *out = std::move(config);

@@ -89,6 +89,26 @@ struct RetryThrottling {
   int64_t token_ratio_milli = 1;
 };
 
+// The load-balancing policies a channel can make, for loadBalancingConfig
+// and loadBalancingPolicy. Any thread.
+class LbPolicyCatalog {
+ public:
+  // OK for a policy the channel has whose `config` (JSON text of the
+  // policy's object) is good; NOT_FOUND for a name it has no policy of;
+  // another error, saying what is wrong, for a bad config.
+  virtual Status Check(absl::string_view name,
+                       absl::string_view config) const = 0;
+  // The policies' names for messages: "pick_first, round_robin".
+  virtual std::string Names() const = 0;
+
+ protected:
+  ~LbPolicyCatalog() = default;
+};
+
+// h2rpc's own policies: pick_first (whose shuffleAddressList, when set, is
+// a boolean) and round_robin.
+const LbPolicyCatalog& BuiltinLbPolicies();
+
 // Limits on the JSON text, against inputs that would take much memory.
 struct ServiceConfigLimits {
   // Deepest nesting of arrays and objects accepted; the top-level object is
@@ -101,18 +121,14 @@ struct ServiceConfigLimits {
 // at once.
 class ServiceConfig {
  public:
-  // The policy of the first supported entry of `loadBalancingConfig`, or of
-  // the deprecated `loadBalancingPolicy` when `loadBalancingConfig` is
-  // absent.
+  // The first entry of `loadBalancingConfig` naming a policy the channel
+  // has (LbPolicyCatalog), or the deprecated `loadBalancingPolicy` when
+  // `loadBalancingConfig` is absent.
   struct LoadBalancingConfig {
-    enum class Policy { kPickFirst, kRoundRobin };
-    Policy policy = Policy::kPickFirst;
-    // pick_first's `shuffleAddressList`: shuffle the resolved addresses
-    // before trying them in order.
-    bool shuffle_address_list = false;
+    std::string policy;         // its name, as the catalog knows it
+    std::string config = "{}";  // its object, as JSON text
   };
 
-  // Unset when the config names no policy: the channel's own choice stands.
   absl::optional<LoadBalancingConfig> load_balancing;
   // `healthCheckConfig.serviceName` (gRFC A17): set when present, which turns
   // client-side health checking on; "" asks for the server's overall health.
@@ -134,7 +150,8 @@ class ServiceConfig {
 
  private:
   friend Status ParseServiceConfig(absl::string_view json, ServiceConfig* out,
-                                   const ServiceConfigLimits& limits);
+                                   const ServiceConfigLimits& limits,
+                                   const LbPolicyCatalog& policies);
 
   std::vector<MethodConfig> method_configs_;
   // Sorted by key: "/service/method" or "/service/" (a whole service), each
@@ -150,17 +167,19 @@ class ServiceConfig {
 // object is an error, as in gRPC. Fields h2rpc does not know are ignored at
 // every level, and a field whose value is null counts as absent.
 //
-// `loadBalancingConfig` takes the first entry naming pick_first or
-// round_robin, skipping the others; `loadBalancingPolicy` must name one of
-// the two (any case). Numbers may be given as JSON numbers or as strings
+// `loadBalancingConfig` takes the first entry naming a policy `policies`
+// has (checking its config), skipping the others; `loadBalancingPolicy`
+// must name one (any case). Numbers may be given as JSON numbers or as strings
 // (proto3 JSON), durations only as strings ("1.5s").
 //
 // Returns OK, or INVALID_ARGUMENT with a message naming the JSON path of the
 // offending field and what is wrong, e.g. "service config:
 // methodConfig[1].retryPolicy.maxAttempts: must be at least 2, got 1"; *out
 // is written only on success. Any thread; allocates the result.
-Status ParseServiceConfig(absl::string_view json, ServiceConfig* out,
-                          const ServiceConfigLimits& limits = {});
+Status ParseServiceConfig(
+    absl::string_view json, ServiceConfig* out,
+    const ServiceConfigLimits& limits = {},
+    const LbPolicyCatalog& policies = BuiltinLbPolicies());
 
 }  // namespace h2rpc::internal
 

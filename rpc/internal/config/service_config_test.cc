@@ -19,7 +19,6 @@
 namespace h2rpc::internal {
 namespace {
 
-using Policy = ServiceConfig::LoadBalancingConfig::Policy;
 
 ServiceConfig ParseOk(const std::string& json) {
   ServiceConfig config;
@@ -70,48 +69,82 @@ TEST(ServiceConfigTest, EmptyObjectSetsNothing) {
 TEST(ServiceConfigTest, LoadBalancing) {
   struct Case {
     std::string json;
-    Policy policy;
-    bool shuffle;
+    std::string policy;
+    std::string config;
   };
   const Case cases[] = {
-      {R"({"loadBalancingConfig": [{"round_robin": {}}]})", Policy::kRoundRobin,
-       false},
-      {R"({"loadBalancingConfig": [{"pick_first": {}}]})", Policy::kPickFirst,
-       false},
+      {R"({"loadBalancingConfig": [{"round_robin": {}}]})", "round_robin",
+       "{}"},
+      {R"({"loadBalancingConfig": [{"pick_first": {}}]})", "pick_first", "{}"},
       {R"({"loadBalancingConfig": [{"pick_first":
             {"shuffleAddressList": true}}]})",
-       Policy::kPickFirst, true},
+       "pick_first", R"({"shuffleAddressList":true})"},
       {R"({"loadBalancingConfig": [{"pick_first":
             {"shuffleAddressList": null}}]})",
-       Policy::kPickFirst, false},
+       "pick_first", R"({"shuffleAddressList":null})"},
       // Unsupported policies are skipped, whatever their config.
       {R"({"loadBalancingConfig": [{"xds_wrr": {"x": [1]}}, {"grpclb": {}},
             {"round_robin": {"unknown": 1}}]})",
-       Policy::kRoundRobin, false},
+       "round_robin", R"({"unknown":1})"},
       // Entries after the chosen one are not looked at.
       {R"({"loadBalancingConfig": [{"round_robin": {}}, 5, {"a": 1, "b": 2}]})",
-       Policy::kRoundRobin, false},
+       "round_robin", "{}"},
       // The deprecated field, any case.
-      {R"({"loadBalancingPolicy": "ROUND_ROBIN"})", Policy::kRoundRobin, false},
-      {R"({"loadBalancingPolicy": "Pick_First"})", Policy::kPickFirst, false},
+      {R"({"loadBalancingPolicy": "ROUND_ROBIN"})", "round_robin", "{}"},
+      {R"({"loadBalancingPolicy": "Pick_First"})", "pick_first", "{}"},
       // loadBalancingConfig wins over loadBalancingPolicy.
       {R"({"loadBalancingPolicy": "round_robin",
            "loadBalancingConfig": [{"pick_first": {}}]})",
-       Policy::kPickFirst, false},
+       "pick_first", "{}"},
       // A null loadBalancingConfig is absent.
       {R"({"loadBalancingConfig": null, "loadBalancingPolicy": "round_robin"})",
-       Policy::kRoundRobin, false},
+       "round_robin", "{}"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.json);
     const ServiceConfig config = ParseOk(c.json);
     ASSERT_TRUE(config.load_balancing.has_value());
     EXPECT_EQ(config.load_balancing->policy, c.policy);
-    EXPECT_EQ(config.load_balancing->shuffle_address_list, c.shuffle);
+    EXPECT_EQ(config.load_balancing->config, c.config);
   }
   // An empty loadBalancingPolicy is ignored, as in gRPC.
   EXPECT_FALSE(
       ParseOk(R"({"loadBalancingPolicy": ""})").load_balancing.has_value());
+}
+
+// A channel's own catalog: the policies it has, and their config checks.
+TEST(ServiceConfigTest, LoadBalancingWithAChannelsPolicies) {
+  class Catalog final : public LbPolicyCatalog {
+   public:
+    Status Check(absl::string_view name,
+                 absl::string_view config) const override {
+      if (name != "weighted") return BuiltinLbPolicies().Check(name, config);
+      if (config == "{}") return Status();
+      return Status(StatusCode::kInvalidArgument, "takes no settings");
+    }
+    std::string Names() const override {
+      return "weighted, " + BuiltinLbPolicies().Names();
+    }
+  };
+  const Catalog catalog;
+  ServiceConfig config;
+  ASSERT_TRUE(ParseServiceConfig(R"({"loadBalancingConfig":
+      [{"other": {}}, {"weighted": {}}, {"round_robin": {}}]})",
+                                 &config, {}, catalog)
+                  .ok());
+  EXPECT_EQ(config.load_balancing->policy, "weighted");
+  Status status = ParseServiceConfig(
+      R"({"loadBalancingConfig": [{"weighted": {"x": 1}}]})", &config, {},
+      catalog);
+  EXPECT_EQ(status.message(),
+            "service config: loadBalancingConfig[0].weighted: takes no "
+            "settings");
+  status = ParseServiceConfig(R"({"loadBalancingConfig": [{"other": {}}]})",
+                              &config, {}, catalog);
+  EXPECT_EQ(status.message(),
+            "service config: loadBalancingConfig: names no policy this "
+            "channel has (weighted, pick_first, round_robin); got "
+            R"(["other"])");
 }
 
 TEST(ServiceConfigTest, HealthCheckConfig) {
@@ -344,7 +377,7 @@ TEST(ServiceConfigTest, FailureLeavesOutputUntouched) {
       R"({"loadBalancingPolicy": "pick_first", "methodConfig": 1})", &config);
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
   ASSERT_TRUE(config.load_balancing.has_value());
-  EXPECT_EQ(config.load_balancing->policy, Policy::kRoundRobin);
+  EXPECT_EQ(config.load_balancing->policy, "round_robin");
   EXPECT_EQ(TimeoutFor(config, "/a/b"), absl::Seconds(1));
 }
 
@@ -436,15 +469,15 @@ TEST(ServiceConfigTest, InvalidLoadBalancing) {
       {R"({"loadBalancingConfig": {}})",
        "loadBalancingConfig: must be an array, got an object"},
       {R"({"loadBalancingConfig": []})",
-       "loadBalancingConfig: names no policy h2rpc supports (pick_first, "
-       "round_robin); got []"},
+       "loadBalancingConfig: names no policy this channel has "
+       "(pick_first, round_robin); got []"},
       {R"({"loadBalancingConfig": [{"grpclb": {}}, {"xds": {}}]})",
-       "loadBalancingConfig: names no policy h2rpc supports (pick_first, "
-       R"(round_robin); got ["grpclb", "xds"])"},
+       "loadBalancingConfig: names no policy this channel has "
+       R"((pick_first, round_robin); got ["grpclb", "xds"])"},
       {R"({"loadBalancingConfig": [{"a": {}}, {"b": {}}, {"c": {}}, {"d": {}},
             {"e": {}}, {"f": {}}, {"g": {}}, {"h": {}}, {"i": {}}, {"j": {}}]})",
-       "loadBalancingConfig: names no policy h2rpc supports (pick_first, "
-       R"(round_robin); got ["a", "b", "c", "d", "e", "f", "g", "h", ...])"},
+       "loadBalancingConfig: names no policy this channel has "
+       R"((pick_first, round_robin); got ["a", "b", "c", "d", "e", "f", "g", "h", ...])"},
       {R"({"loadBalancingConfig": ["round_robin"]})",
        "loadBalancingConfig[0]: must be an object with exactly one key, the "
        R"(policy name, got "round_robin")"},
@@ -461,18 +494,18 @@ TEST(ServiceConfigTest, InvalidLoadBalancing) {
        "loadBalancingConfig[0].grpclb: must be an object, got null"},
       {R"({"loadBalancingConfig": [{"pick_first":
             {"shuffleAddressList": "yes"}}]})",
-       "loadBalancingConfig[0].pick_first.shuffleAddressList: must be true or "
-       R"(false, got "yes")"},
+       "loadBalancingConfig[0].pick_first: shuffleAddressList: must be true "
+       R"(or false, got "yes")"},
       {R"({"loadBalancingPolicy": 5})",
        "loadBalancingPolicy: must be a string, got 5"},
       {R"({"loadBalancingPolicy": "grpclb"})",
-       R"(loadBalancingPolicy: unknown policy "grpclb" (h2rpc supports )"
-       "pick_first and round_robin)"},
+       R"(loadBalancingPolicy: unknown policy "grpclb" (this channel has )"
+       "pick_first, round_robin)"},
       // Checked even when loadBalancingConfig decides.
       {R"({"loadBalancingConfig": [{"round_robin": {}}],
            "loadBalancingPolicy": "weighted"})",
-       R"(loadBalancingPolicy: unknown policy "weighted" (h2rpc supports )"
-       "pick_first and round_robin)"},
+       R"(loadBalancingPolicy: unknown policy "weighted" (this channel has )"
+       "pick_first, round_robin)"},
   });
 }
 

@@ -6,8 +6,7 @@
 
 namespace h2rpc::internal {
 
-void PickFirst::UpdateAddresses(
-    const std::vector<transport::io::SocketAddress>& addresses) {
+void PickFirst::UpdateAddresses(const std::vector<ResolvedAddress>& addresses) {
   addresses_ = addresses;
   if (shuffle_) {
     std::shuffle(addresses_.begin(), addresses_.end(),
@@ -15,8 +14,9 @@ void PickFirst::UpdateAddresses(
   }
   if (selected_ != nullptr) {
     const bool kept = std::any_of(
-        addresses_.begin(), addresses_.end(),
-        [this](const auto& a) { return SameAddress(a, selected_->address()); });
+        addresses_.begin(), addresses_.end(), [this](const ResolvedAddress& a) {
+          return a.address == selected_->address().address;
+        });
     if (kept) return;
     selected_ = nullptr;
     subchannels_.clear();
@@ -34,7 +34,7 @@ void PickFirst::ExitIdle() {
 void PickFirst::StartPass() {
   selected_ = nullptr;
   subchannels_.clear();
-  for (const transport::io::SocketAddress& address : addresses_) {
+  for (const ResolvedAddress& address : addresses_) {
     subchannels_.push_back(helper_->CreateSubchannel(address));
   }
   attempting_ = 0;

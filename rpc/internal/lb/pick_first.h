@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "rpc/internal/lb/lb_policy.h"
+#include "rpc/load_balancing.h"
 
 namespace h2rpc::internal {
 
@@ -25,8 +25,7 @@ class PickFirst final : public LbPolicy {
   PickFirst(Helper* helper, bool shuffle = false)
       : helper_(helper), shuffle_(shuffle) {}
 
-  void UpdateAddresses(
-      const std::vector<transport::io::SocketAddress>& addresses) override;
+  void UpdateAddresses(const std::vector<ResolvedAddress>& addresses) override;
   void ExitIdle() override;
   LbSubchannel* Pick() override { return selected_; }
   void OnSubchannelStateChange(LbSubchannel* subchannel) override;
@@ -38,7 +37,7 @@ class PickFirst final : public LbPolicy {
 
   Helper* const helper_;
   const bool shuffle_;
-  std::vector<transport::io::SocketAddress> addresses_;
+  std::vector<ResolvedAddress> addresses_;
   std::vector<SubchannelPtr> subchannels_;
   LbSubchannel* selected_ = nullptr;  // READY, the only one left
   size_t attempting_ = 0;             // during the first pass

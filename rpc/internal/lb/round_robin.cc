@@ -5,13 +5,14 @@
 namespace h2rpc::internal {
 
 void RoundRobin::UpdateAddresses(
-    const std::vector<transport::io::SocketAddress>& addresses) {
+    const std::vector<ResolvedAddress>& addresses) {
   std::vector<SubchannelPtr> old = std::move(subchannels_);
   subchannels_.clear();
-  for (const transport::io::SocketAddress& address : addresses) {
+  for (const ResolvedAddress& address : addresses) {
     SubchannelPtr subchannel;
     for (SubchannelPtr& candidate : old) {
-      if (candidate != nullptr && SameAddress(candidate->address(), address)) {
+      if (candidate != nullptr &&
+          candidate->address().address == address.address) {
         subchannel = std::move(candidate);
         break;
       }

@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "rpc/internal/lb/lb_policy.h"
+#include "rpc/load_balancing.h"
 
 namespace h2rpc::internal {
 
@@ -18,8 +18,7 @@ class RoundRobin final : public LbPolicy {
  public:
   explicit RoundRobin(Helper* helper) : helper_(helper) {}
 
-  void UpdateAddresses(
-      const std::vector<transport::io::SocketAddress>& addresses) override;
+  void UpdateAddresses(const std::vector<ResolvedAddress>& addresses) override;
   void ExitIdle() override;
   LbSubchannel* Pick() override {
     if (ready_.empty()) return nullptr;

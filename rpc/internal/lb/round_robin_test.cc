@@ -22,7 +22,7 @@ class RoundRobinTest : public ::testing::Test {
     std::map<int, int> out;
     for (int i = 0; i < n; ++i) {
       LbSubchannel* picked = policy_.Pick();
-      ++out[picked == nullptr ? 0 : picked->address().port()];
+      ++out[PortOf(picked)];
     }
     return out;
   }

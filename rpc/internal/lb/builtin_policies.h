@@ -1,0 +1,18 @@
+#ifndef H2RPC_RPC_INTERNAL_LB_BUILTIN_POLICIES_H_
+#define H2RPC_RPC_INTERNAL_LB_BUILTIN_POLICIES_H_
+
+#include <memory>
+
+#include "absl/strings/string_view.h"
+#include "rpc/load_balancing.h"
+
+namespace h2rpc::internal {
+
+// The factory of h2rpc's own policy `name`: "pick_first" (its config's
+// shuffleAddressList) or "round_robin"; null for any other name. Any
+// thread; the factories live as long as the process.
+std::shared_ptr<LbPolicyFactory> BuiltinLbPolicyFactory(absl::string_view name);
+
+}  // namespace h2rpc::internal
+
+#endif  // H2RPC_RPC_INTERNAL_LB_BUILTIN_POLICIES_H_
