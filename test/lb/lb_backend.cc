@@ -18,11 +18,15 @@
 // unix-domain socket. Then reads commands on stdin, one per line:
 //   serving / not_serving: sets the health status of
 //     "grpc.testing.TestService", then prints "ok" (flushed);
+//   fail P: from now on P of every 100 UnaryCalls (0 to 100) fail with
+//     UNAVAILABLE, then prints "ok";
 //   anything else: prints "error: unknown command '...'".
 // Stdin reaching end of file, SIGTERM or SIGINT: Server::Shutdown (GOAWAY;
 // calls in flight finish within kShutdownGrace), then exit 0. Exit code 2:
 // bad arguments; 1: the server did not start.
 
+#include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -31,6 +35,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "proto/grpc/testing/test.h2rpc.pb.h"
@@ -56,12 +61,25 @@ class NamedService final : public TestService::CallbackService {
 
   void UnaryCall(h2rpc::ServerContext* context, const SimpleRequest* request,
                  SimpleResponse* response, h2rpc::UnaryDone done) override {
+    // Evenly spread: the first P of each 100 calls fail.
+    if (calls_.fetch_add(1, std::memory_order_relaxed) % 100 <
+        fail_percent_.load(std::memory_order_relaxed)) {
+      done(h2rpc::Status(h2rpc::StatusCode::kUnavailable,
+                         name_ + " fails this call on purpose"));
+      return;
+    }
     response->set_hostname(name_);
     done(h2rpc::Status());
   }
 
+  void set_fail_percent(int percent) {
+    fail_percent_.store(percent, std::memory_order_relaxed);
+  }
+
  private:
   const std::string name_;
+  std::atomic<uint64_t> calls_{0};
+  std::atomic<int> fail_percent_{0};
 };
 
 void Reply(const char* line) {
@@ -70,9 +88,17 @@ void Reply(const char* line) {
 }
 
 // Runs one stdin command.
-void RunCommand(absl::string_view command, h2rpc::HealthCheckService* health) {
+void RunCommand(absl::string_view command, h2rpc::HealthCheckService* health,
+                NamedService* service) {
   if (command == "serving" || command == "not_serving") {
     health->SetServingStatus(TestService::kServiceName, command == "serving");
+    Reply("ok");
+    return;
+  }
+  int percent = 0;
+  if (absl::ConsumePrefix(&command, "fail ") &&
+      absl::SimpleAtoi(command, &percent) && percent >= 0 && percent <= 100) {
+    service->set_fail_percent(percent);
     Reply("ok");
     return;
   }
@@ -129,8 +155,9 @@ int main(int argc, char** argv) {
   std::printf("port %d\n", port);
   std::fflush(stdout);
 
-  end_signals.WaitForTheEnd(
-      [&health](absl::string_view command) { RunCommand(command, &health); });
+  end_signals.WaitForTheEnd([&health, &service](absl::string_view command) {
+    RunCommand(command, &health, &service);
+  });
   if (registrar != nullptr) {
     // Clients stop picking this backend before it stops serving.
     status = registrar->Stop();

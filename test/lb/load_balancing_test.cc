@@ -54,6 +54,7 @@ using ::h2rpc::testing::Failures;
 using ::h2rpc::testing::kHangTimeout;
 using ::h2rpc::testing::RunfilesPath;
 using ::h2rpc::testing::ServerProcess;
+using ::h2rpc::testing::WaitFor;
 using ::testing::HasSubstr;
 using transport::io::SocketAddress;
 
@@ -442,6 +443,81 @@ TEST(LoadBalancingTest, UnixTargetsReachTheirBackends) {
     EXPECT_TRUE(status.ok()) << target << ": " << status.ToString();
     EXPECT_EQ(response.hostname(), name) << target;
   }
+}
+
+// Failed calls among `records[from, to)`.
+int64_t FailedIn(const std::vector<CallRecord>& records, size_t from,
+                 size_t to) {
+  int64_t failed = 0;
+  for (size_t i = from; i < to && i < records.size(); ++i) {
+    failed += records[i].done && records[i].code != StatusCode::kOk;
+  }
+  return failed;
+}
+
+// (g) Outlier detection (gRPC's A50): a backend that fails half its calls
+// but passes its health checks leaves the rotation once an interval has
+// counted them; under plain round_robin it keeps failing a sixth of all
+// calls.
+TEST(LoadBalancingTest, OutlierDetectionEjectsABackendFailingHalfItsCalls) {
+  std::unique_ptr<ServerProcess> b0 = StartBackend("127.0.0.1:0", "b0");
+  std::unique_ptr<ServerProcess> b1 = StartBackend("127.0.0.1:0", "b1");
+  std::unique_ptr<ServerProcess> b2 = StartBackend("127.0.0.1:0", "b2");
+  ASSERT_TRUE(b0 != nullptr && b1 != nullptr && b2 != nullptr);
+  std::string error;
+  ASSERT_TRUE(b2->Command("fail 50", kHangTimeout, &error)) << error;
+  const std::string target = Ipv4Target({b0->port(), b1->port(), b2->port()});
+
+  // Without outlier detection: b2's failures go on.
+  {
+    ChannelOptions options;
+    options.lb_policy = "round_robin";
+    std::shared_ptr<Channel> channel = CreateChannel(target, options);
+    std::string seen;
+    ASSERT_TRUE(AllAnswer(*channel, {"b0", "b1", "b2"}, kHangTimeout, &seen))
+        << "answered: " << seen;
+    CallRunner::Options run;
+    run.in_flight = 16;
+    run.total = 3000;
+    CallRunner runner(channel, run);
+    ASSERT_TRUE(runner.WaitAllDone(kHangTimeout));
+    const std::vector<CallRecord> records = runner.Records();
+    // A sixth of 3000 (b2's third, half of it failing), give or take.
+    EXPECT_GT(FailedIn(records, 0, records.size()), 300)
+        << Describe(CountByBackend(records, 0, records.size()));
+  }
+
+  ChannelOptions options;
+  options.service_config = R"({"loadBalancingConfig": [
+      {"outlier_detection_experimental": {
+         "interval": "0.1s", "baseEjectionTime": "60s",
+         "maxEjectionPercent": 34,
+         "failurePercentageEjection": {"threshold": 30, "requestVolume": 20,
+                                       "minimumHosts": 3},
+         "childPolicy": [{"round_robin": {}}]}}]})";
+  std::shared_ptr<Channel> channel = CreateChannel(target, options);
+  CallRunner::Options run;
+  run.in_flight = 16;
+  CallRunner runner(channel, run);
+  // Ejected: the latest 500 calls all succeeded.
+  ASSERT_TRUE(WaitFor([&] {
+    const std::vector<CallRecord> records = runner.Records();
+    size_t done = 0;
+    while (done < records.size() && records[done].done) ++done;
+    return done >= 500 && FailedIn(records, done - 500, done) == 0;
+  })) << "b2 was never ejected";
+  const absl::Time ejected = absl::Now();
+  ASSERT_TRUE(
+      runner.WaitForCompletedStartedAfter(ejected, kPhaseCalls, kHangTimeout));
+  runner.Stop();
+  ASSERT_TRUE(runner.WaitAllDone(kHangTimeout));
+  const std::vector<CallRecord> records = runner.Records();
+  const size_t after = FirstStartedAt(records, ejected);
+  EXPECT_EQ(FailedIn(records, after, records.size()), 0);
+  const std::map<std::string, int64_t> counts =
+      CountByBackend(records, after, records.size());
+  EXPECT_EQ(counts.count("b2"), 0u) << Describe(counts);
+  EXPECT_EQ(counts.size(), 2u) << Describe(counts);
 }
 
 }  // namespace

@@ -901,9 +901,8 @@ std::string ChannelCore::Names() const {
        options_.lb_policy_factories) {
     if (factory != nullptr) absl::StrAppend(&names, factory->name(), ", ");
   }
-  absl::StrAppend(&names,
-                  "pick_first, round_robin, or one registered with "
-                  "RegisterLbPolicyFactory");
+  absl::StrAppend(&names, kBuiltinLbPolicyNames,
+                  ", or one registered with RegisterLbPolicyFactory");
   return names;
 }
 

@@ -28,6 +28,9 @@ constexpr int64_t kUint32Max = std::numeric_limits<uint32_t>::max();
 // proto3 Duration's range.
 constexpr int64_t kMaxDurationSeconds = 315576000000;
 constexpr int64_t kMaxRetryTokens = 1000;
+constexpr char kDurationFormat[] =
+    "must be a duration string like \"1.5s\" (seconds, up to 9 decimal "
+    "places, an s suffix)";
 
 // A config error at `path` ("" for the whole config).
 Status Invalid(absl::string_view path, absl::string_view what) {
@@ -220,49 +223,16 @@ class ConfigReader {
     return Status();
   }
 
-  // A proto3 JSON Duration: seconds with up to 9 decimal places and an "s"
-  // suffix ("1s", "1.5s", "0.000000001s"); ".5s" too, as in gRFC A6's
-  // examples. Negative durations are refused.
   Status ReadDuration(const Json& value, absl::string_view path,
                       absl::Duration* out) const {
-    const auto bad_format = [&] {
-      return Invalid(path,
-                     absl::StrCat("must be a duration string like \"1.5s\" "
-                                  "(seconds, up to 9 decimal places, an s "
-                                  "suffix), got ",
-                                  Describe(value)));
-    };
-    if (!value.is_string()) return bad_format();
-    absl::string_view text = value.get_ref<const std::string&>();
-    if (!absl::ConsumeSuffix(&text, "s")) return bad_format();
-    const bool negative = absl::ConsumePrefix(&text, "-");
-    absl::string_view whole = text;
-    absl::string_view fraction;
-    const size_t point = text.find('.');
-    if (point != absl::string_view::npos) {
-      whole = text.substr(0, point);
-      fraction = text.substr(point + 1);
-      if (fraction.empty() || fraction.size() > 9) return bad_format();
+    if (!value.is_string()) {
+      return Invalid(path, absl::StrCat(kDurationFormat, ", got ",
+                                        Describe(value)));
     }
-    if (whole.empty() && fraction.empty()) return bad_format();
-    if (!IsDigits(whole) || !IsDigits(fraction)) return bad_format();
-    while (whole.size() > 1 && whole[0] == '0') whole.remove_prefix(1);
-    int64_t seconds = 0;
-    if (whole.size() > 12 ||
-        (!whole.empty() && !absl::SimpleAtoi(whole, &seconds)) ||
-        seconds > kMaxDurationSeconds) {
-      return Invalid(path, absl::StrCat("must be at most ", kMaxDurationSeconds,
-                                        "s, got ", Describe(value)));
+    std::string why;
+    if (!ParseJsonDuration(value.get_ref<const std::string&>(), out, &why)) {
+      return Invalid(path, absl::StrCat(why, ", got ", Describe(value)));
     }
-    int64_t nanos = 0;
-    for (size_t i = 0; i < 9; ++i) {
-      nanos = nanos * 10 + (i < fraction.size() ? fraction[i] - '0' : 0);
-    }
-    if (negative && (seconds != 0 || nanos != 0)) {
-      return Invalid(
-          path, absl::StrCat("must not be negative, got ", Describe(value)));
-    }
-    *out = absl::Seconds(seconds) + absl::Nanoseconds(nanos);
     return Status();
   }
 
@@ -673,6 +643,49 @@ class ConfigReader {
 };
 
 }  // namespace
+
+bool ParseJsonDuration(absl::string_view text, absl::Duration* out,
+                       std::string* why) {
+  if (!absl::ConsumeSuffix(&text, "s")) {
+    *why = kDurationFormat;
+    return false;
+  }
+  const bool negative = absl::ConsumePrefix(&text, "-");
+  absl::string_view whole = text;
+  absl::string_view fraction;
+  const size_t point = text.find('.');
+  if (point != absl::string_view::npos) {
+    whole = text.substr(0, point);
+    fraction = text.substr(point + 1);
+    if (fraction.empty() || fraction.size() > 9) {
+      *why = kDurationFormat;
+      return false;
+    }
+  }
+  if ((whole.empty() && fraction.empty()) || !IsDigits(whole) ||
+      !IsDigits(fraction)) {
+    *why = kDurationFormat;
+    return false;
+  }
+  while (whole.size() > 1 && whole[0] == '0') whole.remove_prefix(1);
+  int64_t seconds = 0;
+  if (whole.size() > 12 ||
+      (!whole.empty() && !absl::SimpleAtoi(whole, &seconds)) ||
+      seconds > kMaxDurationSeconds) {
+    *why = absl::StrCat("must be at most ", kMaxDurationSeconds, "s");
+    return false;
+  }
+  int64_t nanos = 0;
+  for (size_t i = 0; i < 9; ++i) {
+    nanos = nanos * 10 + (i < fraction.size() ? fraction[i] - '0' : 0);
+  }
+  if (negative && (seconds != 0 || nanos != 0)) {
+    *why = "must not be negative";
+    return false;
+  }
+  *out = absl::Seconds(seconds) + absl::Nanoseconds(nanos);
+  return true;
+}
 
 const MethodConfig* ServiceConfig::FindMethodConfig(
     absl::string_view method_path) const {

@@ -109,6 +109,13 @@ class LbPolicyCatalog {
 // a boolean) and round_robin.
 const LbPolicyCatalog& BuiltinLbPolicies();
 
+// A proto3 JSON Duration: seconds with up to 9 decimal places and an "s"
+// suffix ("1s", "1.5s", "0.000000001s"; ".5s" too, as in gRFC A6's
+// examples), not negative, at most 315576000000 s. False with `*why`
+// ("must be ...") otherwise.
+bool ParseJsonDuration(absl::string_view text, absl::Duration* out,
+                       std::string* why);
+
 // Limits on the JSON text, against inputs that would take much memory.
 struct ServiceConfigLimits {
   // Deepest nesting of arrays and objects accepted; the top-level object is

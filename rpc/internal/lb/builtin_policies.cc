@@ -5,6 +5,7 @@
 
 #include "nlohmann/json.hpp"
 #include "rpc/internal/config/service_config.h"
+#include "rpc/internal/lb/outlier_detection.h"
 #include "rpc/internal/lb/pick_first.h"
 #include "rpc/internal/lb/round_robin.h"
 
@@ -47,8 +48,17 @@ std::shared_ptr<LbPolicyFactory> BuiltinLbPolicyFactory(
       std::make_shared<PickFirstFactory>());
   static const auto* const round_robin = new std::shared_ptr<LbPolicyFactory>(
       std::make_shared<RoundRobinFactory>());
+  // Its children: registered policies first, as for a channel.
+  static const auto* const outlier_detection =
+      new std::shared_ptr<LbPolicyFactory>(
+          NewOutlierDetectionFactory([](absl::string_view child) {
+            std::shared_ptr<LbPolicyFactory> factory =
+                FindLbPolicyFactory(child);
+            return factory != nullptr ? factory : BuiltinLbPolicyFactory(child);
+          }));
   if (name == "pick_first") return *pick_first;
   if (name == "round_robin") return *round_robin;
+  if (name == "outlier_detection_experimental") return *outlier_detection;
   return nullptr;
 }
 
