@@ -787,8 +787,9 @@ TEST(ChannelOptionsTest, AnInvalidValueFailsEveryCallNamingIt) {
        "ChannelOptions::dns_refresh_interval is -1s"},
       {[](ChannelOptions* o) { o->lb_policy = "grpclb"; },
        "ChannelOptions::lb_policy is \"grpclb\"; it must name a policy: "
-       "pick_first, round_robin, outlier_detection_experimental, or one "
-       "registered with RegisterLbPolicyFactory"},
+       "pick_first, round_robin, weighted_round_robin, "
+       "outlier_detection_experimental, or one registered with "
+       "RegisterLbPolicyFactory"},
       {[](ChannelOptions* o) {
          o->service_config = R"({"loadBalancingConfig": [{"ring_hash": {}}]})";
        },

@@ -8,6 +8,7 @@
 #include "rpc/internal/lb/outlier_detection.h"
 #include "rpc/internal/lb/pick_first.h"
 #include "rpc/internal/lb/round_robin.h"
+#include "rpc/internal/lb/weighted_round_robin.h"
 
 namespace h2rpc::internal {
 namespace {
@@ -58,7 +59,10 @@ std::shared_ptr<LbPolicyFactory> BuiltinLbPolicyFactory(
           }));
   if (name == "pick_first") return *pick_first;
   if (name == "round_robin") return *round_robin;
+  static const auto* const weighted_round_robin =
+      new std::shared_ptr<LbPolicyFactory>(NewWeightedRoundRobinFactory());
   if (name == "outlier_detection_experimental") return *outlier_detection;
+  if (name == "weighted_round_robin") return *weighted_round_robin;
   return nullptr;
 }
 

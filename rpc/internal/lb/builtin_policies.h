@@ -10,12 +10,13 @@ namespace h2rpc::internal {
 
 // The names of h2rpc's own policies, for messages.
 inline constexpr char kBuiltinLbPolicyNames[] =
-    "pick_first, round_robin, outlier_detection_experimental";
+    "pick_first, round_robin, weighted_round_robin, "
+    "outlier_detection_experimental";
 
 // The factory of h2rpc's own policy `name`: "pick_first" (its config's
-// shuffleAddressList), "round_robin" or "outlier_detection_experimental"
-// (gRPC's A50); null for any other name. Any thread; the factories live as
-// long as the process.
+// shuffleAddressList), "round_robin", "weighted_round_robin" (gRPC's A58)
+// or "outlier_detection_experimental" (A50); null for any other name. Any
+// thread; the factories live as long as the process.
 std::shared_ptr<LbPolicyFactory> BuiltinLbPolicyFactory(absl::string_view name);
 
 }  // namespace h2rpc::internal
