@@ -1,0 +1,172 @@
+// weighted_round_robin (gRPC's A58) over real servers that send ORCA load
+// reports (rpc/orca.h) in their calls' trailers: the calls follow the
+// weights qps / utilization, and follow them again when a server's load
+// changes; round_robin on the same servers spreads evenly.
+#include <cmath>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
+#include "gtest/gtest.h"
+#include "proto/grpc/testing/messages.pb.h"
+#include "rpc/channel.h"
+#include "rpc/orca.h"
+#include "rpc/server.h"
+#include "test/util/stub_server.h"
+#include "test/util/wait_for.h"
+
+namespace h2rpc {
+namespace {
+
+using grpc::testing::SimpleRequest;
+using grpc::testing::SimpleResponse;
+using ::h2rpc::testing::kHangTimeout;
+using ::h2rpc::testing::StubServer;
+using ::h2rpc::testing::WaitFor;
+
+constexpr char kWho[] = "/wrr.Test/Who";
+// How far a server's share of the calls may be from its expected one.
+constexpr double kShareTolerance = 0.05;
+
+// Answers kWho with its name and its load report.
+class ReportingServer {
+ public:
+  ReportingServer(std::string name, double utilization)
+      : name_(std::move(name)) {
+    metrics_.SetQps(100);
+    metrics_.SetCpuUtilization(utilization);
+    server_.builder().RegisterUnary<SimpleRequest, SimpleResponse>(
+        kWho, [this](ServerContext* context, const SimpleRequest&,
+                     SimpleResponse* out) {
+          out->mutable_payload()->set_body(name_);
+          metrics_.AttachTo(context);
+          return Status();
+        });
+    const Status status = server_.Start();
+    EXPECT_TRUE(status.ok()) << status.ToString();
+  }
+
+  std::string address() const { return server_.target(); }
+  OrcaServerMetrics& metrics() { return metrics_; }
+
+ private:
+  const std::string name_;
+  OrcaServerMetrics metrics_;
+  StubServer server_;
+};
+
+// The share of `calls` blocking calls each server answers.
+std::map<std::string, double> Shares(Channel& channel, int calls) {
+  std::map<std::string, int> counts;
+  for (int i = 0; i < calls; ++i) {
+    ClientContext context;
+    context.set_timeout(kHangTimeout);
+    context.set_wait_for_ready(true);
+    SimpleRequest request;
+    SimpleResponse response;
+    if (channel.UnaryCall(&context, kWho, request, &response).ok()) {
+      ++counts[response.payload().body()];
+    }
+  }
+  std::map<std::string, double> shares;
+  for (const auto& [name, count] : counts) {
+    shares[name] = static_cast<double>(count) / calls;
+  }
+  return shares;
+}
+
+std::string Describe(const std::map<std::string, double>& shares) {
+  return absl::StrJoin(shares, ", ", absl::PairFormatter("="));
+}
+
+bool Near(const std::map<std::string, double>& shares,
+          const std::map<std::string, double>& expected) {
+  if (shares.size() != expected.size()) return false;
+  for (const auto& [name, share] : expected) {
+    auto it = shares.find(name);
+    if (it == shares.end() || std::abs(it->second - share) > kShareTolerance) {
+      return false;
+    }
+  }
+  return true;
+}
+
+class WeightedRoundRobinTest : public ::testing::Test {
+ protected:
+  std::string Target() const {
+    return absl::StrCat("ipv4:", light_.address(), ",", medium_.address(), ",",
+                        heavy_.address());
+  }
+
+  // Utilizations 0.2, 0.4 and 0.8 at 100 qps: weights 500, 250 and 125.
+  ReportingServer light_{"light", 0.2};
+  ReportingServer medium_{"medium", 0.4};
+  ReportingServer heavy_{"heavy", 0.8};
+};
+
+TEST_F(WeightedRoundRobinTest, CallsFollowTheReportedLoad) {
+  ChannelOptions options;
+  options.service_config = R"({"loadBalancingConfig": [{"weighted_round_robin":
+      {"blackoutPeriod": "0s", "weightUpdatePeriod": "0.1s"}}]})";
+  std::shared_ptr<Channel> channel =
+      CreateChannel(Target(), InsecureChannelCredentials(), options);
+  const std::map<std::string, double> expected = {
+      {"light", 4.0 / 7}, {"medium", 2.0 / 7}, {"heavy", 1.0 / 7}};
+  std::map<std::string, double> shares;
+  // The weights take effect at the first update after the first reports.
+  EXPECT_TRUE(WaitFor([&] {
+    shares = Shares(*channel, 700);
+    return Near(shares, expected);
+  })) << Describe(shares);
+  shares = Shares(*channel, 7000);
+  EXPECT_TRUE(Near(shares, expected)) << Describe(shares);
+
+  // The heavy server becomes the lightest: the calls follow.
+  heavy_.metrics().SetCpuUtilization(0.1);  // weight 1000
+  const std::map<std::string, double> after = {
+      {"light", 4.0 / 14}, {"medium", 2.0 / 14}, {"heavy", 8.0 / 14}};
+  EXPECT_TRUE(WaitFor([&] {
+    shares = Shares(*channel, 700);
+    return Near(shares, after);
+  })) << Describe(shares);
+}
+
+TEST_F(WeightedRoundRobinTest, RoundRobinIgnoresTheReports) {
+  ChannelOptions options;
+  options.lb_policy = "round_robin";
+  std::shared_ptr<Channel> channel =
+      CreateChannel(Target(), InsecureChannelCredentials(), options);
+  const std::map<std::string, double> even = {
+      {"light", 1.0 / 3}, {"medium", 1.0 / 3}, {"heavy", 1.0 / 3}};
+  std::map<std::string, double> shares;
+  // Every server READY first: then the calls alternate.
+  EXPECT_TRUE(WaitFor([&] {
+    shares = Shares(*channel, 300);
+    return Near(shares, even);
+  })) << Describe(shares);
+}
+
+TEST(OrcaServerMetricsTest, ReportsWhatWasSet) {
+  OrcaServerMetrics metrics;
+  metrics.SetCpuUtilization(0.5);
+  metrics.SetMemoryUtilization(-1);  // taken as 0
+  metrics.SetApplicationUtilization(0.7);
+  metrics.SetQps(12.5);
+  metrics.SetEps(1);
+  metrics.SetNamedMetric("queue", 3);
+  const xds::data::orca::v3::OrcaLoadReport report = metrics.Report();
+  EXPECT_EQ(report.cpu_utilization(), 0.5);
+  EXPECT_EQ(report.mem_utilization(), 0);
+  EXPECT_EQ(report.application_utilization(), 0.7);
+  EXPECT_EQ(report.rps_fractional(), 12.5);
+  EXPECT_EQ(report.eps(), 1);
+  EXPECT_EQ(report.named_metrics().at("queue"), 3);
+}
+
+}  // namespace
+}  // namespace h2rpc
