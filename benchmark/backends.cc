@@ -22,13 +22,20 @@ std::unique_ptr<Backends> Backends::StartInProcess(const std::string& stack,
 }
 
 std::unique_ptr<Backends> Backends::StartProcesses(
-    int count, const std::vector<std::string>& child_args, std::string* error) {
+    int count, const std::vector<std::string>& child_args,
+    const std::vector<std::vector<std::string>>& per_child_args,
+    std::string* error) {
   std::unique_ptr<Backends> backends(new Backends());
   std::vector<int> ports;
   for (int i = 0; i < count; ++i) {
+    std::vector<std::string> args = child_args;
+    if (static_cast<size_t>(i) < per_child_args.size()) {
+      args.insert(args.end(), per_child_args[i].begin(),
+                  per_child_args[i].end());
+    }
     std::string child_error;
     std::unique_ptr<ServerProcess> child =
-        ServerProcess::Start(child_args, &child_error);
+        ServerProcess::Start(args, &child_error);
     if (child == nullptr) {
       *error = absl::StrCat("server process ", i + 1, " of ", count, ": ",
                             child_error);

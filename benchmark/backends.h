@@ -35,10 +35,12 @@ class Backends {
                                                   std::string* error);
   // Starts `count` (at least 1) children, each this binary with
   // `child_args` (which must make it a --server_only server on a free
-  // loopback port), one after the other; null (and `*error`, naming the
-  // child) if one does not start. The children started so far are stopped.
+  // loopback port) followed by its own `per_child_args[i]` (if any), one
+  // after the other; null (and `*error`, naming the child) if one does not
+  // start. The children started so far are stopped.
   static std::unique_ptr<Backends> StartProcesses(
       int count, const std::vector<std::string>& child_args,
+      const std::vector<std::vector<std::string>>& per_child_args,
       std::string* error);
 
   // Stops the servers (children: closes their stdin and waits for them).

@@ -11,8 +11,8 @@
 
 #include "benchmark/op_stats.h"
 #include "rpc/call_metrics.h"
-#include "rpc/tracing.h"
 #include "rpc/compression.h"
+#include "rpc/tracing.h"
 
 namespace h2rpc::benchmark {
 
@@ -71,9 +71,12 @@ struct ClientConfig {
   // "unix-abstract:name". Every connection resolves it.
   std::string target;
   // How each connection (channel) spreads its calls over the target's
-  // addresses: "pick_first" or "round_robin" (h2rpc's
-  // ChannelOptions::lb_policy, gRPC C++'s GRPC_ARG_LB_POLICY_NAME).
+  // addresses: "pick_first", "round_robin" or (h2rpc only)
+  // "weighted_round_robin" (h2rpc's ChannelOptions::lb_policy, gRPC C++'s
+  // GRPC_ARG_LB_POLICY_NAME).
   std::string lb_policy = "pick_first";
+  // h2rpc only: ChannelOptions::service_config; empty: none.
+  std::string service_config;
   Workload workload = Workload::kUnary;
   // Calls (unary) or streams in flight, spread over `connections`;
   // handshake: connections in flight, each with its one call (`connections`
@@ -122,6 +125,14 @@ struct ServerConfig {
   std::shared_ptr<Tracer> tracer;
   int busy_poll_us = 0;   // h2rpc only: ServerOptions::busy_poll_us
   bool bdp_probe = true;  // h2rpc only: ConnectionOptions::bdp_probe
+  // h2rpc's callback server only, for load-balancing measurements: how
+  // long each unary call holds the loop (--server_work_us), the share of
+  // unary calls
+  // that fail with UNAVAILABLE (--server_fail_percent, 0 to 100), and ORCA
+  // load reports in every unary call's trailers (--orca).
+  absl::Duration work_per_call;
+  int fail_percent = 0;
+  bool orca = false;
 };
 
 // A client running closed loops until Stop(): every completed round trip

@@ -64,10 +64,10 @@
 #include "benchmark/server_process.h"
 #include "benchmark/thread_cpu.h"
 #include "benchmark/tls_credentials.h"
+#include "proto/opentelemetry/proto/collector/trace/v1/trace_service.pb.h"
 #include "rpc/call_metrics.h"
 #include "rpc/compression.h"
 #include "rpc/connection_options.h"
-#include "proto/opentelemetry/proto/collector/trace/v1/trace_service.pb.h"
 #include "rpc/metrics/prometheus_endpoint.h"
 #include "rpc/otlp_exporter.h"
 #include "rpc/server.h"
@@ -120,8 +120,27 @@ ABSL_FLAG(int, servers, 1,
           "--server_cpus) and makes the client's target name them all, "
           "balanced with --lb_policy. Not with --target.");
 ABSL_FLAG(std::string, lb_policy, "pick_first",
-          "pick_first or round_robin: how each client connection spreads its "
-          "calls over the target's addresses.");
+          "pick_first or round_robin (any stack), or weighted_round_robin "
+          "(h2rpc clients; with --orca servers): how each client connection "
+          "spreads its calls over the target's addresses.");
+ABSL_FLAG(std::string, service_config, "",
+          "h2rpc clients: a service config in gRPC's JSON form for every "
+          "channel (its loadBalancingConfig overrides --lb_policy), e.g. "
+          "outlier_detection_experimental's.");
+ABSL_FLAG(std::string, server_work_us, "0",
+          "h2rpc callback servers: microseconds each unary call holds its "
+          "server's loop (sleeping: the server then serves at most one call "
+          "per that time), one value per server in --servers order (the last "
+          "repeats), to make some servers slower than others.");
+ABSL_FLAG(std::string, server_fail_percent, "0",
+          "h2rpc callback servers: the share of unary calls (0 to 100) that "
+          "fail with UNAVAILABLE, one value per server as --server_work_us; "
+          "the errors are then expected.");
+ABSL_FLAG(bool, orca, false,
+          "h2rpc callback servers send ORCA load reports (queries per second, "
+          "CPU utilization, and the share of time the handlers held the loop "
+          "as application utilization, over the last second) in every unary "
+          "call's trailers, for --lb_policy=weighted_round_robin.");
 ABSL_FLAG(int, interceptors, 0,
           "No-op interceptors on each h2rpc channel and server (what the "
           "interceptor chain costs); gRPC C++ sides ignore it.");
@@ -314,10 +333,40 @@ struct Plan {
   std::string target;
   int servers = 1;
   std::string lb_policy;
+  std::string service_config;
+  // Per server, by index (the last repeats); not empty.
+  std::vector<int> server_work_us;
+  std::vector<int> server_fail_percent;
+  bool orca = false;
   absl::Duration warmup;
   TlsCredentialFiles tls;  // --secure only
   std::vector<int> proxy_pids;
 };
+
+// --server_work_us and --server_fail_percent; false after printing why.
+bool ServerLoadFlags(std::vector<int>* work_us,
+                     std::vector<int>* fail_percent) {
+  if (!IntList("server_work_us", absl::GetFlag(FLAGS_server_work_us),
+               work_us) ||
+      !IntList("server_fail_percent", absl::GetFlag(FLAGS_server_fail_percent),
+               fail_percent)) {
+    return false;
+  }
+  for (int percent : *fail_percent) {
+    if (percent < 0 || percent > 100) {
+      std::fprintf(stderr, "bad --server_fail_percent: %d is not 0 to 100\n",
+                   percent);
+      return false;
+    }
+  }
+  for (int us : *work_us) {
+    if (us < 0) {
+      std::fprintf(stderr, "bad --server_work_us: %d is negative\n", us);
+      return false;
+    }
+  }
+  return !work_us->empty() && !fail_percent->empty();
+}
 
 // --secure: the interop test credentials, or false after printing why.
 bool LoadTls(TlsCredentialFiles* tls) {
@@ -423,10 +472,23 @@ SideUsage Minus(const SideUsage& a, const SideUsage& b) {
 
 // The run's servers (without --target): features.servers children, or one
 // in this process.
+// The `index`th server's value of a per-server list flag.
+int PerServer(const std::vector<int>& values, int index) {
+  return values[std::min<size_t>(index, values.size() - 1)];
+}
+
 std::unique_ptr<Backends> StartBackends(const RunFeatures& features,
                                         CompressionAlgorithm compression,
                                         const Plan& plan, std::string* error) {
   if (features.two_processes) {
+    std::vector<std::vector<std::string>> per_child;
+    for (int i = 0; i < features.servers; ++i) {
+      per_child.push_back(
+          {absl::StrCat("--server_work_us=", PerServer(plan.server_work_us, i)),
+           absl::StrCat("--server_fail_percent=",
+                        PerServer(plan.server_fail_percent, i)),
+           absl::StrCat("--orca=", plan.orca ? "true" : "false")});
+    }
     return Backends::StartProcesses(
         features.servers,
         {"--server_only", "--server_stack=" + features.server_stack, "--port=0",
@@ -441,10 +503,13 @@ std::unique_ptr<Backends> StartBackends(const RunFeatures& features,
          absl::StrCat("--bdp_probe=",
                       absl::GetFlag(FLAGS_bdp_probe) ? "true" : "false"),
          "--tls_credentials_dir=" + plan.tls.dir},
-        error);
+        per_child, error);
   }
   ServerConfig config;
   config.compression = compression;
+  config.work_per_call = absl::Microseconds(plan.server_work_us[0]);
+  config.fail_percent = plan.server_fail_percent[0];
+  config.orca = plan.orca;
   config.cpus = plan.server_cpus;
   config.interceptors = features.interceptors;
   if (features.metrics) config.metrics = ProcessMetrics();
@@ -487,6 +552,7 @@ bool RunOne(const RunFeatures& features, Workload workload,
   ClientConfig config;
   config.target = target;
   config.lb_policy = features.lb_policy;
+  config.service_config = plan.service_config;
   config.interceptors = features.interceptors;
   if (features.metrics) config.metrics = ProcessMetrics();
   config.tracer = ProcessTracer();
@@ -589,6 +655,11 @@ int ServeOnly() {
   config.tracer = ProcessTracer();
   config.busy_poll_us = absl::GetFlag(FLAGS_busy_poll_us);
   config.bdp_probe = absl::GetFlag(FLAGS_bdp_probe);
+  std::vector<int> work_us, fail_percent;
+  if (!ServerLoadFlags(&work_us, &fail_percent)) return 2;
+  config.work_per_call = absl::Microseconds(work_us[0]);
+  config.fail_percent = fail_percent[0];
+  config.orca = absl::GetFlag(FLAGS_orca);
   if (!BusyPollInRange(config.busy_poll_us)) return 2;
   if (!Cpus("server_cpus", absl::GetFlag(FLAGS_server_cpus), 0, &config.cpus)) {
     return 2;
@@ -701,9 +772,17 @@ int Main(int argc, char** argv) {
     return 2;
   }
   if (!BusyPollInRange(absl::GetFlag(FLAGS_busy_poll_us))) return 2;
-  if (plan.lb_policy != "pick_first" && plan.lb_policy != "round_robin") {
-    std::fprintf(stderr, "bad --lb_policy=%s: pick_first or round_robin\n",
+  if (plan.lb_policy != "pick_first" && plan.lb_policy != "round_robin" &&
+      plan.lb_policy != "weighted_round_robin") {
+    std::fprintf(stderr,
+                 "bad --lb_policy=%s: pick_first, round_robin or "
+                 "weighted_round_robin\n",
                  plan.lb_policy.c_str());
+    return 2;
+  }
+  plan.service_config = absl::GetFlag(FLAGS_service_config);
+  plan.orca = absl::GetFlag(FLAGS_orca);
+  if (!ServerLoadFlags(&plan.server_work_us, &plan.server_fail_percent)) {
     return 2;
   }
   std::vector<int> concurrencies, req_sizes, resp_sizes, connections;
@@ -734,6 +813,33 @@ int Main(int argc, char** argv) {
   for (const std::string& s : server_stacks) {
     if (!IsServerStack(s) && s != "remote") {
       std::fprintf(stderr, "bad --server_stack '%s'\n", s.c_str());
+      return 2;
+    }
+  }
+  // What only h2rpc's callback server and client do.
+  const bool shaped_load =
+      plan.orca ||
+      *std::max_element(plan.server_work_us.begin(),
+                        plan.server_work_us.end()) > 0 ||
+      *std::max_element(plan.server_fail_percent.begin(),
+                        plan.server_fail_percent.end()) > 0;
+  for (const std::string& s : server_stacks) {
+    if (shaped_load && s != "h2rpc") {
+      std::fprintf(stderr,
+                   "--orca, --server_work_us and --server_fail_percent are "
+                   "for --server_stack=h2rpc only, not '%s'\n",
+                   s.c_str());
+      return 2;
+    }
+  }
+  for (const std::string& s : client_stacks) {
+    if ((!plan.service_config.empty() ||
+         plan.lb_policy == "weighted_round_robin") &&
+        s != "h2rpc") {
+      std::fprintf(stderr,
+                   "--service_config and --lb_policy=weighted_round_robin are "
+                   "for --client_stack=h2rpc only, not '%s'\n",
+                   s.c_str());
       return 2;
     }
   }
@@ -833,7 +939,11 @@ int Main(int argc, char** argv) {
                                static_cast<long long>(result.stats.errors),
                                result.stats.first_error.c_str());
                 }
-                failed |= result.stats.errors > 0 || result.total_ops() == 0;
+                const bool errors_expected =
+                    *std::max_element(plan.server_fail_percent.begin(),
+                                      plan.server_fail_percent.end()) > 0;
+                failed |= (result.stats.errors > 0 && !errors_expected) ||
+                          result.total_ops() == 0;
                 results.push_back(std::move(result));
               }
             }

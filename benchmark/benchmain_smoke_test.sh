@@ -182,6 +182,30 @@ served() {
 [[ $(served "$TEST_TMPDIR/pf.txt" | grep -cE '^[1-9][0-9]* 0$') -eq 2 ]] ||
   { echo "pick_first: expected 2 runs served by the first backend only"
     exit 1; }
+# The load-balancing knobs (benchmark/lb_policies.sh): weighted_round_robin
+# over servers sending load reports, both serving; a server failing every
+# call, its errors expected (exit 0) and shown; and the knobs refused where
+# they do not apply.
+"$benchmain" --lb_policy=weighted_round_robin --orca --server_work_us=10 \
+  --client_stack=h2rpc --server_stack=h2rpc "${lb[@]}" |
+  tee "$TEST_TMPDIR/wrr.txt"
+[[ $(served "$TEST_TMPDIR/wrr.txt" | grep -cE '^[1-9][0-9]* [1-9][0-9]*$') \
+    -eq 1 ]] ||
+  { echo "weighted_round_robin: expected both backends serving"; exit 1; }
+"$benchmain" --lb_policy=round_robin --server_fail_percent=0,100 \
+  --client_stack=h2rpc --server_stack=h2rpc "${lb[@]}" |
+  tee "$TEST_TMPDIR/failing.txt"
+grep -qE 'servers=2 round_robin .* [1-9][0-9]*$' "$TEST_TMPDIR/failing.txt" ||
+  { echo "--server_fail_percent: expected errors in the table"; exit 1; }
+for refused in "--orca --server_stack=grpcpp" \
+    "--server_fail_percent=5 --server_stack=grpcpp" \
+    "--lb_policy=weighted_round_robin --client_stack=grpcpp" \
+    "--server_fail_percent=101"; do
+  # shellcheck disable=SC2086
+  if "$benchmain" $refused "${lb[@]}" >/dev/null 2>&1; then
+    echo "benchmain $refused: expected a refusal"; exit 1
+  fi
+done
 [[ $(grep -c '"servers": 2, "lb_policy": "round_robin"' "$lb_result") \
     -eq 4 ]] || { echo "$lb_result lacks the servers/lb_policy features"
                   exit 1; }

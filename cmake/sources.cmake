@@ -94,6 +94,8 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/internal/client/health_watch.h
   rpc/internal/client/loop_gate.cc
   rpc/internal/client/loop_gate.h
+  rpc/internal/client/loop_timers.cc
+  rpc/internal/client/loop_timers.h
   rpc/internal/client/method_path_copy.h
   rpc/internal/client/reactor_access.h
   rpc/internal/client/resolver_link.cc
@@ -128,12 +130,16 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/internal/config/target.h
   rpc/internal/context_link.h
   rpc/internal/credentials_access.h
-  rpc/internal/lb/lb_policy.cc
-  rpc/internal/lb/lb_policy.h
+  rpc/internal/lb/builtin_policies.cc
+  rpc/internal/lb/builtin_policies.h
+  rpc/internal/lb/outlier_detection.cc
+  rpc/internal/lb/outlier_detection.h
   rpc/internal/lb/pick_first.cc
   rpc/internal/lb/pick_first.h
   rpc/internal/lb/round_robin.cc
   rpc/internal/lb/round_robin.h
+  rpc/internal/lb/weighted_round_robin.cc
+  rpc/internal/lb/weighted_round_robin.h
   rpc/internal/message_ref.h
   rpc/internal/name_resolver_impl.h
   rpc/internal/op_waiter.h
@@ -161,6 +167,8 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/internal/tracing/span_names.h
   rpc/internal/tracing/trace_context.cc
   rpc/internal/tracing/trace_context.h
+  rpc/load_balancing.cc
+  rpc/load_balancing.h
   rpc/metadata.h
   rpc/metrics/prometheus_endpoint.cc
   rpc/metrics/prometheus_endpoint.h
@@ -168,6 +176,8 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/metrics/prometheus_text.h
   rpc/name_resolver.cc
   rpc/name_resolver.h
+  rpc/orca.cc
+  rpc/orca.h
   rpc/otlp_exporter.cc
   rpc/otlp_exporter.h
   rpc/peer_identity.h
@@ -269,6 +279,7 @@ set(H2RPC_LIBRARY_PROTOS
   proto/opentelemetry/proto/common/v1/common.proto
   proto/opentelemetry/proto/resource/v1/resource.proto
   proto/opentelemetry/proto/trace/v1/trace.proto
+  proto/xds/data/orca/v3/orca_load_report.proto
 )
 set(H2RPC_LIBRARY_COPIED_PROTOS
   proto/grpc/channelz/v1/channelz.proto=/usr/share/grpc-proto/grpc/channelz/v1/channelz.proto
@@ -311,10 +322,12 @@ set(H2RPC_PUBLIC_HEADERS
   rpc/internal/common/method.h
   rpc/internal/message_ref.h
   rpc/internal/op_waiter.h
+  rpc/load_balancing.h
   rpc/metadata.h
   rpc/metrics/prometheus_endpoint.h
   rpc/metrics/prometheus_text.h
   rpc/name_resolver.h
+  rpc/orca.h
   rpc/otlp_exporter.h
   rpc/peer_identity.h
   rpc/reflection_service.h
@@ -766,6 +779,8 @@ set(H2RPC_BENCHMAIN_SOURCES
   benchmark/grpcpp/tsan_suppressions.cc
   benchmark/h2rpc/callback_server.cc
   benchmark/h2rpc/client.cc
+  benchmark/h2rpc/load_reporter.cc
+  benchmark/h2rpc/load_reporter.h
   benchmark/h2rpc/server_start.cc
   benchmark/h2rpc/server_start.h
   benchmark/h2rpc/sync_server.cc

@@ -3,10 +3,15 @@
 // with no thread hand-off. The server with synchronous handlers is
 // sync_server.cc's.
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "benchmark/bench_stack.h"
+#include "benchmark/h2rpc/load_reporter.h"
 #include "benchmark/h2rpc/server_start.h"
 #include "proto/grpc/testing/benchmark_service.h2rpc.pb.h"
 #include "rpc/server.h"
@@ -116,10 +121,26 @@ class FromServerServer final : public ServerWriteReactor<SimpleResponse> {
 // UNIMPLEMENTED. Every request received is counted in `requests`.
 class BenchmarkHandlers final : public BenchmarkService::CallbackService {
  public:
-  explicit BenchmarkHandlers(RequestCounter* requests) : requests_(requests) {}
-  void UnaryCall(ServerContext*, const SimpleRequest* request,
+  BenchmarkHandlers(RequestCounter* requests, const ServerConfig& config)
+      : requests_(requests),
+        work_per_call_(config.work_per_call),
+        fail_percent_(config.fail_percent),
+        load_reporter_(
+            config.orca ? std::make_unique<LoadReporter>(requests, &busy_nanos_)
+                        : nullptr) {}
+  void UnaryCall(ServerContext* context, const SimpleRequest* request,
                  SimpleResponse* response, UnaryDone done) override {
     requests_->Count();
+    if (work_per_call_ > absl::ZeroDuration()) Occupy(work_per_call_);
+    if (load_reporter_ != nullptr) load_reporter_->AttachTo(context);
+    // Evenly spread: the first fail_percent_ of each 100 calls fail.
+    if (fail_percent_ > 0 &&
+        unary_calls_.fetch_add(1, std::memory_order_relaxed) % 100 <
+            static_cast<uint64_t>(fail_percent_)) {
+      done(Status(StatusCode::kUnavailable,
+                  "--server_fail_percent fails this call"));
+      return;
+    }
     FillResponse(*request, response);
     done(Status());
   }
@@ -137,14 +158,30 @@ class BenchmarkHandlers final : public BenchmarkService::CallbackService {
   }
 
  private:
+  // Holds the loop (and so the connection's other calls) for `work`,
+  // sleeping: the server serves at most one call per `work`, the capacity
+  // of a backend that takes `work` per call, without taking CPU from the
+  // others on a small machine. Counted as busy time.
+  void Occupy(absl::Duration work) {
+    const absl::Time start = absl::Now();
+    absl::SleepFor(work);
+    busy_nanos_.fetch_add(absl::ToInt64Nanoseconds(absl::Now() - start),
+                          std::memory_order_relaxed);
+  }
+
   RequestCounter* const requests_;
+  const absl::Duration work_per_call_;
+  const int fail_percent_;
+  std::atomic<uint64_t> unary_calls_{0};
+  std::atomic<int64_t> busy_nanos_{0};
+  const std::unique_ptr<LoadReporter> load_reporter_;
 };
 
 }  // namespace
 
 std::unique_ptr<BenchServer> StartH2rpcServer(const ServerConfig& config,
                                               std::string* error) {
-  return StartH2rpcServerOf<BenchmarkHandlers>(config, error);
+  return StartH2rpcServerOf<BenchmarkHandlers>(config, error, config);
 }
 
 }  // namespace h2rpc::benchmark

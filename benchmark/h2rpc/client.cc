@@ -50,6 +50,7 @@ ChannelOptions ChannelOptionsFor(const ClientConfig& config, int index) {
   }
   options.ssl_target_name_override = config.ssl_target_name_override;
   options.lb_policy = config.lb_policy;
+  options.service_config = config.service_config;
   options.busy_poll_us = config.busy_poll_us;
   options.metrics = config.metrics;
   options.tracer = config.tracer;
