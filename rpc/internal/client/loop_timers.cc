@@ -29,12 +29,13 @@ class LoopTimers::TaskTimer final : public transport::io::Timer {
 LoopTimers::LoopTimers(transport::io::EventLoop& loop) : loop_(loop) {}
 
 LoopTimers::~LoopTimers() {
-  // Empty unless the owner forgot: then on the loop thread, as the owner.
-  for (auto& [id, timer] : timers_) loop_.Cancel(timer.get());
+  loop_.AssertInLoopThread();  // or after the loop thread has exited
+  CancelAll();
 }
 
 uint64_t LoopTimers::Start(absl::Duration delay,
                            absl::AnyInvocable<void()> task) {
+  loop_.AssertInLoopThread();
   const uint64_t id = next_id_++;
   auto timer = std::make_unique<TaskTimer>(this, id, std::move(task));
   loop_.Schedule(timer.get(),
@@ -44,6 +45,7 @@ uint64_t LoopTimers::Start(absl::Duration delay,
 }
 
 void LoopTimers::Cancel(uint64_t id) {
+  loop_.AssertInLoopThread();
   auto it = timers_.find(id);
   if (it == timers_.end()) return;
   loop_.Cancel(it->second.get());
@@ -51,6 +53,7 @@ void LoopTimers::Cancel(uint64_t id) {
 }
 
 void LoopTimers::CancelAll() {
+  loop_.AssertInLoopThread();
   for (auto& [id, timer] : timers_) loop_.Cancel(timer.get());
   timers_.clear();
 }

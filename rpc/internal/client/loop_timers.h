@@ -14,7 +14,8 @@ namespace h2rpc::internal {
 
 // One-shot timers known by id, each running a task on a loop: the timers
 // of the public plugin APIs (ResolverChannel::StartTimer,
-// LbPolicy::Helper::StartTimer). Loop thread only.
+// LbPolicy::Helper::StartTimer). Loop thread only (each method asserts it:
+// its owners reach it through their own reference to the loop).
 class LoopTimers {
  public:
   explicit LoopTimers(transport::io::EventLoop& loop);
@@ -25,11 +26,10 @@ class LoopTimers {
 
   // Runs `task` after `delay` (negative: as zero) unless cancelled first;
   // the id is never 0. Allocates.
-  uint64_t Start(absl::Duration delay, absl::AnyInvocable<void()> task)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
+  uint64_t Start(absl::Duration delay, absl::AnyInvocable<void()> task);
   // No-op for a timer that has run or was cancelled (or id 0).
-  void Cancel(uint64_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
-  void CancelAll() ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
+  void Cancel(uint64_t id);
+  void CancelAll();
 
  private:
   class TaskTimer;

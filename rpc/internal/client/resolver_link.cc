@@ -11,6 +11,7 @@ ResolverLink::ResolverLink(Sink* sink, std::shared_ptr<LoopGate> gate,
 ResolverLink::~ResolverLink() = default;
 
 void ResolverLink::Detach() {
+  loop_.AssertInLoopThread();
   sink_ = nullptr;
   timers_.CancelAll();
 }

@@ -40,8 +40,8 @@ class ResolverLink final : public ResolverChannel,
                transport::io::EventLoop& loop);
   ~ResolverLink();
 
-  // Loop thread.
-  void Detach() ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
+  // Loop thread (asserted).
+  void Detach();
 
   // ResolverChannel.
   void Update(ResolverResult result) override;
