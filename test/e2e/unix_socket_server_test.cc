@@ -21,6 +21,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/grpc/testing/messages.pb.h"
+#include "rpc/channel.h"
 #include "rpc/server.h"
 #include "test/util/loopback_socket.h"
 #include "test/util/raw_h2_client.h"
@@ -157,6 +158,24 @@ TEST(UnixSocketServerTest, ServesOnAnAbstractName) {
   server.server().Shutdown(absl::Now());
   // The name is released with the socket.
   EXPECT_LT(ConnectToUnix(name, true), 0);
+}
+
+// A channel's target keeps every byte of an abstract name (a byte outside
+// printable ASCII, a backslash), as the policy's canonical address text
+// writes them escaped.
+TEST(UnixSocketServerTest, AChannelReachesAnAbstractNameWithAnyBytes) {
+  const std::string name =
+      absl::StrCat("h2rpc_unix_test\x01\\", getpid(), std::string(1, '\0'));
+  StubServer server;
+  const Status status = StartServer(&server, {"unix-abstract:" + name});
+  ASSERT_TRUE(server.started()) << status.ToString();
+  std::shared_ptr<Channel> channel = CreateChannel("unix-abstract:" + name);
+  ClientContext context;
+  context.set_timeout(absl::Seconds(30));
+  SimpleRequest request;
+  SimpleResponse response;
+  const Status call = channel->UnaryCall(&context, kPeer, request, &response);
+  EXPECT_TRUE(call.ok()) << call.ToString();
 }
 
 TEST(UnixSocketServerTest, ServesTcpAndUnixPortsTogether) {

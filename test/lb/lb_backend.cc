@@ -73,13 +73,14 @@ class NamedService final : public TestService::CallbackService {
   }
 
   void set_fail_percent(int percent) {
-    fail_percent_.store(percent, std::memory_order_relaxed);
+    fail_percent_.store(static_cast<uint64_t>(percent),
+                        std::memory_order_relaxed);
   }
 
  private:
   const std::string name_;
   std::atomic<uint64_t> calls_{0};
-  std::atomic<int> fail_percent_{0};
+  std::atomic<uint64_t> fail_percent_{0};
 };
 
 void Reply(const char* line) {

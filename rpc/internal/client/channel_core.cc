@@ -547,7 +547,7 @@ void ChannelCore::ExitIdle() {
          parsed_target_.addresses) {
       addresses.push_back(ResolvedAddress{address.ToString(), {}});
     }
-    UpdateAddresses(std::move(addresses));
+    UpdateAddresses(std::move(addresses), parsed_target_.addresses);
   } else if (loop_.Now() < resolution_backoff_.next_attempt_time() &&
              !last_error_.ok()) {
     // Idle again while backing off after a failed resolution: the backoff
@@ -731,6 +731,7 @@ void ChannelCore::OnResolverResult(ResolverResult result) {
   // An unusable address is skipped: one bad registration does not take
   // the others out of service.
   std::vector<ResolvedAddress> addresses;
+  std::vector<transport::io::SocketAddress> socket_addresses;
   addresses.reserve(result.addresses.size());
   Status unusable;
   for (ResolvedAddress& resolved : result.addresses) {
@@ -746,7 +747,9 @@ void ChannelCore::OnResolverResult(ResolverResult result) {
                                       [&](const ResolvedAddress& a) {
                                         return a.address == resolved.address;
                                       });
-    if (!repeated) addresses.push_back(std::move(resolved));
+    if (repeated) continue;
+    addresses.push_back(std::move(resolved));
+    socket_addresses.push_back(address);
   }
   if (addresses.empty()) {
     OnResolverError(Status(StatusCode::kUnavailable,
@@ -782,7 +785,7 @@ void ChannelCore::OnResolverResult(ResolverResult result) {
     // and the new policy connects its own.
     DropPolicy();
   }
-  UpdateAddresses(std::move(addresses));
+  UpdateAddresses(std::move(addresses), socket_addresses);
 }
 
 void ChannelCore::OnResolverError(const Status& error) {
@@ -809,13 +812,12 @@ void ChannelCore::ScheduleResolution(transport::io::MonotonicTime due) {
   loop_.Schedule(&reresolution_timer_, due);
 }
 
-void ChannelCore::UpdateAddresses(std::vector<ResolvedAddress> addresses) {
+void ChannelCore::UpdateAddresses(
+    std::vector<ResolvedAddress> addresses,
+    const std::vector<transport::io::SocketAddress>& socket_addresses) {
   socket_addresses_.clear();
-  for (const ResolvedAddress& address : addresses) {
-    transport::io::SocketAddress socket_address;
-    if (ParseResolvedAddress(address.address, &socket_address).ok()) {
-      socket_addresses_.emplace_back(address.address, socket_address);
-    }
+  for (size_t i = 0; i < addresses.size(); ++i) {
+    socket_addresses_.emplace_back(addresses[i].address, socket_addresses[i]);
   }
   if (policy_ != nullptr) {
     policy_->UpdateAddresses(addresses);

@@ -272,8 +272,10 @@ class ChannelCore final : public ChannelCallHost,
   void ScheduleResolution(transport::io::MonotonicTime due)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
   // New addresses for the policy (made on the first, or when the config
-  // names another).
-  void UpdateAddresses(std::vector<ResolvedAddress> addresses)
+  // names another), with the socket address of each (same index).
+  void UpdateAddresses(
+      std::vector<ResolvedAddress> addresses,
+      const std::vector<transport::io::SocketAddress>& socket_addresses)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
   // Destroys the policy (orphaning its subchannels) and its timers.
   void DropPolicy() ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
