@@ -55,10 +55,11 @@ struct ChannelOptions {
   // subchannel) to each: "pick_first" (default; the addresses are tried in
   // order and every call goes to the first that connects) or "round_robin"
   // (all are connected, calls go to the READY ones in turn, a failed one is
-  // skipped until it reconnects). GRPC_ARG_LB_POLICY_NAME ("pick_first").
-  // Also the name of a policy in lb_policy_factories or registered with
-  // RegisterLbPolicyFactory (rpc/load_balancing.h), made with the config
-  // "{}".
+  // skipped until it reconnects), or "weighted_round_robin" (round robin
+  // in proportion to the load the backends report, rpc/orca.h).
+  // GRPC_ARG_LB_POLICY_NAME ("pick_first"). Also the name of a policy in
+  // lb_policy_factories or registered with RegisterLbPolicyFactory
+  // (rpc/load_balancing.h), made with the config "{}".
   std::string lb_policy = "pick_first";
   // Load-balancing policies of this channel's own, found by name before
   // those registered process-wide and h2rpc's own.
@@ -69,10 +70,10 @@ struct ChannelOptions {
   // docs/configuring-calls.md). "loadBalancingConfig" (or the older
   // "loadBalancingPolicy") overrides lb_policy, e.g.
   //   {"loadBalancingConfig": [{"round_robin": {}}]}
-  // and "healthCheckConfig" (gRPC's A17), with which round_robin sends
-  // calls only to backends whose grpc.health.v1.Health service reports
-  // the named service SERVING (a backend without the service counts as
-  // serving), e.g.
+  // and "healthCheckConfig" (gRPC's A17), with which every policy but
+  // pick_first sends calls only to backends whose grpc.health.v1.Health
+  // service reports the named service SERVING (a backend without the
+  // service counts as serving), e.g.
   //   {"loadBalancingConfig": [{"round_robin": {}}],
   //    "healthCheckConfig": {"serviceName": "echo.Echo"}}
   // "methodConfig" entries apply to the calls of the methods they name (the

@@ -18,8 +18,10 @@
 // Load-balancing policy plugins (gRPC's load-balancing.md): a policy keeps
 // subchannels (a connection each) to the addresses the channel's resolver
 // found, reports the channel's connectivity state, and picks a READY
-// subchannel for each call. h2rpc's own are "pick_first" (the default) and
-// "round_robin"; register others by name and select them with the service
+// subchannel for each call. h2rpc's own are "pick_first" (the default),
+// "round_robin", "weighted_round_robin" (gRPC's A58: by the backends'
+// ORCA load reports, rpc/orca.h) and "outlier_detection_experimental"
+// (A50); register others by name and select them with the service
 // config's loadBalancingConfig ({"loadBalancingConfig": [{"my_policy":
 // {...}}]}) or ChannelOptions::lb_policy. See docs/scaling-out.md.
 //

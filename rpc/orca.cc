@@ -3,51 +3,70 @@
 #include <algorithm>
 #include <string>
 
-namespace h2rpc {
+#include "proto/xds/data/orca/v3/orca_load_report.pb.h"
 
-void SetCallLoadReport(ServerContext* context,
-                       const xds::data::orca::v3::OrcaLoadReport& report) {
-  context->AddTrailingMetadata(kOrcaLoadReportTrailer,
-                               report.SerializeAsString());
+namespace h2rpc {
+namespace {
+
+std::string Serialize(const LoadReport& report) {
+  xds::data::orca::v3::OrcaLoadReport message;
+  message.set_cpu_utilization(report.cpu_utilization);
+  message.set_mem_utilization(report.mem_utilization);
+  message.set_application_utilization(report.application_utilization);
+  message.set_rps_fractional(report.qps);
+  message.set_eps(report.eps);
+  message.mutable_utilization()->insert(report.utilization.begin(),
+                                        report.utilization.end());
+  message.mutable_request_cost()->insert(report.request_cost.begin(),
+                                         report.request_cost.end());
+  message.mutable_named_metrics()->insert(report.named_metrics.begin(),
+                                          report.named_metrics.end());
+  return message.SerializeAsString();
+}
+
+}  // namespace
+
+void SetCallLoadReport(ServerContext* context, const LoadReport& report) {
+  context->AddTrailingMetadata(kOrcaLoadReportTrailer, Serialize(report));
 }
 
 void OrcaServerMetrics::SetCpuUtilization(double value) {
   MutexLock lock(&mu_);
-  report_.set_cpu_utilization(std::max(value, 0.0));
+  report_.cpu_utilization = std::max(value, 0.0);
   Changed();
 }
 
 void OrcaServerMetrics::SetMemoryUtilization(double value) {
   MutexLock lock(&mu_);
-  report_.set_mem_utilization(std::max(value, 0.0));
+  report_.mem_utilization = std::max(value, 0.0);
   Changed();
 }
 
 void OrcaServerMetrics::SetApplicationUtilization(double value) {
   MutexLock lock(&mu_);
-  report_.set_application_utilization(std::max(value, 0.0));
+  report_.application_utilization = std::max(value, 0.0);
   Changed();
 }
 
 void OrcaServerMetrics::SetQps(double value) {
   MutexLock lock(&mu_);
-  report_.set_rps_fractional(std::max(value, 0.0));
+  report_.qps = std::max(value, 0.0);
   Changed();
 }
 
 void OrcaServerMetrics::SetEps(double value) {
   MutexLock lock(&mu_);
-  report_.set_eps(std::max(value, 0.0));
+  report_.eps = std::max(value, 0.0);
   Changed();
 }
 
 void OrcaServerMetrics::SetNamedMetric(absl::string_view name, double value) {
   MutexLock lock(&mu_);
-  (*report_.mutable_named_metrics())[std::string(name)] = value;
+  report_.named_metrics[std::string(name)] = value;
   Changed();
 }
 
-xds::data::orca::v3::OrcaLoadReport OrcaServerMetrics::Report() const {
+LoadReport OrcaServerMetrics::Report() const {
   MutexLock lock(&mu_);
   return report_;
 }
@@ -57,6 +76,6 @@ void OrcaServerMetrics::AttachTo(ServerContext* context) const {
   context->AddTrailingMetadata(kOrcaLoadReportTrailer, serialized_);
 }
 
-void OrcaServerMetrics::Changed() { serialized_ = report_.SerializeAsString(); }
+void OrcaServerMetrics::Changed() { serialized_ = Serialize(report_); }
 
 }  // namespace h2rpc

@@ -14,6 +14,7 @@
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "proto/grpc/testing/messages.pb.h"
+#include "proto/xds/data/orca/v3/orca_load_report.pb.h"
 #include "rpc/channel.h"
 #include "rpc/orca.h"
 #include "rpc/server.h"
@@ -151,6 +152,46 @@ TEST_F(WeightedRoundRobinTest, RoundRobinIgnoresTheReports) {
   })) << Describe(shares);
 }
 
+// A per-call report arrives in the call's trailers as OrcaLoadReport.
+TEST(OrcaServerMetricsTest, SetCallLoadReportSendsEveryField) {
+  StubServer server;
+  server.builder().RegisterUnary<SimpleRequest, SimpleResponse>(
+      kWho, [](ServerContext* context, const SimpleRequest&, SimpleResponse*) {
+        LoadReport report;
+        report.cpu_utilization = 0.25;
+        report.mem_utilization = 0.5;
+        report.application_utilization = 0.6;
+        report.qps = 100;
+        report.eps = 2;
+        report.utilization["queue"] = 0.75;
+        report.request_cost["db"] = 3;
+        report.named_metrics["shards"] = 7;
+        SetCallLoadReport(context, report);
+        return Status();
+      });
+  ASSERT_TRUE(server.Start().ok());
+  std::shared_ptr<Channel> channel = server.NewChannel();
+  ClientContext context;
+  context.set_timeout(kHangTimeout);
+  SimpleRequest request;
+  SimpleResponse response;
+  ASSERT_TRUE(channel->UnaryCall(&context, kWho, request, &response).ok());
+  absl::optional<absl::string_view> bytes =
+      context.GetServerTrailingMetadata().Get(kOrcaLoadReportTrailer);
+  ASSERT_TRUE(bytes.has_value());
+  xds::data::orca::v3::OrcaLoadReport report;
+  ASSERT_TRUE(
+      report.ParseFromArray(bytes->data(), static_cast<int>(bytes->size())));
+  EXPECT_EQ(report.cpu_utilization(), 0.25);
+  EXPECT_EQ(report.mem_utilization(), 0.5);
+  EXPECT_EQ(report.application_utilization(), 0.6);
+  EXPECT_EQ(report.rps_fractional(), 100);
+  EXPECT_EQ(report.eps(), 2);
+  EXPECT_EQ(report.utilization().at("queue"), 0.75);
+  EXPECT_EQ(report.request_cost().at("db"), 3);
+  EXPECT_EQ(report.named_metrics().at("shards"), 7);
+}
+
 TEST(OrcaServerMetricsTest, ReportsWhatWasSet) {
   OrcaServerMetrics metrics;
   metrics.SetCpuUtilization(0.5);
@@ -159,13 +200,13 @@ TEST(OrcaServerMetricsTest, ReportsWhatWasSet) {
   metrics.SetQps(12.5);
   metrics.SetEps(1);
   metrics.SetNamedMetric("queue", 3);
-  const xds::data::orca::v3::OrcaLoadReport report = metrics.Report();
-  EXPECT_EQ(report.cpu_utilization(), 0.5);
-  EXPECT_EQ(report.mem_utilization(), 0);
-  EXPECT_EQ(report.application_utilization(), 0.7);
-  EXPECT_EQ(report.rps_fractional(), 12.5);
-  EXPECT_EQ(report.eps(), 1);
-  EXPECT_EQ(report.named_metrics().at("queue"), 3);
+  const LoadReport report = metrics.Report();
+  EXPECT_EQ(report.cpu_utilization, 0.5);
+  EXPECT_EQ(report.mem_utilization, 0);
+  EXPECT_EQ(report.application_utilization, 0.7);
+  EXPECT_EQ(report.qps, 12.5);
+  EXPECT_EQ(report.eps, 1);
+  EXPECT_EQ(report.named_metrics.at("queue"), 3);
 }
 
 }  // namespace
