@@ -467,10 +467,12 @@ TEST(ResolverPluginTest, AnIdleChannelDropsItsResolverAndMakesAnotherLater) {
   std::shared_ptr<Channel> channel =
       CreateChannel("scripted:greeter", InsecureChannelCredentials(), options);
   EXPECT_EQ(Who(*channel), "a");
+  // The resolver goes as the channel turns IDLE, just before the state
+  // says so: both are waited for.
   EXPECT_TRUE(WaitFor([&] {
-    return factory->script->Count(&Script::destroyed) == 1;
+    return factory->script->Count(&Script::destroyed) == 1 &&
+           channel->GetState(false) == ConnectivityState::kIdle;
   })) << "the idle channel kept its resolver";
-  EXPECT_EQ(channel->GetState(false), ConnectivityState::kIdle);
   EXPECT_EQ(Who(*channel), "a");
   EXPECT_EQ(factory->script->Count(&Script::created), 2);
 }
