@@ -132,6 +132,8 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/internal/credentials_access.h
   rpc/internal/lb/builtin_policies.cc
   rpc/internal/lb/builtin_policies.h
+  rpc/internal/lb/connect_all.cc
+  rpc/internal/lb/connect_all.h
   rpc/internal/lb/outlier_detection.cc
   rpc/internal/lb/outlier_detection.h
   rpc/internal/lb/pick_first.cc

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "rpc/internal/lb/connect_all.h"
+
 namespace h2rpc::internal {
 
 void RoundRobin::UpdateAddresses(
@@ -36,47 +38,19 @@ void RoundRobin::ExitIdle() {
 }
 
 void RoundRobin::OnSubchannelStateChange(LbSubchannel* subchannel) {
-  switch (subchannel->state()) {
-    case ConnectivityState::kIdle:
-      // A connection ended: the address may be stale; reconnect at once.
-      helper_->RequestReresolution();
-      subchannel->RequestConnection();
-      break;
-    case ConnectivityState::kTransientFailure:
-      last_error_ = subchannel->last_error();
-      helper_->RequestReresolution();
-      break;
-    default:
-      break;
-  }
+  OnConnectAllSubchannelChange(subchannel, helper_, &last_error_);
   ReportState();
 }
 
 void RoundRobin::ReportState() {
   ready_.clear();
-  bool connecting = false;
   for (const SubchannelPtr& subchannel : subchannels_) {
-    switch (subchannel->state()) {
-      case ConnectivityState::kReady:
-        ready_.push_back(subchannel.get());
-        break;
-      case ConnectivityState::kConnecting:
-      case ConnectivityState::kIdle:
-        connecting = true;
-        break;
-      default:
-        break;
+    if (subchannel->state() == ConnectivityState::kReady) {
+      ready_.push_back(subchannel.get());
     }
   }
-  if (!ready_.empty()) {
-    helper_->UpdateState(ConnectivityState::kReady, Status());
-  } else if (idle_) {
-    helper_->UpdateState(ConnectivityState::kIdle, Status());
-  } else if (connecting) {
-    helper_->UpdateState(ConnectivityState::kConnecting, Status());
-  } else {
-    helper_->UpdateState(ConnectivityState::kTransientFailure, last_error_);
-  }
+  ReportConnectAllState(subchannels_, !ready_.empty(), idle_, last_error_,
+                        helper_);
 }
 
 }  // namespace h2rpc::internal

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "rpc/internal/config/service_config.h"
+#include "rpc/internal/lb/connect_all.h"
 
 namespace h2rpc::internal {
 namespace {
@@ -140,18 +141,7 @@ LbSubchannel* WeightedRoundRobin::Pick() {
 }
 
 void WeightedRoundRobin::OnSubchannelStateChange(LbSubchannel* subchannel) {
-  switch (subchannel->state()) {
-    case ConnectivityState::kIdle:
-      helper_->RequestReresolution();
-      subchannel->RequestConnection();
-      break;
-    case ConnectivityState::kTransientFailure:
-      last_error_ = subchannel->last_error();
-      helper_->RequestReresolution();
-      break;
-    default:
-      break;
-  }
+  OnConnectAllSubchannelChange(subchannel, helper_, &last_error_);
   Rebuild();
   ReportState();
 }
@@ -228,21 +218,8 @@ void WeightedRoundRobin::Rebuild() {
 }
 
 void WeightedRoundRobin::ReportState() {
-  bool connecting = false;
-  for (const SubchannelPtr& subchannel : subchannels_) {
-    const ConnectivityState state = subchannel->state();
-    connecting = connecting || state == ConnectivityState::kConnecting ||
-                 state == ConnectivityState::kIdle;
-  }
-  if (!schedule_.empty()) {
-    helper_->UpdateState(ConnectivityState::kReady, Status());
-  } else if (idle_) {
-    helper_->UpdateState(ConnectivityState::kIdle, Status());
-  } else if (connecting) {
-    helper_->UpdateState(ConnectivityState::kConnecting, Status());
-  } else {
-    helper_->UpdateState(ConnectivityState::kTransientFailure, last_error_);
-  }
+  ReportConnectAllState(subchannels_, !schedule_.empty(), idle_, last_error_,
+                        helper_);
 }
 
 void WeightedRoundRobin::ScheduleUpdate() {
