@@ -31,32 +31,24 @@ void SetCallLoadReport(ServerContext* context, const LoadReport& report) {
 }
 
 void OrcaServerMetrics::SetCpuUtilization(double value) {
-  MutexLock lock(&mu_);
-  report_.cpu_utilization = std::max(value, 0.0);
-  Changed();
+  Set(&LoadReport::cpu_utilization, value);
 }
 
 void OrcaServerMetrics::SetMemoryUtilization(double value) {
-  MutexLock lock(&mu_);
-  report_.mem_utilization = std::max(value, 0.0);
-  Changed();
+  Set(&LoadReport::mem_utilization, value);
 }
 
 void OrcaServerMetrics::SetApplicationUtilization(double value) {
-  MutexLock lock(&mu_);
-  report_.application_utilization = std::max(value, 0.0);
-  Changed();
+  Set(&LoadReport::application_utilization, value);
 }
 
-void OrcaServerMetrics::SetQps(double value) {
-  MutexLock lock(&mu_);
-  report_.qps = std::max(value, 0.0);
-  Changed();
-}
+void OrcaServerMetrics::SetQps(double value) { Set(&LoadReport::qps, value); }
 
-void OrcaServerMetrics::SetEps(double value) {
+void OrcaServerMetrics::SetEps(double value) { Set(&LoadReport::eps, value); }
+
+void OrcaServerMetrics::Set(double LoadReport::*field, double value) {
   MutexLock lock(&mu_);
-  report_.eps = std::max(value, 0.0);
+  report_.*field = std::max(value, 0.0);
   Changed();
 }
 

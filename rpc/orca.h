@@ -61,6 +61,8 @@ class OrcaServerMetrics {
   void AttachTo(ServerContext* context) const;
 
  private:
+  // Sets `field` to `value` (at least 0).
+  void Set(double LoadReport::*field, double value);
   void Changed() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   mutable Mutex mu_;

@@ -3,6 +3,8 @@
 // the calls, errors and the channel's backoff, results the channel cannot
 // use, plugins that fail or throw, the order in which factories are found,
 // the default authority, timers, and a resolver's life across idleness.
+#include <pthread.h>
+
 #include <atomic>
 #include <memory>
 #include <set>
@@ -18,6 +20,7 @@
 #include "gtest/gtest.h"
 #include "proto/grpc/testing/messages.pb.h"
 #include "rpc/channel.h"
+#include "rpc/internal/client/channel_core.h"
 #include "rpc/resolver.h"
 #include "rpc/server.h"
 #include "test/util/stub_server.h"
@@ -475,6 +478,91 @@ TEST(ResolverPluginTest, AnIdleChannelDropsItsResolverAndMakesAnotherLater) {
   })) << "the idle channel kept its resolver";
   EXPECT_EQ(Who(*channel), "a");
   EXPECT_EQ(factory->script->Count(&Script::created), 2);
+}
+
+// A request whose serialized size is `size` bytes.
+SimpleRequest RequestOfSize(size_t size) {
+  SimpleRequest request;
+  for (size_t body = 0; request.ByteSizeLong() < size; ++body) {
+    request.mutable_payload()->set_body(std::string(body, 'x'));
+  }
+  return request;
+}
+
+// A call of kWho with a request of `size` bytes: its status code.
+StatusCode CallWithRequestOf(Channel& channel, size_t size) {
+  ClientContext context;
+  context.set_timeout(kHangTimeout);
+  SimpleResponse response;
+  return channel.UnaryCall(&context, kWho, RequestOfSize(size), &response)
+      .code();
+}
+
+TEST(ResolverPluginTest, DistinctServiceConfigsAreKeptUpToTheirBound) {
+  NamedServer a("a");
+  auto factory = std::make_shared<ScriptedFactory>("scripted");
+  // Config i lets requests of at most 2000 - 10 * i bytes through.
+  auto config = [](int i) {
+    return absl::StrCat(
+        R"({"methodConfig": [{"name": [{}], "maxRequestMessageBytes": )",
+        2000 - 10 * i, "}]}");
+  };
+  factory->script->Answer({a.address()}, config(1));
+  std::shared_ptr<Channel> channel = CreateChannel(
+      "scripted:greeter", InsecureChannelCredentials(), WithFactory(factory));
+  ASSERT_EQ(Who(*channel), "a");
+  // The channel's own (empty) config and 15 of the resolver's: each one
+  // applied.
+  const int kept = static_cast<int>(internal::ChannelCore::kMaxServiceConfigs);
+  for (int i = 1; i < kept; ++i) {
+    factory->script->Answer({a.address()}, config(i));
+    factory->script->PushToAll();
+    const size_t over = 2000 - 10 * i + 1;
+    EXPECT_TRUE(WaitFor([&] {
+      return CallWithRequestOf(*channel, over) ==
+             StatusCode::kResourceExhausted;
+    })) << "config "
+        << i << " was not applied";
+  }
+  EXPECT_EQ(factory->script->Count(&Script::resolve_now), 1);
+  // One more distinct config counts as the resolver's error: the channel
+  // asks again, and keeps the last config and its addresses.
+  factory->script->Answer({a.address()}, config(kept));
+  factory->script->PushToAll();
+  EXPECT_TRUE(WaitFor(
+      [&] { return factory->script->Count(&Script::resolve_now) >= 2; }));
+  EXPECT_EQ(CallWithRequestOf(*channel, 2000 - 10 * (kept - 1)),
+            StatusCode::kOk);
+  EXPECT_EQ(CallWithRequestOf(*channel, 2000 - 10 * (kept - 1) + 1),
+            StatusCode::kResourceExhausted);
+}
+
+TEST(ResolverPluginTest, PostedTasksRunOnTheChannelsLoop) {
+  NamedServer a("a");
+  auto factory = std::make_shared<ScriptedFactory>("scripted");
+  factory->script->Answer({a.address()});
+  std::shared_ptr<Channel> channel = CreateChannel(
+      "scripted:greeter", InsecureChannelCredentials(), WithFactory(factory));
+  ASSERT_EQ(Who(*channel), "a");
+  Mutex mu;
+  std::string thread_name;
+  {
+    MutexLock lock(&factory->script->mu);
+    ASSERT_EQ(factory->script->channels.size(), 1u);
+    // From the test's thread.
+    (*factory->script->channels.begin())->Post([&] {
+      char name[16] = {};
+      pthread_getname_np(pthread_self(), name, sizeof(name));
+      MutexLock lock(&mu);
+      thread_name = name;
+    });
+  }
+  EXPECT_TRUE(WaitFor([&] {
+    MutexLock lock(&mu);
+    return !thread_name.empty();
+  }));
+  MutexLock lock(&mu);
+  EXPECT_EQ(thread_name, "h2rpc-channel");
 }
 
 TEST(ResolverPluginTest, RegisteringChecksTheFactory) {

@@ -11,6 +11,7 @@
 #include <thread>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
@@ -732,6 +733,7 @@ void ChannelCore::OnResolverResult(ResolverResult result) {
   // the others out of service.
   std::vector<ResolvedAddress> addresses;
   std::vector<transport::io::SocketAddress> socket_addresses;
+  absl::flat_hash_set<std::string> seen;
   addresses.reserve(result.addresses.size());
   Status unusable;
   for (ResolvedAddress& resolved : result.addresses) {
@@ -743,11 +745,7 @@ void ChannelCore::OnResolverResult(ResolverResult result) {
     }
     // The policy sees each address once, written one way.
     resolved.address = address.ToString();
-    const bool repeated = std::any_of(addresses.begin(), addresses.end(),
-                                      [&](const ResolvedAddress& a) {
-                                        return a.address == resolved.address;
-                                      });
-    if (repeated) continue;
+    if (!seen.insert(resolved.address).second) continue;
     addresses.push_back(std::move(resolved));
     socket_addresses.push_back(address);
   }
@@ -817,7 +815,7 @@ void ChannelCore::UpdateAddresses(
     const std::vector<transport::io::SocketAddress>& socket_addresses) {
   socket_addresses_.clear();
   for (size_t i = 0; i < addresses.size(); ++i) {
-    socket_addresses_.emplace_back(addresses[i].address, socket_addresses[i]);
+    socket_addresses_.emplace(addresses[i].address, socket_addresses[i]);
   }
   if (policy_ != nullptr) {
     policy_->UpdateAddresses(addresses);
@@ -982,9 +980,7 @@ SubchannelPtr ChannelCore::CreateSubchannel(const ResolvedAddress& address) {
   // An address the policy was not given is parsed here; one that is not an
   // address makes a subchannel whose every attempt fails.
   transport::io::SocketAddress socket_address;
-  auto known = std::find_if(
-      socket_addresses_.begin(), socket_addresses_.end(),
-      [&](const auto& entry) { return entry.first == address.address; });
+  auto known = socket_addresses_.find(address.address);
   if (known != socket_addresses_.end()) {
     socket_address = known->second;
   } else if (!ParseResolvedAddress(address.address, &socket_address).ok()) {

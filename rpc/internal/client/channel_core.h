@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/functional/any_invocable.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
@@ -396,7 +397,7 @@ class ChannelCore final : public ChannelCallHost,
   // The policy's timers, cancelled with it.
   LoopTimers policy_timers_{loop_};
   // The addresses the policy has, and the socket address of each.
-  std::vector<std::pair<std::string, transport::io::SocketAddress>>
+  absl::flat_hash_map<std::string, transport::io::SocketAddress>
       socket_addresses_ ABSL_GUARDED_BY(loop_);
   // Every subchannel not yet freed, orphaned ones included.
   std::vector<std::unique_ptr<Subchannel>> subchannels_ ABSL_GUARDED_BY(loop_);

@@ -1,6 +1,36 @@
 #include "rpc/internal/lb/connect_all.h"
 
+#include <string>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+
 namespace h2rpc::internal {
+
+void UpdateConnectAllSubchannels(const std::vector<ResolvedAddress>& addresses,
+                                 LbPolicy::Helper* helper, bool idle,
+                                 LbCallObserver* observer,
+                                 std::vector<SubchannelPtr>* subchannels) {
+  absl::flat_hash_map<std::string, SubchannelPtr> old;
+  for (SubchannelPtr& subchannel : *subchannels) {
+    std::string key = subchannel->address().address;
+    old.emplace(std::move(key), std::move(subchannel));
+  }
+  subchannels->clear();
+  for (const ResolvedAddress& address : addresses) {
+    auto it = old.find(address.address);
+    if (it != old.end()) {
+      subchannels->push_back(std::move(it->second));
+      old.erase(it);
+      continue;
+    }
+    SubchannelPtr subchannel = helper->CreateSubchannel(address);
+    if (observer != nullptr) subchannel->set_call_observer(observer);
+    if (!idle) subchannel->RequestConnection();
+    subchannels->push_back(std::move(subchannel));
+  }
+  // `old` goes: the subchannels of addresses no longer listed are orphaned.
+}
 
 void OnConnectAllSubchannelChange(LbSubchannel* subchannel,
                                   LbPolicy::Helper* helper,

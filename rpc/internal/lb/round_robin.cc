@@ -8,24 +8,8 @@ namespace h2rpc::internal {
 
 void RoundRobin::UpdateAddresses(
     const std::vector<ResolvedAddress>& addresses) {
-  std::vector<SubchannelPtr> old = std::move(subchannels_);
-  subchannels_.clear();
-  for (const ResolvedAddress& address : addresses) {
-    SubchannelPtr subchannel;
-    for (SubchannelPtr& candidate : old) {
-      if (candidate != nullptr &&
-          candidate->address().address == address.address) {
-        subchannel = std::move(candidate);
-        break;
-      }
-    }
-    if (subchannel == nullptr) {
-      subchannel = helper_->CreateSubchannel(address);
-      if (!idle_) subchannel->RequestConnection();
-    }
-    subchannels_.push_back(std::move(subchannel));
-  }
-  old.clear();  // orphans the subchannels of addresses no longer listed
+  UpdateConnectAllSubchannels(addresses, helper_, idle_, nullptr,
+                              &subchannels_);
   ReportState();
 }
 

@@ -92,31 +92,15 @@ WeightedRoundRobin::~WeightedRoundRobin() {
 
 void WeightedRoundRobin::UpdateAddresses(
     const std::vector<ResolvedAddress>& addresses) {
-  std::vector<SubchannelPtr> old = std::move(subchannels_);
-  subchannels_.clear();
+  UpdateConnectAllSubchannels(addresses, helper_, idle_, this, &subchannels_);
+  // An address still listed keeps its weight.
   std::map<std::string, Endpoint> endpoints;
   for (const ResolvedAddress& address : addresses) {
-    SubchannelPtr subchannel;
-    for (SubchannelPtr& candidate : old) {
-      if (candidate != nullptr &&
-          candidate->address().address == address.address) {
-        subchannel = std::move(candidate);
-        break;
-      }
-    }
-    if (subchannel == nullptr) {
-      subchannel = helper_->CreateSubchannel(address);
-      subchannel->set_call_observer(this);
-      if (!idle_) subchannel->RequestConnection();
-    }
-    // An address still listed keeps its weight.
     auto it = endpoints_.find(address.address);
     endpoints[address.address] =
         it == endpoints_.end() ? Endpoint() : it->second;
-    subchannels_.push_back(std::move(subchannel));
   }
   endpoints_ = std::move(endpoints);
-  old.clear();  // orphans the subchannels of addresses no longer listed
   Rebuild();
   ReportState();
 }
