@@ -88,10 +88,14 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/internal/client/connection_backoff.h
   rpc/internal/client/connectivity_watch.cc
   rpc/internal/client/connectivity_watch.h
+  rpc/internal/client/control_call.cc
+  rpc/internal/client/control_call.h
   rpc/internal/client/dns_resolver.cc
   rpc/internal/client/dns_resolver.h
   rpc/internal/client/health_watch.cc
   rpc/internal/client/health_watch.h
+  rpc/internal/client/load_report_watch.cc
+  rpc/internal/client/load_report_watch.h
   rpc/internal/client/loop_gate.cc
   rpc/internal/client/loop_gate.h
   rpc/internal/client/loop_timers.cc
@@ -120,6 +124,8 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/internal/common/serialize_framed.h
   rpc/internal/common/stream_ops.cc
   rpc/internal/common/stream_ops.h
+  rpc/internal/common/stream_quota.cc
+  rpc/internal/common/stream_quota.h
   rpc/internal/common/worker_pool.cc
   rpc/internal/common/worker_pool.h
   rpc/internal/config/json_document.cc
@@ -180,6 +186,8 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/name_resolver.h
   rpc/orca.cc
   rpc/orca.h
+  rpc/orca_service.cc
+  rpc/orca_service.h
   rpc/otlp_exporter.cc
   rpc/otlp_exporter.h
   rpc/peer_identity.h
@@ -282,6 +290,7 @@ set(H2RPC_LIBRARY_PROTOS
   proto/opentelemetry/proto/resource/v1/resource.proto
   proto/opentelemetry/proto/trace/v1/trace.proto
   proto/xds/data/orca/v3/orca_load_report.proto
+  proto/xds/service/orca/v3/orca.proto
 )
 set(H2RPC_LIBRARY_COPIED_PROTOS
   proto/grpc/channelz/v1/channelz.proto=/usr/share/grpc-proto/grpc/channelz/v1/channelz.proto
@@ -330,6 +339,7 @@ set(H2RPC_PUBLIC_HEADERS
   rpc/metrics/prometheus_text.h
   rpc/name_resolver.h
   rpc/orca.h
+  rpc/orca_service.h
   rpc/otlp_exporter.h
   rpc/peer_identity.h
   rpc/reflection_service.h

@@ -9,6 +9,7 @@
 #include "absl/types/optional.h"
 #include "proto/grpc/health/v1/health.pb.h"
 #include "rpc/internal/common/misuse.h"
+#include "rpc/internal/common/stream_quota.h"
 #include "rpc/server_context.h"
 #include "rpc/server_stream.h"
 #include "rpc/status.h"
@@ -44,27 +45,7 @@ class HealthCheckService::Watcher final
       refused = h2rpc::Status(StatusCode::kUnavailable,
                               "the server is shutting down");
     }
-    if (refused.ok() &&
-        service_->open_watches_ >= service_->options_.max_watches) {
-      refused = h2rpc::Status(
-          StatusCode::kResourceExhausted,
-          absl::StrCat(service_->open_watches_,
-                       " health watches are open, the limit "
-                       "(HealthCheckServiceOptions::max_watches)"));
-    }
-    if (refused.ok()) {
-      auto it = service_->connection_watches_.find(connection_id_);
-      const size_t on_connection =
-          it == service_->connection_watches_.end() ? 0 : it->second;
-      if (on_connection >= service_->options_.max_watches_per_connection) {
-        refused = h2rpc::Status(
-            StatusCode::kResourceExhausted,
-            absl::StrCat(on_connection,
-                         " health watches are open on this connection, the "
-                         "limit (HealthCheckServiceOptions::max_watches_per_"
-                         "connection)"));
-      }
-    }
+    if (refused.ok()) refused = service_->watches_->Acquire(connection_id_);
     if (!refused.ok()) {
       EndLocked(refused);
       return;
@@ -72,8 +53,6 @@ class HealthCheckService::Watcher final
     entry_ = service_->services_.try_emplace(std::string(name)).first;
     entry_->second.watchers.insert(this);
     registered_ = true;
-    ++service_->open_watches_;
-    ++service_->connection_watches_[connection_id_];
     WriteLocked(entry_->second.status);
   }
 
@@ -130,9 +109,7 @@ class HealthCheckService::Watcher final
             state.status == Serving::kServiceUnknown) {
           service_->services_.erase(entry_);
         }
-        --service_->open_watches_;
-        auto it = service_->connection_watches_.find(connection_id_);
-        if (--it->second == 0) service_->connection_watches_.erase(it);
+        service_->watches_->Release(connection_id_);
       }
     }
     delete this;
@@ -197,16 +174,19 @@ void HealthCheckService::CloseWatch(Watcher* watcher)
 }
 
 HealthCheckService::HealthCheckService(HealthCheckServiceOptions options)
-    : options_(options) {
+    : options_(options),
+      watches_(std::make_unique<internal::StreamQuota>(
+          options.max_watches, options.max_watches_per_connection,
+          "health watches", "HealthCheckServiceOptions::max_watches")) {
   MutexLock lock(&mu_);
   services_[""].status = Serving::kServing;
 }
 
 HealthCheckService::~HealthCheckService() {
   MutexLock lock(&mu_);
-  if (open_watches_ != 0) {
+  if (watches_->open() != 0) {
     internal::ReportMisuse(absl::StrCat(
-        "HealthCheckService destroyed with ", open_watches_,
+        "HealthCheckService destroyed with ", watches_->open(),
         " watches open; it must outlive the server it is registered on"));
   }
 }
@@ -314,7 +294,7 @@ void HealthCheckService::OnServerShutdown() {
 
 size_t HealthCheckService::open_watches() const {
   MutexLock lock(&mu_);
-  return open_watches_;
+  return watches_->open();
 }
 
 }  // namespace h2rpc

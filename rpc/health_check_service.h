@@ -2,10 +2,9 @@
 #define H2RPC_RPC_HEALTH_CHECK_SERVICE_H_
 
 #include <cstddef>
-#include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
-#include <unordered_map>
 #include <unordered_set>
 
 #include "absl/base/thread_annotations.h"
@@ -14,6 +13,10 @@
 #include "rpc/server.h"
 
 namespace h2rpc {
+
+namespace internal {
+class StreamQuota;
+}  // namespace internal
 
 // Limits of a HealthCheckService. Every field: default, unit.
 struct HealthCheckServiceOptions {
@@ -157,10 +160,8 @@ class HealthCheckService {
   mutable Mutex mu_;
   // Also guards every Watcher's state.
   ServiceMap services_ ABSL_GUARDED_BY(mu_);
-  size_t open_watches_ ABSL_GUARDED_BY(mu_) = 0;
-  // Open watches per connection (ServerContext::connection_id()); a
-  // connection without watches has no entry.
-  std::unordered_map<uint64_t, size_t> connection_watches_ ABSL_GUARDED_BY(mu_);
+  // The open watches (from their first status until they end).
+  const std::unique_ptr<internal::StreamQuota> watches_ ABSL_GUARDED_BY(mu_);
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;         // Shutdown()
   bool server_shut_down_ ABSL_GUARDED_BY(mu_) = false;  // the callback ran
 };

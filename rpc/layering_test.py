@@ -25,7 +25,7 @@ import unittest
 INCLUDE = re.compile(r'^\s*#\s*include\s+"(rpc/[^"]+)"', re.M)
 NOT_LIBRARY = re.compile(r"(_test\.cc|_benchmark\.cc|fake_lb_helper\.h)$|"
                          r"^rpc/interceptors/|"
-                         r"^rpc/(channelz|health_check|reflection)_service|"
+                         r"^rpc/(channelz|health_check|orca|reflection)_service|"
                          r"^rpc/(admin_services|otlp_exporter)")
 FACADE_FILES = {"rpc/channel.h", "rpc/channel.cc", "rpc/server.h",
                 "rpc/server.cc", "rpc/internal/channel_core_access.h",

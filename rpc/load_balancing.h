@@ -51,6 +51,20 @@ class LbCallObserver {
   ~LbCallObserver() = default;
 };
 
+// Told of a subchannel's out-of-band load reports (set with
+// LbSubchannel::WatchLoadReports).
+class LbLoadReportWatcher {
+ public:
+  // `subchannel`'s backend sent `report`, a serialized
+  // xds.data.orca.v3.OrcaLoadReport (rpc/orca.h's ParseLoadReport reads
+  // it; valid during the call only). Loop thread.
+  virtual void OnLoadReport(LbSubchannel* subchannel,
+                            absl::string_view report) = 0;
+
+ protected:
+  ~LbLoadReportWatcher() = default;
+};
+
 // One backend address as a policy sees it: a connection of its own with
 // its own state and reconnect backoff, made by LbPolicy::Helper.
 //
@@ -85,6 +99,20 @@ class LbSubchannel {
     call_observer_ = observer;
   }
   LbCallObserver* call_observer() const { return call_observer_; }
+
+  // ORCA's out-of-band load reports (gRPC's A51): while the subchannel has
+  // an established connection it keeps an
+  // xds.service.orca.v3.OpenRcaService/StreamCoreMetrics call open on it,
+  // asking for a report every `interval` (the backend may send less
+  // often), and hands each report to `watcher`, which must outlive the
+  // subchannel or be reset first. Null (the default): no such call. A
+  // backend without the service (UNIMPLEMENTED) sends none on that
+  // connection; a call that fails otherwise is made again after a backoff
+  // (1 s, doubling up to 2 min, reset by a report). Another interval
+  // restarts the call. A subchannel that does not implement it (one a
+  // policy wraps without forwarding) ignores it.
+  virtual void WatchLoadReports(LbLoadReportWatcher* watcher,
+                                absl::Duration interval) {}
 
  protected:
   explicit LbSubchannel(ResolvedAddress address)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include "proto/xds/data/orca/v3/orca_load_report.pb.h"
 
@@ -25,6 +26,28 @@ std::string Serialize(const LoadReport& report) {
 }
 
 }  // namespace
+
+bool ParseLoadReport(absl::string_view serialized, LoadReport* out) {
+  xds::data::orca::v3::OrcaLoadReport message;
+  if (!message.ParseFromArray(serialized.data(),
+                              static_cast<int>(serialized.size()))) {
+    return false;
+  }
+  LoadReport report;
+  report.cpu_utilization = message.cpu_utilization();
+  report.mem_utilization = message.mem_utilization();
+  report.application_utilization = message.application_utilization();
+  report.qps = message.rps_fractional();
+  report.eps = message.eps();
+  report.utilization.insert(message.utilization().begin(),
+                            message.utilization().end());
+  report.request_cost.insert(message.request_cost().begin(),
+                             message.request_cost().end());
+  report.named_metrics.insert(message.named_metrics().begin(),
+                              message.named_metrics().end());
+  *out = std::move(report);
+  return true;
+}
 
 void SetCallLoadReport(ServerContext* context, const LoadReport& report) {
   context->AddTrailingMetadata(kOrcaLoadReportTrailer, Serialize(report));
@@ -61,6 +84,11 @@ void OrcaServerMetrics::SetNamedMetric(absl::string_view name, double value) {
 LoadReport OrcaServerMetrics::Report() const {
   MutexLock lock(&mu_);
   return report_;
+}
+
+std::string OrcaServerMetrics::SerializedReport() const {
+  MutexLock lock(&mu_);
+  return serialized_;
 }
 
 void OrcaServerMetrics::AttachTo(ServerContext* context) const {

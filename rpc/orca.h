@@ -12,7 +12,8 @@
 namespace h2rpc {
 
 // ORCA (gRPC's A51) on the server: load reports, sent in a call's trailers
-// as xds.data.orca.v3.OrcaLoadReport, which the client's
+// as xds.data.orca.v3.OrcaLoadReport or out of band by an OrcaService
+// (rpc/orca_service.h), which the client's
 // weighted_round_robin policy (A58) weighs backends by: qps /
 // (utilization + eps / qps * errorUtilizationPenalty), utilization being
 // application_utilization when set, else cpu_utilization. Part of
@@ -40,6 +41,11 @@ struct LoadReport {
 // before the call finishes. Allocates the serialized report.
 void SetCallLoadReport(ServerContext* context, const LoadReport& report);
 
+// Reads a serialized xds.data.orca.v3.OrcaLoadReport (a per-call report's
+// trailer, or an out-of-band report a policy's LbLoadReportWatcher got)
+// into `*out`; false if it does not parse. Any thread.
+bool ParseLoadReport(absl::string_view serialized, LoadReport* out);
+
 // A server's load figures (gRPC's ServerMetricRecorder), set by the
 // application as it measures them and attached to calls by AttachTo.
 // Thread-safe. The report is serialized once per change, not per call.
@@ -55,6 +61,9 @@ class OrcaServerMetrics {
 
   // The figures as they are now.
   LoadReport Report() const;
+  // The same, serialized as xds.data.orca.v3.OrcaLoadReport (a copy of
+  // what the last change serialized).
+  std::string SerializedReport() const;
   // Sends the figures as they are now as the load report of the call
   // `context` serves (see SetCallLoadReport). Copies the serialized report
   // into the call's trailers: no protobuf work.

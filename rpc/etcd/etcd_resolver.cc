@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <iterator>
 #include <map>
 #include <memory>
@@ -42,13 +43,16 @@ struct Shared {
   std::string endpoints;  // as the target names them, for messages
   std::string prefix;
   absl::Duration range_timeout;
+  size_t max_endpoints;
 
   Mutex mu;
   // Null once the resolver is destroyed: nothing is reported after.
   ResolverChannel* channel ABSL_GUARDED_BY(mu);
   Phase phase ABSL_GUARDED_BY(mu) = Phase::kNeedRange;
-  // The registered endpoints by key.
+  // The registered endpoints by key, at most max_endpoints.
   std::map<std::string, ResolvedAddress> endpoints_by_key ABSL_GUARDED_BY(mu);
+  // An endpoint was left out for max_endpoints (said once).
+  bool over_limit ABSL_GUARDED_BY(mu) = false;
   // The newest store revision the endpoints reflect.
   int64_t revision ABSL_GUARDED_BY(mu) = 0;
   // The calls under way, cancelled by the resolver's destructor.
@@ -75,7 +79,20 @@ void ApplyPut(Shared& shared, const mvccpb::KeyValue& kv)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(shared.mu) {
   ResolvedAddress address;
   if (ToResolvedAddress(kv.key(), kv.value(), &address)) {
-    shared.endpoints_by_key[kv.key()] = std::move(address);
+    auto it = shared.endpoints_by_key.find(kv.key());
+    if (it != shared.endpoints_by_key.end()) {
+      it->second = std::move(address);
+    } else if (shared.endpoints_by_key.size() < shared.max_endpoints) {
+      shared.endpoints_by_key.emplace(kv.key(), std::move(address));
+    } else if (!shared.over_limit) {
+      shared.over_limit = true;
+      std::fprintf(stderr,
+                   "h2rpc: etcd at %s has more than %zu endpoints under "
+                   "'%s'; the others are not used "
+                   "(EtcdResolverFactory::Options::max_endpoints)\n",
+                   shared.endpoints.c_str(), shared.max_endpoints,
+                   shared.prefix.c_str());
+    }
   } else {
     shared.endpoints_by_key.erase(kv.key());
   }
@@ -329,6 +346,7 @@ std::unique_ptr<Resolver> EtcdResolverFactory::Create(
   shared->endpoints = target.authority;
   shared->prefix = EndpointPrefix(target.endpoint);
   shared->range_timeout = options_.range_timeout;
+  shared->max_endpoints = options_.max_endpoints;
   {
     MutexLock lock(&shared->mu);
     shared->channel = channel;

@@ -1,6 +1,7 @@
 #ifndef H2RPC_RPC_ETCD_ETCD_RESOLVER_H_
 #define H2RPC_RPC_ETCD_ETCD_RESOLVER_H_
 
+#include <cstddef>
 #include <map>
 #include <memory>
 #include <string>
@@ -41,6 +42,13 @@ class EtcdResolverFactory final : public ResolverFactory {
     ChannelOptions channel_options = DefaultChannelOptions();
     // Deadline of each Range.
     absl::Duration range_timeout = absl::Seconds(10);
+    // Most endpoints a resolver uses: beyond it, the first by key (in a
+    // Range) or by arrival (on the watch) are kept and the others left
+    // out, said once on stderr; one left out is not taken up when a kept
+    // one goes, until the next Range (after a compaction). The Range
+    // response itself is bounded by channel_options'
+    // max_receive_message_size. Endpoints.
+    size_t max_endpoints = 1000;
 
     static ChannelOptions DefaultChannelOptions();
   };

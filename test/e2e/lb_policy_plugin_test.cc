@@ -1,8 +1,9 @@
 // Load-balancing policy plugins (rpc/load_balancing.h) in real channels to
 // real servers: chosen by the service config or ChannelOptions::lb_policy,
 // configs checked, the resolver's attributes seen, call outcomes and
-// trailers observed, timers, a resolver's config switching policies, and
-// plugins that fail, throw or pick what they may not.
+// trailers observed, out-of-band load reports, timers, a resolver's config
+// switching policies, and plugins that fail, throw or pick what they may
+// not.
 #include <memory>
 #include <set>
 #include <stdexcept>
@@ -18,6 +19,8 @@
 #include "proto/grpc/testing/messages.pb.h"
 #include "rpc/channel.h"
 #include "rpc/load_balancing.h"
+#include "rpc/orca.h"
+#include "rpc/orca_service.h"
 #include "rpc/resolver.h"
 #include "rpc/server.h"
 #include "test/util/stub_server.h"
@@ -36,10 +39,17 @@ using ::testing::HasSubstr;
 constexpr char kWho[] = "/lb.Test/Who";
 constexpr char kFail[] = "/lb.Test/Fail";
 
-// Answers kWho with its name and a trailer; kFail with UNAVAILABLE.
+// Answers kWho with its name and a trailer; kFail with UNAVAILABLE. With
+// `orca` options, serves ORCA's out-of-band reports of metrics() too.
 class NamedServer {
  public:
-  explicit NamedServer(std::string name) : name_(std::move(name)) {
+  explicit NamedServer(std::string name,
+                       const OrcaServiceOptions* orca = nullptr)
+      : name_(std::move(name)) {
+    if (orca != nullptr) {
+      orca_ = std::make_unique<OrcaService>(&metrics_, *orca);
+      orca_->AddTo(server_.builder());
+    }
     server_.builder()
         .RegisterUnary<SimpleRequest, SimpleResponse>(
             kWho,
@@ -57,9 +67,14 @@ class NamedServer {
     EXPECT_TRUE(status.ok()) << status.ToString();
   }
   std::string address() const { return server_.target(); }
+  OrcaServerMetrics& metrics() { return metrics_; }
+  OrcaService& orca() { return *orca_; }
 
  private:
   const std::string name_;
+  // Declared before the server, which they outlive.
+  OrcaServerMetrics metrics_;
+  std::unique_ptr<OrcaService> orca_;
   StubServer server_;
 };
 
@@ -72,6 +87,8 @@ struct PolicyLog {
   int failed_calls ABSL_GUARDED_BY(mu) = 0;
   std::set<std::string> served_by ABSL_GUARDED_BY(mu);  // from trailers
   int timers_fired ABSL_GUARDED_BY(mu) = 0;
+  // Out-of-band reports ("oob" mode), as ParseLoadReport read them.
+  std::vector<LoadReport> load_reports ABSL_GUARDED_BY(mu);
   int destroyed ABSL_GUARDED_BY(mu) = 0;
 
   int Configs() {
@@ -96,8 +113,11 @@ class ForeignSubchannel final : public LbSubchannel {
 // Connects to every address and picks the first READY one. Its config's
 // "mode" makes it misbehave: "not_ready" picks a subchannel it never
 // connected, "foreign" one it made itself, "timer" reports READY only
-// after a timer (a cancelled one before it never fires).
-class TestPolicy final : public LbPolicy, private LbCallObserver {
+// after a timer (a cancelled one before it never fires); "oob" watches
+// its subchannels' out-of-band load reports.
+class TestPolicy final : public LbPolicy,
+                         private LbCallObserver,
+                         private LbLoadReportWatcher {
  public:
   TestPolicy(Helper* helper, std::string mode, std::shared_ptr<PolicyLog> log)
       : helper_(helper), mode_(std::move(mode)), log_(std::move(log)) {}
@@ -115,6 +135,9 @@ class TestPolicy final : public LbPolicy, private LbCallObserver {
     for (const ResolvedAddress& address : addresses) {
       subchannels_.push_back(helper_->CreateSubchannel(address));
       subchannels_.back()->set_call_observer(this);
+      if (mode_ == "oob") {
+        subchannels_.back()->WatchLoadReports(this, absl::Milliseconds(10));
+      }
     }
     if (mode_ == "not_ready") {
       // One more, never asked to connect.
@@ -167,6 +190,13 @@ class TestPolicy final : public LbPolicy, private LbCallObserver {
     }
   }
 
+  void OnLoadReport(LbSubchannel*, absl::string_view report) override {
+    LoadReport parsed;
+    ASSERT_TRUE(ParseLoadReport(report, &parsed));
+    MutexLock lock(&log_->mu);
+    log_->load_reports.push_back(parsed);
+  }
+
   void Report() {
     bool ready = false;
     for (auto& subchannel : subchannels_) {
@@ -211,7 +241,7 @@ class TestFactory final : public LbPolicyFactory {
     if (fault_ == Fault::kNullPolicy) return nullptr;
     if (fault_ == Fault::kThrow) throw std::runtime_error("policy boom");
     std::string mode;
-    for (const char* candidate : {"not_ready", "foreign", "timer"}) {
+    for (const char* candidate : {"not_ready", "foreign", "timer", "oob"}) {
       if (config.find(candidate) != absl::string_view::npos) mode = candidate;
     }
     return std::make_unique<TestPolicy>(helper, mode, log);
@@ -419,6 +449,59 @@ TEST(LbPolicyPluginTest, ObserversSeeOutcomesAndTrailersAndTimersRun) {
   EXPECT_EQ(factory->log->ok_calls, 2);
   EXPECT_EQ(factory->log->failed_calls, 1);
   EXPECT_EQ(factory->log->served_by, std::set<std::string>{"a"});
+}
+
+// A policy's subchannel streams its backend's load reports; a stream the
+// backend refuses is made again after the backoff; a backend without the
+// service still serves calls.
+TEST(LbPolicyPluginTest, OutOfBandLoadReportsReachThePolicy) {
+  OrcaServiceOptions orca;
+  orca.min_report_interval = absl::Milliseconds(10);
+  orca.max_streams = 1;
+  NamedServer a("a", &orca);
+  a.metrics().SetCpuUtilization(0.5);
+  a.metrics().SetNamedMetric("queue", 3);
+  const char* const config =
+      R"({"loadBalancingConfig": [{"test_first": {"mode": "oob"}}]})";
+  auto first_factory = std::make_shared<TestFactory>();
+  std::shared_ptr<Channel> first =
+      CreateChannel(a.address(), InsecureChannelCredentials(),
+                    WithPolicy(first_factory, config));
+  EXPECT_EQ(Call(*first), "a");
+  ASSERT_TRUE(WaitFor([&] {
+    MutexLock lock(&first_factory->log->mu);
+    return first_factory->log->load_reports.size() >= 2;
+  }));
+  {
+    MutexLock lock(&first_factory->log->mu);
+    const LoadReport& report = first_factory->log->load_reports[0];
+    EXPECT_EQ(report.cpu_utilization, 0.5);
+    EXPECT_EQ(report.named_metrics.at("queue"), 3);
+  }
+
+  // The only stream the backend allows is the first channel's: the second
+  // channel's is refused until the first channel goes.
+  auto second_factory = std::make_shared<TestFactory>();
+  std::shared_ptr<Channel> second =
+      CreateChannel(a.address(), InsecureChannelCredentials(),
+                    WithPolicy(second_factory, config));
+  EXPECT_EQ(Call(*second), "a");
+  first.reset();
+  ASSERT_TRUE(WaitFor([&] {
+    MutexLock lock(&second_factory->log->mu);
+    return !second_factory->log->load_reports.empty();
+  }));
+
+  // A backend without the service: calls go on, no report comes.
+  NamedServer plain("plain");
+  auto plain_factory = std::make_shared<TestFactory>();
+  std::shared_ptr<Channel> third =
+      CreateChannel(plain.address(), InsecureChannelCredentials(),
+                    WithPolicy(plain_factory, config));
+  EXPECT_EQ(Call(*third), "plain");
+  EXPECT_EQ(Call(*third), "plain");
+  MutexLock lock(&plain_factory->log->mu);
+  EXPECT_TRUE(plain_factory->log->load_reports.empty());
 }
 
 TEST(LbPolicyPluginTest, AResolversConfigSwitchesPolicyAndAttributesArrive) {

@@ -1,7 +1,8 @@
 // weighted_round_robin (gRPC's A58) over real servers that send ORCA load
-// reports (rpc/orca.h) in their calls' trailers: the calls follow the
-// weights qps / utilization, and follow them again when a server's load
-// changes; round_robin on the same servers spreads evenly.
+// reports (rpc/orca.h) in their calls' trailers or out of band
+// (rpc/orca_service.h): the calls follow the weights qps / utilization,
+// and follow them again when a server's load changes; round_robin on the
+// same servers spreads evenly.
 #include <cmath>
 #include <map>
 #include <memory>
@@ -17,6 +18,7 @@
 #include "proto/xds/data/orca/v3/orca_load_report.pb.h"
 #include "rpc/channel.h"
 #include "rpc/orca.h"
+#include "rpc/orca_service.h"
 #include "rpc/server.h"
 #include "test/util/stub_server.h"
 #include "test/util/wait_for.h"
@@ -34,18 +36,29 @@ constexpr char kWho[] = "/wrr.Test/Who";
 // How far a server's share of the calls may be from its expected one.
 constexpr double kShareTolerance = 0.05;
 
-// Answers kWho with its name and its load report.
+// How a ReportingServer sends its load.
+enum class Reports { kPerCall, kOutOfBand };
+
+// Answers kWho with its name, and sends its load report in each call's
+// trailers or out of band (a report every 20 ms at most).
 class ReportingServer {
  public:
-  ReportingServer(std::string name, double utilization)
+  ReportingServer(std::string name, double utilization,
+                  Reports reports = Reports::kPerCall)
       : name_(std::move(name)) {
     metrics_.SetQps(100);
     metrics_.SetCpuUtilization(utilization);
+    if (reports == Reports::kOutOfBand) {
+      OrcaServiceOptions options;
+      options.min_report_interval = absl::Milliseconds(20);
+      orca_ = std::make_unique<OrcaService>(&metrics_, options);
+      orca_->AddTo(server_.builder());
+    }
     server_.builder().RegisterUnary<SimpleRequest, SimpleResponse>(
-        kWho, [this](ServerContext* context, const SimpleRequest&,
-                     SimpleResponse* out) {
+        kWho, [this, reports](ServerContext* context, const SimpleRequest&,
+                              SimpleResponse* out) {
           out->mutable_payload()->set_body(name_);
-          metrics_.AttachTo(context);
+          if (reports == Reports::kPerCall) metrics_.AttachTo(context);
           return Status();
         });
     const Status status = server_.Start();
@@ -57,7 +70,9 @@ class ReportingServer {
 
  private:
   const std::string name_;
+  // Declared before the server, which they outlive.
   OrcaServerMetrics metrics_;
+  std::unique_ptr<OrcaService> orca_;
   StubServer server_;
 };
 
@@ -135,6 +150,58 @@ TEST_F(WeightedRoundRobinTest, CallsFollowTheReportedLoad) {
     shares = Shares(*channel, 700);
     return Near(shares, after);
   })) << Describe(shares);
+}
+
+constexpr char kOutOfBandConfig[] =
+    R"({"loadBalancingConfig": [{"weighted_round_robin": {
+        "blackoutPeriod": "0s", "weightUpdatePeriod": "0.1s",
+        "enableOobLoadReport": true, "oobReportingPeriod": "0.02s"}}]})";
+
+// The same weights from the servers' out-of-band reports alone (their
+// calls carry none).
+TEST(WeightedRoundRobinOutOfBandTest, CallsFollowTheStreamedLoad) {
+  ReportingServer light("light", 0.2, Reports::kOutOfBand);
+  ReportingServer medium("medium", 0.4, Reports::kOutOfBand);
+  ReportingServer heavy("heavy", 0.8, Reports::kOutOfBand);
+  ChannelOptions options;
+  options.service_config = kOutOfBandConfig;
+  std::shared_ptr<Channel> channel =
+      CreateChannel(absl::StrCat("ipv4:", light.address(), ",",
+                                 medium.address(), ",", heavy.address()),
+                    InsecureChannelCredentials(), options);
+  const std::map<std::string, double> expected = {
+      {"light", 4.0 / 7}, {"medium", 2.0 / 7}, {"heavy", 1.0 / 7}};
+  std::map<std::string, double> shares;
+  EXPECT_TRUE(WaitFor([&] {
+    shares = Shares(*channel, 700);
+    return Near(shares, expected);
+  })) << Describe(shares);
+
+  heavy.metrics().SetCpuUtilization(0.1);  // weight 1000
+  const std::map<std::string, double> after = {
+      {"light", 4.0 / 14}, {"medium", 2.0 / 14}, {"heavy", 8.0 / 14}};
+  EXPECT_TRUE(WaitFor([&] {
+    shares = Shares(*channel, 700);
+    return Near(shares, after);
+  })) << Describe(shares);
+}
+
+// With enableOobLoadReport the calls' own reports count for nothing: the
+// servers' per-call reports leave the spread even.
+TEST_F(WeightedRoundRobinTest, OutOfBandModeIgnoresPerCallReports) {
+  ChannelOptions options;
+  options.service_config = kOutOfBandConfig;
+  std::shared_ptr<Channel> channel =
+      CreateChannel(Target(), InsecureChannelCredentials(), options);
+  const std::map<std::string, double> even = {
+      {"light", 1.0 / 3}, {"medium", 1.0 / 3}, {"heavy", 1.0 / 3}};
+  std::map<std::string, double> shares;
+  EXPECT_TRUE(WaitFor([&] {
+    shares = Shares(*channel, 300);
+    return Near(shares, even);
+  })) << Describe(shares);
+  shares = Shares(*channel, 3000);
+  EXPECT_TRUE(Near(shares, even)) << Describe(shares);
 }
 
 TEST_F(WeightedRoundRobinTest, RoundRobinIgnoresTheReports) {

@@ -327,6 +327,37 @@ TEST_F(EtcdDiscoveryTest, AWatchBrokenOrCompactedCatchesUp) {
       << seen;
 }
 
+// With max_endpoints 2, the first two of three registered are used; a
+// fourth arriving by the watch is left out, while a kept one's change
+// still arrives (after the fourth: the watch is in order).
+TEST_F(EtcdDiscoveryTest, EndpointsBeyondTheBoundAreLeftOut) {
+  std::vector<std::unique_ptr<ServerProcess>> backends;
+  for (int i = 0; i < 4; ++i) {
+    backends.push_back(StartBackend(absl::StrCat("b", i), ""));
+    ASSERT_NE(backends.back(), nullptr);
+  }
+  for (int i = 0; i < 3; ++i) {
+    PutEndpoint(*etcd_, absl::StrCat("cap/b", i), *backends[i]);
+  }
+  EtcdResolverFactory::Options resolver_options;
+  resolver_options.max_endpoints = 2;
+  ChannelOptions options;
+  options.service_config = kServiceConfig;
+  options.resolver_factories.push_back(
+      std::make_shared<EtcdResolverFactory>(resolver_options));
+  std::shared_ptr<Channel> channel =
+      CreateChannel(absl::StrCat("etcd://", etcd_->endpoint(), "/cap"),
+                    InsecureChannelCredentials(), options);
+  std::string seen;
+  ASSERT_TRUE(AllAnswer(*channel, {"b0", "b1"}, kHangTimeout, &seen)) << seen;
+
+  PutEndpoint(*etcd_, "cap/b3", *backends[3]);
+  PutEndpoint(*etcd_, "cap/b1", *backends[2]);
+  EXPECT_TRUE(WaitFor([&] {
+    return AllAnswer(*channel, {"b0", "b2"}, absl::Seconds(1), &seen);
+  })) << seen;
+}
+
 TEST_F(EtcdDiscoveryTest, AnEmptyServiceFailsCallsWithTheReason) {
   std::shared_ptr<Channel> channel = NewChannel("nobody");
   ClientContext context;

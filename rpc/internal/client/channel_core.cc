@@ -175,6 +175,7 @@ ChannelCore::ChannelCore(absl::string_view target,
                              : options.ssl_target_name_override;
     }
   }
+  control_calls_ = {default_authority_, scheme_, options_.user_agent};
   // The default config: a call reads one from the start.
   Status config_error;
   const ChannelConfig* config =
@@ -714,9 +715,9 @@ const ChannelCore::ChannelConfig* ChannelCore::ConfigFor(absl::string_view json,
   config->policy_factory = FindPolicyFactory(config->policy_name);
   if (config->policy_name != "pick_first" &&
       service_config.health_check_service_name.has_value()) {
-    config->health_check = std::make_unique<HealthCheckSettings>(
-        HealthCheckSettings{*service_config.health_check_service_name,
-                            default_authority_, scheme_, options_.user_agent});
+    config->health_check =
+        std::make_unique<HealthCheckSettings>(HealthCheckSettings{
+            *service_config.health_check_service_name, &control_calls_});
   }
   if (service_config.retry_throttling.has_value()) {
     config->retry_throttle =

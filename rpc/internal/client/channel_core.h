@@ -335,6 +335,9 @@ class ChannelCore final : public ChannelCallHost,
   void OnSubchannelDone(Subchannel* subchannel) override;
   ClientMetricShard* metric_shard() const override { return metric_shard_; }
   ChannelzNode* channelz_node() const override { return channelz_node_.get(); }
+  const ControlCallSettings& control_call_settings() const override {
+    return control_calls_;
+  }
 
   const std::string target_;
   const ChannelOptions options_;
@@ -364,6 +367,9 @@ class ChannelCore final : public ChannelCallHost,
   std::string tls_server_name_;
   std::string default_authority_;
   absl::string_view scheme_ = "http";
+  // Health checks and load reports: default_authority_, scheme_ and the
+  // user agent, set with them.
+  ControlCallSettings control_calls_;
   // Set by the constructor, then fixed.
   ChannelCallSettings settings_;
   std::vector<ClientInterceptor*> interceptors_;  // held by options_

@@ -2,7 +2,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "proto/grpc/health/v1/health.pb.h"
-#include "rpc/internal/common/serialize_framed.h"
 
 namespace h2rpc::internal {
 
@@ -12,24 +11,12 @@ using grpc::health::v1::HealthCheckResponse;
 void HealthWatch::Start(transport::http2::ClientSession* connection) {
   if (stream_.active()) return;
   cancelled_ = false;
-  stream_.Reset();
-  stream_.observer = this;
-  transport::CallDescription& description = stream_.description;
-  description.method_path = "/grpc.health.v1.Health/Watch";
-  description.authority = settings_->authority;
-  description.scheme = settings_->scheme;
-  description.user_agent = settings_->user_agent;
   HealthCheckRequest request;
   request.set_service(settings_->service_name);
   Status status =
-      SerializeFramed(request, CompressionAlgorithm::kIdentity,
-                      kMaxSerializedMessageSize, &stream_.outgoing().buffer());
-  if (!status.ok()) {
-    listener_->OnHealthWatchEnded(status, false);
-    return;
-  }
-  stream_.outgoing().set_end_of_data();
-  connection->StartCall(&stream_);
+      StartControlCall(*settings_->call, "/grpc.health.v1.Health/Watch",
+                       request, this, &stream_, connection);
+  if (!status.ok()) listener_->OnHealthWatchEnded(status, false);
 }
 
 void HealthWatch::Cancel() {

@@ -5,19 +5,18 @@
 
 #include "absl/strings/string_view.h"
 #include "base/metadata.h"
+#include "rpc/internal/client/control_call.h"
 #include "rpc/status.h"
 #include "transport/http2/client_session.h"
 
 namespace h2rpc::internal {
 
-// What a channel's health checks send besides the service name: the
-// channel's :authority, :scheme and user agent. Owned by the channel.
+// What a channel's health checks ask for. Owned by the channel.
 struct HealthCheckSettings {
   // `healthCheckConfig.serviceName` ("": the server as a whole).
   std::string service_name;
-  std::string authority;
-  absl::string_view scheme;
-  std::string user_agent;
+  // The channel's.
+  const ControlCallSettings* call;
 };
 
 // Client-side health checking (gRPC's A17) of one connection: a

@@ -44,6 +44,7 @@ Subchannel::~Subchannel() {
   loop_->Cancel(&attempt_timer_);
   loop_->Cancel(&backoff_timer_);
   loop_->Cancel(&health_retry_timer_);
+  loop_->Cancel(&load_report_timer_);
 }
 
 void Subchannel::RequestConnection() {
@@ -64,6 +65,7 @@ void Subchannel::Orphan() {
   // The observer may go with the policy; calls still draining report to
   // nobody.
   set_call_observer(nullptr);
+  load_report_watcher_ = nullptr;
   connector_.Abort();
   loop_->Cancel(&connect_timer_);
   loop_->Cancel(&attempt_timer_);
@@ -88,6 +90,7 @@ void Subchannel::Orphan() {
 void Subchannel::Close(const Status& why) {
   closed_ = true;
   orphaned_ = true;
+  load_report_watcher_ = nullptr;
   connector_.Abort();
   loop_->Cancel(&connect_timer_);
   loop_->Cancel(&attempt_timer_);
@@ -180,6 +183,8 @@ void Subchannel::DrainConnection() {
     health_watch_->Cancel();
     loop_->Cancel(&health_retry_timer_);
   }
+  if (load_report_watch_ != nullptr) load_report_watch_->Cancel();
+  loop_->Cancel(&load_report_timer_);
   draining_.push_back(std::move(connection_));
 }
 
@@ -226,6 +231,71 @@ void Subchannel::OnHealthWatchEnded(const Status& status, bool cancelled) {
   SetState(ConnectivityState::kTransientFailure);
 }
 
+void Subchannel::WatchLoadReports(LbLoadReportWatcher* watcher,
+                                  absl::Duration interval) {
+  if (orphaned_ ||
+      (watcher == load_report_watcher_ && interval == load_report_interval_)) {
+    return;
+  }
+  load_report_watcher_ = watcher;
+  load_report_interval_ = interval;
+  load_report_backoff_ = kLoadReportInitialBackoff;
+  loop_->Cancel(&load_report_timer_);
+  if (load_report_watch_ != nullptr && load_report_watch_->active()) {
+    // Started again, with the new interval, once it has ended.
+    load_report_watch_->Cancel();
+    return;
+  }
+  StartLoadReportWatch();
+}
+
+void Subchannel::StartLoadReportWatch() {
+  if (orphaned_ || load_report_watcher_ == nullptr || connection_ == nullptr ||
+      !connection_->session().handshake_done() ||
+      !connection_->session().accepting_calls()) {
+    return;
+  }
+  if (load_report_watch_ == nullptr) {
+    load_report_watch_ = std::make_unique<LoadReportWatch>(
+        &host_->control_call_settings(),
+        static_cast<LoadReportWatch::Listener*>(this));
+  }
+  load_report_watch_->Start(&connection_->session(), load_report_interval_);
+}
+
+void Subchannel::OnLoadReport(absl::string_view report) {
+  load_report_backoff_ = kLoadReportInitialBackoff;
+  if (load_report_watcher_ != nullptr) {
+    load_report_watcher_->OnLoadReport(this, report);
+  }
+}
+
+void Subchannel::OnLoadReportWatchEnded(const Status& status, bool cancelled) {
+  if (load_report_watcher_ == nullptr || connection_ == nullptr ||
+      !connection_->session().accepting_calls() ||
+      !connection_->session().handshake_done()) {
+    return;  // not wanted, or the connection is going or not there
+  }
+  if (cancelled) {
+    // Restarted with a new interval, or an earlier connection's call: start
+    // it now (not from inside the stream's close).
+    loop_->Schedule(&load_report_timer_, loop_->Now());
+    return;
+  }
+  if (status.code() == StatusCode::kUnimplemented) {
+    std::fprintf(stderr,
+                 "h2rpc: %s does not implement "
+                 "xds.service.orca.v3.OpenRcaService (%s); no out-of-band "
+                 "load reports on this connection\n",
+                 connection_->session().peer().c_str(),
+                 status.ToString().c_str());
+    return;
+  }
+  loop_->Schedule(&load_report_timer_, loop_->Now() + load_report_backoff_);
+  load_report_backoff_ =
+      std::min(load_report_backoff_ * 2, kLoadReportMaxBackoff);
+}
+
 void Subchannel::MaybeDone() {
   if (orphaned_ && !closed_ && !done_ && connection_ == nullptr &&
       draining_.empty()) {
@@ -245,6 +315,7 @@ void Subchannel::OnConnectionReady(ClientSession* connection) {
   if (ChannelzNode* socket = ChannelzSocketOf(connection)) {
     socket->SetTlsOf(*connection);
   }
+  StartLoadReportWatch();
   if (health_watch_ != nullptr) {
     // CONNECTING until the backend's first answer.
     StartHealthWatch();
@@ -297,6 +368,7 @@ void Subchannel::OnConnectionClosed(ClientSession* connection,
       EnterTransientFailure(why);
     } else {
       loop_->Cancel(&health_retry_timer_);
+      loop_->Cancel(&load_report_timer_);
       SetState(ConnectivityState::kIdle);
     }
   } else {

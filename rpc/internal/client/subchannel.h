@@ -14,7 +14,9 @@
 #include "rpc/internal/channelz/channelz_registry.h"
 #include "rpc/internal/client/channel_connector.h"
 #include "rpc/internal/client/connection_backoff.h"
+#include "rpc/internal/client/control_call.h"
 #include "rpc/internal/client/health_watch.h"
+#include "rpc/internal/client/load_report_watch.h"
 #include "rpc/load_balancing.h"
 #include "rpc/status.h"
 #include "transport/http2/client_session.h"
@@ -56,16 +58,25 @@ struct LbSubchannelAccess {
 // started again after kHealthRetryDelay). A backend without the health
 // service (UNIMPLEMENTED) counts as serving.
 //
+// With a load report watcher (WatchLoadReports), an established connection
+// also carries an ORCA StreamCoreMetrics call, made again after a backoff
+// when it fails.
+//
 // Made and owned by the channel, held by one LB policy until orphaned. An
 // orphaned subchannel closes its connections gracefully and tells its host
 // when none is left, so the host can free it. Loop thread only.
 class Subchannel final : public LbSubchannel,
                          private transport::http2::ClientSession::Listener,
                          private ChannelConnector::Listener,
-                         private HealthWatch::Listener {
+                         private HealthWatch::Listener,
+                         private LoadReportWatch::Listener {
  public:
   // How long after a failed health watch call the next one starts.
   static constexpr absl::Duration kHealthRetryDelay = absl::Seconds(1);
+  // How long after a failed load report call the next one starts: doubled
+  // after each failure up to the maximum, reset by a report.
+  static constexpr absl::Duration kLoadReportInitialBackoff = absl::Seconds(1);
+  static constexpr absl::Duration kLoadReportMaxBackoff = absl::Minutes(2);
 
   // The channel's side.
   class Host {
@@ -91,6 +102,8 @@ class Subchannel final : public LbSubchannel,
     // The channel's channelz entry, the parent of the subchannel's; null
     // without channelz.
     virtual ChannelzNode* channelz_node() const = 0;
+    // What the subchannel's own calls (load reports) send.
+    virtual const ControlCallSettings& control_call_settings() const = 0;
 
    protected:
     ~Host() = default;
@@ -109,6 +122,8 @@ class Subchannel final : public LbSubchannel,
   ConnectivityState state() const override { return state_; }
   const Status& last_error() const override { return last_error_; }
   void RequestConnection() override;
+  void WatchLoadReports(LbLoadReportWatcher* watcher,
+                        absl::Duration interval) override;
 
   // Orphaned: the policy let it go.
   bool orphaned() const { return orphaned_; }
@@ -148,6 +163,11 @@ class Subchannel final : public LbSubchannel,
   void StartHealthWatch();
   void OnHealthChanged(bool serving, const Status& why) override;
   void OnHealthWatchEnded(const Status& status, bool cancelled) override;
+  // Starts the load report call on the established connection, if there
+  // is one and a watcher.
+  void StartLoadReportWatch();
+  void OnLoadReport(absl::string_view report) override;
+  void OnLoadReportWatchEnded(const Status& status, bool cancelled) override;
   // Orphaned and without connections: tells the host, once.
   void MaybeDone();
   void OnConnectionReady(transport::http2::ClientSession* connection) override;
@@ -199,6 +219,12 @@ class Subchannel final : public LbSubchannel,
       goaway_codes_;
   // Null without health checking.
   const std::unique_ptr<HealthWatch> health_watch_;
+  // WatchLoadReports(): null watcher, no call; the watch is made at the
+  // first call.
+  LbLoadReportWatcher* load_report_watcher_ = nullptr;
+  absl::Duration load_report_interval_;
+  absl::Duration load_report_backoff_ = kLoadReportInitialBackoff;
+  std::unique_ptr<LoadReportWatch> load_report_watch_;
   bool orphaned_ = false;
   bool closed_ = false;  // Close(): the channel frees it
   bool done_ = false;    // OnSubchannelDone reported
@@ -207,6 +233,7 @@ class Subchannel final : public LbSubchannel,
   MemberTimer<&Subchannel::OnAttemptDeadline> attempt_timer_{this};
   MemberTimer<&Subchannel::OnBackoffDone> backoff_timer_{this};
   MemberTimer<&Subchannel::StartHealthWatch> health_retry_timer_{this};
+  MemberTimer<&Subchannel::StartLoadReportWatch> load_report_timer_{this};
 };
 
 }  // namespace h2rpc::internal

@@ -11,6 +11,7 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "rpc/connectivity_state.h"
 #include "rpc/load_balancing.h"
@@ -55,8 +56,22 @@ class FakeLbHelper final : public LbPolicy::Helper {
       }
     }
 
+    void WatchLoadReports(LbLoadReportWatcher* watcher,
+                          absl::Duration interval) override {
+      load_report_watcher = watcher;
+      load_report_interval = interval;
+    }
+    // Its backend sent `report` out of band, as the channel reports it.
+    void SendLoadReport(absl::string_view report) {
+      if (load_report_watcher != nullptr) {
+        load_report_watcher->OnLoadReport(this, report);
+      }
+    }
+
     int connection_requests = 0;
     bool orphaned = false;
+    LbLoadReportWatcher* load_report_watcher = nullptr;
+    absl::Duration load_report_interval;
 
    private:
     void Orphan() override { orphaned = true; }

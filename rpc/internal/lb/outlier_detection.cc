@@ -159,8 +159,11 @@ struct OutlierDetection::AddressState {
 };
 
 // What the child policy holds: the channel's subchannel, shown in
-// TRANSIENT_FAILURE while its address is ejected.
-class OutlierDetection::EjectableSubchannel final : public LbSubchannel {
+// TRANSIENT_FAILURE while its address is ejected; its load reports are
+// the channel's subchannel's.
+class OutlierDetection::EjectableSubchannel final
+    : public LbSubchannel,
+      private LbLoadReportWatcher {
  public:
   EjectableSubchannel(OutlierDetection* owner, SubchannelPtr real,
                       AddressState* state)
@@ -179,6 +182,11 @@ class OutlierDetection::EjectableSubchannel final : public LbSubchannel {
     return state_->ejected ? *ejected : real_->last_error();
   }
   void RequestConnection() override { real_->RequestConnection(); }
+  void WatchLoadReports(LbLoadReportWatcher* watcher,
+                        absl::Duration interval) override {
+    load_report_watcher_ = watcher;
+    real_->WatchLoadReports(watcher == nullptr ? nullptr : this, interval);
+  }
 
   LbSubchannel* real() const { return real_.get(); }
   const OutlierDetection* owner() const { return owner_; }
@@ -194,9 +202,14 @@ class OutlierDetection::EjectableSubchannel final : public LbSubchannel {
     delete this;  // orphans the channel's subchannel
   }
 
+  void OnLoadReport(LbSubchannel*, absl::string_view report) override {
+    load_report_watcher_->OnLoadReport(this, report);
+  }
+
   OutlierDetection* const owner_;
   const SubchannelPtr real_;
   AddressState* const state_;
+  LbLoadReportWatcher* load_report_watcher_ = nullptr;
 };
 
 OutlierDetection::OutlierDetection(LbPolicy::Helper* helper,

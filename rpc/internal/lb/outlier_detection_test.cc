@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "proto/xds/data/orca/v3/orca_load_report.pb.h"
 #include "rpc/internal/lb/builtin_policies.h"
 #include "rpc/internal/lb/fake_lb_helper.h"
 
@@ -135,6 +136,35 @@ TEST_F(OutlierDetectionTest, WithoutAnAlgorithmItOnlyPassesThrough) {
   EXPECT_EQ(Spread(),
             (std::map<int, int>{{1, 20}, {2, 20}, {3, 20}, {4, 20}, {5, 20}}));
   EXPECT_EQ(helper_.For(1)->call_observer(), nullptr);
+}
+
+// A child's out-of-band load report watch reaches the channel's
+// subchannels, and their reports reach the child as its wrappers'.
+TEST_F(OutlierDetectionTest, LoadReportsPassThroughToTheChild) {
+  policy_ = std::make_unique<OutlierDetection>(
+      &helper_, Parse(R"({"childPolicy": [{"weighted_round_robin": {
+          "blackoutPeriod": "0s", "enableOobLoadReport": true}}]})"),
+      BuiltinLbPolicyFactory("weighted_round_robin"), [this] { return now_; });
+  policy_->UpdateAddresses(LoopbackAddresses({1, 2}));
+  policy_->ExitIdle();
+  for (int port = 1; port <= 2; ++port) {
+    helper_.For(port)->Set(policy_.get(), S::kReady);
+  }
+  ASSERT_NE(helper_.For(1)->load_report_watcher, nullptr);
+  EXPECT_EQ(helper_.For(1)->load_report_interval, absl::Seconds(10));
+  xds::data::orca::v3::OrcaLoadReport report;
+  report.set_rps_fractional(100);
+  report.set_cpu_utilization(0.25);  // weight 400
+  helper_.For(1)->SendLoadReport(report.SerializeAsString());
+  report.set_cpu_utilization(1);  // weight 100
+  helper_.For(2)->SendLoadReport(report.SerializeAsString());
+  // The weight update timer of the child (no ejection algorithm: no
+  // interval timer).
+  ASSERT_EQ(helper_.timers.size(), 1u);
+  ASSERT_TRUE(helper_.FireTimer());
+  std::map<int, int> spread = Spread();
+  EXPECT_NEAR(spread[1], 80, 1);
+  EXPECT_NEAR(spread[2], 20, 1);
 }
 
 TEST_F(OutlierDetectionTest, FailurePercentageEjectsAndTimeBringsBack) {

@@ -44,12 +44,6 @@ Status ParseWeightedRoundRobinConfig(absl::string_view json,
                     "enableOobLoadReport: must be true or false");
     }
     config.enable_oob_load_report = oob->get<bool>();
-    if (config.enable_oob_load_report) {
-      return Status(StatusCode::kInvalidArgument,
-                    "enableOobLoadReport: out-of-band load reports are not "
-                    "supported by h2rpc's weighted_round_robin (per-call "
-                    "reports are)");
-    }
   }
   for (const auto& [key, field] :
        {std::pair{"oobReportingPeriod", &config.oob_reporting_period},
@@ -92,7 +86,16 @@ WeightedRoundRobin::~WeightedRoundRobin() {
 
 void WeightedRoundRobin::UpdateAddresses(
     const std::vector<ResolvedAddress>& addresses) {
-  UpdateConnectAllSubchannels(addresses, helper_, idle_, this, &subchannels_);
+  if (config_.enable_oob_load_report) {
+    UpdateConnectAllSubchannels(addresses, helper_, idle_, nullptr,
+                                &subchannels_);
+    // A no-op for a subchannel already watched.
+    for (SubchannelPtr& subchannel : subchannels_) {
+      subchannel->WatchLoadReports(this, config_.oob_reporting_period);
+    }
+  } else {
+    UpdateConnectAllSubchannels(addresses, helper_, idle_, this, &subchannels_);
+  }
   // An address still listed keeps its weight.
   std::map<std::string, Endpoint> endpoints;
   for (const ResolvedAddress& address : addresses) {
@@ -137,8 +140,12 @@ double WeightedRoundRobin::weight(const std::string& address) const {
 void WeightedRoundRobin::OnCallEnded(LbSubchannel* subchannel, const Status&,
                                      const Metadata& trailers) {
   absl::optional<absl::string_view> bytes = trailers.Get(kLoadReportTrailer);
-  if (!bytes.has_value() ||
-      !report_.ParseFromArray(bytes->data(), static_cast<int>(bytes->size()))) {
+  if (bytes.has_value()) OnLoadReport(subchannel, *bytes);
+}
+
+void WeightedRoundRobin::OnLoadReport(LbSubchannel* subchannel,
+                                      absl::string_view report) {
+  if (!report_.ParseFromArray(report.data(), static_cast<int>(report.size()))) {
     return;
   }
   const double utilization = report_.application_utilization() > 0

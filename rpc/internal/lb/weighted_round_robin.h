@@ -19,8 +19,8 @@ namespace h2rpc::internal {
 
 // The weighted_round_robin config (gRPC's A58), with its defaults.
 struct WeightedRoundRobinConfig {
-  // Out-of-band reports (OpenRcaService) are not supported: true is
-  // refused.
+  // Weights from out-of-band reports (OpenRcaService, asked for every
+  // oob_reporting_period), not from the calls' trailers.
   bool enable_oob_load_report = false;
   absl::Duration oob_reporting_period = absl::Seconds(10);
   // A backend's weight counts only once it has reported for this long.
@@ -42,7 +42,8 @@ Status ParseWeightedRoundRobinConfig(absl::string_view json,
 // round_robin does, and spreads calls over the READY ones in proportion to
 // their weights, qps / (utilization + eps / qps * penalty), from the ORCA
 // load reports (gRFC A51) their servers send in each call's
-// "endpoint-load-metrics-bin" trailer (utilization:
+// "endpoint-load-metrics-bin" trailer, or, with enable_oob_load_report,
+// on each subchannel's out-of-band stream (utilization:
 // application_utilization, else cpu_utilization). Picks follow an
 // earliest-deadline-first schedule over the weights, rebuilt every
 // weight_update_period; a backend without a valid weight (none yet, still
@@ -50,7 +51,9 @@ Status ParseWeightedRoundRobinConfig(absl::string_view json,
 // with fewer than two valid weights the picks are plain round robin.
 // Loop thread only; a pick allocates nothing, a report costs one
 // protobuf parse into a reused message.
-class WeightedRoundRobin final : public LbPolicy, private LbCallObserver {
+class WeightedRoundRobin final : public LbPolicy,
+                                 private LbCallObserver,
+                                 private LbLoadReportWatcher {
  public:
   WeightedRoundRobin(Helper* helper, WeightedRoundRobinConfig config,
                      std::function<absl::Time()> now = absl::Now);
@@ -85,6 +88,9 @@ class WeightedRoundRobin final : public LbPolicy, private LbCallObserver {
 
   void OnCallEnded(LbSubchannel* subchannel, const Status& status,
                    const Metadata& trailers) override;
+  // A report from `subchannel`'s backend: its weight.
+  void OnLoadReport(LbSubchannel* subchannel,
+                    absl::string_view report) override;
   double WeightOf(const std::string& address, absl::Time now) const;
   // Rebuilds the schedule from the READY subchannels and their weights.
   void Rebuild();

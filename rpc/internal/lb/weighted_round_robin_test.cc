@@ -46,7 +46,6 @@ TEST(WeightedRoundRobinConfigTest, DefaultsFieldsAndErrors) {
     const char* message;
   } bad[] = {
       {"[]", "must be a JSON object"},
-      {R"({"enableOobLoadReport": true})", "not supported"},
       {R"({"enableOobLoadReport": 1})", "must be true or false"},
       {R"({"blackoutPeriod": "-1s"})", "blackoutPeriod: must not be negative"},
       {R"({"errorUtilizationPenalty": -1})", "at least 0, got -1"},
@@ -75,6 +74,14 @@ class WeightedRoundRobinTest : public ::testing::Test {
   // A call on `port` ends with a load report.
   void Report(int port, double qps, double utilization, double eps = 0,
               bool application = false) {
+    Metadata trailers;
+    trailers.Add("endpoint-load-metrics-bin",
+                 Serialized(qps, utilization, eps, application));
+    helper_.For(port)->EndCall(Status(), trailers);
+  }
+
+  static std::string Serialized(double qps, double utilization, double eps,
+                                bool application) {
     xds::data::orca::v3::OrcaLoadReport report;
     report.set_rps_fractional(qps);
     if (application) {
@@ -84,9 +91,7 @@ class WeightedRoundRobinTest : public ::testing::Test {
       report.set_cpu_utilization(utilization);
     }
     report.set_eps(eps);
-    Metadata trailers;
-    trailers.Add("endpoint-load-metrics-bin", report.SerializeAsString());
-    helper_.For(port)->EndCall(Status(), trailers);
+    return report.SerializeAsString();
   }
 
   // Runs the weight update timer (the only timer).
@@ -187,6 +192,31 @@ TEST_F(WeightedRoundRobinTest, OnlyReadySubchannelsArePicked) {
   EXPECT_EQ(policy_->Pick(), nullptr);
   EXPECT_EQ(helper_.state, S::kTransientFailure);
   EXPECT_EQ(helper_.error.message(), "refused");
+}
+
+TEST_F(WeightedRoundRobinTest, OutOfBandReportsReplaceTheCallsOnes) {
+  Start(R"({"blackoutPeriod": "0s", "enableOobLoadReport": true,
+      "oobReportingPeriod": "2s"})");
+  for (int port = 1; port <= 3; ++port) {
+    EXPECT_EQ(helper_.For(port)->call_observer(), nullptr) << port;
+    EXPECT_NE(helper_.For(port)->load_report_watcher, nullptr) << port;
+    EXPECT_EQ(helper_.For(port)->load_report_interval, absl::Seconds(2));
+  }
+  helper_.For(1)->SendLoadReport(Serialized(100, 0.5, 0, false));
+  helper_.For(2)->SendLoadReport(Serialized(100, 1.0, 0, false));
+  helper_.For(3)->SendLoadReport("not an OrcaLoadReport \xff\xff");
+  EXPECT_EQ(policy_->weight("127.0.0.1:1"), 200);
+  EXPECT_EQ(policy_->weight("127.0.0.1:2"), 100);
+  EXPECT_EQ(policy_->weight("127.0.0.1:3"), 0);
+  Update();
+  // Port 3 without a weight gets the mean, 150.
+  ExpectSpread(Spread(900), {{1, 400}, {2, 200}, {3, 300}});
+
+  // A new address list keeps the watch and adds it to a new subchannel.
+  LbLoadReportWatcher* const watcher = helper_.For(1)->load_report_watcher;
+  policy_->UpdateAddresses(LoopbackAddresses({1, 2, 3, 4}));
+  EXPECT_EQ(helper_.For(1)->load_report_watcher, watcher);
+  EXPECT_EQ(helper_.For(4)->load_report_watcher, watcher);
 }
 
 TEST_F(WeightedRoundRobinTest, APickAllocatesNothing) {
