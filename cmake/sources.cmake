@@ -218,8 +218,12 @@ set(H2RPC_LIBRARY_SOURCES
   transport/core/base64.h
   transport/core/call_setup.cc
   transport/core/call_setup.h
+  transport/core/cors.cc
+  transport/core/cors.h
   transport/core/grpc_message.cc
   transport/core/grpc_message.h
+  transport/core/grpc_web.cc
+  transport/core/grpc_web.h
   transport/core/header_field.h
   transport/core/header_list.cc
   transport/core/header_list.h

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/time/time.h"
@@ -20,6 +21,28 @@ namespace h2rpc {
 struct ServerOptions {
   // HTTP/2 settings and message size limits of every connection.
   ConnectionOptions connection;
+  // Protocols for browsers served on the same ports as gRPC (docs/web.md).
+  // Each off by default: a request in it is refused as any request that is
+  // not gRPC (HTTP 415).
+  struct WebProtocols {
+    // gRPC-Web (gRPC's PROTOCOL-WEB.md) over HTTP/2, binary form
+    // (content-type application/grpc-web or application/grpc-web+proto):
+    // every method, the trailers at the end of the response body. What
+    // Envoy's grpc_web filter would otherwise translate.
+    bool grpc_web = false;
+    // CORS, for pages of other origins than the server's: the origins
+    // ("https://app.example.com", scheme, host and port exactly as the
+    // browser sends them; "*": any) whose pages may call. Their browsers'
+    // preflights are answered and the responses to their calls carry the
+    // CORS fields (with grpc-status and grpc-message exposed); a preflight
+    // or a call from another origin is refused with HTTP 403 before any
+    // handler runs. Empty: no CORS (a cross-origin page cannot read the
+    // answers; OPTIONS is refused with 405).
+    std::vector<std::string> cors_allowed_origins;
+    // How long a browser may cache a preflight's answer. Seconds.
+    int cors_max_age_seconds = 7200;
+  };
+  WebProtocols web;
   // Event loop threads; connections are spread over them. 0: one per core.
   int num_loops = 0;
   // CPUs to pin the loop threads to, in order; empty: not pinned.

@@ -9,12 +9,15 @@
 // whether connection management runs on short timers (bit 6: keepalive
 // PINGs and their timeout, PING enforcement, connection age and its grace,
 // all within a few 100 ms steps of the clock; bit 7: PINGs permitted
-// without calls).
+// without calls). gRPC-Web and CORS (origin https://a.test) are on, so
+// gRPC-Web requests, preflights and origins take their own paths.
 #include <nghttp2/nghttp2.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
@@ -43,6 +46,11 @@ void Run(absl::string_view input) {
   options.connection_window = 1 << 20;
   options.max_concurrent_streams = 16;
   options.keepalive.max_connection_idle = absl::Seconds(30);
+  options.web.grpc_web = true;
+  static const auto* const cors =
+      new std::shared_ptr<const CorsPolicy>(std::make_shared<const CorsPolicy>(
+          std::vector<std::string>{"https://a.test"}, 60));
+  options.web.cors = *cors;
   if ((control & 0x40) != 0) {
     options.keepalive.time = absl::Milliseconds(300);
     options.keepalive.timeout = absl::Milliseconds(200);

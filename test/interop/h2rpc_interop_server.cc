@@ -112,6 +112,11 @@ ABSL_FLAG(int, metrics_port, -1,
           "Serve gRPC's standard call metrics for Prometheus at "
           "http://HOST:PORT/metrics on this port (0: a free one, printed as "
           "\"metrics on port N\"); -1: no metrics.");
+ABSL_FLAG(bool, grpc_web, false,
+          "Also answer gRPC-Web requests (ServerOptions::web.grpc_web).");
+ABSL_FLAG(std::vector<std::string>, cors_allowed_origins, {},
+          "Origins whose browser pages may call, comma-separated "
+          "(ServerOptions::web.cors_allowed_origins).");
 ABSL_FLAG(std::string, tls_testdata_dir, h2rpc::testing::kDefaultTlsTestdataDir,
           "Directory holding server1.key and server1.pem, relative to the "
           "working directory unless absolute.");
@@ -495,6 +500,8 @@ int Run() {
   }
 
   ServerOptions options;
+  options.web.grpc_web = absl::GetFlag(FLAGS_grpc_web);
+  options.web.cors_allowed_origins = absl::GetFlag(FLAGS_cors_allowed_origins);
   std::unique_ptr<PrometheusEndpoint> metrics_endpoint;
   if (absl::GetFlag(FLAGS_metrics_port) >= 0) {
     options.metrics = std::make_shared<CallMetrics>();

@@ -3,12 +3,31 @@
 #include <cstdint>
 
 #include "transport/core/base64.h"
+#include "transport/core/cors.h"
 #include "transport/core/grpc_message.h"
 
 namespace h2rpc::transport {
 namespace {
 
 constexpr absl::string_view kGrpcContentType = "application/grpc";
+
+absl::string_view ContentType(const ResponseDescription& response) {
+  return response.content_type.empty() ? kGrpcContentType
+                                       : response.content_type;
+}
+
+size_t CorsFieldCount(const ResponseDescription& response) {
+  return response.cors_origin.empty() ? 0 : CorsPolicy::kResponseFieldCount;
+}
+
+// The content-type, then the CORS fields if any.
+void AddContentFields(const ResponseDescription& response,
+                      HeaderList* headers) {
+  headers->Add("content-type", ContentType(response));
+  if (!response.cors_origin.empty()) {
+    CorsPolicy::AddResponseFields(response.cors_origin, headers);
+  }
+}
 
 bool SendsEncoding(const ResponseDescription& response) {
   return !response.send_encoding.empty() &&
@@ -60,8 +79,8 @@ void AddStatusFields(const Status& status, HeaderList* headers) {
 }  // namespace
 
 size_t CountResponseHeaderFields(const ResponseDescription& response) {
-  return 2 + SendsEncoding(response) + !response.accept_encodings.empty() +
-         MetadataSize(response.metadata);
+  return 2 + CorsFieldCount(response) + SendsEncoding(response) +
+         !response.accept_encodings.empty() + MetadataSize(response.metadata);
 }
 
 size_t CountTrailerFields(const Status& status, const Metadata* trailing) {
@@ -70,8 +89,9 @@ size_t CountTrailerFields(const Status& status, const Metadata* trailing) {
 
 size_t CountTrailersOnlyFields(const ResponseDescription& response,
                                const Status& status, const Metadata* trailing) {
-  return 2 + !response.accept_encodings.empty() + StatusFieldCount(status) +
-         MetadataSize(response.metadata) + MetadataSize(trailing);
+  return 2 + CorsFieldCount(response) + !response.accept_encodings.empty() +
+         StatusFieldCount(status) + MetadataSize(response.metadata) +
+         MetadataSize(trailing);
 }
 
 Status BuildResponseHeaders(const ResponseDescription& response,
@@ -81,7 +101,7 @@ Status BuildResponseHeaders(const ResponseDescription& response,
   headers->Start(CountResponseHeaderFields(response),
                  MetadataScratch(response.metadata));
   headers->Add(":status", "200");
-  headers->Add("content-type", kGrpcContentType);
+  AddContentFields(response, headers);
   if (SendsEncoding(response)) {
     headers->Add("grpc-encoding", response.send_encoding);
   }
@@ -113,7 +133,7 @@ Status BuildTrailersOnly(const ResponseDescription& response,
                  StatusScratch(status) + MetadataScratch(response.metadata) +
                      MetadataScratch(trailing));
   headers->Add(":status", "200");
-  headers->Add("content-type", kGrpcContentType);
+  AddContentFields(response, headers);
   if (!response.accept_encodings.empty()) {
     headers->Add("grpc-accept-encoding", response.accept_encodings);
   }

@@ -17,6 +17,12 @@ namespace h2rpc::transport {
 
 // What a server puts in its response headers.
 struct ResponseDescription {
+  // "content-type". Empty: application/grpc.
+  absl::string_view content_type;
+  // The origin of a browser's cross-origin call the server allows: the
+  // CORS fields (CorsPolicy::AddResponseFields) follow the content-type.
+  // Empty: none.
+  absl::string_view cors_origin;
   // "grpc-encoding" of the response messages. Empty or "identity": omitted.
   absl::string_view send_encoding;
   // "grpc-accept-encoding": the encodings the server accepts. Empty: omitted.
@@ -31,9 +37,9 @@ size_t CountTrailerFields(const Status& status, const Metadata* trailing);
 size_t CountTrailersOnlyFields(const ResponseDescription& response,
                                const Status& status, const Metadata* trailing);
 
-// :status 200, content-type: application/grpc, [grpc-encoding],
-// [grpc-accept-encoding], initial metadata. INTERNAL (naming the key) for
-// invalid metadata, leaving `headers` untouched.
+// :status 200, content-type (application/grpc unless described),
+// [grpc-encoding], [grpc-accept-encoding], initial metadata. INTERNAL (naming
+// the key) for invalid metadata, leaving `headers` untouched.
 Status BuildResponseHeaders(const ResponseDescription& response,
                             HeaderList* headers);
 

@@ -5,6 +5,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "transport/core/grpc_web.h"
 #include "transport/core/received_headers.h"
 #include "transport/core/response_setup.h"
 #include "transport/core/status_synthesis.h"
@@ -43,6 +44,8 @@ void ServerStream::Reset() {
   end_code_ = StatusCode::kOk;
   delivered_ = DeliveredMessageBytes();
   headers_sent_ = finished_ = half_closed_ = cancel_on_close_ = false;
+  grpc_web_ = false;
+  cors_origin_.clear();
   header_bytes_ = 0;
   http_check_.Reset();
   malformed_ = false;
@@ -90,6 +93,8 @@ void ServerStream::SendInitialMetadata(const Metadata* metadata) {
 ResponseDescription ServerStream::DescribeResponse(
     const Metadata* metadata) const {
   ResponseDescription response;
+  if (grpc_web_) response.content_type = kGrpcWebProtoContentType;
+  response.cors_origin = cors_origin_;
   response.send_encoding = CompressionAlgorithmName(send_encoding_);
   response.accept_encodings = connection_->accept_encoding();
   response.metadata = metadata;
@@ -178,6 +183,11 @@ void ServerStream::Finish(const Status& status, const Metadata* trailing) {
         FailSubmit(NGHTTP2_ERR_INVALID_ARGUMENT, "BuildTrailers");
         return;
       }
+    }
+    if (grpc_web_) {
+      // In the body, whose end ends the stream (OnEndOfData sends no
+      // trailers). Not charged to the quota, as HTTP/2 trailers are not.
+      AppendGrpcWebTrailers(trailers_, &outgoing_.buffer());
     }
     // The trailers go out from OnEndOfData once the body is drained.
     outgoing_.set_end_of_data();
@@ -475,6 +485,43 @@ void ServerSession::Refuse(ServerStream* stream, const Status& status,
   RequestFlush();
 }
 
+namespace {
+
+// Why a browser page of `origin` may not call (CORS).
+Status OriginRefusal(absl::string_view origin) {
+  return Status(StatusCode::kPermissionDenied,
+                absl::StrCat("calls from origin '", origin,
+                             "' are not allowed (ServerOptions::web.cors_"
+                             "allowed_origins)"));
+}
+
+}  // namespace
+
+void ServerSession::AnswerPreflight(ServerStream* stream,
+                                    const CorsPolicy& cors,
+                                    absl::optional<absl::string_view> origin) {
+  if (!origin.has_value() || !cors.Allows(*origin)) {
+    Refuse(stream,
+           origin.has_value() ? OriginRefusal(*origin)
+                              : Status(StatusCode::kPermissionDenied,
+                                       "an OPTIONS request without an origin"),
+           403);
+    return;
+  }
+  stream->finished_ = true;
+  stream->headers_sent_ = true;
+  cors.BuildPreflightAnswer(
+      *origin,
+      stream->client_metadata_.Get("access-control-request-headers")
+          .value_or(""),
+      &stream->trailers_);
+  const int rv = SubmitResponse(session(), stream->stream_id_,
+                                stream->trailers_.fields().data(),
+                                stream->trailers_.size(), nullptr);
+  if (rv != 0) stream->FailSubmit(rv, "nghttp2_submit_response");
+  RequestFlush();
+}
+
 void ServerSession::OnRequestHeaders(ServerStream* stream, bool end_stream) {
   stream->half_closed_ = end_stream;
   if (stream->header_bytes_ > options().max_header_list_size) {
@@ -503,15 +550,31 @@ void ServerSession::OnRequestHeaders(ServerStream* stream, bool end_stream) {
   Status refusal;
   int refusal_http_status = 200;
   absl::optional<absl::Duration> timeout;
+  stream->grpc_web_ = options().web.grpc_web &&
+                      reserved.content_type.has_value() &&
+                      IsGrpcWebContentType(*reserved.content_type);
+  const CorsPolicy* const cors = options().web.cors.get();
+  const absl::optional<absl::string_view> origin =
+      cors == nullptr ? absl::nullopt : stream->client_metadata_.Get("origin");
+  if (cors != nullptr && reserved.method == absl::string_view("OPTIONS")) {
+    stream->block_.Release();
+    AnswerPreflight(stream, *cors, origin);
+    return;
+  }
+  const bool origin_refused = origin.has_value() && !cors->Allows(*origin);
   if (reserved.method != absl::string_view("POST")) {
     refusal = Status(StatusCode::kInternal, "gRPC requests must use POST");
     refusal_http_status = 405;
-  } else if (!reserved.content_type.has_value() ||
-             !IsGrpcContentType(*reserved.content_type)) {
+  } else if (!stream->grpc_web_ &&
+             (!reserved.content_type.has_value() ||
+              !IsGrpcContentType(*reserved.content_type))) {
     refusal = Status(StatusCode::kInternal,
                      absl::StrCat("invalid gRPC request content-type '",
                                   reserved.content_type.value_or(""), "'"));
     refusal_http_status = 415;
+  } else if (origin_refused) {
+    refusal = OriginRefusal(*origin);
+    refusal_http_status = 403;
   } else if (!parsed.ok()) {
     refusal = parsed;
   } else if (reserved.grpc_timeout.has_value() &&
@@ -538,6 +601,11 @@ void ServerSession::OnRequestHeaders(ServerStream* stream, bool end_stream) {
   }
   stream->client_accepted_encodings_.Add(CompressionAlgorithm::kIdentity);
   stream->block_.Release();
+  // The responses to an allowed origin carry the CORS fields, refusals
+  // in a Trailers-Only response included.
+  if (origin.has_value() && !origin_refused) {
+    stream->cors_origin_.assign(origin->data(), origin->size());
+  }
   if (!refusal.ok()) {
     Refuse(stream, refusal, refusal_http_status);
     return;
@@ -693,7 +761,9 @@ Status ServerSession::WaitingLimitStatus(const ServerStream* stream,
 
 bool ServerSession::OnEndOfData(int32_t stream_id) {
   ServerStream* stream = StreamFor(stream_id);
-  if (stream == nullptr || !stream->finished_) return false;
+  if (stream == nullptr || !stream->finished_ || stream->grpc_web_) {
+    return false;
+  }
   const int rv = nghttp2_submit_trailer(session(), stream_id,
                                         stream->trailers_.fields().data(),
                                         stream->trailers_.size());

@@ -205,6 +205,12 @@ class ServerStream final : private io::Timer {
   size_t held_charged_ = 0;
   std::atomic<bool> cancelled_{false};
   StatusCode end_code_ = StatusCode::kOk;
+  // A gRPC-Web request (ConnectionOptions::accept_grpc_web): the response
+  // says so in its content-type and carries its trailers in its body.
+  bool grpc_web_ = false;
+  // The origin of a browser's cross-origin call that CORS allows (its
+  // response carries the CORS fields); empty otherwise.
+  std::string cors_origin_;
   bool headers_sent_ = false;
   bool finished_ = false;
   bool half_closed_ = false;
@@ -334,6 +340,11 @@ class ServerSession : public Session {
   void OnRequestHeaders(ServerStream* stream, bool end_stream);
   // Answers a request the transport itself refuses.
   void Refuse(ServerStream* stream, const Status& status, int http_status);
+  // Answers a CORS preflight (an OPTIONS request) from `origin` (null: the
+  // request named none): 204 with the CORS fields if `cors` allows it, 403
+  // otherwise.
+  void AnswerPreflight(ServerStream* stream, const CorsPolicy& cors,
+                       absl::optional<absl::string_view> origin);
   ServerStream* NewStream();
   void Recycle(ServerStream* stream);
   // After a stream's deframer changed (bytes fed, a grant): drops the

@@ -55,7 +55,7 @@ bool IsShutdownNotice(const uint8_t* data, size_t length) {
 }  // namespace
 
 static_assert(
-    OutputQueue::MaxAdoptedBytesFor(ConnectionOptions{}.write_buffer_limit) ==
+    OutputQueue::MaxAdoptedBytesFor(kDefaultWriteBufferLimit) ==
     OutputQueue::kDefaultMaxAdoptedBytes);
 
 Session::Session(io::Scheduler* scheduler, std::string peer,

@@ -16,6 +16,7 @@
 #include "base/connection_events.h"
 #include "base/peer_identity.h"
 #include "base/status.h"
+#include "transport/core/cors.h"
 #include "transport/core/memory_quota.h"
 #include "transport/core/message_deframer.h"
 #include "transport/http2/bdp_estimator.h"
@@ -65,6 +66,25 @@ struct KeepaliveOptions {
 };
 
 // Limits and HTTP/2 settings of one connection. Every field: default, unit.
+// ConnectionOptions::write_buffer_limit's default. Bytes.
+inline constexpr size_t kDefaultWriteBufferLimit = 256 << 10;
+
+// Servers: what a connection serves browsers besides gRPC (the rpc layer
+// sets it from ServerOptions::web).
+struct WebOptions {
+  // Also answer gRPC-Web requests (binary, application/grpc-web[+proto];
+  // transport/core/grpc_web.h). Off: they are refused with HTTP 415 as any
+  // other content-type.
+  bool grpc_web = false;
+  // Cross-origin calls from browser pages (CORS): a preflight (OPTIONS)
+  // from an origin the policy allows is answered 204, and the responses to
+  // its calls carry the CORS fields; a preflight or a call from any other
+  // origin is refused with HTTP 403. Null: no CORS: OPTIONS is refused
+  // (405) as every method but POST, and a call is served whatever its
+  // origin.
+  std::shared_ptr<const CorsPolicy> cors;
+};
+
 struct ConnectionOptions {
   // SETTINGS_MAX_CONCURRENT_STREAMS we advertise (servers); a stream past
   // it is refused alone with RST_STREAM(REFUSED_STREAM). Streams.
@@ -128,7 +148,7 @@ struct ConnectionOptions {
   // besides them the connection keeps at most 16 times this in finished
   // bodies whose last bytes wait to be written (past that, those bytes are
   // copied and the body freed: OutputQueue::MaxAdoptedBytesFor). Bytes.
-  size_t write_buffer_limit = 256 << 10;
+  size_t write_buffer_limit = kDefaultWriteBufferLimit;
   // Message encodings this side decompresses, advertised in every call's
   // grpc-accept-encoding. A request in another encoding is answered
   // UNIMPLEMENTED (servers); a response in another encoding fails the call
@@ -149,6 +169,8 @@ struct ConnectionOptions {
   // sets them from ChannelOptions or ServerOptions, whose defaults differ by
   // side.
   KeepaliveOptions keepalive;
+  // Servers: what the connection serves browsers besides gRPC.
+  WebOptions web;
 };
 
 // One HTTP/2 connection's protocol state, without I/O: the nghttp2

@@ -1,5 +1,7 @@
 #include "rpc/internal/common/connection_options_conversion.h"
 
+#include <memory>
+
 #include "rpc/server_options.h"
 
 namespace h2rpc::internal {
@@ -38,6 +40,11 @@ transport::http2::ConnectionOptions ToServerTransportOptions(
   keepalive.max_connection_idle = options.max_connection_idle;
   keepalive.max_connection_age = options.max_connection_age;
   keepalive.max_connection_age_grace = options.max_connection_age_grace;
+  out.web.grpc_web = options.web.grpc_web;
+  if (!options.web.cors_allowed_origins.empty()) {
+    out.web.cors = std::make_shared<const transport::CorsPolicy>(
+        options.web.cors_allowed_origins, options.web.cors_max_age_seconds);
+  }
   return out;
 }
 

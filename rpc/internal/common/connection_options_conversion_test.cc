@@ -13,11 +13,13 @@ namespace {
 using TransportOptions = transport::http2::ConnectionOptions;
 
 // The same fields of the same types in the same order, then the transport's
-// keepalive settings (set from ChannelOptions or ServerOptions): a field
-// added to one struct and not the other changes its size (unless it fits in
-// padding, which none has today).
+// keepalive settings (set from ChannelOptions or ServerOptions) and its
+// web protocols (from ServerOptions::web): a field added to one struct and
+// not the other changes its size (unless it fits in padding, which none
+// has today).
 static_assert(sizeof(ConnectionOptions) +
-                      sizeof(transport::http2::KeepaliveOptions) ==
+                      sizeof(transport::http2::KeepaliveOptions) +
+                      sizeof(transport::http2::WebOptions) ==
                   sizeof(TransportOptions),
               "h2rpc::ConnectionOptions and transport::http2::"
               "ConnectionOptions have drifted apart");
@@ -131,6 +133,8 @@ TEST(ConnectionOptionsConversionTest, ServerDefaultsAreGrpcs) {
   want.max_connection_age_grace = absl::InfiniteDuration();
   want.max_connection_idle = absl::InfiniteDuration();
   ExpectSameKeepalive(got.keepalive, want);
+  EXPECT_FALSE(got.web.grpc_web);
+  EXPECT_EQ(got.web.cors, nullptr);
 }
 
 TEST(ConnectionOptionsConversionTest, EveryServerFieldCarriesOver) {
@@ -144,7 +148,13 @@ TEST(ConnectionOptionsConversionTest, EveryServerFieldCarriesOver) {
   options.max_connection_idle = absl::Seconds(5);
   options.max_connection_age = absl::Seconds(6);
   options.max_connection_age_grace = absl::Seconds(7);
+  options.web.grpc_web = true;
+  options.web.cors_allowed_origins = {"https://a.test"};
   const TransportOptions got = ToServerTransportOptions(options);
+  EXPECT_TRUE(got.web.grpc_web);
+  ASSERT_NE(got.web.cors, nullptr);
+  EXPECT_TRUE(got.web.cors->Allows("https://a.test"));
+  EXPECT_FALSE(got.web.cors->Allows("https://b.test"));
   EXPECT_EQ(got.max_concurrent_streams, 7u);
   TransportKeepalive want;
   want.time = absl::Seconds(1);

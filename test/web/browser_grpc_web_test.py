@@ -1,0 +1,108 @@
+"""gRPC-Web from a real browser: Debian's headless Chromium loads a page
+(test/web/node/page, bundled by esbuild at test time) that calls
+grpc.testing.TestService with Connect-ES's gRPC-Web transport
+(@connectrpc/connect-web) on h2rpc_interop_server over HTTPS and HTTP/2,
+from another origin: the browser's CORS preflight is answered and the calls
+(unary, server streaming) succeed for the allowed origin; from an origin
+the server does not allow, the preflight is refused and every call fails.
+Screenshots of both pages are saved with the test's outputs.
+
+Usage (from Bazel): browser_grpc_web_test.py --server=PATH
+  --client_dir=DIR --proto_root=DIR --lock=FILE
+"""
+import argparse
+import functools
+import http.server
+import os
+import subprocess
+import sys
+import threading
+import unittest
+
+import web_test_util
+
+ARGS = None
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+
+    def log_message(self, *args):
+        pass
+
+
+class PageServer:
+    """Serves `directory` over HTTP on 127.0.0.1, a free port: an origin."""
+
+    def __init__(self, directory):
+        handler = functools.partial(QuietHandler, directory=directory)
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.origin = "http://127.0.0.1:%d" % self.httpd.server_address[1]
+        self.thread = threading.Thread(target=self.httpd.serve_forever)
+        self.thread.start()
+
+    def stop(self):
+        self.httpd.shutdown()
+        self.thread.join()
+        self.httpd.server_close()
+
+
+class BrowserGrpcWebTest(unittest.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = web_test_util.client_dir(
+            [os.path.join(ARGS.client_dir, name)
+             for name in ("browser.mjs", "descriptors.mjs", "page")],
+            ARGS.lock, ARGS.proto_root)
+        page = os.path.join(cls.dir, "page")
+        os.rename(os.path.join(cls.dir, "testing.binpb"),
+                  os.path.join(page, "testing.binpb"))
+        subprocess.run(
+            # A native binary or a node script, whichever npm installed.
+            [os.path.join(cls.dir, "node_modules/.bin/esbuild"),
+             os.path.join(page, "page.mjs"), "--bundle", "--format=esm",
+             "--outfile=" + os.path.join(page, "bundle.js"),
+             "--log-level=warning"], check=True, timeout=120)
+        cls.allowed = PageServer(page)
+        cls.other = PageServer(page)
+        cls.server, cls.port = web_test_util.start_server(
+            ARGS.server, ["--use_tls", "--grpc_web",
+                          "--cors_allowed_origins=" + cls.allowed.origin])
+
+    @classmethod
+    def tearDownClass(cls):
+        web_test_util.stop_server(cls.server)
+        cls.allowed.stop()
+        cls.other.stop()
+
+    def load(self, origin, expect, screenshot):
+        url = "%s/index.html?base_url=https://127.0.0.1:%d&expect=%s" % (
+            origin, self.port, expect)
+        argv = ["node", os.path.join(self.dir, "browser.mjs"),
+                "--page_url=" + url]
+        outputs = os.environ.get("TEST_UNDECLARED_OUTPUTS_DIR")
+        if outputs:
+            argv.append("--screenshot=" + os.path.join(outputs, screenshot))
+        result = subprocess.run(argv, capture_output=True, text=True,
+                                timeout=180)
+        self.assertEqual(result.returncode, 0,
+                         "%s:\n%s%s" % (url, result.stdout, result.stderr))
+        return result.stdout
+
+    def test_an_allowed_origin_calls(self):
+        results = self.load(self.allowed.origin, "ok", "allowed_origin.png")
+        self.assertEqual(results.count('"ok":true'), 2, results)
+
+    def test_another_origin_is_refused(self):
+        results = self.load(self.other.origin, "refused", "other_origin.png")
+        self.assertEqual(results.count('"ok":false'), 2, results)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--server", required=True)
+    parser.add_argument("--client_dir", required=True)
+    parser.add_argument("--proto_root", required=True)
+    parser.add_argument("--lock", required=True)
+    ARGS, rest = parser.parse_known_args()
+    unittest.main(argv=[sys.argv[0]] + rest)

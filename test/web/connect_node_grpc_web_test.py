@@ -1,0 +1,69 @@
+"""gRPC-Web over HTTP/2 from a real client, none written here.
+
+@connectrpc/connect-node's gRPC-Web transport (npm; test/web/node, installed
+by test/web/install_npm_modules.sh) calls grpc.testing.TestService on
+h2rpc_interop_server --grpc_web over HTTP/2 (binary messages): unary,
+server streaming, an error status, the client's deadline and a deadline the
+server alone enforces.
+Its gRPC transport runs the same cases on the same server, unaffected.
+
+Usage (from Bazel): connect_node_grpc_web_test.py --server=PATH
+  --client_dir=DIR --proto_root=DIR --lock=FILE
+"""
+import argparse
+import os
+import subprocess
+import sys
+import unittest
+
+import web_test_util
+
+ARGS = None
+CASES = "unary,server_streaming,error,deadline,server_deadline"
+
+
+class ConnectNodeGrpcWebTest(unittest.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = web_test_util.client_dir(
+            [os.path.join(ARGS.client_dir, name)
+             for name in ("client.mjs", "descriptors.mjs")],
+            ARGS.lock, ARGS.proto_root)
+        cls.server, cls.port = web_test_util.start_server(
+            ARGS.server, ["--grpc_web"])
+
+    @classmethod
+    def tearDownClass(cls):
+        web_test_util.stop_server(cls.server)
+
+    def run_client(self, protocol):
+        argv = ["node", os.path.join(self.dir, "client.mjs"),
+                "--descriptor_set=" + os.path.join(self.dir, "testing.binpb"),
+                "--base_url=http://127.0.0.1:%d" % self.port,
+                "--protocol=" + protocol, "--http_version=2",
+                "--case=" + CASES]
+        result = subprocess.run(argv, capture_output=True, text=True,
+                                timeout=120)
+        self.assertEqual(result.returncode, 0,
+                         "%s failed:\n%s%s" % (protocol, result.stdout,
+                                               result.stderr))
+        # One result line per case, each ok.
+        self.assertEqual(result.stdout.count('"ok":true'),
+                         len(CASES.split(",")), result.stdout)
+
+    def test_grpc_web_over_http2(self):
+        self.run_client("grpc-web")
+
+    def test_grpc_on_the_same_server(self):
+        self.run_client("grpc")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--server", required=True)
+    parser.add_argument("--client_dir", required=True)
+    parser.add_argument("--proto_root", required=True)
+    parser.add_argument("--lock", required=True)
+    ARGS, rest = parser.parse_known_args()
+    unittest.main(argv=[sys.argv[0]] + rest)

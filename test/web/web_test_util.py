@@ -1,0 +1,57 @@
+"""What the web tests share: the npm packages installed by
+install_npm_modules.sh, a working directory for the JavaScript clients, and
+h2rpc_interop_server started on a free port."""
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+
+
+def node_modules(lock):
+    """The node_modules directory install_npm_modules.sh made for `lock`."""
+    with open(lock, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()[:16]
+    path = os.path.join("/var/tmp/h2rpc-npm", digest)
+    if not os.path.exists(os.path.join(path, ".complete")):
+        raise RuntimeError(
+            "%s is missing: tools/bazel installs it "
+            "(test/web/install_npm_modules.sh)" % path)
+    return os.path.join(path, "node_modules")
+
+
+def client_dir(sources, lock, proto_root):
+    """A fresh directory holding copies of `sources` (paths), node_modules
+    (ES modules find their packages beside them, not through NODE_PATH) and
+    testing.binpb, the interop protos' FileDescriptorSet."""
+    out = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+    for source in sources:
+        if os.path.isdir(source):
+            shutil.copytree(source, os.path.join(out, os.path.basename(source)))
+        else:
+            shutil.copy(source, out)
+    os.symlink(node_modules(lock), os.path.join(out, "node_modules"))
+    subprocess.run(
+        ["protoc", "-I", proto_root, "--include_imports",
+         "--descriptor_set_out=" + os.path.join(out, "testing.binpb"),
+         "proto/grpc/testing/test.proto"], check=True, timeout=60)
+    return out
+
+
+def start_server(path, args):
+    """Starts h2rpc_interop_server with `args` and --port=0; returns the
+    process and the port it announced."""
+    server = subprocess.Popen([path, "--port=0"] + args,
+                              stdout=subprocess.PIPE, text=True)
+    for line in server.stdout:
+        match = re.search(r"listening on port (\d+)", line)
+        if match:
+            return server, int(match.group(1))
+    server.kill()
+    raise RuntimeError("%s did not say its port" % path)
+
+
+def stop_server(server):
+    server.terminate()
+    server.wait(timeout=30)

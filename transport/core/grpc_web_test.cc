@@ -1,0 +1,55 @@
+#include "transport/core/grpc_web.h"
+
+#include <string>
+
+#include "gtest/gtest.h"
+#include "transport/core/response_setup.h"
+
+namespace h2rpc::transport {
+namespace {
+
+TEST(GrpcWebTest, ContentTypes) {
+  for (const char* yes : {"application/grpc-web", "application/grpc-web+proto",
+                          "application/grpc-web;charset=utf-8",
+                          "application/grpc-web+proto; v=1"}) {
+    EXPECT_TRUE(IsGrpcWebContentType(yes)) << yes;
+  }
+  for (const char* no :
+       {"application/grpc", "application/grpc+proto",
+        "application/grpc-web-text", "application/grpc-web+json",
+        "application/grpc-webx", "application/grpc-we", ""}) {
+    EXPECT_FALSE(IsGrpcWebContentType(no)) << no;
+  }
+}
+
+TEST(GrpcWebTest, TrailersFrameHoldsTheTrailerLines) {
+  Metadata trailing;
+  trailing.Add("x-cost", "7");
+  trailing.Add("x-id-bin", std::string("\x01\x02", 2));
+  HeaderList trailers;
+  ASSERT_TRUE(BuildTrailers(Status(StatusCode::kNotFound, "no such 100%"),
+                            &trailing, &trailers)
+                  .ok());
+  std::string body = "message";
+  AppendGrpcWebTrailers(trailers, &body);
+  const std::string lines =
+      "grpc-status:5\r\n"
+      "grpc-message:no such 100%25\r\n"
+      "x-cost:7\r\n"
+      "x-id-bin:AQI\r\n";
+  const std::string prefix = {static_cast<char>(0x80), 0, 0, 0,
+                              static_cast<char>(lines.size())};
+  EXPECT_EQ(body, "message" + prefix + lines);
+  EXPECT_EQ(GrpcWebTrailersSize(trailers), prefix.size() + lines.size());
+}
+
+TEST(GrpcWebTest, AnOkStatusIsOneLine) {
+  HeaderList trailers;
+  ASSERT_TRUE(BuildTrailers(Status(), nullptr, &trailers).ok());
+  std::string body;
+  AppendGrpcWebTrailers(trailers, &body);
+  EXPECT_EQ(body, std::string("\x80\0\0\0\x0fgrpc-status:0\r\n", 20));
+}
+
+}  // namespace
+}  // namespace h2rpc::transport
