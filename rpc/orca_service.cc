@@ -17,7 +17,6 @@ namespace h2rpc {
 
 namespace {
 
-using transport::io::MonotonicTime;
 using xds::data::orca::v3::OrcaLoadReport;
 using xds::service::orca::v3::OrcaLoadReportRequest;
 
@@ -62,19 +61,20 @@ class OrcaService::Stream final : public ServerWriteReactor<OrcaLoadReport> {
       return;
     }
     registered_ = true;
-    Report(MonotonicTime::Now());
+    Report(Clock::now());
   }
 
   // The stream's report is due: sends the figures unless the previous
   // report is still being written, and schedules the next.
-  void Report(MonotonicTime now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(service_->mu_) {
+  void Report(Clock::time_point now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(service_->mu_) {
     if (!write_in_flight_) {
       // The service's own serialization: it parses.
       report_.ParseFromString(service_->metrics_->SerializedReport());
       write_in_flight_ = true;
       StartWrite(&report_);
     }
-    due_ = now + interval_;
+    due_ = now + absl::ToChronoNanoseconds(interval_);
     service_->ScheduleStream(this, due_);
   }
 
@@ -120,7 +120,7 @@ class OrcaService::Stream final : public ServerWriteReactor<OrcaLoadReport> {
   bool write_in_flight_ ABSL_GUARDED_BY(service_->mu_) = false;
   bool finished_ ABSL_GUARDED_BY(service_->mu_) = false;
   // Its entry in the schedule (while not finished).
-  MonotonicTime due_ ABSL_GUARDED_BY(service_->mu_);
+  Clock::time_point due_ ABSL_GUARDED_BY(service_->mu_);
   // The report being written: changed only while no write is in flight.
   OrcaLoadReport report_ ABSL_GUARDED_BY(service_->mu_);
 };
@@ -128,8 +128,8 @@ class OrcaService::Stream final : public ServerWriteReactor<OrcaLoadReport> {
 // A stream registers only with the service it was made for, so its
 // service_->mu_ is this mu_, which the caller holds; the analysis cannot
 // see that the two are the same.
-void OrcaService::ReportOn(Stream* stream,
-                           MonotonicTime now) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+void OrcaService::ReportOn(Stream* stream, Clock::time_point now)
+    ABSL_NO_THREAD_SAFETY_ANALYSIS {
   stream->Report(now);
 }
 
@@ -174,7 +174,7 @@ Server::Builder& OrcaService::AddTo(Server::Builder& builder) {
   return builder;
 }
 
-void OrcaService::ScheduleStream(Stream* stream, MonotonicTime due) {
+void OrcaService::ScheduleStream(Stream* stream, Clock::time_point due) {
   const bool first = schedule_.emplace(due, stream).first == schedule_.begin();
   if (!thread_.joinable()) {
     thread_ = std::thread([this] { Run(); });
@@ -190,10 +190,10 @@ void OrcaService::Run() {
       wake_.Wait(&mu_);
       continue;
     }
-    const MonotonicTime now = MonotonicTime::Now();
+    const Clock::time_point now = Clock::now();
     const auto [due, stream] = *schedule_.begin();
     if (due > now) {
-      wake_.WaitWithTimeout(&mu_, due - now);
+      wake_.WaitWithTimeout(&mu_, absl::FromChrono(due - now));
       continue;
     }
     schedule_.erase(schedule_.begin());

@@ -1,6 +1,7 @@
 #ifndef H2RPC_RPC_ORCA_SERVICE_H_
 #define H2RPC_RPC_ORCA_SERVICE_H_
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <set>
@@ -12,7 +13,6 @@
 #include "base/mutex.h"
 #include "rpc/orca.h"
 #include "rpc/server.h"
-#include "transport/io/monotonic_time.h"
 
 namespace h2rpc {
 
@@ -95,20 +95,21 @@ class OrcaService {
 
  private:
   class Stream;
+  using Clock = std::chrono::steady_clock;
   // When each open stream's next report is due.
-  using Schedule = std::set<std::pair<transport::io::MonotonicTime, Stream*>>;
+  using Schedule = std::set<std::pair<Clock::time_point, Stream*>>;
 
   // The reporting thread: sends each stream's report when it is due.
   void Run();
   // Adds `stream` to the schedule and starts the reporting thread if it
   // is not running.
-  void ScheduleStream(Stream* stream, transport::io::MonotonicTime due)
+  void ScheduleStream(Stream* stream, Clock::time_point due)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The shutdown callback: ends every stream.
   void OnServerShutdown();
   // Stream::Report and Stream::End on a stream of this service, whose
   // state mu_ guards.
-  void ReportOn(Stream* stream, transport::io::MonotonicTime now)
+  void ReportOn(Stream* stream, Clock::time_point now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EndStream(Stream* stream) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

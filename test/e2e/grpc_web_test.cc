@@ -8,6 +8,8 @@
 // answered for allowed origins and refused for others, calls from other
 // origins refused before their handler runs.
 #include <atomic>
+#include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +20,7 @@
 #include "gtest/gtest.h"
 #include "proto/grpc/testing/messages.pb.h"
 #include "rpc/server.h"
+#include "test/util/allocation_counter.h"
 #include "test/util/raw_h2_client.h"
 #include "test/util/stub_server.h"
 
@@ -297,6 +300,39 @@ TEST_F(GrpcWebTest, WithoutCorsPreflightsAreNotAnswered) {
       CallWeb(kEcho, "hi", "application/grpc-web+proto", kApp);
   EXPECT_EQ(call.Header(":status"), "200") << call.DebugString();
   EXPECT_FALSE(call.Header("access-control-allow-origin").has_value());
+}
+
+// The server side of a gRPC-Web call allocates no more than a gRPC call's
+// (the same client, method and handler; averaged over many calls after a
+// warm-up).
+TEST_F(GrpcWebTest, AServerCallAllocatesNoMoreThanGrpc) {
+  Start(true);
+  constexpr int kCalls = 300;
+  const auto server_allocations_per_call = [&](bool web) {
+    RawRequest request;
+    request.headers = GrpcRequestHeaders(kEcho, server_.port());
+    if (web) {
+      SetHeader(&request.headers, "content-type", "application/grpc-web+proto");
+      RemoveHeader(&request.headers, "te");
+    }
+    request.body = GrpcFrame(Serialized(std::string(1024, 'x')));
+    for (int i = 0; i < 50; ++i) {
+      EXPECT_EQ(client_->Call(request).Header(":status"), "200");
+    }
+    const int64_t before =
+        testing::AllocationsByRole(testing::ThreadRole::kServer).allocations;
+    for (int i = 0; i < kCalls; ++i) {
+      EXPECT_TRUE(client_->Call(request).end_stream_received);
+    }
+    const int64_t after =
+        testing::AllocationsByRole(testing::ThreadRole::kServer).allocations;
+    return static_cast<double>(after - before) / kCalls;
+  };
+  const double grpc = server_allocations_per_call(false);
+  const double web = server_allocations_per_call(true);
+  std::printf("server allocations per call: gRPC %.2f, gRPC-Web %.2f\n", grpc,
+              web);
+  EXPECT_LE(web, grpc);
 }
 
 TEST_F(GrpcWebTest, OffByDefault) {

@@ -112,6 +112,16 @@ bool Near(const std::map<std::string, double>& shares,
   return true;
 }
 
+// Waits until `calls` calls spread as `expected` (the last spread in
+// `*shares`); false after WaitFor's deadline.
+bool SpreadsAs(Channel& channel, const std::map<std::string, double>& expected,
+               int calls, std::map<std::string, double>* shares) {
+  return WaitFor([&] {
+    *shares = Shares(channel, calls);
+    return Near(*shares, expected);
+  });
+}
+
 class WeightedRoundRobinTest : public ::testing::Test {
  protected:
   std::string Target() const {
@@ -135,10 +145,7 @@ TEST_F(WeightedRoundRobinTest, CallsFollowTheReportedLoad) {
       {"light", 4.0 / 7}, {"medium", 2.0 / 7}, {"heavy", 1.0 / 7}};
   std::map<std::string, double> shares;
   // The weights take effect at the first update after the first reports.
-  EXPECT_TRUE(WaitFor([&] {
-    shares = Shares(*channel, 700);
-    return Near(shares, expected);
-  })) << Describe(shares);
+  EXPECT_TRUE(SpreadsAs(*channel, expected, 700, &shares)) << Describe(shares);
   shares = Shares(*channel, 7000);
   EXPECT_TRUE(Near(shares, expected)) << Describe(shares);
 
@@ -146,10 +153,7 @@ TEST_F(WeightedRoundRobinTest, CallsFollowTheReportedLoad) {
   heavy_.metrics().SetCpuUtilization(0.1);  // weight 1000
   const std::map<std::string, double> after = {
       {"light", 4.0 / 14}, {"medium", 2.0 / 14}, {"heavy", 8.0 / 14}};
-  EXPECT_TRUE(WaitFor([&] {
-    shares = Shares(*channel, 700);
-    return Near(shares, after);
-  })) << Describe(shares);
+  EXPECT_TRUE(SpreadsAs(*channel, after, 700, &shares)) << Describe(shares);
 }
 
 constexpr char kOutOfBandConfig[] =
@@ -172,18 +176,12 @@ TEST(WeightedRoundRobinOutOfBandTest, CallsFollowTheStreamedLoad) {
   const std::map<std::string, double> expected = {
       {"light", 4.0 / 7}, {"medium", 2.0 / 7}, {"heavy", 1.0 / 7}};
   std::map<std::string, double> shares;
-  EXPECT_TRUE(WaitFor([&] {
-    shares = Shares(*channel, 700);
-    return Near(shares, expected);
-  })) << Describe(shares);
+  EXPECT_TRUE(SpreadsAs(*channel, expected, 700, &shares)) << Describe(shares);
 
   heavy.metrics().SetCpuUtilization(0.1);  // weight 1000
   const std::map<std::string, double> after = {
       {"light", 4.0 / 14}, {"medium", 2.0 / 14}, {"heavy", 8.0 / 14}};
-  EXPECT_TRUE(WaitFor([&] {
-    shares = Shares(*channel, 700);
-    return Near(shares, after);
-  })) << Describe(shares);
+  EXPECT_TRUE(SpreadsAs(*channel, after, 700, &shares)) << Describe(shares);
 }
 
 // With enableOobLoadReport the calls' own reports count for nothing: the
@@ -196,10 +194,7 @@ TEST_F(WeightedRoundRobinTest, OutOfBandModeIgnoresPerCallReports) {
   const std::map<std::string, double> even = {
       {"light", 1.0 / 3}, {"medium", 1.0 / 3}, {"heavy", 1.0 / 3}};
   std::map<std::string, double> shares;
-  EXPECT_TRUE(WaitFor([&] {
-    shares = Shares(*channel, 300);
-    return Near(shares, even);
-  })) << Describe(shares);
+  EXPECT_TRUE(SpreadsAs(*channel, even, 300, &shares)) << Describe(shares);
   shares = Shares(*channel, 3000);
   EXPECT_TRUE(Near(shares, even)) << Describe(shares);
 }
@@ -213,10 +208,7 @@ TEST_F(WeightedRoundRobinTest, RoundRobinIgnoresTheReports) {
       {"light", 1.0 / 3}, {"medium", 1.0 / 3}, {"heavy", 1.0 / 3}};
   std::map<std::string, double> shares;
   // Every server READY first: then the calls alternate.
-  EXPECT_TRUE(WaitFor([&] {
-    shares = Shares(*channel, 300);
-    return Near(shares, even);
-  })) << Describe(shares);
+  EXPECT_TRUE(SpreadsAs(*channel, even, 300, &shares)) << Describe(shares);
 }
 
 // A per-call report arrives in the call's trailers as OrcaLoadReport.

@@ -10,7 +10,6 @@ Screenshots of both pages are saved with the test's outputs.
 Usage (from Bazel): browser_grpc_web_test.py --server=PATH
   --client_dir=DIR --proto_root=DIR --lock=FILE
 """
-import argparse
 import functools
 import http.server
 import os
@@ -99,10 +98,4 @@ class BrowserGrpcWebTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--server", required=True)
-    parser.add_argument("--client_dir", required=True)
-    parser.add_argument("--proto_root", required=True)
-    parser.add_argument("--lock", required=True)
-    ARGS, rest = parser.parse_known_args()
-    unittest.main(argv=[sys.argv[0]] + rest)
+    web_test_util.main(sys.modules[__name__])

@@ -10,7 +10,6 @@ Its gRPC transport runs the same cases on the same server, unaffected.
 Usage (from Bazel): connect_node_grpc_web_test.py --server=PATH
   --client_dir=DIR --proto_root=DIR --lock=FILE
 """
-import argparse
 import os
 import subprocess
 import sys
@@ -60,10 +59,4 @@ class ConnectNodeGrpcWebTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--server", required=True)
-    parser.add_argument("--client_dir", required=True)
-    parser.add_argument("--proto_root", required=True)
-    parser.add_argument("--lock", required=True)
-    ARGS, rest = parser.parse_known_args()
-    unittest.main(argv=[sys.argv[0]] + rest)
+    web_test_util.main(sys.modules[__name__])

@@ -1,12 +1,15 @@
 """What the web tests share: the npm packages installed by
 install_npm_modules.sh, a working directory for the JavaScript clients, and
 h2rpc_interop_server started on a free port."""
+import argparse
 import hashlib
 import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
+import unittest
 
 
 def node_modules(lock):
@@ -55,3 +58,16 @@ def start_server(path, args):
 def stop_server(server):
     server.terminate()
     server.wait(timeout=30)
+
+
+def main(test_module):
+    """Parses the web tests' flags into test_module.ARGS (--server, the
+    interop server; --client_dir, the JavaScript clients; --proto_root;
+    --lock, their package-lock.json), then runs the module's tests."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--server", required=True)
+    parser.add_argument("--client_dir", required=True)
+    parser.add_argument("--proto_root", required=True)
+    parser.add_argument("--lock", required=True)
+    test_module.ARGS, rest = parser.parse_known_args()
+    unittest.main(module=test_module, argv=[sys.argv[0]] + rest)
