@@ -7,15 +7,21 @@
 //
 // A file is the fuzzer's control byte followed by what one side sent (the
 // client's bytes without the 24-byte connection preface, which the server
-// fuzzer feeds itself).
+// fuzzer feeds itself). The server's corpus also gets what a browser
+// sends, written frame by frame (h2rpc's client speaks neither): a
+// gRPC-Web call from an origin and a CORS preflight.
+#include <nghttp2/nghttp2.h>
+
 #include <cstdio>
 #include <deque>
 #include <fstream>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "test/util/raw_frames.h"
 #include "transport/compression/thread_codecs.h"
 #include "transport/core/memory_quota.h"
 #include "transport/http2/client_session.h"
@@ -173,6 +179,41 @@ std::vector<std::pair<std::string, Exchange>> Exchanges() {
   return out;
 }
 
+// A browser's requests, as client bytes after the preface: SETTINGS, then
+// `requests`' frames.
+std::string BrowserBytes(const std::string& requests) {
+  return ::h2rpc::testing::EncodeFrame(NGHTTP2_SETTINGS, 0, 0, "") + requests;
+}
+
+std::vector<std::pair<std::string, std::string>> BrowserSeeds() {
+  using ::h2rpc::testing::EncodeFrame;
+  using ::h2rpc::testing::EncodeLiteralHeaderBlock;
+  const std::string call =
+      EncodeFrame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, 1,
+                  EncodeLiteralHeaderBlock(
+                      {{":method", "POST"},
+                       {":scheme", "https"},
+                       {":path", "/test.Echo/Echo"},
+                       {":authority", "127.0.0.1"},
+                       {"content-type", "application/grpc-web+proto"},
+                       {"x-grpc-web", "1"},
+                       {"origin", "https://a.test"}})) +
+      EncodeFrame(NGHTTP2_DATA, NGHTTP2_FLAG_END_STREAM, 1, Framed("hello"));
+  const std::string preflight = EncodeFrame(
+      NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM, 3,
+      EncodeLiteralHeaderBlock(
+          {{":method", "OPTIONS"},
+           {":scheme", "https"},
+           {":path", "/test.Echo/Echo"},
+           {":authority", "127.0.0.1"},
+           {"origin", "https://a.test"},
+           {"access-control-request-method", "POST"},
+           {"access-control-request-headers", "content-type,x-grpc-web"}}));
+  return {{"browser_grpc_web", BrowserBytes(call)},
+          {"browser_preflight", BrowserBytes(preflight)},
+          {"browser_both", BrowserBytes(preflight + call)}};
+}
+
 bool Write(const std::string& path, char control, absl::string_view bytes) {
   std::ofstream file(path, std::ios::binary | std::ios::trunc);
   file.put(control);
@@ -208,6 +249,9 @@ int main(int argc, char** argv) {
       ok &= Write(root + "/client_session/" + name + "_small", 0x26,
                   exchange.server_bytes);
     }
+  }
+  for (const auto& [name, bytes] : h2rpc::transport::http2::BrowserSeeds()) {
+    ok &= Write(root + "/server_session/" + name, 0x0f, bytes);
   }
   return ok ? 0 : 1;
 }
