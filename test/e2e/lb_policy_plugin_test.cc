@@ -190,11 +190,18 @@ class TestPolicy final : public LbPolicy,
     }
   }
 
-  void OnLoadReport(LbSubchannel*, absl::string_view report) override {
+  void OnLoadReport(LbSubchannel* subchannel,
+                    absl::string_view report) override {
     LoadReport parsed;
     ASSERT_TRUE(ParseLoadReport(report, &parsed));
-    MutexLock lock(&log_->mu);
-    log_->load_reports.push_back(parsed);
+    bool first = false;
+    {
+      MutexLock lock(&log_->mu);
+      log_->load_reports.push_back(parsed);
+      first = log_->load_reports.size() == 1;
+    }
+    // From inside the report: another interval restarts the stream.
+    if (first) subchannel->WatchLoadReports(this, absl::Milliseconds(20));
   }
 
   void Report() {
@@ -451,7 +458,8 @@ TEST(LbPolicyPluginTest, ObserversSeeOutcomesAndTrailersAndTimersRun) {
   EXPECT_EQ(factory->log->served_by, std::set<std::string>{"a"});
 }
 
-// A policy's subchannel streams its backend's load reports; a stream the
+// A policy's subchannel streams its backend's load reports, and again
+// with another interval asked for from inside a report; a stream the
 // backend refuses is made again after the backoff; a backend without the
 // service still serves calls.
 TEST(LbPolicyPluginTest, OutOfBandLoadReportsReachThePolicy) {
