@@ -5,10 +5,12 @@ by test/web/install_npm_modules.sh) calls grpc.testing.TestService on
 h2rpc_interop_server --grpc_web over HTTP/2 (binary messages): unary,
 server streaming, an error status, the client's deadline and a deadline the
 server alone enforces.
-Its gRPC transport runs the same cases on the same server, unaffected.
+Its gRPC transport runs the same cases on the same server, unaffected, and
+gRPC C++'s interop client runs its cases on the same port while the
+gRPC-Web client runs.
 
 Usage (from Bazel): connect_node_grpc_web_test.py --server=PATH
-  --client_dir=DIR --proto_root=DIR --lock=FILE
+  --client_dir=DIR --proto_root=DIR --lock=FILE --grpcpp_client=PATH
 """
 import os
 import subprocess
@@ -19,6 +21,8 @@ import web_test_util
 
 ARGS = None
 CASES = "unary,server_streaming,error,deadline,server_deadline"
+GRPCPP_CASES = ("large_unary", "server_streaming", "ping_pong",
+                "status_code_and_message", "timeout_on_sleeping_server")
 
 
 class ConnectNodeGrpcWebTest(unittest.TestCase):
@@ -36,26 +40,47 @@ class ConnectNodeGrpcWebTest(unittest.TestCase):
     def tearDownClass(cls):
         web_test_util.stop_server(cls.server)
 
-    def run_client(self, protocol):
-        argv = ["node", os.path.join(self.dir, "client.mjs"),
+    def client_argv(self, protocol):
+        return ["node", os.path.join(self.dir, "client.mjs"),
                 "--descriptor_set=" + os.path.join(self.dir, "testing.binpb"),
                 "--base_url=http://127.0.0.1:%d" % self.port,
                 "--protocol=" + protocol, "--http_version=2",
                 "--case=" + CASES]
-        result = subprocess.run(argv, capture_output=True, text=True,
-                                timeout=120)
-        self.assertEqual(result.returncode, 0,
-                         "%s failed:\n%s%s" % (protocol, result.stdout,
-                                               result.stderr))
+
+    def check_client(self, protocol, returncode, stdout, stderr):
+        self.assertEqual(returncode, 0,
+                         "%s failed:\n%s%s" % (protocol, stdout, stderr))
         # One result line per case, each ok.
-        self.assertEqual(result.stdout.count('"ok":true'),
-                         len(CASES.split(",")), result.stdout)
+        self.assertEqual(stdout.count('"ok":true'), len(CASES.split(",")),
+                         stdout)
+
+    def run_client(self, protocol):
+        result = subprocess.run(self.client_argv(protocol),
+                                capture_output=True, text=True, timeout=120)
+        self.check_client(protocol, result.returncode, result.stdout,
+                          result.stderr)
 
     def test_grpc_web_over_http2(self):
         self.run_client("grpc-web")
 
     def test_grpc_on_the_same_server(self):
         self.run_client("grpc")
+
+    def test_grpcpp_interop_client_alongside(self):
+        web = subprocess.Popen(self.client_argv("grpc-web"),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+        try:
+            for case in GRPCPP_CASES:
+                result = subprocess.run(
+                    [ARGS.grpcpp_client, "--server_host=127.0.0.1",
+                     "--server_port=%d" % self.port, "--test_case=" + case],
+                    capture_output=True, text=True, timeout=120)
+                self.assertEqual(result.returncode, 0, "%s:\n%s%s" % (
+                    case, result.stdout, result.stderr))
+        finally:
+            stdout, stderr = web.communicate(timeout=120)
+        self.check_client("grpc-web", web.returncode, stdout, stderr)
 
 
 if __name__ == "__main__":
