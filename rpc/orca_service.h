@@ -71,10 +71,10 @@ struct OrcaServiceOptions {
 // must outlive the server. Destroying it while streams are open is misuse
 // (reported; a debug build aborts).
 //
-// Allocations: a stream allocates its reactor (one object) and its entry
-// in the schedule, and the first on its connection the connection's count;
-// a report copies the serialized figures and parses them into the
-// stream's reused message.
+// Allocations: a stream allocates its reactor (one object), and the first
+// on its connection the connection's count; a report copies the
+// serialized figures, parses them into the stream's reused message and
+// files the stream's next turn in the schedule (a set node).
 class OrcaService {
  public:
   // `metrics` must outlive the service.
