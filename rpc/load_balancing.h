@@ -110,7 +110,9 @@ class LbSubchannel {
   // connection; a call that fails otherwise is made again after a backoff
   // (1 s, doubling up to 2 min, reset by a report). Another interval
   // restarts the call. A subchannel that does not implement it (one a
-  // policy wraps without forwarding) ignores it.
+  // policy wraps without forwarding) ignores it. Loop thread. Allocates
+  // the call's state once per subchannel; a report reaches the watcher
+  // without a copy.
   virtual void WatchLoadReports(LbLoadReportWatcher* watcher,
                                 absl::Duration interval) {}
 

@@ -43,7 +43,8 @@ void SetCallLoadReport(ServerContext* context, const LoadReport& report);
 
 // Reads a serialized xds.data.orca.v3.OrcaLoadReport (a per-call report's
 // trailer, or an out-of-band report a policy's LbLoadReportWatcher got)
-// into `*out`; false if it does not parse. Any thread.
+// into `*out`; false if it does not parse. Any thread. Allocates for the
+// report's named entries (in the message parsed and in `*out`).
 bool ParseLoadReport(absl::string_view serialized, LoadReport* out);
 
 // A server's load figures (gRPC's ServerMetricRecorder), set by the
