@@ -13,8 +13,8 @@
 #include "rpc/channel.h"
 #include "rpc/server.h"
 #include "test/util/raw_h2_client.h"
-#include "test/util/tcp_proxy.h"
 #include "test/util/stub_server.h"
+#include "test/util/tcp_proxy.h"
 #include "test/util/wait_for.h"
 
 namespace h2rpc {
@@ -106,7 +106,10 @@ class CallMetricsTest : public ::testing::Test {
             })
         .RegisterUnary<SimpleRequest, SimpleResponse>(
             kUnavailable,
-            [](ServerContext*, const SimpleRequest&, SimpleResponse*) {
+            [](ServerContext* context, const SimpleRequest&, SimpleResponse*) {
+              // A pushback fixes the retry's delay (100 s), where a backoff
+              // would be drawn at random.
+              context->AddTrailingMetadata("grpc-retry-pushback-ms", "100000");
               return Status(StatusCode::kUnavailable, "always");
             })
         .RegisterBidiStreaming<SimpleRequest, SimpleResponse>(
@@ -278,8 +281,9 @@ TEST_F(CallMetricsTest, EachRetryIsAnAttemptOfOneCall) {
   EXPECT_LT(retries.retry_delay.sum, ok->call_duration.sum);
 }
 
-// The call ends at its deadline, in the backoff after its only attempt: its
-// duration runs to the deadline, not to the attempt's end.
+// The call ends at its deadline, in the delay the server's pushback set after
+// its only attempt: its duration runs to the deadline, not to the attempt's
+// end.
 TEST_F(CallMetricsTest, ACallEndingWhileItWaitsToRetryLastsUntilItEnds) {
   ClientContext context;
   context.set_timeout(absl::Seconds(1));
@@ -448,9 +452,8 @@ TEST_F(CallMetricsTest, ServerConnectionsStreamsAndGoAwaysAreCounted) {
   {
     ClientContext context;
     context.set_timeout(kHangTimeout);
-    auto stream =
-        channel_->BidiStreamingCall<SimpleRequest, SimpleResponse>(&context,
-                                                                   kBidi);
+    auto stream = channel_->BidiStreamingCall<SimpleRequest, SimpleResponse>(
+        &context, kBidi);
     SimpleResponse response;
     ASSERT_TRUE(stream->Write(SimpleRequest()));
     ASSERT_TRUE(stream->Read(&response));
@@ -482,21 +485,22 @@ TEST(ServerConnectionMetricsTest, KeepaliveTimeoutsAndMemoryHeldAreCounted) {
   options.keepalive_time = absl::Milliseconds(200);
   options.keepalive_timeout = absl::Milliseconds(200);
   StubServer server;
-  server.builder().SetOptions(options).RegisterServerStreaming<SimpleRequest,
-                                                               SimpleResponse>(
-      kBidi, [](ServerContext*, const SimpleRequest& request,
-                ServerWriter<SimpleResponse>* writer) {
-        SimpleResponse response;
-        response.mutable_payload()->set_body(
-            std::string(request.response_size(), 'r'));
-        while (writer->Write(response)) {
-        }
-        return Status();
-      });
+  server.builder()
+      .SetOptions(options)
+      .RegisterServerStreaming<SimpleRequest, SimpleResponse>(
+          kBidi, [](ServerContext*, const SimpleRequest& request,
+                    ServerWriter<SimpleResponse>* writer) {
+            SimpleResponse response;
+            response.mutable_payload()->set_body(
+                std::string(request.response_size(), 'r'));
+            while (writer->Write(response)) {
+            }
+            return Status();
+          });
   ASSERT_TRUE(server.Start().ok());
   std::string error;
-  std::unique_ptr<RawH2Client> client = RawH2Client::Connect(server.port(),
-                                                             &error);
+  std::unique_ptr<RawH2Client> client =
+      RawH2Client::Connect(server.port(), &error);
   ASSERT_NE(client, nullptr) << error;
   SimpleRequest request;
   request.set_response_size(256 << 10);
@@ -575,9 +579,8 @@ TEST(ClientBackendMetricsTest, PicksAreCountedPerBackend) {
   ChannelOptions options;
   options.metrics = metrics;
   options.lb_policy = "round_robin";
-  const std::string target =
-      absl::StrCat("ipv4:127.0.0.1:", servers[0].port(), ",127.0.0.1:",
-                   servers[1].port());
+  const std::string target = absl::StrCat("ipv4:127.0.0.1:", servers[0].port(),
+                                          ",127.0.0.1:", servers[1].port());
   std::shared_ptr<Channel> channel =
       CreateChannel(target, InsecureChannelCredentials(), options);
   for (int i = 0; i < 10; ++i) {
@@ -599,8 +602,8 @@ TEST(ClientBackendMetricsTest, PicksAreCountedPerBackend) {
   }
   EXPECT_EQ(picks, 10u);
   EXPECT_EQ(backends[0].address,
-            absl::StrCat("127.0.0.1:", std::min(servers[0].port(),
-                                                servers[1].port())));
+            absl::StrCat("127.0.0.1:",
+                         std::min(servers[0].port(), servers[1].port())));
 }
 
 TEST_F(CallMetricsTest, AChannelDestroyedShutsItsConnectionsDown) {
