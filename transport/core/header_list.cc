@@ -72,9 +72,11 @@ char* HeaderList::TakeScratch(size_t size) {
   return out;
 }
 
-size_t HeaderList::MetadataScratchBytes(const Metadata& metadata) {
+size_t HeaderList::MetadataScratchBytes(const Metadata& metadata,
+                                        absl::string_view name_prefix) {
   size_t bytes = 0;
   for (Metadata::Entry entry : metadata) {
+    if (!name_prefix.empty()) bytes += name_prefix.size() + entry.key.size();
     if (IsBinaryHeaderKey(entry.key)) {
       bytes += Base64UnpaddedLength(entry.value.size());
     }
@@ -82,15 +84,23 @@ size_t HeaderList::MetadataScratchBytes(const Metadata& metadata) {
   return bytes;
 }
 
-void HeaderList::AddMetadata(const Metadata& metadata) {
+void HeaderList::AddMetadata(const Metadata& metadata,
+                             absl::string_view name_prefix) {
   for (Metadata::Entry entry : metadata) {
+    absl::string_view name = entry.key;
+    if (!name_prefix.empty()) {
+      char* out = TakeScratch(name_prefix.size() + entry.key.size());
+      std::memcpy(out, name_prefix.data(), name_prefix.size());
+      std::memcpy(out + name_prefix.size(), entry.key.data(), entry.key.size());
+      name = absl::string_view(out, name_prefix.size() + entry.key.size());
+    }
     if (!IsBinaryHeaderKey(entry.key)) {
-      Add(entry.key, entry.value);
+      Add(name, entry.value);
       continue;
     }
     Base64EncodeUnpadded(
         entry.value,
-        AddScratchValue(entry.key, Base64UnpaddedLength(entry.value.size())));
+        AddScratchValue(name, Base64UnpaddedLength(entry.value.size())));
   }
 }
 

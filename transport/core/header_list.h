@@ -65,12 +65,15 @@ class HeaderList {
   static size_t DecimalDigits(uint32_t value);
 
   // Appends one field per metadata entry, in order; values of "-bin" keys are
-  // base64-encoded (unpadded) into the scratch. The metadata must outlive the
-  // HEADERS submission.
-  void AddMetadata(const Metadata& metadata);
+  // base64-encoded (unpadded) into the scratch. With a `name_prefix` (a
+  // lowercase literal), each name is the prefix then the key, written into
+  // the scratch. The metadata must outlive the HEADERS submission.
+  void AddMetadata(const Metadata& metadata,
+                   absl::string_view name_prefix = {});
 
-  // Scratch bytes AddMetadata needs for `metadata`.
-  static size_t MetadataScratchBytes(const Metadata& metadata);
+  // Scratch bytes AddMetadata needs for `metadata` and `name_prefix`.
+  static size_t MetadataScratchBytes(const Metadata& metadata,
+                                     absl::string_view name_prefix = {});
 
   absl::Span<const nghttp2_nv> fields() const { return fields_; }
   size_t size() const { return fields_.size(); }

@@ -85,11 +85,23 @@ Classification Classify(absl::string_view name, ReservedHeaderValues* r) {
     case 12:
       if (name == "content-type") return Captured(&r->content_type);
       break;
+    case 15:
+      if (name == "accept-encoding") return Captured(&r->accept_encoding);
+      break;
     case 16:
       if (name == "proxy-connection") return kDropped;
+      if (name == "content-encoding") return Captured(&r->content_encoding);
       break;
     case 17:
       if (name == "transfer-encoding") return kDropped;
+      break;
+    case 18:
+      if (name == "connect-timeout-ms") return Captured(&r->connect_timeout_ms);
+      break;
+    case 24:
+      if (name == "connect-protocol-version") {
+        return Captured(&r->connect_protocol_version);
+      }
       break;
   }
   return kUser;

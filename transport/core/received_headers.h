@@ -33,6 +33,11 @@ struct ReservedHeaderValues {
   absl::optional<absl::string_view> grpc_message;
   absl::optional<absl::string_view> grpc_status_details_bin;
   absl::optional<absl::string_view> grpc_previous_rpc_attempts;
+  // HTTP's and the Connect protocol's (transport/core/connect_protocol.h).
+  absl::optional<absl::string_view> content_encoding;
+  absl::optional<absl::string_view> accept_encoding;
+  absl::optional<absl::string_view> connect_protocol_version;
+  absl::optional<absl::string_view> connect_timeout_ms;
 };
 
 // A "-bin" value split on ',' stores its key once per part. The extra key
@@ -46,9 +51,11 @@ inline constexpr size_t kSplitBinaryKeyCopyAllowance = 8192;
 // (callers Clear() it) in the order received.
 //
 // Not copied to `metadata`: every pseudo-header (":..."; unknown ones are
-// dropped), te, content-type, every "grpc-" header (unknown grpc-* names are
-// dropped), host, and the HTTP/1 connection-specific headers (connection,
-// keep-alive, proxy-connection, transfer-encoding, upgrade). user-agent is
+// dropped), te, content-type, content-encoding, accept-encoding, every
+// "grpc-" header (unknown grpc-* names are dropped), the Connect protocol's
+// connect-protocol-version and connect-timeout-ms, host, and the HTTP/1
+// connection-specific headers (connection, keep-alive, proxy-connection,
+// transfer-encoding, upgrade). user-agent is
 // captured and also kept in `metadata`, as gRPC servers expose it.
 //
 // A "-bin" value is split on ',' first (a peer or proxy may combine several

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "transport/compression/thread_codecs.h"
+#include "transport/core/connect_protocol.h"
 #include "transport/core/grpc_web.h"
 #include "transport/core/received_headers.h"
 #include "transport/core/response_setup.h"
@@ -44,7 +47,9 @@ void ServerStream::Reset() {
   end_code_ = StatusCode::kOk;
   delivered_ = DeliveredMessageBytes();
   headers_sent_ = finished_ = half_closed_ = cancel_on_close_ = false;
-  grpc_web_ = false;
+  protocol_ = Protocol::kGrpc;
+  connect_json_ = false;
+  if (connection_ != nullptr) ReleaseConnectBody();
   cors_origin_.clear();
   header_bytes_ = 0;
   http_check_.Reset();
@@ -86,6 +91,8 @@ void ServerStream::SendInitialMetadata(const Metadata* metadata) {
     return;
   }
   if (metadata != nullptr) initial_metadata_ = *metadata;
+  // Connect unary: the headers go out with the rest of the response.
+  if (protocol_ == Protocol::kConnectUnary) return;
   SubmitResponseHeaders();
   connection_->RequestFlush();
 }
@@ -93,7 +100,9 @@ void ServerStream::SendInitialMetadata(const Metadata* metadata) {
 ResponseDescription ServerStream::DescribeResponse(
     const Metadata* metadata) const {
   ResponseDescription response;
-  if (grpc_web_) response.content_type = kGrpcWebProtoContentType;
+  if (protocol_ == Protocol::kGrpcWeb) {
+    response.content_type = kGrpcWebProtoContentType;
+  }
   response.cors_origin = cors_origin_;
   response.send_encoding = CompressionAlgorithmName(send_encoding_);
   response.accept_encodings = connection_->accept_encoding();
@@ -154,6 +163,20 @@ void ServerStream::FailSubmit(int rv, const char* what) {
 
 void ServerStream::ResumeSend() {
   if (finished_ || cancelled() || connection_ == nullptr) return;
+  if (protocol_ == Protocol::kConnectUnary) {
+    // Everything waits for Finish; a second message can never be sent.
+    const std::string& body = outgoing_.buffer();
+    if (body.size() > kMessagePrefixSize &&
+        body.size() >
+            kMessagePrefixSize + DecodeMessagePrefix(body.data()).length) {
+      Abort(Status(StatusCode::kUnimplemented,
+                   absl::StrCat("method ", method_,
+                                " sends more than one response message, "
+                                "more than the Connect protocol's unary form "
+                                "carries")));
+    }
+    return;
+  }
   if (!headers_sent_) {
     SubmitResponseHeaders();
   } else {
@@ -171,6 +194,11 @@ void ServerStream::Finish(const Status& status, const Metadata* trailing) {
     trailing_metadata_ = *trailing;
     trailing = &trailing_metadata_;
   }
+  if (protocol_ == Protocol::kConnectUnary) {
+    SubmitConnectUnaryResponse(status, trailing);
+    connection_->RequestFlush();
+    return;
+  }
   if (!headers_sent_) {
     // Nothing sent yet: one HEADERS frame carries everything.
     SubmitTrailersOnly(status, trailing);
@@ -184,7 +212,7 @@ void ServerStream::Finish(const Status& status, const Metadata* trailing) {
         return;
       }
     }
-    if (grpc_web_) {
+    if (protocol_ == Protocol::kGrpcWeb) {
       // In the body, whose end ends the stream (OnEndOfData sends no
       // trailers). Not charged to the quota, as HTTP/2 trailers are not.
       AppendGrpcWebTrailers(trailers_, &outgoing_.buffer());
@@ -194,6 +222,138 @@ void ServerStream::Finish(const Status& status, const Metadata* trailing) {
     ResumeData();
   }
   connection_->RequestFlush();
+}
+
+Status ServerStream::AppendConnectBody(absl::string_view bytes) {
+  const size_t limit = connection_->options().max_receive_message_size;
+  if (bytes.size() > limit - connect_body_.size()) {
+    return Status(StatusCode::kResourceExhausted,
+                  absl::StrCat("request body of more than ", limit,
+                               " bytes exceeds the limit of ", limit,
+                               " (max_receive_message_size)"));
+  }
+  if (!connection_->memory_share_.TryReserve(bytes.size())) {
+    return connection_->memory_share_.Refusal(absl::StrCat(
+        "a request body of ", connect_body_.size() + bytes.size(), " bytes"));
+  }
+  connect_body_charged_ += bytes.size();
+  connect_body_.append(bytes.data(), bytes.size());
+  return Status();
+}
+
+void ServerStream::ReleaseConnectBody() {
+  if (connect_body_charged_ > 0) {
+    connection_->memory_share_.Release(connect_body_charged_);
+    connect_body_charged_ = 0;
+  }
+  if (connect_body_.capacity() > OutgoingData::kRetainedCapacity) {
+    std::string().swap(connect_body_);
+  } else {
+    connect_body_.clear();
+  }
+}
+
+void ServerStream::DeliverConnectRequest() {
+  const absl::string_view body = connect_body_;
+  delivered_.last = body.size();
+  delivered_.total += body.size();
+  const bool compressed = receive_encoding_ != CompressionAlgorithm::kIdentity;
+  const size_t limit = connection_->options().max_receive_message_size;
+  absl::string_view message = body;
+  Status status;
+  if (compressed) {
+    status = compression::DecompressMessage(body, receive_encoding_, limit,
+                                            &message);
+  }
+  std::string binary;
+  if (status.ok() && connect_json_) {
+    status = connection_->options().web.json_codec->RequestFromJson(
+        method_, message, &binary);
+    message = binary;
+  }
+  if (status.ok()) status = observer->OnMessage(message, compressed);
+  ReleaseConnectBody();
+  if (!status.ok()) {
+    Abort(status);
+    return;
+  }
+  if (!finished_ && !cancelled() && observer != nullptr) {
+    observer->OnHalfClose();
+  }
+}
+
+Status ServerStream::TakeConnectResponseMessage(
+    absl::string_view* content_encoding) {
+  std::string& body = outgoing_.buffer();
+  const MessagePrefix prefix = body.size() >= kMessagePrefixSize
+                                   ? DecodeMessagePrefix(body.data())
+                                   : MessagePrefix{0, 0};
+  if (body.size() < kMessagePrefixSize ||
+      body.size() != kMessagePrefixSize + prefix.length) {
+    return Status(StatusCode::kUnimplemented,
+                  absl::StrCat("method ", method_,
+                               " ended without a response message, which "
+                               "the Connect protocol's unary form needs"));
+  }
+  body.erase(0, kMessagePrefixSize);
+  const bool compressed = prefix.flag != 0;
+  if (!connect_json_) {
+    if (compressed)
+      *content_encoding = CompressionAlgorithmName(send_encoding_);
+    return Status();
+  }
+  absl::string_view message = body;
+  if (compressed) {
+    Status inflated = compression::DecompressMessage(
+        body, send_encoding_, std::numeric_limits<size_t>::max(), &message);
+    if (!inflated.ok()) return inflated;
+  }
+  std::string json;
+  Status converted = connection_->options().web.json_codec->ResponseToJson(
+      method_, message, &json);
+  if (!converted.ok()) return converted;
+  body.assign(json);
+  return outgoing_.ChargeAppended();
+}
+
+void ServerStream::SubmitConnectUnaryResponse(const Status& status,
+                                              const Metadata* trailing) {
+  headers_sent_ = true;
+  finished_ = true;
+  ConnectResponseDescription response;
+  response.content_type =
+      connect_json_ ? kConnectJsonContentType : kConnectProtoContentType;
+  response.accept_encodings = connection_->accept_encoding();
+  response.cors_origin = cors_origin_;
+  response.metadata = &initial_metadata_;
+  response.trailing = trailing;
+  Status outcome = status;
+  if (outcome.ok()) {
+    outcome = TakeConnectResponseMessage(&response.content_encoding);
+  }
+  Status built;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (!outcome.ok()) {
+      outgoing_.buffer().clear();
+      // Not charged to the quota: a few bytes, as a gRPC error's trailers.
+      AppendConnectErrorJson(outcome, &outgoing_.buffer());
+      response.http_status = ConnectHttpStatus(outcome.code());
+      response.content_type = kConnectJsonContentType;
+      response.content_encoding = absl::string_view();
+    }
+    end_code_ = outcome.code();
+    built = BuildConnectUnaryHeaders(response, &response_headers_);
+    if (built.ok()) break;
+    // Invalid metadata: the call ends with INTERNAL naming the key instead.
+    outcome = built;
+    response.metadata = response.trailing = nullptr;
+  }
+  outgoing_.set_end_of_data();
+  const Nghttp2DataProvider provider = Session::DataProvider(&outgoing_);
+  const int rv = SubmitResponse(connection_->session(), stream_id_,
+                                response_headers_.fields().data(),
+                                response_headers_.size(), &provider);
+  if (rv != 0) FailSubmit(rv, "nghttp2_submit_response");
 }
 
 void ServerStream::Cancel() {
@@ -460,6 +620,10 @@ int ServerSession::OnFrameRecv(const nghttp2_frame* frame) {
   if (stream->finished_ || stream->cancelled() || stream->observer == nullptr) {
     return 0;
   }
+  if (stream->protocol_ == ServerStream::Protocol::kConnectUnary) {
+    stream->DeliverConnectRequest();
+    return 0;
+  }
   Status status = stream->deframer_.Finish();
   if (!status.ok()) {
     stream->Abort(status);
@@ -472,7 +636,10 @@ int ServerSession::OnFrameRecv(const nghttp2_frame* frame) {
 void ServerSession::Refuse(ServerStream* stream, const Status& status,
                            int http_status) {
   stream->finished_ = true;
-  if (http_status == 200) {
+  if (stream->protocol_ == ServerStream::Protocol::kConnectUnary) {
+    // The error's own HTTP status and JSON body.
+    stream->SubmitConnectUnaryResponse(status, nullptr);
+  } else if (http_status == 200) {
     stream->SubmitTrailersOnly(status, nullptr);
   } else {
     stream->headers_sent_ = true;
@@ -522,6 +689,49 @@ void ServerSession::AnswerPreflight(ServerStream* stream,
   RequestFlush();
 }
 
+bool ServerSession::ClassifyContentType(absl::string_view content_type,
+                                        ServerStream* stream) const {
+  if (IsGrpcContentType(content_type)) return true;
+  const WebOptions& web = options().web;
+  if (web.grpc_web && IsGrpcWebContentType(content_type)) {
+    stream->protocol_ = ServerStream::Protocol::kGrpcWeb;
+    return true;
+  }
+  bool json = false;
+  if (web.connect && IsConnectUnaryContentType(content_type, &json) &&
+      (!json || web.json_codec != nullptr)) {
+    stream->protocol_ = ServerStream::Protocol::kConnectUnary;
+    stream->connect_json_ = json;
+    return true;
+  }
+  return false;
+}
+
+Status ServerSession::ReadConnectRequest(
+    const ReservedHeaderValues& reserved, ServerStream* stream,
+    absl::optional<absl::Duration>* timeout) const {
+  if (reserved.connect_protocol_version.has_value() &&
+      *reserved.connect_protocol_version != "1") {
+    return Status(StatusCode::kInvalidArgument,
+                  absl::StrCat("connect-protocol-version '",
+                               *reserved.connect_protocol_version,
+                               "' is not supported; supported: 1"));
+  }
+  if (reserved.connect_timeout_ms.has_value() &&
+      !(*timeout = DecodeConnectTimeout(*reserved.connect_timeout_ms))) {
+    return Status(StatusCode::kInvalidArgument,
+                  absl::StrCat("malformed connect-timeout-ms '",
+                               *reserved.connect_timeout_ms, "'"));
+  }
+  if (!AcceptsEncoding(reserved.content_encoding, &stream->receive_encoding_)) {
+    return Status(
+        StatusCode::kUnimplemented,
+        absl::StrCat("content-encoding '", *reserved.content_encoding,
+                     "' is not supported; supported: ", accept_encoding()));
+  }
+  return Status();
+}
+
 void ServerSession::OnRequestHeaders(ServerStream* stream, bool end_stream) {
   stream->half_closed_ = end_stream;
   if (stream->header_bytes_ > options().max_header_list_size) {
@@ -550,9 +760,9 @@ void ServerSession::OnRequestHeaders(ServerStream* stream, bool end_stream) {
   Status refusal;
   int refusal_http_status = 200;
   absl::optional<absl::Duration> timeout;
-  stream->grpc_web_ = options().web.grpc_web &&
-                      reserved.content_type.has_value() &&
-                      IsGrpcWebContentType(*reserved.content_type);
+  const bool served_content_type =
+      reserved.content_type.has_value() &&
+      ClassifyContentType(*reserved.content_type, stream);
   const CorsPolicy* const cors = options().web.cors.get();
   const absl::optional<absl::string_view> origin =
       cors == nullptr ? absl::nullopt : stream->client_metadata_.Get("origin");
@@ -565,9 +775,7 @@ void ServerSession::OnRequestHeaders(ServerStream* stream, bool end_stream) {
   if (reserved.method != absl::string_view("POST")) {
     refusal = Status(StatusCode::kInternal, "gRPC requests must use POST");
     refusal_http_status = 405;
-  } else if (!stream->grpc_web_ &&
-             (!reserved.content_type.has_value() ||
-              !IsGrpcContentType(*reserved.content_type))) {
+  } else if (!served_content_type) {
     refusal = Status(StatusCode::kInternal,
                      absl::StrCat("invalid gRPC request content-type '",
                                   reserved.content_type.value_or(""), "'"));
@@ -577,6 +785,8 @@ void ServerSession::OnRequestHeaders(ServerStream* stream, bool end_stream) {
     refusal_http_status = 403;
   } else if (!parsed.ok()) {
     refusal = parsed;
+  } else if (stream->protocol_ == ServerStream::Protocol::kConnectUnary) {
+    refusal = ReadConnectRequest(reserved, stream, &timeout);
   } else if (reserved.grpc_timeout.has_value() &&
              !(timeout = DecodeGrpcTimeout(*reserved.grpc_timeout))) {
     refusal = Status(
@@ -595,7 +805,13 @@ void ServerSession::OnRequestHeaders(ServerStream* stream, bool end_stream) {
       stream->previous_rpc_attempts_ < 0) {
     stream->previous_rpc_attempts_ = 0;
   }
-  if (reserved.grpc_accept_encoding.has_value()) {
+  if (stream->protocol_ == ServerStream::Protocol::kConnectUnary) {
+    // A JSON response goes out uncompressed.
+    if (reserved.accept_encoding.has_value() && !stream->connect_json_) {
+      stream->client_accepted_encodings_ =
+          ParseAcceptEncoding(*reserved.accept_encoding);
+    }
+  } else if (reserved.grpc_accept_encoding.has_value()) {
     stream->client_accepted_encodings_ =
         ParseAcceptEncoding(*reserved.grpc_accept_encoding);
   }
@@ -626,7 +842,11 @@ void ServerSession::OnRequestHeaders(ServerStream* stream, bool end_stream) {
   }
   if (end_stream && !stream->finished_ && !stream->cancelled() &&
       stream->observer != nullptr) {
-    stream->observer->OnHalfClose();
+    if (stream->protocol_ == ServerStream::Protocol::kConnectUnary) {
+      stream->DeliverConnectRequest();
+    } else {
+      stream->observer->OnHalfClose();
+    }
   }
 }
 
@@ -641,7 +861,13 @@ int ServerSession::OnDataChunk(int32_t stream_id, const uint8_t* data,
     Malformed(stream);
   }
   stream->window_.Received(size);
-  if (!stream->ignoring_data()) {
+  if (stream->protocol_ == ServerStream::Protocol::kConnectUnary) {
+    if (!stream->ignoring_data()) {
+      const Status status = stream->AppendConnectBody(
+          absl::string_view(reinterpret_cast<const char*>(data), size));
+      if (!status.ok()) stream->Abort(status);
+    }
+  } else if (!stream->ignoring_data()) {
     DeliverToObserver<ServerStream::Observer> listener(
         stream->observer, stream->receive_encoding_,
         options().max_receive_message_size, &stream->delivered_);
@@ -761,7 +987,8 @@ Status ServerSession::WaitingLimitStatus(const ServerStream* stream,
 
 bool ServerSession::OnEndOfData(int32_t stream_id) {
   ServerStream* stream = StreamFor(stream_id);
-  if (stream == nullptr || !stream->finished_ || stream->grpc_web_) {
+  if (stream == nullptr || !stream->finished_ ||
+      stream->protocol_ != ServerStream::Protocol::kGrpc) {
     return false;
   }
   const int rv = nghttp2_submit_trailer(session(), stream_id,
@@ -831,6 +1058,7 @@ void ServerSession::OnClosed(const Status& why) {
     if (streams_ != nullptr) streams_->prev_ = nullptr;
     stream->prev_ = stream->next_ = nullptr;
     stream->ReleaseHeldCharge(stream->held_charged_);
+    stream->ReleaseConnectBody();
     stream->connection_ = nullptr;
     ForgetReceive(stream);
     ReleaseDeframer(&stream->deframer_);

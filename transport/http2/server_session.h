@@ -14,6 +14,7 @@
 #include "transport/core/http_message_check.h"
 #include "transport/core/memory_quota.h"
 #include "transport/core/message_deframer.h"
+#include "transport/core/received_headers.h"
 #include "transport/core/response_setup.h"
 #include "transport/http2/session.h"
 #include "transport/http2/stream_base.h"
@@ -166,6 +167,25 @@ class ServerStream final : private io::Timer {
   // Gives back up to `bytes` of held_charged_ to the connection's share
   // (connection_ set).
   void ReleaseHeldCharge(size_t bytes);
+  // Connect unary: appends received body bytes, within
+  // max_receive_message_size and the connection's memory share.
+  Status AppendConnectBody(absl::string_view bytes);
+  // Connect unary: empties connect_body_ and gives its charge back
+  // (connection_ set).
+  void ReleaseConnectBody();
+  // Connect unary, at the end of the request: hands the body, decompressed
+  // and converted from JSON as the request says, to the observer as the
+  // call's one message, then half-closes; or aborts the call.
+  void DeliverConnectRequest();
+  // Connect unary: submits the whole response for a call ending with
+  // `status`: the one response message, or the error as JSON.
+  void SubmitConnectUnaryResponse(const Status& status,
+                                  const Metadata* trailing);
+  // Connect unary, OK status: turns the outgoing buffer's one framed
+  // message into the response body (converted to JSON as the request
+  // says); `*content_encoding` names its compression. Non-OK when the
+  // buffer does not hold exactly one message, or conversion fails.
+  Status TakeConnectResponseMessage(absl::string_view* content_encoding);
   // Resumes a body nghttp2 deferred for lack of data.
   void ResumeData();
   // A submit for this stream failed (`rv` from the nghttp2 call `what`):
@@ -205,9 +225,26 @@ class ServerStream final : private io::Timer {
   size_t held_charged_ = 0;
   std::atomic<bool> cancelled_{false};
   StatusCode end_code_ = StatusCode::kOk;
-  // A gRPC-Web request (ConnectionOptions::accept_grpc_web): the response
-  // says so in its content-type and carries its trailers in its body.
-  bool grpc_web_ = false;
+  // How the request's protocol shapes the response (WebOptions).
+  enum class Protocol : uint8_t {
+    kGrpc,
+    // gRPC-Web: the response says so in its content-type and carries its
+    // trailers in its body (transport/core/grpc_web.h).
+    kGrpcWeb,
+    // Connect's unary form: one unframed message each way; the response,
+    // headers included, goes out once the call ends
+    // (transport/core/connect_protocol.h).
+    kConnectUnary,
+  };
+  Protocol protocol_ = Protocol::kGrpc;
+  // A Connect request whose messages are JSON (WebOptions::json_codec
+  // converts them).
+  bool connect_json_ = false;
+  // A Connect unary request's body as received so far, charged to the
+  // connection's memory share (connect_body_charged_ bytes). Capacity up
+  // to OutgoingData::kRetainedCapacity is kept across calls.
+  std::string connect_body_;
+  size_t connect_body_charged_ = 0;
   // The origin of a browser's cross-origin call that CORS allows (its
   // response carries the CORS fields); empty otherwise.
   std::string cors_origin_;
@@ -338,6 +375,15 @@ class ServerSession : public Session {
   // none is left (see kResetBurst).
   [[nodiscard]] bool TakeResetToken();
   void OnRequestHeaders(ServerStream* stream, bool end_stream);
+  // Whether the server answers requests of `content_type` (gRPC, and the
+  // web protocols WebOptions enable); sets the stream's protocol if so.
+  bool ClassifyContentType(absl::string_view content_type,
+                           ServerStream* stream) const;
+  // A Connect unary request's headers: its deadline into `*timeout`, its
+  // encoding into the stream; the refusal for bad ones.
+  Status ReadConnectRequest(const ReservedHeaderValues& reserved,
+                            ServerStream* stream,
+                            absl::optional<absl::Duration>* timeout) const;
   // Answers a request the transport itself refuses.
   void Refuse(ServerStream* stream, const Status& status, int http_status);
   // Answers a CORS preflight (an OPTIONS request) from `origin` (null: the

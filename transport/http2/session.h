@@ -16,6 +16,7 @@
 #include "base/connection_events.h"
 #include "base/peer_identity.h"
 #include "base/status.h"
+#include "transport/core/connect_protocol.h"
 #include "transport/core/cors.h"
 #include "transport/core/memory_quota.h"
 #include "transport/core/message_deframer.h"
@@ -76,6 +77,13 @@ struct WebOptions {
   // transport/core/grpc_web.h). Off: they are refused with HTTP 415 as any
   // other content-type.
   bool grpc_web = false;
+  // Also answer the Connect protocol's unary requests (application/proto;
+  // application/json too with a json_codec; transport/core/
+  // connect_protocol.h). Off: they are refused with HTTP 415 as any other
+  // content-type.
+  bool connect = false;
+  // Converts the messages of JSON requests. Null: JSON is not accepted.
+  std::shared_ptr<const MessageJsonCodec> json_codec;
   // Cross-origin calls from browser pages (CORS): a preflight (OPTIONS)
   // from an origin the policy allows is answered 204, and the responses to
   // its calls carry the CORS fields; a preflight or a call from any other

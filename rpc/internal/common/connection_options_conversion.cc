@@ -2,6 +2,7 @@
 
 #include <memory>
 
+#include "rpc/internal/common/protobuf_json_codec.h"
 #include "rpc/server_options.h"
 
 namespace h2rpc::internal {
@@ -41,6 +42,10 @@ transport::http2::ConnectionOptions ToServerTransportOptions(
   keepalive.max_connection_age = options.max_connection_age;
   keepalive.max_connection_age_grace = options.max_connection_age_grace;
   out.web.grpc_web = options.web.grpc_web;
+  out.web.connect = options.web.connect;
+  if (options.web.connect) {
+    out.web.json_codec = std::make_shared<const ProtobufJsonCodec>();
+  }
   if (!options.web.cors_allowed_origins.empty()) {
     out.web.cors = std::make_shared<const transport::CorsPolicy>(
         options.web.cors_allowed_origins, options.web.cors_max_age_seconds);

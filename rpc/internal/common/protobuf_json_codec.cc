@@ -1,0 +1,79 @@
+#include "rpc/internal/common/protobuf_json_codec.h"
+
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/util/json_util.h>
+#include <google/protobuf/util/type_resolver.h>
+#include <google/protobuf/util/type_resolver_util.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace h2rpc::internal {
+namespace {
+
+namespace protobuf = ::google::protobuf;
+
+constexpr char kTypeUrlPrefix[] = "type.googleapis.com";
+
+// The method of a request path ("/package.Service/Method"), or null.
+const protobuf::MethodDescriptor* FindMethod(absl::string_view path) {
+  if (path.empty() || path.front() != '/') return nullptr;
+  path.remove_prefix(1);
+  const size_t slash = path.rfind('/');
+  if (slash == absl::string_view::npos) return nullptr;
+  std::string name(path);
+  name[slash] = '.';
+  return protobuf::DescriptorPool::generated_pool()->FindMethodByName(name);
+}
+
+Status UnknownMethod(absl::string_view method) {
+  return Status(StatusCode::kUnimplemented,
+                absl::StrCat("JSON for method ", method,
+                             " needs its descriptors, which this program "
+                             "does not have"));
+}
+
+std::string TypeUrl(const protobuf::Descriptor* type) {
+  return absl::StrCat(kTypeUrlPrefix, "/", type->full_name());
+}
+
+}  // namespace
+
+ProtobufJsonCodec::ProtobufJsonCodec()
+    : resolver_(protobuf::util::NewTypeResolverForDescriptorPool(
+          kTypeUrlPrefix, protobuf::DescriptorPool::generated_pool())) {}
+
+ProtobufJsonCodec::~ProtobufJsonCodec() = default;
+
+Status ProtobufJsonCodec::RequestFromJson(absl::string_view method,
+                                          absl::string_view json,
+                                          std::string* binary) const {
+  const protobuf::MethodDescriptor* descriptor = FindMethod(method);
+  if (descriptor == nullptr) return UnknownMethod(method);
+  protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = true;
+  const auto status = protobuf::util::JsonToBinaryString(
+      resolver_.get(), TypeUrl(descriptor->input_type()),
+      protobuf::StringPiece(json.data(), json.size()), binary, options);
+  if (status.ok()) return Status();
+  return Status(
+      StatusCode::kInvalidArgument,
+      absl::StrCat("request is not a ", descriptor->input_type()->full_name(),
+                   " in JSON: ", std::string(status.message())));
+}
+
+Status ProtobufJsonCodec::ResponseToJson(absl::string_view method,
+                                         absl::string_view binary,
+                                         std::string* json) const {
+  const protobuf::MethodDescriptor* descriptor = FindMethod(method);
+  if (descriptor == nullptr) return UnknownMethod(method);
+  const auto status = protobuf::util::BinaryToJsonString(
+      resolver_.get(), TypeUrl(descriptor->output_type()), std::string(binary),
+      json, protobuf::util::JsonPrintOptions());
+  if (status.ok()) return Status();
+  return Status(
+      StatusCode::kInternal,
+      absl::StrCat("response is not a ", descriptor->output_type()->full_name(),
+                   ": ", std::string(status.message())));
+}
+
+}  // namespace h2rpc::internal

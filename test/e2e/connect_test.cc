@@ -1,0 +1,376 @@
+// The Connect protocol's unary form over HTTP/2 on an h2rpc server with
+// ServerOptions::web.connect, driven by a raw HTTP/2 client that sends what
+// Connect clients send: binary and JSON bodies answered with the response
+// message and the metadata in one header block ("trailer-" for the trailing
+// ones); errors as an HTTP status with a JSON body; the deadline from
+// connect-timeout-ms; gzip both ways; bad requests refused with the
+// protocol's own answer; the allocations of a binary call no more than
+// gRPC's; and a server without the option refusing Connect with HTTP 415.
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "proto/grpc/testing/messages.pb.h"
+#include "proto/grpc/testing/test.pb.h"
+#include "rpc/server.h"
+#include "test/util/allocation_counter.h"
+#include "test/util/raw_h2_client.h"
+#include "test/util/stub_server.h"
+#include "test/util/wait_for.h"
+#include "test/util/zlib_reference.h"
+
+namespace h2rpc {
+namespace {
+
+using grpc::testing::SimpleRequest;
+using grpc::testing::SimpleResponse;
+using ::h2rpc::testing::GrpcFrame;
+using ::h2rpc::testing::GrpcRequestHeaders;
+using ::h2rpc::testing::RawH2Client;
+using ::h2rpc::testing::RawHeaders;
+using ::h2rpc::testing::RawRequest;
+using ::h2rpc::testing::RawResponse;
+using ::h2rpc::testing::SetHeader;
+using ::h2rpc::testing::StubServer;
+using ::h2rpc::testing::WaitFor;
+using ::testing::HasSubstr;
+
+// grpc.testing.TestService's methods: their descriptors (test.pb.h) give the
+// JSON mapping.
+constexpr char kUnary[] = "/grpc.testing.TestService/UnaryCall";
+constexpr char kStreaming[] = "/grpc.testing.TestService/StreamingOutputCall";
+
+std::string Serialized(const std::string& body, int32_t response_size = 0) {
+  SimpleRequest request;
+  request.mutable_payload()->set_body(body);
+  request.set_response_size(response_size);
+  return request.SerializeAsString();
+}
+
+std::string BodyOf(const std::string& serialized) {
+  SimpleResponse response;
+  return response.ParseFromString(serialized) ? response.payload().body()
+                                              : "<unparsable>";
+}
+
+class ConnectTest : public ::testing::Test {
+ protected:
+  void Start(bool connect, size_t max_receive_message_size = 4 << 20) {
+    ServerOptions options;
+    options.web.connect = connect;
+    options.connection.max_receive_message_size = max_receive_message_size;
+    server_.builder()
+        .SetOptions(options)
+        .RegisterUnary<SimpleRequest, SimpleResponse>(
+            kUnary,
+            [this](ServerContext* context, const SimpleRequest& request,
+                   SimpleResponse* response) -> Status {
+              ++calls_;
+              if (request.has_response_status()) {
+                return Status(
+                    static_cast<StatusCode>(request.response_status().code()),
+                    request.response_status().message());
+              }
+              if (request.fill_username()) {
+                // Waits for the deadline to cancel the call.
+                if (!WaitFor([&] { return context->IsCancelled(); })) {
+                  return Status(StatusCode::kInternal, "never cancelled");
+                }
+                return Status();
+              }
+              if (request.response_compressed().value()) {
+                context->set_compression_algorithm(CompressionAlgorithm::kGzip);
+              }
+              context->AddInitialMetadata("x-initial", "1");
+              context->AddTrailingMetadata("x-trailing", "2");
+              context->AddTrailingMetadata("x-id-bin",
+                                           std::string("\x01\x02", 2));
+              *response->mutable_payload() = request.payload();
+              return Status();
+            })
+        .RegisterServerStreaming<SimpleRequest, SimpleResponse>(
+            kStreaming, [](ServerContext*, const SimpleRequest&,
+                           ServerWriter<SimpleResponse>* writer) {
+              SimpleResponse response;
+              for (int i = 0; i < 3; ++i) {
+                if (!writer->Write(response)) return Status();
+              }
+              return Status();
+            });
+    ASSERT_TRUE(server_.Start().ok());
+    std::string error;
+    client_ = RawH2Client::Connect(server_.port(), &error);
+    ASSERT_NE(client_, nullptr) << error;
+  }
+
+  RawHeaders Headers(const char* method, const char* content_type) {
+    return {{":method", "POST"},
+            {":scheme", "http"},
+            {":path", method},
+            {":authority", absl::StrCat("127.0.0.1:", server_.port())},
+            {"content-type", content_type},
+            {"connect-protocol-version", "1"}};
+  }
+
+  RawResponse Call(const char* method, const char* content_type,
+                   std::string body, RawHeaders extra = {}) {
+    RawRequest request;
+    request.headers = Headers(method, content_type);
+    for (const auto& [name, value] : extra) {
+      SetHeader(&request.headers, name, value);
+    }
+    request.body = std::move(body);
+    request.end_stream_on_headers = request.body.empty();
+    return client_->Call(request);
+  }
+
+  // The JSON error of a Connect response, checked to be one.
+  static nlohmann::json ErrorOf(const RawResponse& response) {
+    EXPECT_EQ(response.Header("content-type"), "application/json");
+    EXPECT_EQ(response.header_blocks.size(), 1u) << response.DebugString();
+    return nlohmann::json::parse(response.body, nullptr, false);
+  }
+
+  std::atomic<int> calls_{0};
+  StubServer server_;
+  std::unique_ptr<RawH2Client> client_;
+};
+
+TEST_F(ConnectTest, BinaryUnaryCallAnswersWithTheMessageAndItsMetadata) {
+  Start(true);
+  const RawResponse response =
+      Call(kUnary, "application/proto", Serialized("hello"));
+  ASSERT_TRUE(response.end_stream_received) << response.DebugString();
+  // One header block: nothing in trailers.
+  ASSERT_EQ(response.header_blocks.size(), 1u) << response.DebugString();
+  EXPECT_EQ(response.Header(":status"), "200");
+  EXPECT_EQ(response.Header("content-type"), "application/proto");
+  EXPECT_EQ(response.Header("x-initial"), "1");
+  EXPECT_EQ(response.Header("trailer-x-trailing"), "2");
+  EXPECT_EQ(response.Header("trailer-x-id-bin"), "AQI");
+  EXPECT_EQ(response.Header("content-encoding"), absl::nullopt);
+  EXPECT_EQ(BodyOf(response.body), "hello");
+
+  // An empty body is the empty request message.
+  const RawResponse empty = Call(kUnary, "application/proto", "");
+  EXPECT_EQ(empty.Header(":status"), "200") << empty.DebugString();
+  EXPECT_EQ(BodyOf(empty.body), "");
+}
+
+TEST_F(ConnectTest, JsonUnaryCallUsesProtobufsJsonMapping) {
+  Start(true);
+  const RawResponse response =
+      Call(kUnary, "application/json",
+           R"({"payload": {"body": "aGVsbG8="}, "responseSize": 5})");
+  ASSERT_EQ(response.Header(":status"), "200") << response.DebugString();
+  EXPECT_EQ(response.Header("content-type"), "application/json");
+  EXPECT_EQ(response.Header("trailer-x-trailing"), "2");
+  EXPECT_EQ(response.body, R"({"payload":{"body":"aGVsbG8="}})");
+
+  const RawResponse charset =
+      Call(kUnary, "application/json; charset=utf-8", "{}");
+  EXPECT_EQ(charset.Header(":status"), "200") << charset.DebugString();
+  // The handler copies the request's (empty) payload: present, so shown.
+  EXPECT_EQ(charset.body, R"({"payload":{}})");
+}
+
+TEST_F(ConnectTest, ErrorsAreAnHttpStatusWithAJsonBody) {
+  Start(true);
+  SimpleRequest request;
+  request.mutable_response_status()->set_code(5);
+  request.mutable_response_status()->set_message("nothing \"here\"");
+  const RawResponse response =
+      Call(kUnary, "application/proto", request.SerializeAsString());
+  EXPECT_EQ(response.Header(":status"), "404") << response.DebugString();
+  const nlohmann::json error = ErrorOf(response);
+  EXPECT_EQ(error["code"], "not_found");
+  EXPECT_EQ(error["message"], "nothing \"here\"");
+
+  // From JSON, and a JSON error whatever the request's form.
+  const RawResponse json =
+      Call(kUnary, "application/json", R"({"responseStatus": {"code": 7}})");
+  EXPECT_EQ(json.Header(":status"), "403") << json.DebugString();
+  EXPECT_EQ(ErrorOf(json)["code"], "permission_denied");
+
+  const RawResponse unknown =
+      Call("/grpc.testing.TestService/Nope", "application/proto", "");
+  EXPECT_EQ(unknown.Header(":status"), "501") << unknown.DebugString();
+  EXPECT_EQ(ErrorOf(unknown)["code"], "unimplemented");
+}
+
+TEST_F(ConnectTest, BadRequestsGetTheProtocolsAnswer) {
+  Start(true);
+  struct Case {
+    const char* what;
+    const char* content_type;
+    std::string body;
+    RawHeaders extra;
+    const char* http_status;
+    const char* code;
+  };
+  const Case cases[] = {
+      {"JSON that is not the request",
+       "application/json",
+       R"({"responseSize": "many"})",
+       {},
+       "400",
+       "invalid_argument"},
+      {"not JSON", "application/json", "{", {}, "400", "invalid_argument"},
+      {"bytes that are not the request",
+       "application/proto",
+       "\xff\xff",
+       {},
+       "500",
+       "internal"},
+      {"a malformed timeout",
+       "application/proto",
+       "",
+       {{"connect-timeout-ms", "1s"}},
+       "400",
+       "invalid_argument"},
+      {"another protocol version",
+       "application/proto",
+       "",
+       {{"connect-protocol-version", "2"}},
+       "400",
+       "invalid_argument"},
+      {"an unknown encoding",
+       "application/proto",
+       "",
+       {{"content-encoding", "br"}},
+       "501",
+       "unimplemented"},
+      {"a body that is not gzip",
+       "application/proto",
+       "plain",
+       {{"content-encoding", "gzip"}},
+       "500",
+       "internal"},
+  };
+  for (const Case& c : cases) {
+    const RawResponse response = Call(kUnary, c.content_type, c.body, c.extra);
+    EXPECT_EQ(response.Header(":status"), c.http_status)
+        << c.what << ": " << response.DebugString();
+    const nlohmann::json error = ErrorOf(response);
+    EXPECT_EQ(error["code"], c.code) << c.what << ": " << response.body;
+    EXPECT_TRUE(error["message"].is_string()) << c.what;
+  }
+  EXPECT_EQ(calls_.load(), 0);
+  // The connection serves on.
+  EXPECT_EQ(BodyOf(Call(kUnary, "application/proto", Serialized("x")).body),
+            "x");
+}
+
+TEST_F(ConnectTest, ABodyOverTheReceiveLimitIsResourceExhausted) {
+  Start(true, /*max_receive_message_size=*/1000);
+  const RawResponse response =
+      Call(kUnary, "application/proto", Serialized(std::string(2000, 'x')));
+  EXPECT_EQ(response.Header(":status"), "429") << response.DebugString();
+  EXPECT_THAT(ErrorOf(response)["message"].get<std::string>(),
+              HasSubstr("max_receive_message_size"));
+  EXPECT_EQ(calls_.load(), 0);
+}
+
+TEST_F(ConnectTest, TheTimeoutHeaderIsTheDeadline) {
+  Start(true);
+  SimpleRequest request;
+  request.set_fill_username(true);  // waits for cancellation
+  const RawResponse response =
+      Call(kUnary, "application/proto", request.SerializeAsString(),
+           {{"connect-timeout-ms", "100"}});
+  EXPECT_EQ(response.Header(":status"), "504") << response.DebugString();
+  EXPECT_EQ(ErrorOf(response)["code"], "deadline_exceeded");
+}
+
+TEST_F(ConnectTest, GzipBothWays) {
+  Start(true);
+  SimpleRequest request;
+  request.mutable_payload()->set_body(std::string(4096, 'z'));
+  request.mutable_response_compressed()->set_value(true);
+  const RawResponse response =
+      Call(kUnary, "application/proto",
+           testing::ZlibCompress(request.SerializeAsString(), /*gzip=*/true),
+           {{"content-encoding", "gzip"}, {"accept-encoding", "gzip"}});
+  ASSERT_EQ(response.Header(":status"), "200") << response.DebugString();
+  EXPECT_EQ(response.Header("content-encoding"), "gzip");
+  EXPECT_LT(response.body.size(), 1000u);
+  EXPECT_EQ(BodyOf(testing::ZlibInflate(response.body, true, 1 << 20)),
+            std::string(4096, 'z'));
+
+  // A client that does not accept gzip gets the message as it is.
+  const RawResponse plain =
+      Call(kUnary, "application/proto", request.SerializeAsString());
+  EXPECT_EQ(plain.Header("content-encoding"), absl::nullopt);
+  EXPECT_EQ(BodyOf(plain.body), std::string(4096, 'z'));
+}
+
+TEST_F(ConnectTest, AMethodSendingSeveralMessagesIsUnimplemented) {
+  Start(true);
+  const RawResponse response =
+      Call(kStreaming, "application/proto", Serialized(""));
+  EXPECT_EQ(response.Header(":status"), "501") << response.DebugString();
+  EXPECT_THAT(ErrorOf(response)["message"].get<std::string>(),
+              HasSubstr("more than one response message"));
+}
+
+TEST_F(ConnectTest, GrpcCallsOnTheSameConnectionAreUnchanged) {
+  Start(true);
+  RawRequest request;
+  request.headers = GrpcRequestHeaders(kUnary, server_.port());
+  request.body = GrpcFrame(Serialized("plain"));
+  const RawResponse response = client_->Call(request);
+  ASSERT_EQ(response.header_blocks.size(), 2u) << response.DebugString();
+  EXPECT_EQ(response.Header("content-type"), "application/grpc");
+  EXPECT_EQ(response.Trailer("grpc-status"), "0");
+  EXPECT_EQ(response.Trailer("x-trailing"), "2");
+}
+
+// The binary form allocates no more than gRPC does, per call, on the server.
+TEST_F(ConnectTest, AllocationsPerCallAreGrpcs) {
+  Start(true);
+  constexpr int kCalls = 200;
+  const std::string message = Serialized(std::string(1024, 'x'));
+  const auto server_allocations_per_call = [&](bool connect) {
+    RawRequest request;
+    if (connect) {
+      request.headers = Headers(kUnary, "application/proto");
+      request.body = message;
+    } else {
+      request.headers = GrpcRequestHeaders(kUnary, server_.port());
+      request.body = GrpcFrame(message);
+    }
+    for (int i = 0; i < 50; ++i) {
+      EXPECT_EQ(client_->Call(request).Header(":status"), "200");
+    }
+    const int64_t before =
+        testing::AllocationsByRole(testing::ThreadRole::kServer).allocations;
+    for (int i = 0; i < kCalls; ++i) {
+      EXPECT_TRUE(client_->Call(request).end_stream_received);
+    }
+    const int64_t after =
+        testing::AllocationsByRole(testing::ThreadRole::kServer).allocations;
+    return static_cast<double>(after - before) / kCalls;
+  };
+  const double grpc = server_allocations_per_call(false);
+  const double connect = server_allocations_per_call(true);
+  std::printf("server allocations per call: gRPC %.2f, Connect %.2f\n", grpc,
+              connect);
+  EXPECT_LE(connect, grpc);
+}
+
+TEST_F(ConnectTest, OffByDefault) {
+  Start(false);
+  const RawResponse response =
+      Call(kUnary, "application/proto", Serialized("hello"));
+  EXPECT_EQ(response.Header(":status"), "415") << response.DebugString();
+  EXPECT_EQ(calls_.load(), 0);
+}
+
+}  // namespace
+}  // namespace h2rpc

@@ -1,0 +1,131 @@
+#include "transport/core/connect_protocol.h"
+
+#include <cstdint>
+
+#include "nlohmann/json.hpp"
+#include "transport/core/cors.h"
+
+namespace h2rpc::transport {
+namespace {
+
+constexpr absl::string_view kTrailerPrefix = "trailer-";
+
+// `content_type` is `type` alone or followed by ';' parameters.
+bool IsMediaType(absl::string_view content_type, absl::string_view type) {
+  return content_type.substr(0, type.size()) == type &&
+         (content_type.size() == type.size() ||
+          content_type[type.size()] == ';');
+}
+
+struct ConnectCode {
+  absl::string_view name;
+  int http_status;
+};
+
+// Indexed by StatusCode.
+constexpr ConnectCode kCodes[] = {
+    {"unknown", 200},              // OK: never an error
+    {"canceled", 499},             // CANCELLED
+    {"unknown", 500},              // UNKNOWN
+    {"invalid_argument", 400},     // INVALID_ARGUMENT
+    {"deadline_exceeded", 504},    // DEADLINE_EXCEEDED
+    {"not_found", 404},            // NOT_FOUND
+    {"already_exists", 409},       // ALREADY_EXISTS
+    {"permission_denied", 403},    // PERMISSION_DENIED
+    {"resource_exhausted", 429},   // RESOURCE_EXHAUSTED
+    {"failed_precondition", 400},  // FAILED_PRECONDITION
+    {"aborted", 409},              // ABORTED
+    {"out_of_range", 400},         // OUT_OF_RANGE
+    {"unimplemented", 501},        // UNIMPLEMENTED
+    {"internal", 500},             // INTERNAL
+    {"unavailable", 503},          // UNAVAILABLE
+    {"data_loss", 500},            // DATA_LOSS
+    {"unauthenticated", 401},      // UNAUTHENTICATED
+};
+
+const ConnectCode& CodeOf(StatusCode code) {
+  const auto index = static_cast<uint32_t>(code);
+  return index < sizeof(kCodes) / sizeof(kCodes[0]) ? kCodes[index] : kCodes[2];
+}
+
+size_t MetadataSize(const Metadata* metadata) {
+  return metadata != nullptr ? metadata->size() : 0;
+}
+
+}  // namespace
+
+bool IsConnectUnaryContentType(absl::string_view content_type, bool* json) {
+  if (IsMediaType(content_type, kConnectProtoContentType)) {
+    *json = false;
+    return true;
+  }
+  if (IsMediaType(content_type, kConnectJsonContentType)) {
+    *json = true;
+    return true;
+  }
+  return false;
+}
+
+absl::optional<absl::Duration> DecodeConnectTimeout(absl::string_view value) {
+  if (value.empty() || value.size() > 10) return absl::nullopt;
+  int64_t ms = 0;
+  for (char c : value) {
+    if (c < '0' || c > '9') return absl::nullopt;
+    ms = ms * 10 + (c - '0');
+  }
+  return absl::Milliseconds(ms);
+}
+
+absl::string_view ConnectCodeName(StatusCode code) { return CodeOf(code).name; }
+
+int ConnectHttpStatus(StatusCode code) { return CodeOf(code).http_status; }
+
+void AppendConnectErrorJson(const Status& status, std::string* out) {
+  nlohmann::json error = {{"code", ConnectCodeName(status.code())}};
+  if (!status.message().empty()) error["message"] = status.message();
+  // A message that is not UTF-8 has its invalid bytes replaced, as a
+  // browser's decoder would.
+  out->append(
+      error.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+Status BuildConnectUnaryHeaders(const ConnectResponseDescription& response,
+                                HeaderList* headers) {
+  for (const Metadata* metadata : {response.metadata, response.trailing}) {
+    if (metadata == nullptr) continue;
+    Status valid = ValidateOutgoingMetadata(*metadata);
+    if (!valid.ok()) return valid;
+  }
+  const bool encoded = !response.content_encoding.empty() &&
+                       response.content_encoding != "identity";
+  const auto http_status = static_cast<uint32_t>(response.http_status);
+  size_t scratch = HeaderList::DecimalDigits(http_status);
+  if (response.metadata != nullptr) {
+    scratch += HeaderList::MetadataScratchBytes(*response.metadata);
+  }
+  if (response.trailing != nullptr) {
+    scratch +=
+        HeaderList::MetadataScratchBytes(*response.trailing, kTrailerPrefix);
+  }
+  headers->Start(
+      2 + encoded + !response.accept_encodings.empty() +
+          (response.cors_origin.empty() ? 0 : CorsPolicy::kResponseFieldCount) +
+          MetadataSize(response.metadata) + MetadataSize(response.trailing),
+      scratch);
+  headers->AddDecimal(":status", http_status);
+  headers->Add("content-type", response.content_type);
+  if (encoded) headers->Add("content-encoding", response.content_encoding);
+  if (!response.accept_encodings.empty()) {
+    headers->Add("accept-encoding", response.accept_encodings);
+  }
+  if (!response.cors_origin.empty()) {
+    CorsPolicy::AddResponseFields(response.cors_origin, headers);
+  }
+  if (response.metadata != nullptr) headers->AddMetadata(*response.metadata);
+  if (response.trailing != nullptr) {
+    headers->AddMetadata(*response.trailing, kTrailerPrefix);
+  }
+  return Status();
+}
+
+}  // namespace h2rpc::transport

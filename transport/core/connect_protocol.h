@@ -1,0 +1,101 @@
+#ifndef H2RPC_TRANSPORT_CORE_CONNECT_PROTOCOL_H_
+#define H2RPC_TRANSPORT_CORE_CONNECT_PROTOCOL_H_
+
+#include <cstddef>
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "absl/types/optional.h"
+#include "base/metadata.h"
+#include "base/status.h"
+#include "transport/core/header_list.h"
+
+namespace h2rpc::transport {
+
+// The Connect protocol's unary form (connectrpc.com/docs/protocol), as it
+// differs from gRPC: a POST whose body is one unframed message, binary
+// (application/proto) or JSON (application/json); Connect-Timeout-Ms for
+// the deadline; Content-Encoding and Accept-Encoding for compression; and a
+// response whose HTTP status says how the call ended: 200 with the response
+// message as the body, or the error's status (ConnectHttpStatus) with a JSON
+// body naming the code. The response's headers carry the initial metadata
+// and, prefixed with "trailer-", the trailing metadata: nothing goes out
+// before the call ends.
+
+// Whether `content_type` is a Connect unary request's ("application/proto"
+// or "application/json", alone or followed by ';' parameters); sets `*json`
+// for the second.
+bool IsConnectUnaryContentType(absl::string_view content_type, bool* json);
+
+// The content-types of a Connect unary response: the message's, and an
+// error's.
+inline constexpr char kConnectProtoContentType[] = "application/proto";
+inline constexpr char kConnectJsonContentType[] = "application/json";
+
+// Connect-Timeout-Ms: 1 to 10 ASCII digits. nullopt for anything else.
+absl::optional<absl::Duration> DecodeConnectTimeout(absl::string_view value);
+
+// The Connect name of `code` ("invalid_argument"); "unknown" for OK (a
+// Connect error never carries it) and for values outside the enum.
+absl::string_view ConnectCodeName(StatusCode code);
+
+// The HTTP status of a Connect error with `code` (the spec's table:
+// INVALID_ARGUMENT 400, NOT_FOUND 404, UNAVAILABLE 503, ...); 200 for OK.
+int ConnectHttpStatus(StatusCode code);
+
+// Appends the JSON body of a Connect error with `status`:
+// {"code":"<name>","message":"<text>"}, the message omitted when empty.
+// Allocates only to grow `*out`.
+void AppendConnectErrorJson(const Status& status, std::string* out);
+
+// What a server puts in a Connect unary response's headers.
+struct ConnectResponseDescription {
+  // 200, or ConnectHttpStatus of the error.
+  int http_status = 200;
+  // kConnectProtoContentType, kConnectJsonContentType (also the errors').
+  absl::string_view content_type;
+  // "content-encoding" of the body. Empty or "identity": omitted.
+  absl::string_view content_encoding;
+  // "accept-encoding": the encodings the server accepts. Empty: omitted.
+  absl::string_view accept_encodings;
+  // The origin of a browser's cross-origin call the server allows: the
+  // CORS fields follow the content-type. Empty: none.
+  absl::string_view cors_origin;
+  // Initial metadata, sent as they are, then trailing metadata, each name
+  // prefixed with "trailer-". Null: none.
+  const Metadata* metadata = nullptr;
+  const Metadata* trailing = nullptr;
+};
+
+// :status, content-type, [content-encoding], [accept-encoding], [CORS
+// fields], initial metadata, "trailer-" + trailing metadata. INTERNAL
+// (naming the key) for invalid metadata, leaving `headers` untouched.
+Status BuildConnectUnaryHeaders(const ConnectResponseDescription& response,
+                                HeaderList* headers);
+
+// Converts messages between protobuf's binary form and its JSON mapping,
+// for Connect's application/json (the rpc layer implements it with the
+// services' descriptors). Called on a connection's loop thread, from any
+// number of loops at once.
+class MessageJsonCodec {
+ public:
+  virtual ~MessageJsonCodec() = default;
+  // The request message of `method` (a request's :path,
+  // "/package.Service/Method"), from JSON into `*binary`. INVALID_ARGUMENT
+  // for JSON that is not a request of the method; UNIMPLEMENTED when the
+  // method's types are unknown.
+  virtual Status RequestFromJson(absl::string_view method,
+                                 absl::string_view json,
+                                 std::string* binary) const = 0;
+  // The response message of `method`, from binary into `*json`. INTERNAL
+  // for bytes that are not a response of the method; UNIMPLEMENTED when
+  // the method's types are unknown.
+  virtual Status ResponseToJson(absl::string_view method,
+                                absl::string_view binary,
+                                std::string* json) const = 0;
+};
+
+}  // namespace h2rpc::transport
+
+#endif  // H2RPC_TRANSPORT_CORE_CONNECT_PROTOCOL_H_

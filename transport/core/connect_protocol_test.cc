@@ -1,0 +1,151 @@
+#include "transport/core/connect_protocol.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace h2rpc::transport {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::Pair;
+
+std::vector<std::pair<std::string, std::string>> Fields(
+    const HeaderList& headers) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const nghttp2_nv& field : headers.fields()) {
+    out.emplace_back(
+        std::string(reinterpret_cast<char*>(field.name), field.namelen),
+        std::string(reinterpret_cast<char*>(field.value), field.valuelen));
+  }
+  return out;
+}
+
+TEST(ConnectProtocolTest, UnaryContentTypes) {
+  bool json = true;
+  EXPECT_TRUE(IsConnectUnaryContentType("application/proto", &json));
+  EXPECT_FALSE(json);
+  for (const char* yes : {"application/json", "application/json; charset=utf-8",
+                          "application/json;charset=utf-8"}) {
+    json = false;
+    EXPECT_TRUE(IsConnectUnaryContentType(yes, &json)) << yes;
+    EXPECT_TRUE(json) << yes;
+  }
+  for (const char* no :
+       {"application/grpc", "application/connect+proto", "application/jsonx",
+        "application/protobuf", "text/json", "application/pro", ""}) {
+    EXPECT_FALSE(IsConnectUnaryContentType(no, &json)) << no;
+  }
+}
+
+TEST(ConnectProtocolTest, TimeoutIsOneToTenDigitsOfMilliseconds) {
+  EXPECT_EQ(DecodeConnectTimeout("0"), absl::ZeroDuration());
+  EXPECT_EQ(DecodeConnectTimeout("250"), absl::Milliseconds(250));
+  EXPECT_EQ(DecodeConnectTimeout("9999999999"), absl::Milliseconds(9999999999));
+  for (const char* bad : {"", "12345678901", "-1", "1.5", "1s", " 1", "0x10"}) {
+    EXPECT_EQ(DecodeConnectTimeout(bad), absl::nullopt) << bad;
+  }
+}
+
+TEST(ConnectProtocolTest, CodesAndHttpStatusesFollowTheSpec) {
+  const std::vector<std::tuple<StatusCode, const char*, int>> table = {
+      {StatusCode::kCancelled, "canceled", 499},
+      {StatusCode::kUnknown, "unknown", 500},
+      {StatusCode::kInvalidArgument, "invalid_argument", 400},
+      {StatusCode::kDeadlineExceeded, "deadline_exceeded", 504},
+      {StatusCode::kNotFound, "not_found", 404},
+      {StatusCode::kAlreadyExists, "already_exists", 409},
+      {StatusCode::kPermissionDenied, "permission_denied", 403},
+      {StatusCode::kResourceExhausted, "resource_exhausted", 429},
+      {StatusCode::kFailedPrecondition, "failed_precondition", 400},
+      {StatusCode::kAborted, "aborted", 409},
+      {StatusCode::kOutOfRange, "out_of_range", 400},
+      {StatusCode::kUnimplemented, "unimplemented", 501},
+      {StatusCode::kInternal, "internal", 500},
+      {StatusCode::kUnavailable, "unavailable", 503},
+      {StatusCode::kDataLoss, "data_loss", 500},
+      {StatusCode::kUnauthenticated, "unauthenticated", 401},
+  };
+  for (const auto& [code, name, http_status] : table) {
+    EXPECT_EQ(ConnectCodeName(code), name);
+    EXPECT_EQ(ConnectHttpStatus(code), http_status) << name;
+  }
+  EXPECT_EQ(ConnectHttpStatus(StatusCode::kOk), 200);
+  EXPECT_EQ(ConnectCodeName(static_cast<StatusCode>(99)), "unknown");
+  EXPECT_EQ(ConnectHttpStatus(static_cast<StatusCode>(99)), 500);
+}
+
+TEST(ConnectProtocolTest, ErrorBodyIsJsonAPeerCanParse) {
+  std::string body;
+  AppendConnectErrorJson(Status(StatusCode::kNotFound, "no \"row\" 7\n\xff"),
+                         &body);
+  const nlohmann::json error = nlohmann::json::parse(body);
+  EXPECT_EQ(error["code"], "not_found");
+  // Quotes and control characters escaped; the invalid byte replaced.
+  EXPECT_EQ(error["message"], "no \"row\" 7\n\xEF\xBF\xBD");
+  EXPECT_EQ(error.size(), 2u);
+
+  body.clear();
+  AppendConnectErrorJson(Status(StatusCode::kInternal, ""), &body);
+  EXPECT_EQ(body, R"({"code":"internal"})");
+}
+
+TEST(ConnectProtocolTest, HeadersCarryTrailingMetadataWithItsPrefix) {
+  Metadata initial;
+  initial.Add("x-initial", "1");
+  Metadata trailing;
+  trailing.Add("x-cost", "7");
+  trailing.Add("x-id-bin", std::string("\x01\x02", 2));
+  ConnectResponseDescription response;
+  response.content_type = kConnectProtoContentType;
+  response.content_encoding = "gzip";
+  response.accept_encodings = "identity,gzip";
+  response.metadata = &initial;
+  response.trailing = &trailing;
+  HeaderList headers;
+  ASSERT_TRUE(BuildConnectUnaryHeaders(response, &headers).ok());
+  EXPECT_THAT(Fields(headers),
+              ElementsAre(Pair(":status", "200"),
+                          Pair("content-type", "application/proto"),
+                          Pair("content-encoding", "gzip"),
+                          Pair("accept-encoding", "identity,gzip"),
+                          Pair("x-initial", "1"), Pair("trailer-x-cost", "7"),
+                          Pair("trailer-x-id-bin", "AQI")));
+  EXPECT_EQ(headers.size(), headers.capacity());
+}
+
+TEST(ConnectProtocolTest, AnErrorsHeadersWithCors) {
+  ConnectResponseDescription response;
+  response.http_status = 404;
+  response.content_type = kConnectJsonContentType;
+  response.content_encoding = "identity";
+  response.cors_origin = "https://app.example.com";
+  HeaderList headers;
+  ASSERT_TRUE(BuildConnectUnaryHeaders(response, &headers).ok());
+  const auto fields = Fields(headers);
+  ASSERT_GE(fields.size(), 3u);
+  EXPECT_THAT(fields[0], Pair(":status", "404"));
+  EXPECT_THAT(fields[1], Pair("content-type", "application/json"));
+  EXPECT_THAT(fields[2],
+              Pair("access-control-allow-origin", "https://app.example.com"));
+  EXPECT_EQ(headers.size(), headers.capacity());
+}
+
+TEST(ConnectProtocolTest, InvalidMetadataIsRefusedNamingTheKey) {
+  Metadata trailing;
+  trailing.Add("Bad Key", "1");
+  ConnectResponseDescription response;
+  response.content_type = kConnectProtoContentType;
+  response.trailing = &trailing;
+  HeaderList headers;
+  const Status built = BuildConnectUnaryHeaders(response, &headers);
+  EXPECT_EQ(built.code(), StatusCode::kInternal);
+  EXPECT_THAT(built.message(), ::testing::HasSubstr("Bad Key"));
+}
+
+}  // namespace
+}  // namespace h2rpc::transport
