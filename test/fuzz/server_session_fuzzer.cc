@@ -9,8 +9,9 @@
 // whether connection management runs on short timers (bit 6: keepalive
 // PINGs and their timeout, PING enforcement, connection age and its grace,
 // all within a few 100 ms steps of the clock; bit 7: PINGs permitted
-// without calls). gRPC-Web and CORS (origin https://a.test) are on, so
-// gRPC-Web requests, preflights and origins take their own paths.
+// without calls). gRPC-Web, Connect (JSON for grpc.testing.TestService's
+// methods) and CORS (origin https://a.test) are on, so their requests,
+// preflights and origins take their own paths.
 #include <nghttp2/nghttp2.h>
 
 #include <cstddef>
@@ -21,6 +22,7 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "rpc/internal/common/protobuf_json_codec.h"
 #include "test/util/raw_frames.h"
 #include "transport/core/memory_quota.h"
 #include "transport/http2/server_session.h"
@@ -51,6 +53,11 @@ void Run(absl::string_view input) {
       new std::shared_ptr<const CorsPolicy>(std::make_shared<const CorsPolicy>(
           std::vector<std::string>{"https://a.test"}, 60));
   options.web.cors = *cors;
+  options.web.connect = true;
+  static const auto* const json_codec =
+      new std::shared_ptr<const MessageJsonCodec>(
+          std::make_shared<const ::h2rpc::internal::ProtobufJsonCodec>());
+  options.web.json_codec = *json_codec;
   if ((control & 0x40) != 0) {
     options.keepalive.time = absl::Milliseconds(300);
     options.keepalive.timeout = absl::Milliseconds(200);

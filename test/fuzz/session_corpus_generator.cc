@@ -209,9 +209,31 @@ std::vector<std::pair<std::string, std::string>> BrowserSeeds() {
            {"origin", "https://a.test"},
            {"access-control-request-method", "POST"},
            {"access-control-request-headers", "content-type,x-grpc-web"}}));
-  return {{"browser_grpc_web", BrowserBytes(call)},
-          {"browser_preflight", BrowserBytes(preflight)},
-          {"browser_both", BrowserBytes(preflight + call)}};
+  // Connect's unary form (the fuzzer's JSON codec knows
+  // grpc.testing.TestService).
+  const auto connect_call = [](const char* content_type,
+                               const std::string& body) {
+    return EncodeFrame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, 1,
+                       EncodeLiteralHeaderBlock(
+                           {{":method", "POST"},
+                            {":scheme", "https"},
+                            {":path", "/grpc.testing.TestService/UnaryCall"},
+                            {":authority", "127.0.0.1"},
+                            {"content-type", content_type},
+                            {"connect-protocol-version", "1"},
+                            {"connect-timeout-ms", "250"},
+                            {"origin", "https://a.test"}})) +
+           EncodeFrame(NGHTTP2_DATA, NGHTTP2_FLAG_END_STREAM, 1, body);
+  };
+  return {
+      {"browser_grpc_web", BrowserBytes(call)},
+      {"browser_preflight", BrowserBytes(preflight)},
+      {"browser_both", BrowserBytes(preflight + call)},
+      {"browser_connect_proto",
+       BrowserBytes(connect_call("application/proto", "\x10\x03"))},
+      {"browser_connect_json", BrowserBytes(connect_call("application/json",
+                                                         R"({"responseSize": 3,
+                                         "payload": {"body": "aGk="}})"))}};
 }
 
 bool Write(const std::string& path, char control, absl::string_view bytes) {

@@ -114,6 +114,9 @@ ABSL_FLAG(int, metrics_port, -1,
           "\"metrics on port N\"); -1: no metrics.");
 ABSL_FLAG(bool, grpc_web, false,
           "Also answer gRPC-Web requests (ServerOptions::web.grpc_web).");
+ABSL_FLAG(bool, connect, false,
+          "Also answer the Connect protocol's unary requests, binary and "
+          "JSON (ServerOptions::web.connect).");
 ABSL_FLAG(std::vector<std::string>, cors_allowed_origins, {},
           "Origins whose browser pages may call, comma-separated "
           "(ServerOptions::web.cors_allowed_origins).");
@@ -501,6 +504,7 @@ int Run() {
 
   ServerOptions options;
   options.web.grpc_web = absl::GetFlag(FLAGS_grpc_web);
+  options.web.connect = absl::GetFlag(FLAGS_connect);
   options.web.cors_allowed_origins = absl::GetFlag(FLAGS_cors_allowed_origins);
   std::unique_ptr<PrometheusEndpoint> metrics_endpoint;
   if (absl::GetFlag(FLAGS_metrics_port) >= 0) {

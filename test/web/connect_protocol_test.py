@@ -1,0 +1,102 @@
+"""The Connect protocol's unary form over HTTP/2 from real clients, none
+written here.
+
+@connectrpc/connect-node's Connect transport (npm; test/web/node, installed
+by test/web/install_npm_modules.sh) calls grpc.testing.TestService's unary
+method on h2rpc_interop_server --connect over HTTP/2, with binary and with
+JSON messages: a call and an error status. curl (Debian's) posts JSON as a
+person would and reads the answers: the response message in protobuf's JSON
+mapping, and errors as an HTTP status with a JSON body.
+
+Usage (from Bazel): connect_protocol_test.py --server=PATH
+  --client_dir=DIR --proto_root=DIR --lock=FILE
+"""
+import json
+import os
+import subprocess
+import sys
+import unittest
+
+import web_test_util
+
+ARGS = None
+CASES = "unary,error"
+UNARY_CALL = "/grpc.testing.TestService/UnaryCall"
+
+
+class ConnectProtocolTest(unittest.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = web_test_util.client_dir(
+            [os.path.join(ARGS.client_dir, name)
+             for name in ("client.mjs", "descriptors.mjs")],
+            ARGS.lock, ARGS.proto_root)
+        cls.server, cls.port = web_test_util.start_server(
+            ARGS.server, ["--connect"])
+
+    @classmethod
+    def tearDownClass(cls):
+        web_test_util.stop_server(cls.server)
+
+    def run_client(self, json_messages):
+        result = subprocess.run(
+            ["node", os.path.join(self.dir, "client.mjs"),
+             "--descriptor_set=" + os.path.join(self.dir, "testing.binpb"),
+             "--base_url=http://127.0.0.1:%d" % self.port,
+             "--protocol=connect", "--http_version=2",
+             "--json=" + ("true" if json_messages else "false"),
+             "--case=" + CASES],
+            capture_output=True, text=True, timeout=120)
+        self.assertEqual(result.returncode, 0,
+                         "%s%s" % (result.stdout, result.stderr))
+        # One result line per case, each ok.
+        self.assertEqual(result.stdout.count('"ok":true'),
+                         len(CASES.split(",")), result.stdout)
+
+    def test_connect_node_binary(self):
+        self.run_client(json_messages=False)
+
+    def test_connect_node_json(self):
+        self.run_client(json_messages=True)
+
+    def curl(self, body, *extra):
+        """POSTs `body` as JSON to UnaryCall over HTTP/2; returns the HTTP
+        status and the response body."""
+        result = subprocess.run(
+            ["curl", "--silent", "--show-error", "--http2-prior-knowledge",
+             "--header", "content-type: application/json",
+             "--data-binary", body, "--write-out", "\n%{http_code}"]
+            + list(extra) + ["http://127.0.0.1:%d%s" % (self.port, UNARY_CALL)],
+            capture_output=True, text=True, timeout=60)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        response, _, status = result.stdout.rpartition("\n")
+        return int(status), response
+
+    def test_curl_json_call(self):
+        status, body = self.curl(
+            '{"responseSize": 3, "payload": {"body": "aGk="}}')
+        self.assertEqual(status, 200, body)
+        # Three zero bytes of payload, in protobuf's JSON mapping.
+        self.assertEqual(json.loads(body), {"payload": {"body": "AAAA"}})
+
+    def test_curl_error(self):
+        status, body = self.curl(
+            '{"responseStatus": {"code": 5, "message": "no such thing"}}')
+        self.assertEqual(status, 404, body)
+        self.assertEqual(json.loads(body),
+                         {"code": "not_found", "message": "no such thing"})
+
+    def test_curl_bad_json(self):
+        status, body = self.curl('{"responseSize": "three"}')
+        self.assertEqual(status, 400, body)
+        self.assertEqual(json.loads(body)["code"], "invalid_argument")
+
+    def test_curl_deadline_header(self):
+        status, body = self.curl("{}", "--header", "connect-timeout-ms: x")
+        self.assertEqual(status, 400, body)
+        self.assertIn("connect-timeout-ms", json.loads(body)["message"])
+
+
+if __name__ == "__main__":
+    web_test_util.main(sys.modules[__name__])
