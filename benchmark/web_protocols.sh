@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# docs/performance.md's web protocol figures: Connect unary (binary and
+# JSON) against gRPC unary over HTTP/2 on one h2rpc server
+# (h2rpc_interop_server --connect, -c opt, on CPU 0), driven by h2load
+# (Debian's nghttp2-client, on CPU 1) on one connection: a 1 KiB request
+# asking for a 1 KiB response (grpc.testing.TestService/UnaryCall), at 64
+# and 1 in flight, the protocols alternated `ROUNDS` times (default 5) in
+# one sitting. Prints one line per run: requests per second, and the HTTP
+# statuses (all must be 2xx).
+#   benchmark/web_protocols.sh [ROUNDS] > benchmark/results/web_protocols.txt
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=${1:-5}
+if ! command -v h2load > /dev/null; then
+  sudo_cmd=()
+  if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq \
+    --no-install-recommends nghttp2-client >&2
+fi
+tools/bazel build -c opt //test/interop:h2rpc_interop_server >&2
+work=$(mktemp -d)
+python3 - "$work" <<'PY'
+import base64, struct, sys
+def varint(n):
+    out = b""
+    while True:
+        byte, n = n & 0x7F, n >> 7
+        if not n:
+            return out + bytes([byte])
+        out += bytes([byte | 0x80])
+body = bytes(1024)
+payload = b"\x12" + varint(len(body)) + body              # Payload.body
+request = (b"\x10" + varint(1024)                          # response_size
+           + b"\x1a" + varint(len(payload)) + payload)    # payload
+out = sys.argv[1]
+open(out + "/grpc.bin", "wb").write(b"\0" + struct.pack(">I", len(request)) + request)
+open(out + "/proto.bin", "wb").write(request)
+open(out + "/json.bin", "w").write('{"responseSize": 1024, "payload": {"body": "%s"}}'
+                                   % base64.b64encode(body).decode())
+PY
+taskset -c 0 bazel-bin/test/interop/h2rpc_interop_server --port=0 --connect \
+  > "$work/server.out" &
+server=$!
+trap 'kill $server; rm -rf "$work"' EXIT
+for _ in $(seq 100); do
+  grep -q "listening on port" "$work/server.out" && break
+  sleep 0.1
+done
+port=$(grep -o "listening on port [0-9]*" "$work/server.out" | grep -o "[0-9]*$")
+url=http://127.0.0.1:$port/grpc.testing.TestService/UnaryCall
+
+run() {  # protocol in_flight requests
+  local args=()
+  case $1 in
+    grpc) args=(-H "content-type: application/grpc" -H "te: trailers"
+                -d "$work/grpc.bin") ;;
+    connect-proto) args=(-H "content-type: application/proto"
+                         -H "connect-protocol-version: 1" -d "$work/proto.bin") ;;
+    connect-json) args=(-H "content-type: application/json"
+                        -H "connect-protocol-version: 1" -d "$work/json.bin") ;;
+  esac
+  taskset -c 1 h2load -n "$3" -c 1 -t 1 -m "$2" "${args[@]}" "$url" |
+    awk -v p="$1" -v m="$2" '/finished in/ {rps = $4} /status codes/ {codes = $3 " 2xx, " $9 " 5xx"}
+      END {printf "%-14s in flight %-3s %10s req/s  (%s)\n", p, m, rps, codes}'
+}
+
+for ((round = 1; round <= rounds; ++round)); do
+  for m in 64 1; do
+    n=$((m == 64 ? 300000 : 30000))
+    for protocol in grpc connect-proto connect-json; do
+      run "$protocol" "$m" "$n"
+    done
+  done
+done
