@@ -30,13 +30,14 @@ struct ServerOptions {
     // every method, the trailers at the end of the response body. What
     // Envoy's grpc_web filter would otherwise translate.
     bool grpc_web = false;
-    // The Connect protocol's unary form (connectrpc.com/docs/protocol), over
-    // HTTP/2: a POST whose body is the request message, binary
-    // (application/proto) or JSON (application/json, protobuf's JSON
-    // mapping of the methods compiled into the program), answered with the
-    // response message, or with an HTTP error status and a JSON body naming
-    // the code. Every method taking one request message; what connect-go
-    // serves and curl can call.
+    // The Connect protocol (connectrpc.com/docs/protocol) over HTTP/2, what
+    // connect-go serves and curl can call. Unary form: a POST whose body is
+    // the request message, binary (application/proto) or JSON
+    // (application/json, protobuf's JSON mapping of the methods compiled
+    // into the program), answered with the response message, or with an
+    // HTTP error status and a JSON body naming the code. Streaming form
+    // (application/connect+proto, +json): every method kind, messages framed
+    // as gRPC's, the end of the stream as the body's last frame.
     bool connect = false;
     // CORS, for pages of other origins than the server's: the origins
     // ("https://app.example.com", scheme, host and port exactly as the

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -30,8 +31,11 @@ namespace {
 
 using grpc::testing::SimpleRequest;
 using grpc::testing::SimpleResponse;
+using grpc::testing::StreamingOutputCallRequest;
+using grpc::testing::StreamingOutputCallResponse;
 using ::h2rpc::testing::GrpcFrame;
 using ::h2rpc::testing::GrpcRequestHeaders;
+using ::h2rpc::testing::ParseGrpcFrames;
 using ::h2rpc::testing::RawH2Client;
 using ::h2rpc::testing::RawHeaders;
 using ::h2rpc::testing::RawRequest;
@@ -94,12 +98,32 @@ class ConnectTest : public ::testing::Test {
               *response->mutable_payload() = request.payload();
               return Status();
             })
-        .RegisterServerStreaming<SimpleRequest, SimpleResponse>(
-            kStreaming, [](ServerContext*, const SimpleRequest&,
-                           ServerWriter<SimpleResponse>* writer) {
-              SimpleResponse response;
+        .RegisterServerStreaming<StreamingOutputCallRequest,
+                                 StreamingOutputCallResponse>(
+            kStreaming,
+            [](ServerContext* context,
+               const StreamingOutputCallRequest& request,
+               ServerWriter<StreamingOutputCallResponse>* writer) -> Status {
+              if (request.response_parameters_size() > 0) {
+                // Waits for the deadline to cancel the call.
+                if (!WaitFor([&] { return context->IsCancelled(); })) {
+                  return Status(StatusCode::kInternal, "never cancelled");
+                }
+                return Status();
+              }
+              context->AddInitialMetadata("x-initial", "1");
+              StreamingOutputCallResponse response;
               for (int i = 0; i < 3; ++i) {
+                response.mutable_payload()->set_body(absl::StrCat(i));
                 if (!writer->Write(response)) return Status();
+              }
+              context->AddTrailingMetadata("x-trailing", "2");
+              context->AddTrailingMetadata("x-id-bin",
+                                           std::string("\x01\x02", 2));
+              if (request.has_response_status()) {
+                return Status(
+                    static_cast<StatusCode>(request.response_status().code()),
+                    request.response_status().message());
               }
               return Status();
             });
@@ -317,6 +341,114 @@ TEST_F(ConnectTest, AMethodSendingSeveralMessagesIsUnimplemented) {
   EXPECT_EQ(response.Header(":status"), "501") << response.DebugString();
   EXPECT_THAT(ErrorOf(response)["message"].get<std::string>(),
               HasSubstr("more than one response message"));
+}
+
+// A Connect stream's body: its messages, then its end-of-stream JSON.
+struct StreamBody {
+  std::vector<std::string> messages;
+  nlohmann::json end;
+  bool ok = false;  // whole frames, exactly one end frame, last
+};
+
+StreamBody ParseStreamBody(const std::string& body) {
+  StreamBody out;
+  std::vector<std::string> frames;
+  std::vector<uint8_t> flags;
+  if (!ParseGrpcFrames(body, &frames, &flags) || frames.empty() ||
+      flags.back() != 0x02) {
+    return out;
+  }
+  for (size_t i = 0; i + 1 < frames.size(); ++i) {
+    if (flags[i] != 0) return out;
+    out.messages.push_back(frames[i]);
+  }
+  out.end = nlohmann::json::parse(frames.back(), nullptr, false);
+  out.ok = out.end.is_object();
+  return out;
+}
+
+TEST_F(ConnectTest, BinaryStreamEndsWithTheEndOfStreamFrame) {
+  Start(true);
+  const RawResponse response =
+      Call(kStreaming, "application/connect+proto", GrpcFrame(""));
+  ASSERT_TRUE(response.end_stream_received) << response.DebugString();
+  ASSERT_EQ(response.header_blocks.size(), 1u) << response.DebugString();
+  EXPECT_EQ(response.Header(":status"), "200");
+  EXPECT_EQ(response.Header("content-type"), "application/connect+proto");
+  EXPECT_EQ(response.Header("x-initial"), "1");
+  const StreamBody body = ParseStreamBody(response.body);
+  ASSERT_TRUE(body.ok) << response.DebugString();
+  ASSERT_EQ(body.messages.size(), 3u);
+  EXPECT_EQ(BodyOf(body.messages[2]), "2");
+  EXPECT_EQ(body.end, nlohmann::json::parse(
+                          R"({"metadata": {"x-trailing": ["2"],
+                                           "x-id-bin": ["AQI"]}})"));
+}
+
+TEST_F(ConnectTest, JsonStreamConvertsEveryMessage) {
+  Start(true);
+  const RawResponse response = Call(kStreaming, "application/connect+json",
+                                    GrpcFrame(R"({"responseStatus": {"code": 10,
+                                            "message": "stopped \"here\""}})"));
+  ASSERT_EQ(response.Header(":status"), "200") << response.DebugString();
+  EXPECT_EQ(response.Header("content-type"), "application/connect+json");
+  const StreamBody body = ParseStreamBody(response.body);
+  ASSERT_TRUE(body.ok) << response.DebugString();
+  ASSERT_EQ(body.messages.size(), 3u);
+  EXPECT_EQ(body.messages[0], R"({"payload":{"body":"MA=="}})");
+  EXPECT_EQ(body.messages[2], R"({"payload":{"body":"Mg=="}})");
+  EXPECT_EQ(body.end["error"],
+            nlohmann::json::parse(
+                R"({"code": "aborted", "message": "stopped \"here\""})"));
+  EXPECT_EQ(body.end["metadata"]["x-trailing"], nlohmann::json({"2"}));
+}
+
+TEST_F(ConnectTest, StreamErrorsAreHttp200WithTheErrorAtTheEnd) {
+  Start(true);
+  // An unknown method, JSON that is not the request, and the deadline.
+  const RawResponse unknown = Call("/grpc.testing.TestService/Nope",
+                                   "application/connect+proto", GrpcFrame(""));
+  EXPECT_EQ(unknown.Header(":status"), "200") << unknown.DebugString();
+  StreamBody body = ParseStreamBody(unknown.body);
+  ASSERT_TRUE(body.ok) << unknown.DebugString();
+  EXPECT_TRUE(body.messages.empty());
+  EXPECT_EQ(body.end["error"]["code"], "unimplemented");
+
+  const RawResponse bad = Call(kStreaming, "application/connect+json",
+                               GrpcFrame(R"({"responseParameters": "x"})"));
+  body = ParseStreamBody(bad.body);
+  ASSERT_TRUE(body.ok) << bad.DebugString();
+  EXPECT_EQ(body.end["error"]["code"], "invalid_argument");
+
+  StreamingOutputCallRequest waits;
+  waits.add_response_parameters();  // waits for cancellation
+  const RawResponse late = Call(kStreaming, "application/connect+proto",
+                                GrpcFrame(waits.SerializeAsString()),
+                                {{"connect-timeout-ms", "100"}});
+  body = ParseStreamBody(late.body);
+  ASSERT_TRUE(body.ok) << late.DebugString();
+  EXPECT_EQ(body.end["error"]["code"], "deadline_exceeded")
+      << late.DebugString();
+}
+
+TEST_F(ConnectTest, StreamCompressionUsesTheConnectHeaders) {
+  Start(true);
+  StreamingOutputCallRequest request;
+  request.mutable_payload()->set_body(std::string(4096, 'z'));
+  const std::string message = request.SerializeAsString();
+  std::string compressed = testing::ZlibCompress(message, /*gzip=*/true);
+  std::string framed = GrpcFrame(compressed);
+  framed[0] = 1;  // the compressed flag
+  const RawResponse response =
+      Call(kStreaming, "application/connect+proto", framed,
+           {{"connect-content-encoding", "gzip"}});
+  ASSERT_EQ(response.Header(":status"), "200") << response.DebugString();
+  EXPECT_EQ(response.Header("connect-accept-encoding"),
+            "identity,deflate,gzip");
+  const StreamBody body = ParseStreamBody(response.body);
+  ASSERT_TRUE(body.ok) << response.DebugString();
+  EXPECT_EQ(body.messages.size(), 3u);
+  EXPECT_FALSE(body.end.contains("error")) << body.end.dump();
 }
 
 TEST_F(ConnectTest, GrpcCallsOnTheSameConnectionAreUnchanged) {

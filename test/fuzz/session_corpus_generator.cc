@@ -233,7 +233,11 @@ std::vector<std::pair<std::string, std::string>> BrowserSeeds() {
        BrowserBytes(connect_call("application/proto", "\x10\x03"))},
       {"browser_connect_json", BrowserBytes(connect_call("application/json",
                                                          R"({"responseSize": 3,
-                                         "payload": {"body": "aGk="}})"))}};
+                                     "payload": {"body": "aGk="}})"))},
+      {"browser_connect_stream_json",
+       BrowserBytes(
+           connect_call("application/connect+json",
+                        Framed(R"({"responseSize": 3})") + Framed("{}")))}};
 }
 
 bool Write(const std::string& path, char control, absl::string_view bytes) {

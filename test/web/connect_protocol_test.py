@@ -1,11 +1,12 @@
-"""The Connect protocol's unary form over HTTP/2 from real clients, none
-written here.
+"""The Connect protocol over HTTP/2 from real clients, none written here.
 
 @connectrpc/connect-node's Connect transport (npm; test/web/node, installed
-by test/web/install_npm_modules.sh) calls grpc.testing.TestService's unary
-method on h2rpc_interop_server --connect over HTTP/2, with binary and with
-JSON messages: a call and an error status. curl (Debian's) posts JSON as a
-person would and reads the answers: the response message in protobuf's JSON
+by test/web/install_npm_modules.sh) calls grpc.testing.TestService on
+h2rpc_interop_server --connect over HTTP/2, with binary and with JSON
+messages: unary (Connect's unary form), server streaming (its streaming
+form), an error status, the client's deadline and a deadline the server
+alone enforces (connect-timeout-ms). curl (Debian's) posts JSON as a person
+would and reads the answers: the response message in protobuf's JSON
 mapping, and errors as an HTTP status with a JSON body.
 
 Usage (from Bazel): connect_protocol_test.py --server=PATH
@@ -20,7 +21,7 @@ import unittest
 import web_test_util
 
 ARGS = None
-CASES = "unary,error"
+CASES = "unary,server_streaming,error,deadline,server_deadline"
 UNARY_CALL = "/grpc.testing.TestService/UnaryCall"
 
 

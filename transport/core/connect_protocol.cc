@@ -3,7 +3,9 @@
 #include <cstdint>
 
 #include "nlohmann/json.hpp"
+#include "transport/core/base64.h"
 #include "transport/core/cors.h"
+#include "transport/core/message_framer.h"
 
 namespace h2rpc::transport {
 namespace {
@@ -52,7 +54,33 @@ size_t MetadataSize(const Metadata* metadata) {
   return metadata != nullptr ? metadata->size() : 0;
 }
 
+constexpr char kConnectEndStreamFlag = 0x02;
+
+nlohmann::json ErrorJson(const Status& status) {
+  nlohmann::json error = {{"code", ConnectCodeName(status.code())}};
+  if (!status.message().empty()) error["message"] = status.message();
+  return error;
+}
+
+// A message that is not UTF-8 has its invalid bytes replaced, as a
+// browser's decoder would.
+std::string Dump(const nlohmann::json& json) {
+  return json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 }  // namespace
+
+bool IsConnectStreamContentType(absl::string_view content_type, bool* json) {
+  if (IsMediaType(content_type, kConnectStreamProtoContentType)) {
+    *json = false;
+    return true;
+  }
+  if (IsMediaType(content_type, kConnectStreamJsonContentType)) {
+    *json = true;
+    return true;
+  }
+  return false;
+}
 
 bool IsConnectUnaryContentType(absl::string_view content_type, bool* json) {
   if (IsMediaType(content_type, kConnectProtoContentType)) {
@@ -81,12 +109,33 @@ absl::string_view ConnectCodeName(StatusCode code) { return CodeOf(code).name; }
 int ConnectHttpStatus(StatusCode code) { return CodeOf(code).http_status; }
 
 void AppendConnectErrorJson(const Status& status, std::string* out) {
-  nlohmann::json error = {{"code", ConnectCodeName(status.code())}};
-  if (!status.message().empty()) error["message"] = status.message();
-  // A message that is not UTF-8 has its invalid bytes replaced, as a
-  // browser's decoder would.
-  out->append(
-      error.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  out->append(Dump(ErrorJson(status)));
+}
+
+void AppendConnectEndStream(const Status& status, const Metadata* trailing,
+                            std::string* out) {
+  nlohmann::json end = nlohmann::json::object();
+  if (!status.ok()) end["error"] = ErrorJson(status);
+  if (trailing != nullptr && !trailing->empty()) {
+    nlohmann::json& metadata = end["metadata"];
+    for (Metadata::Entry entry : *trailing) {
+      std::string value(entry.value);
+      if (IsBinaryHeaderKey(entry.key)) {
+        value.assign(Base64UnpaddedLength(entry.value.size()), '\0');
+        Base64EncodeUnpadded(entry.value, value.data());
+      }
+      metadata[std::string(entry.key)].push_back(std::move(value));
+    }
+  }
+  const std::string json = Dump(end);
+  const auto length = static_cast<uint32_t>(json.size());
+  out->reserve(out->size() + kMessagePrefixSize + json.size());
+  out->push_back(kConnectEndStreamFlag);
+  out->push_back(static_cast<char>(length >> 24));
+  out->push_back(static_cast<char>(length >> 16));
+  out->push_back(static_cast<char>(length >> 8));
+  out->push_back(static_cast<char>(length));
+  out->append(json);
 }
 
 Status BuildConnectUnaryHeaders(const ConnectResponseDescription& response,

@@ -13,8 +13,10 @@
 
 namespace h2rpc::transport {
 
-// The Connect protocol's unary form (connectrpc.com/docs/protocol), as it
-// differs from gRPC: a POST whose body is one unframed message, binary
+// The Connect protocol (connectrpc.com/docs/protocol), as it differs from
+// gRPC.
+//
+// Unary form: a POST whose body is one unframed message, binary
 // (application/proto) or JSON (application/json); Connect-Timeout-Ms for
 // the deadline; Content-Encoding and Accept-Encoding for compression; and a
 // response whose HTTP status says how the call ended: 200 with the response
@@ -22,6 +24,13 @@ namespace h2rpc::transport {
 // body naming the code. The response's headers carry the initial metadata
 // and, prefixed with "trailer-", the trailing metadata: nothing goes out
 // before the call ends.
+//
+// Streaming form (application/connect+proto, application/connect+json):
+// messages framed as gRPC's both ways (flag 0x01: compressed with
+// Connect-Content-Encoding; Connect-Accept-Encoding lists what the client
+// takes), the response always HTTP 200, and its body ending with one more
+// frame, flagged 0x02, holding the end of the stream as JSON: the error,
+// if any, and the trailing metadata.
 
 // Whether `content_type` is a Connect unary request's ("application/proto"
 // or "application/json", alone or followed by ';' parameters); sets `*json`
@@ -32,6 +41,16 @@ bool IsConnectUnaryContentType(absl::string_view content_type, bool* json);
 // error's.
 inline constexpr char kConnectProtoContentType[] = "application/proto";
 inline constexpr char kConnectJsonContentType[] = "application/json";
+
+// Whether `content_type` is a Connect streaming request's
+// ("application/connect+proto" or "application/connect+json", alone or
+// followed by ';' parameters); sets `*json` for the second.
+bool IsConnectStreamContentType(absl::string_view content_type, bool* json);
+
+inline constexpr char kConnectStreamProtoContentType[] =
+    "application/connect+proto";
+inline constexpr char kConnectStreamJsonContentType[] =
+    "application/connect+json";
 
 // Connect-Timeout-Ms: 1 to 10 ASCII digits. nullopt for anything else.
 absl::optional<absl::Duration> DecodeConnectTimeout(absl::string_view value);
@@ -48,6 +67,14 @@ int ConnectHttpStatus(StatusCode code);
 // {"code":"<name>","message":"<text>"}, the message omitted when empty.
 // Allocates only to grow `*out`.
 void AppendConnectErrorJson(const Status& status, std::string* out);
+
+// Appends the end of a Connect stream to `*out`: a frame flagged 0x02
+// holding {"error": {"code": ..., "message": ...}, "metadata": {"key":
+// ["value", ...]}}, the error omitted for OK and the metadata when there is
+// none ("-bin" values in unpadded base64, as in headers). Allocates only to
+// grow `*out` and to build the JSON.
+void AppendConnectEndStream(const Status& status, const Metadata* trailing,
+                            std::string* out);
 
 // What a server puts in a Connect unary response's headers.
 struct ConnectResponseDescription {

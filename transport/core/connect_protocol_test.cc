@@ -42,6 +42,47 @@ TEST(ConnectProtocolTest, UnaryContentTypes) {
   }
 }
 
+TEST(ConnectProtocolTest, StreamContentTypes) {
+  bool json = true;
+  EXPECT_TRUE(IsConnectStreamContentType("application/connect+proto", &json));
+  EXPECT_FALSE(json);
+  EXPECT_TRUE(
+      IsConnectStreamContentType("application/connect+json; x=1", &json));
+  EXPECT_TRUE(json);
+  for (const char* no :
+       {"application/proto", "application/json", "application/connect",
+        "application/connect+protox", "application/grpc+proto"}) {
+    EXPECT_FALSE(IsConnectStreamContentType(no, &json)) << no;
+  }
+}
+
+TEST(ConnectProtocolTest, EndStreamFrameHoldsTheErrorAndTheMetadata) {
+  Metadata trailing;
+  trailing.Add("x-cost", "7");
+  trailing.Add("x-cost", "8");
+  trailing.Add("x-id-bin", std::string("\x01\x02", 2));
+  std::string body = "before";
+  AppendConnectEndStream(Status(StatusCode::kAborted, "stop"), &trailing,
+                         &body);
+  ASSERT_GT(body.size(), 6u + 5u);
+  EXPECT_EQ(body.substr(0, 6), "before");
+  EXPECT_EQ(body[6], 0x02);
+  const std::string json = body.substr(11);
+  const uint32_t length = (uint32_t{static_cast<uint8_t>(body[7])} << 24) |
+                          (uint32_t{static_cast<uint8_t>(body[8])} << 16) |
+                          (uint32_t{static_cast<uint8_t>(body[9])} << 8) |
+                          uint32_t{static_cast<uint8_t>(body[10])};
+  EXPECT_EQ(length, json.size());
+  EXPECT_EQ(nlohmann::json::parse(json), nlohmann::json::parse(R"({
+              "error": {"code": "aborted", "message": "stop"},
+              "metadata": {"x-cost": ["7", "8"], "x-id-bin": ["AQI"]}})"));
+
+  // An OK end without metadata is an empty object.
+  body.clear();
+  AppendConnectEndStream(Status(), nullptr, &body);
+  EXPECT_EQ(body, std::string("\x02\0\0\0\x02{}", 7));
+}
+
 TEST(ConnectProtocolTest, TimeoutIsOneToTenDigitsOfMilliseconds) {
   EXPECT_EQ(DecodeConnectTimeout("0"), absl::ZeroDuration());
   EXPECT_EQ(DecodeConnectTimeout("250"), absl::Milliseconds(250));

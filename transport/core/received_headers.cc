@@ -98,9 +98,17 @@ Classification Classify(absl::string_view name, ReservedHeaderValues* r) {
     case 18:
       if (name == "connect-timeout-ms") return Captured(&r->connect_timeout_ms);
       break;
+    case 23:
+      if (name == "connect-accept-encoding") {
+        return Captured(&r->connect_accept_encoding);
+      }
+      break;
     case 24:
       if (name == "connect-protocol-version") {
         return Captured(&r->connect_protocol_version);
+      }
+      if (name == "connect-content-encoding") {
+        return Captured(&r->connect_content_encoding);
       }
       break;
   }

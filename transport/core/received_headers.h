@@ -38,6 +38,8 @@ struct ReservedHeaderValues {
   absl::optional<absl::string_view> accept_encoding;
   absl::optional<absl::string_view> connect_protocol_version;
   absl::optional<absl::string_view> connect_timeout_ms;
+  absl::optional<absl::string_view> connect_content_encoding;
+  absl::optional<absl::string_view> connect_accept_encoding;
 };
 
 // A "-bin" value split on ',' stores its key once per part. The extra key
@@ -53,10 +55,11 @@ inline constexpr size_t kSplitBinaryKeyCopyAllowance = 8192;
 // Not copied to `metadata`: every pseudo-header (":..."; unknown ones are
 // dropped), te, content-type, content-encoding, accept-encoding, every
 // "grpc-" header (unknown grpc-* names are dropped), the Connect protocol's
-// connect-protocol-version and connect-timeout-ms, host, and the HTTP/1
-// connection-specific headers (connection, keep-alive, proxy-connection,
-// transfer-encoding, upgrade). user-agent is
-// captured and also kept in `metadata`, as gRPC servers expose it.
+// connect-protocol-version, connect-timeout-ms, connect-content-encoding
+// and connect-accept-encoding, host, and the HTTP/1 connection-specific
+// headers (connection, keep-alive, proxy-connection, transfer-encoding,
+// upgrade). user-agent is captured and also kept in `metadata`, as gRPC
+// servers expose it.
 //
 // A "-bin" value is split on ',' first (a peer or proxy may combine several
 // values into one field), then each part, with surrounding spaces and tabs

@@ -103,10 +103,10 @@ Status BuildResponseHeaders(const ResponseDescription& response,
   headers->Add(":status", "200");
   AddContentFields(response, headers);
   if (SendsEncoding(response)) {
-    headers->Add("grpc-encoding", response.send_encoding);
+    headers->Add(response.send_encoding_name, response.send_encoding);
   }
   if (!response.accept_encodings.empty()) {
-    headers->Add("grpc-accept-encoding", response.accept_encodings);
+    headers->Add(response.accept_encodings_name, response.accept_encodings);
   }
   if (response.metadata != nullptr) headers->AddMetadata(*response.metadata);
   return Status();

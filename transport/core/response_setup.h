@@ -27,6 +27,9 @@ struct ResponseDescription {
   absl::string_view send_encoding;
   // "grpc-accept-encoding": the encodings the server accepts. Empty: omitted.
   absl::string_view accept_encodings;
+  // The names of the two fields above (a Connect stream's differ). Literals.
+  absl::string_view send_encoding_name = "grpc-encoding";
+  absl::string_view accept_encodings_name = "grpc-accept-encoding";
   // Initial metadata. Null: none.
   const Metadata* metadata = nullptr;
 };

@@ -49,6 +49,7 @@ void ServerStream::Reset() {
   headers_sent_ = finished_ = half_closed_ = cancel_on_close_ = false;
   protocol_ = Protocol::kGrpc;
   connect_json_ = false;
+  json_converted_end_ = 0;
   if (connection_ != nullptr) ReleaseConnectBody();
   cors_origin_.clear();
   header_bytes_ = 0;
@@ -102,6 +103,11 @@ ResponseDescription ServerStream::DescribeResponse(
   ResponseDescription response;
   if (protocol_ == Protocol::kGrpcWeb) {
     response.content_type = kGrpcWebProtoContentType;
+  } else if (protocol_ == Protocol::kConnectStream) {
+    response.content_type = connect_json_ ? kConnectStreamJsonContentType
+                                          : kConnectStreamProtoContentType;
+    response.send_encoding_name = "connect-content-encoding";
+    response.accept_encodings_name = "connect-accept-encoding";
   }
   response.cors_origin = cors_origin_;
   response.send_encoding = CompressionAlgorithmName(send_encoding_);
@@ -177,6 +183,13 @@ void ServerStream::ResumeSend() {
     }
     return;
   }
+  if (protocol_ == Protocol::kConnectStream && connect_json_) {
+    const Status converted = ConvertOutgoingToJson();
+    if (!converted.ok()) {
+      Abort(converted);
+      return;
+    }
+  }
   if (!headers_sent_) {
     SubmitResponseHeaders();
   } else {
@@ -196,6 +209,11 @@ void ServerStream::Finish(const Status& status, const Metadata* trailing) {
   }
   if (protocol_ == Protocol::kConnectUnary) {
     SubmitConnectUnaryResponse(status, trailing);
+    connection_->RequestFlush();
+    return;
+  }
+  if (protocol_ == Protocol::kConnectStream) {
+    EndConnectStream(status, trailing);
     connection_->RequestFlush();
     return;
   }
@@ -356,6 +374,77 @@ void ServerStream::SubmitConnectUnaryResponse(const Status& status,
   if (rv != 0) FailSubmit(rv, "nghttp2_submit_response");
 }
 
+Status ServerStream::ConvertOutgoingToJson() {
+  std::string& buffer = outgoing_.buffer();
+  const size_t first =
+      static_cast<size_t>(json_converted_end_ - outgoing_.dropped());
+  const MessageJsonCodec& codec = *connection_->options().web.json_codec;
+  Status status;
+  std::string json;
+  size_t at = first;
+  while (status.ok() && at + kMessagePrefixSize <= buffer.size()) {
+    const MessagePrefix prefix = DecodeMessagePrefix(buffer.data() + at);
+    const size_t framed = kMessagePrefixSize + prefix.length;
+    // A JSON stream's client accepts no compression, so none is used.
+    if (prefix.flag != 0 || framed > buffer.size() - at) {
+      status = Status(StatusCode::kInternal,
+                      "a response message the stream cannot convert to JSON");
+      break;
+    }
+    json.clear();
+    status = codec.ResponseToJson(
+        method_,
+        absl::string_view(buffer.data() + at + kMessagePrefixSize,
+                          prefix.length),
+        &json);
+    if (!status.ok()) break;
+    char json_prefix[kMessagePrefixSize];
+    EncodeMessagePrefix(false, static_cast<uint32_t>(json.size()), json_prefix);
+    buffer.replace(at, framed, json_prefix, kMessagePrefixSize);
+    buffer.insert(at + kMessagePrefixSize, json);
+    at += kMessagePrefixSize + json.size();
+  }
+  if (status.ok()) status = outgoing_.ChargeAppended();
+  if (!status.ok()) {
+    buffer.resize(first);
+    at = first;
+  }
+  json_converted_end_ = outgoing_.dropped() + at;
+  return status;
+}
+
+void ServerStream::EndConnectStream(const Status& status,
+                                    const Metadata* trailing) {
+  Status outcome = status;
+  if (trailing != nullptr) {
+    const Status valid = ValidateOutgoingMetadata(*trailing);
+    if (!valid.ok()) {
+      outcome = valid;
+      trailing = nullptr;
+    }
+  }
+  if (!headers_sent_) {
+    const Status valid = ValidateOutgoingMetadata(initial_metadata_);
+    if (!valid.ok()) {
+      outcome = valid;
+      initial_metadata_.Clear();
+    }
+  }
+  if (connect_json_) {
+    const Status converted = ConvertOutgoingToJson();
+    if (outcome.ok()) outcome = converted;
+  }
+  end_code_ = outcome.code();
+  // Not charged to the quota, as HTTP/2 trailers are not.
+  AppendConnectEndStream(outcome, trailing, &outgoing_.buffer());
+  outgoing_.set_end_of_data();
+  if (!headers_sent_) {
+    SubmitResponseHeaders();
+  } else {
+    ResumeData();
+  }
+}
+
 void ServerStream::Cancel() {
   if (cancelled()) return;
   if (!finished_) end_code_ = StatusCode::kCancelled;
@@ -404,6 +493,46 @@ void ServerStream::Unref() {
 // ServerSession
 
 namespace {
+
+// Hands each deframed message of a JSON Connect stream to the observer,
+// inflated and converted to binary, as DeliverToObserver does for binary
+// messages.
+class JsonToObserver final : public MessageDeframer::Listener {
+ public:
+  JsonToObserver(ServerStream::Observer* observer,
+                 CompressionAlgorithm encoding, size_t max_message_size,
+                 DeliveredMessageBytes* delivered,
+                 const MessageJsonCodec* codec, absl::string_view method)
+      : observer_(observer),
+        encoding_(encoding),
+        max_message_size_(max_message_size),
+        delivered_(delivered),
+        codec_(codec),
+        method_(method) {}
+
+  Status OnMessage(absl::string_view message, bool compressed) override {
+    delivered_->last = message.size();
+    delivered_->total += message.size();
+    if (compressed) {
+      Status status = compression::DecompressMessage(
+          message, encoding_, max_message_size_, &message);
+      if (!status.ok()) return status;
+    }
+    binary_.clear();
+    Status status = codec_->RequestFromJson(method_, message, &binary_);
+    if (!status.ok()) return status;
+    return observer_->OnMessage(binary_, compressed);
+  }
+
+ private:
+  ServerStream::Observer* const observer_;
+  const CompressionAlgorithm encoding_;
+  const size_t max_message_size_;
+  DeliveredMessageBytes* const delivered_;
+  const MessageJsonCodec* const codec_;
+  const absl::string_view method_;
+  std::string binary_;
+};
 
 uint64_t NextConnectionId() {
   static std::atomic<uint64_t> next{1};
@@ -639,6 +768,9 @@ void ServerSession::Refuse(ServerStream* stream, const Status& status,
   if (stream->protocol_ == ServerStream::Protocol::kConnectUnary) {
     // The error's own HTTP status and JSON body.
     stream->SubmitConnectUnaryResponse(status, nullptr);
+  } else if (stream->protocol_ == ServerStream::Protocol::kConnectStream) {
+    // HTTP 200, the error at the end of the body.
+    stream->EndConnectStream(status, nullptr);
   } else if (http_status == 200) {
     stream->SubmitTrailersOnly(status, nullptr);
   } else {
@@ -704,6 +836,12 @@ bool ServerSession::ClassifyContentType(absl::string_view content_type,
     stream->connect_json_ = json;
     return true;
   }
+  if (web.connect && IsConnectStreamContentType(content_type, &json) &&
+      (!json || web.json_codec != nullptr)) {
+    stream->protocol_ = ServerStream::Protocol::kConnectStream;
+    stream->connect_json_ = json;
+    return true;
+  }
   return false;
 }
 
@@ -723,11 +861,15 @@ Status ServerSession::ReadConnectRequest(
                   absl::StrCat("malformed connect-timeout-ms '",
                                *reserved.connect_timeout_ms, "'"));
   }
-  if (!AcceptsEncoding(reserved.content_encoding, &stream->receive_encoding_)) {
+  const bool unary = stream->protocol_ == ServerStream::Protocol::kConnectUnary;
+  const absl::optional<absl::string_view> encoding =
+      unary ? reserved.content_encoding : reserved.connect_content_encoding;
+  if (!AcceptsEncoding(encoding, &stream->receive_encoding_)) {
     return Status(
         StatusCode::kUnimplemented,
-        absl::StrCat("content-encoding '", *reserved.content_encoding,
-                     "' is not supported; supported: ", accept_encoding()));
+        absl::StrCat(
+            unary ? "content-encoding '" : "connect-content-encoding '",
+            *encoding, "' is not supported; supported: ", accept_encoding()));
   }
   return Status();
 }
@@ -785,7 +927,8 @@ void ServerSession::OnRequestHeaders(ServerStream* stream, bool end_stream) {
     refusal_http_status = 403;
   } else if (!parsed.ok()) {
     refusal = parsed;
-  } else if (stream->protocol_ == ServerStream::Protocol::kConnectUnary) {
+  } else if (stream->protocol_ == ServerStream::Protocol::kConnectUnary ||
+             stream->protocol_ == ServerStream::Protocol::kConnectStream) {
     refusal = ReadConnectRequest(reserved, stream, &timeout);
   } else if (reserved.grpc_timeout.has_value() &&
              !(timeout = DecodeGrpcTimeout(*reserved.grpc_timeout))) {
@@ -805,11 +948,15 @@ void ServerSession::OnRequestHeaders(ServerStream* stream, bool end_stream) {
       stream->previous_rpc_attempts_ < 0) {
     stream->previous_rpc_attempts_ = 0;
   }
-  if (stream->protocol_ == ServerStream::Protocol::kConnectUnary) {
+  if (stream->protocol_ == ServerStream::Protocol::kConnectUnary ||
+      stream->protocol_ == ServerStream::Protocol::kConnectStream) {
+    const absl::optional<absl::string_view> accepted =
+        stream->protocol_ == ServerStream::Protocol::kConnectUnary
+            ? reserved.accept_encoding
+            : reserved.connect_accept_encoding;
     // A JSON response goes out uncompressed.
-    if (reserved.accept_encoding.has_value() && !stream->connect_json_) {
-      stream->client_accepted_encodings_ =
-          ParseAcceptEncoding(*reserved.accept_encoding);
+    if (accepted.has_value() && !stream->connect_json_) {
+      stream->client_accepted_encodings_ = ParseAcceptEncoding(*accepted);
     }
   } else if (reserved.grpc_accept_encoding.has_value()) {
     stream->client_accepted_encodings_ =
@@ -868,13 +1015,22 @@ int ServerSession::OnDataChunk(int32_t stream_id, const uint8_t* data,
       if (!status.ok()) stream->Abort(status);
     }
   } else if (!stream->ignoring_data()) {
-    DeliverToObserver<ServerStream::Observer> listener(
-        stream->observer, stream->receive_encoding_,
-        options().max_receive_message_size, &stream->delivered_);
     MessageDeframer& deframer = stream->deframer_;
     const uint64_t delivered = deframer.messages_delivered();
-    const Status status = deframer.Feed(
-        absl::string_view(reinterpret_cast<const char*>(data), size), listener);
+    const absl::string_view chunk(reinterpret_cast<const char*>(data), size);
+    Status status;
+    if (stream->connect_json_) {
+      JsonToObserver listener(stream->observer, stream->receive_encoding_,
+                              options().max_receive_message_size,
+                              &stream->delivered_,
+                              options().web.json_codec.get(), stream->method_);
+      status = deframer.Feed(chunk, listener);
+    } else {
+      DeliverToObserver<ServerStream::Observer> listener(
+          stream->observer, stream->receive_encoding_,
+          options().max_receive_message_size, &stream->delivered_);
+      status = deframer.Feed(chunk, listener);
+    }
     NoteMessageInput(deframer);
     CountReceived(deframer.messages_delivered() - delivered);
     if (deframer.messages_delivered() != delivered) memory_refusals_ = 0;

@@ -186,6 +186,14 @@ class ServerStream final : private io::Timer {
   // says); `*content_encoding` names its compression. Non-OK when the
   // buffer does not hold exactly one message, or conversion fails.
   Status TakeConnectResponseMessage(absl::string_view* content_encoding);
+  // A JSON Connect stream: converts the framed messages appended since the
+  // last call to JSON frames. On failure drops them (none was sent) and
+  // returns why.
+  Status ConvertOutgoingToJson();
+  // Connect stream: ends the body with the end-of-stream frame for
+  // `status` and `trailing`, after the response headers if they have not
+  // gone out.
+  void EndConnectStream(const Status& status, const Metadata* trailing);
   // Resumes a body nghttp2 deferred for lack of data.
   void ResumeData();
   // A submit for this stream failed (`rv` from the nghttp2 call `what`):
@@ -235,6 +243,10 @@ class ServerStream final : private io::Timer {
     // headers included, goes out once the call ends
     // (transport/core/connect_protocol.h).
     kConnectUnary,
+    // Connect's streaming form: messages framed as gRPC's (converted from
+    // and to JSON for a JSON stream), the end of the stream as the body's
+    // last frame, flagged 0x02 (transport/core/connect_protocol.h).
+    kConnectStream,
   };
   Protocol protocol_ = Protocol::kGrpc;
   // A Connect request whose messages are JSON (WebOptions::json_codec
@@ -245,6 +257,10 @@ class ServerStream final : private io::Timer {
   // to OutgoingData::kRetainedCapacity is kept across calls.
   std::string connect_body_;
   size_t connect_body_charged_ = 0;
+  // A JSON Connect stream: where the outgoing bytes not yet converted to
+  // JSON start, counted from the first byte appended (OutgoingData::
+  // dropped()).
+  uint64_t json_converted_end_ = 0;
   // The origin of a browser's cross-origin call that CORS allows (its
   // response carries the CORS fields); empty otherwise.
   std::string cors_origin_;

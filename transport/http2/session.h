@@ -77,10 +77,10 @@ struct WebOptions {
   // transport/core/grpc_web.h). Off: they are refused with HTTP 415 as any
   // other content-type.
   bool grpc_web = false;
-  // Also answer the Connect protocol's unary requests (application/proto;
-  // application/json too with a json_codec; transport/core/
-  // connect_protocol.h). Off: they are refused with HTTP 415 as any other
-  // content-type.
+  // Also answer the Connect protocol's requests, unary (application/proto)
+  // and streaming (application/connect+proto), and their JSON forms with a
+  // json_codec (transport/core/connect_protocol.h). Off: they are refused
+  // with HTTP 415 as any other content-type.
   bool connect = false;
   // Converts the messages of JSON requests. Null: JSON is not accepted.
   std::shared_ptr<const MessageJsonCodec> json_codec;

@@ -75,10 +75,12 @@ void OutgoingData::SendReserved(size_t n, OutputQueue* queue) {
     // the unwritten tail costs at most as much as the bytes written since
     // the last move.
     if (written_ == buffer_.size()) {
+      dropped_ += written_;
       EmptyBuffer();
       reserved_ = written_ = 0;
       dropped_sent_bytes_ = true;
     } else if (written_ >= pending()) {
+      dropped_ += written_;
       buffer_.erase(0, written_);
       reserved_ -= written_;
       written_ = 0;
@@ -117,6 +119,7 @@ void OutgoingData::Clear() {
   drain_listener_ = nullptr;
   drain_threshold_ = 0;
   reserved_ = written_ = 0;
+  dropped_ = 0;
   message_bytes_ = 0;
   messages_ = messages_taken_ = 0;
   end_of_data_ = false;

@@ -92,6 +92,9 @@ class OutgoingData {
   bool lent() const { return lent_pieces_ > 0; }
   // Appended bytes not yet written to the connection.
   size_t pending() const { return buffer_.size() - written_; }
+  // Bytes dropped from the buffer's front once written, since the last
+  // Clear(): buffer()[i] is the (dropped() + i)-th byte appended.
+  uint64_t dropped() const { return dropped_; }
   // Calls `listener` once, when pending() <= `bytes` after a write (the
   // caller checks the current value itself). Replaces an earlier request;
   // null cancels.
@@ -172,6 +175,7 @@ class OutgoingData {
   size_t drain_threshold_ = 0;
   size_t reserved_ = 0;
   size_t written_ = 0;
+  uint64_t dropped_ = 0;
   uint64_t message_bytes_ = 0;
   uint32_t messages_ = 0;
   uint32_t messages_taken_ = 0;  // by TakeUncountedMessages()
