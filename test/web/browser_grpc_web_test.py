@@ -1,10 +1,11 @@
-"""gRPC-Web from a real browser: Debian's headless Chromium loads a page
-(test/web/node/page, bundled by esbuild at test time) that calls
-grpc.testing.TestService with Connect-ES's gRPC-Web transport
-(@connectrpc/connect-web) on h2rpc_interop_server over HTTPS and HTTP/2,
-from another origin: the browser's CORS preflight is answered and the calls
-(unary, server streaming) succeed for the allowed origin; from an origin
-the server does not allow, the preflight is refused and every call fails.
+"""gRPC-Web and Connect from a real browser: Debian's headless Chromium
+loads a page (test/web/node/page, bundled by esbuild at test time) that
+calls grpc.testing.TestService with Connect-ES's gRPC-Web and Connect
+transports (@connectrpc/connect-web) on h2rpc_interop_server over HTTPS and
+HTTP/2, from another origin: the browser's CORS preflight is answered and
+the calls (unary, server streaming) succeed for the allowed origin; from an
+origin the server does not allow, the preflight is refused and every call
+fails.
 Screenshots of both pages are saved with the test's outputs.
 
 Usage (from Bazel): browser_grpc_web_test.py --server=PATH
@@ -65,7 +66,7 @@ class BrowserGrpcWebTest(unittest.TestCase):
         cls.allowed = PageServer(page)
         cls.other = PageServer(page)
         cls.server, cls.port = web_test_util.start_server(
-            ARGS.server, ["--use_tls", "--grpc_web",
+            ARGS.server, ["--use_tls", "--grpc_web", "--connect",
                           "--cors_allowed_origins=" + cls.allowed.origin])
 
     @classmethod
@@ -75,8 +76,8 @@ class BrowserGrpcWebTest(unittest.TestCase):
         cls.other.stop()
 
     def load(self, origin, expect, screenshot):
-        url = "%s/index.html?base_url=https://127.0.0.1:%d&expect=%s" % (
-            origin, self.port, expect)
+        url = ("%s/index.html?base_url=https://127.0.0.1:%d&expect=%s"
+               "&protocols=grpc-web,connect" % (origin, self.port, expect))
         argv = ["node", os.path.join(self.dir, "browser.mjs"),
                 "--page_url=" + url]
         outputs = os.environ.get("TEST_UNDECLARED_OUTPUTS_DIR")
@@ -90,11 +91,12 @@ class BrowserGrpcWebTest(unittest.TestCase):
 
     def test_an_allowed_origin_calls(self):
         results = self.load(self.allowed.origin, "ok", "allowed_origin.png")
-        self.assertEqual(results.count('"ok":true'), 2, results)
+        # Two calls per protocol.
+        self.assertEqual(results.count('"ok":true'), 4, results)
 
     def test_another_origin_is_refused(self):
         results = self.load(self.other.origin, "refused", "other_origin.png")
-        self.assertEqual(results.count('"ok":false'), 2, results)
+        self.assertEqual(results.count('"ok":false'), 4, results)
 
 
 if __name__ == "__main__":
