@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
@@ -212,6 +213,75 @@ TEST_F(GrpcWebTest, AnImmediateErrorIsOneHeaderBlock) {
   const RawResponse unknown = CallWeb("/web.Test/Nope", "");
   ASSERT_TRUE(unknown.IsTrailersOnly()) << unknown.DebugString();
   EXPECT_EQ(unknown.Header("grpc-status"), "12");
+}
+
+std::string Base64(absl::string_view bytes) {
+  return absl::Base64Escape(bytes);
+}
+
+// The text form: the request in two padded base64 runs, one byte per DATA
+// frame; the response, base64 too, decodes to the binary form's body.
+TEST_F(GrpcWebTest, TextFormIsBase64BothWays) {
+  Start(true);
+  for (const char* content_type :
+       {"application/grpc-web-text", "application/grpc-web-text+proto"}) {
+    const std::string framed = GrpcFrame(Serialized("hello"));
+    RawRequest request;
+    request.headers = GrpcRequestHeaders(kCount, server_.port());
+    SetHeader(&request.headers, "content-type", content_type);
+    RemoveHeader(&request.headers, "te");
+    request.body = Base64(framed.substr(0, 4)) + Base64(framed.substr(4));
+    request.max_data_frame_size = 1;
+    const RawResponse response = client_->Call(request);
+    ASSERT_TRUE(response.end_stream_received) << response.DebugString();
+    ASSERT_EQ(response.header_blocks.size(), 1u) << response.DebugString();
+    EXPECT_EQ(response.Header("content-type"),
+              "application/grpc-web-text+proto");
+    // Padded runs one after another: decoded a 4-character group at a time.
+    ASSERT_EQ(response.body.size() % 4, 0u) << response.body;
+    std::string decoded;
+    for (size_t at = 0; at < response.body.size(); at += 4) {
+      std::string group;
+      ASSERT_TRUE(absl::Base64Unescape(response.body.substr(at, 4), &group))
+          << response.body;
+      decoded += group;
+    }
+    const WebBody body = ParseWebBody(decoded);
+    ASSERT_TRUE(body.ok) << response.DebugString();
+    ASSERT_EQ(body.messages.size(), 3u);
+    EXPECT_EQ(BodyOf(body.messages[2]), "2");
+    EXPECT_THAT(
+        body.trailer_lines,
+        UnorderedElementsAre("grpc-status:10", "grpc-message:stopped at 3%25",
+                             "x-id-bin:AQI"));
+  }
+}
+
+TEST_F(GrpcWebTest, TextThatIsNotBase64IsRefused) {
+  Start(true);
+  for (const std::string& body :
+       {std::string("AAAA AAAA"), std::string("AA=A"),
+        std::string("AAAAA")}) {  // the last ends inside a group
+    RawRequest request;
+    request.headers = GrpcRequestHeaders(kEcho, server_.port());
+    SetHeader(&request.headers, "content-type", "application/grpc-web-text");
+    RemoveHeader(&request.headers, "te");
+    request.body = body;
+    const RawResponse response = client_->Call(request);
+    ASSERT_TRUE(response.end_stream_received) << response.DebugString();
+    // Trailers-Only, or trailers in the (base64) body: INTERNAL either way.
+    const absl::optional<std::string> status = response.Header("grpc-status");
+    if (status.has_value()) {
+      EXPECT_EQ(status, "13") << body << ": " << response.DebugString();
+    } else {
+      std::string decoded;
+      ASSERT_TRUE(absl::Base64Unescape(response.body, &decoded)) << body;
+      EXPECT_THAT(ParseWebBody(decoded).trailer_lines,
+                  ::testing::Contains("grpc-status:13"))
+          << body;
+    }
+  }
+  EXPECT_EQ(echoes_.load(), 0);
 }
 
 TEST_F(GrpcWebTest, GrpcCallsOnTheSameConnectionAreUnchanged) {

@@ -225,8 +225,21 @@ std::vector<std::pair<std::string, std::string>> BrowserSeeds() {
                             {"origin", "https://a.test"}})) +
            EncodeFrame(NGHTTP2_DATA, NGHTTP2_FLAG_END_STREAM, 1, body);
   };
+  const std::string text_call =
+      EncodeFrame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, 1,
+                  EncodeLiteralHeaderBlock(
+                      {{":method", "POST"},
+                       {":scheme", "https"},
+                       {":path", "/test.Echo/Echo"},
+                       {":authority", "127.0.0.1"},
+                       {"content-type", "application/grpc-web-text"},
+                       {"x-grpc-web", "1"}})) +
+      // Framed("hello") in two padded base64 runs.
+      EncodeFrame(NGHTTP2_DATA, 0, 1, "AAAAAA==") +
+      EncodeFrame(NGHTTP2_DATA, NGHTTP2_FLAG_END_STREAM, 1, "BWhlbGxv");
   return {
       {"browser_grpc_web", BrowserBytes(call)},
+      {"browser_grpc_web_text", BrowserBytes(text_call)},
       {"browser_preflight", BrowserBytes(preflight)},
       {"browser_both", BrowserBytes(preflight + call)},
       {"browser_connect_proto",

@@ -1,8 +1,9 @@
 """gRPC-Web and Connect from a real browser: Debian's headless Chromium
 loads a page (test/web/node/page, bundled by esbuild at test time) that
 calls grpc.testing.TestService with Connect-ES's gRPC-Web and Connect
-transports (@connectrpc/connect-web) on h2rpc_interop_server over HTTPS and
-HTTP/2, from another origin: the browser's CORS preflight is answered and
+transports (@connectrpc/connect-web) and with grpc-web's own client in its
+text form (npm's grpc-web) on h2rpc_interop_server over HTTPS and HTTP/2,
+from another origin: the browser's CORS preflight is answered and
 the calls (unary, server streaming) succeed for the allowed origin; from an
 origin the server does not allow, the preflight is refused and every call
 fails.
@@ -77,7 +78,8 @@ class BrowserGrpcWebTest(unittest.TestCase):
 
     def load(self, origin, expect, screenshot):
         url = ("%s/index.html?base_url=https://127.0.0.1:%d&expect=%s"
-               "&protocols=grpc-web,connect" % (origin, self.port, expect))
+               "&protocols=grpc-web,connect,grpc-web-text"
+               % (origin, self.port, expect))
         argv = ["node", os.path.join(self.dir, "browser.mjs"),
                 "--page_url=" + url]
         outputs = os.environ.get("TEST_UNDECLARED_OUTPUTS_DIR")
@@ -92,11 +94,11 @@ class BrowserGrpcWebTest(unittest.TestCase):
     def test_an_allowed_origin_calls(self):
         results = self.load(self.allowed.origin, "ok", "allowed_origin.png")
         # Two calls per protocol.
-        self.assertEqual(results.count('"ok":true'), 4, results)
+        self.assertEqual(results.count('"ok":true'), 6, results)
 
     def test_another_origin_is_refused(self):
         results = self.load(self.other.origin, "refused", "other_origin.png")
-        self.assertEqual(results.count('"ok":false'), 4, results)
+        self.assertEqual(results.count('"ok":false'), 6, results)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the npm packages of the web tests' real clients (test/web/node:
-# Connect-ES, esbuild, playwright-core) into a directory named by the hash
+# Connect-ES, grpc-web, esbuild, playwright-core) into a directory named by the hash
 # of their package-lock.json, where the tests find them:
 #   /var/tmp/h2rpc-npm/<sha256 of package-lock.json>/node_modules
 # Installs Debian's nodejs and npm first when node or npm is missing. Does

@@ -1,23 +1,84 @@
 #include "transport/core/grpc_web.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
+
+#include "transport/core/base64.h"
 
 namespace h2rpc::transport {
 namespace {
 
 constexpr absl::string_view kGrpcWeb = "application/grpc-web";
+constexpr absl::string_view kGrpcWebText = "application/grpc-web-text";
 constexpr absl::string_view kProto = "+proto";
 constexpr char kTrailersFlag = static_cast<char>(0x80);
 constexpr size_t kPrefixSize = 5;
 
+// `content_type` is `type`, `type`+proto, either alone or followed by ';'
+// parameters.
+bool IsTypeOrProto(absl::string_view content_type, absl::string_view type) {
+  if (content_type.substr(0, type.size()) != type) return false;
+  absl::string_view rest = content_type.substr(type.size());
+  if (rest.substr(0, kProto.size()) == kProto) {
+    rest.remove_prefix(kProto.size());
+  }
+  return rest.empty() || rest.front() == ';';
+}
+
 }  // namespace
 
 bool IsGrpcWebContentType(absl::string_view content_type) {
-  if (content_type.substr(0, kGrpcWeb.size()) != kGrpcWeb) return false;
-  absl::string_view rest = content_type.substr(kGrpcWeb.size());
-  if (rest.substr(0, kProto.size()) == kProto)
-    rest.remove_prefix(kProto.size());
-  return rest.empty() || rest.front() == ';';
+  return IsTypeOrProto(content_type, kGrpcWeb);
+}
+
+bool IsGrpcWebTextContentType(absl::string_view content_type) {
+  return IsTypeOrProto(content_type, kGrpcWebText);
+}
+
+void AppendBase64Padded(absl::string_view in, std::string* out) {
+  const size_t start = out->size();
+  // The unpadded encoding, then '=' to a multiple of 4.
+  out->resize(start + (in.size() + 2) / 3 * 4, '=');
+  Base64EncodeUnpadded(in, out->data() + start);
+}
+
+bool GrpcWebTextDecoder::DecodeGroups(absl::string_view groups,
+                                      std::string* out) {
+  const size_t start = out->size();
+  out->resize(start + Base64MaxDecodedLength(groups.size()));
+  const ptrdiff_t decoded = Base64Decode(groups, out->data() + start);
+  if (decoded < 0) {
+    out->resize(start);
+    failed_ = true;
+    return false;
+  }
+  out->resize(start + static_cast<size_t>(decoded));
+  return true;
+}
+
+bool GrpcWebTextDecoder::Decode(absl::string_view chunk, std::string* out) {
+  if (failed_) return false;
+  while (!chunk.empty()) {
+    if (pending_size_ > 0 || chunk.size() < 4) {
+      const size_t take = std::min(4 - pending_size_, chunk.size());
+      std::memcpy(pending_ + pending_size_, chunk.data(), take);
+      pending_size_ += take;
+      chunk.remove_prefix(take);
+      if (pending_size_ < 4) break;
+      pending_size_ = 0;
+      if (!DecodeGroups(absl::string_view(pending_, 4), out)) return false;
+      continue;
+    }
+    // Whole groups, up to and including the first padded one (padding may
+    // only end a run).
+    size_t run = chunk.size() / 4 * 4;
+    const size_t pad = chunk.substr(0, run).find('=');
+    if (pad != absl::string_view::npos) run = (pad / 4 + 1) * 4;
+    if (!DecodeGroups(chunk.substr(0, run), out)) return false;
+    chunk.remove_prefix(run);
+  }
+  return true;
 }
 
 size_t GrpcWebTrailersSize(const HeaderList& trailers) {

@@ -51,5 +51,52 @@ TEST(GrpcWebTest, AnOkStatusIsOneLine) {
   EXPECT_EQ(body, std::string("\x80\0\0\0\x0fgrpc-status:0\r\n", 20));
 }
 
+TEST(GrpcWebTest, TextContentTypes) {
+  for (const char* yes :
+       {"application/grpc-web-text", "application/grpc-web-text+proto",
+        "application/grpc-web-text; charset=utf-8"}) {
+    EXPECT_TRUE(IsGrpcWebTextContentType(yes)) << yes;
+    EXPECT_FALSE(IsGrpcWebContentType(yes)) << yes;
+  }
+  for (const char* no : {"application/grpc-web", "application/grpc-web-textx",
+                         "application/grpc-web-text+json"}) {
+    EXPECT_FALSE(IsGrpcWebTextContentType(no)) << no;
+  }
+}
+
+TEST(GrpcWebTest, Base64IsPadded) {
+  std::string out = "x";
+  AppendBase64Padded("", &out);
+  AppendBase64Padded("a", &out);
+  AppendBase64Padded("ab", &out);
+  AppendBase64Padded("abc", &out);
+  EXPECT_EQ(out, "xYQ==YWI=YWJj");
+}
+
+// Every split of a body of padded runs into two chunks decodes the same.
+TEST(GrpcWebTest, TextDecoderTakesChunksOfAnySizeAndSeveralRuns) {
+  const std::string body = "YQ==YWI=YWJjZA==";  // "a", "ab", "abcd"
+  for (size_t split = 0; split <= body.size(); ++split) {
+    GrpcWebTextDecoder decoder;
+    std::string out;
+    ASSERT_TRUE(decoder.Decode(body.substr(0, split), &out)) << split;
+    EXPECT_EQ(decoder.at_group_boundary(), split % 4 == 0) << split;
+    ASSERT_TRUE(decoder.Decode(body.substr(split), &out)) << split;
+    EXPECT_TRUE(decoder.at_group_boundary());
+    EXPECT_EQ(out, "aababcd") << split;
+  }
+}
+
+TEST(GrpcWebTest, TextDecoderRefusesWhatIsNotBase64) {
+  for (const char* bad : {"YQ=A", "Y===", "YW I", "YWI\n", "YW-_", "=AAA"}) {
+    GrpcWebTextDecoder decoder;
+    std::string out;
+    EXPECT_FALSE(decoder.Decode(bad, &out)) << bad;
+    EXPECT_FALSE(decoder.at_group_boundary()) << bad;
+    // Sticky.
+    EXPECT_FALSE(decoder.Decode("YWJj", &out)) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace h2rpc::transport

@@ -49,7 +49,12 @@ void ServerStream::Reset() {
   headers_sent_ = finished_ = half_closed_ = cancel_on_close_ = false;
   protocol_ = Protocol::kGrpc;
   connect_json_ = false;
-  json_converted_end_ = 0;
+  converted_end_ = 0;
+  web_text_ = false;
+  web_text_decoder_.Reset();
+  if (web_text_decoded_.capacity() > OutgoingData::kRetainedCapacity) {
+    std::string().swap(web_text_decoded_);
+  }
   if (connection_ != nullptr) ReleaseConnectBody();
   cors_origin_.clear();
   header_bytes_ = 0;
@@ -64,7 +69,9 @@ void ServerStream::Reset() {
 }
 
 size_t ServerStream::HoldMessage() {
-  const size_t bytes = window_.HoldMessage(delivered_.last);
+  const size_t bytes = window_.HoldMessage(
+      ReceivedBytesFor(kMessagePrefixSize + delivered_.last) -
+      kMessagePrefixSize);
   if (connection_ != nullptr) {
     connection_->memory_share_.ForceReserve(bytes);
     held_charged_ += bytes;
@@ -102,7 +109,8 @@ ResponseDescription ServerStream::DescribeResponse(
     const Metadata* metadata) const {
   ResponseDescription response;
   if (protocol_ == Protocol::kGrpcWeb) {
-    response.content_type = kGrpcWebProtoContentType;
+    response.content_type =
+        web_text_ ? kGrpcWebTextProtoContentType : kGrpcWebProtoContentType;
   } else if (protocol_ == Protocol::kConnectStream) {
     response.content_type = connect_json_ ? kConnectStreamJsonContentType
                                           : kConnectStreamProtoContentType;
@@ -183,8 +191,8 @@ void ServerStream::ResumeSend() {
     }
     return;
   }
-  if (protocol_ == Protocol::kConnectStream && connect_json_) {
-    const Status converted = ConvertOutgoingToJson();
+  if (converts_outgoing()) {
+    const Status converted = ConvertOutgoing();
     if (!converted.ok()) {
       Abort(converted);
       return;
@@ -234,6 +242,8 @@ void ServerStream::Finish(const Status& status, const Metadata* trailing) {
       // In the body, whose end ends the stream (OnEndOfData sends no
       // trailers). Not charged to the quota, as HTTP/2 trailers are not.
       AppendGrpcWebTrailers(trailers_, &outgoing_.buffer());
+      // Base64 for the text form; the growth is not charged either.
+      if (web_text_) EncodeOutgoingBase64();
     }
     // The trailers go out from OnEndOfData once the body is drained.
     outgoing_.set_end_of_data();
@@ -374,42 +384,61 @@ void ServerStream::SubmitConnectUnaryResponse(const Status& status,
   if (rv != 0) FailSubmit(rv, "nghttp2_submit_response");
 }
 
-Status ServerStream::ConvertOutgoingToJson() {
+void ServerStream::EncodeOutgoingBase64() {
   std::string& buffer = outgoing_.buffer();
   const size_t first =
-      static_cast<size_t>(json_converted_end_ - outgoing_.dropped());
-  const MessageJsonCodec& codec = *connection_->options().web.json_codec;
+      static_cast<size_t>(converted_end_ - outgoing_.dropped());
+  if (first < buffer.size()) {
+    // One padded base64 run per conversion.
+    std::string encoded;
+    AppendBase64Padded(absl::string_view(buffer).substr(first), &encoded);
+    buffer.replace(first, buffer.size() - first, encoded);
+  }
+  converted_end_ = outgoing_.dropped() + buffer.size();
+}
+
+Status ServerStream::ConvertOutgoing() {
+  std::string& buffer = outgoing_.buffer();
+  const size_t first =
+      static_cast<size_t>(converted_end_ - outgoing_.dropped());
   Status status;
-  std::string json;
-  size_t at = first;
-  while (status.ok() && at + kMessagePrefixSize <= buffer.size()) {
-    const MessagePrefix prefix = DecodeMessagePrefix(buffer.data() + at);
-    const size_t framed = kMessagePrefixSize + prefix.length;
-    // A JSON stream's client accepts no compression, so none is used.
-    if (prefix.flag != 0 || framed > buffer.size() - at) {
-      status = Status(StatusCode::kInternal,
-                      "a response message the stream cannot convert to JSON");
-      break;
+  if (web_text_) {
+    EncodeOutgoingBase64();
+  } else {
+    const MessageJsonCodec& codec = *connection_->options().web.json_codec;
+    std::string json;
+    size_t at = first;
+    while (status.ok() && at + kMessagePrefixSize <= buffer.size()) {
+      const MessagePrefix prefix = DecodeMessagePrefix(buffer.data() + at);
+      const size_t framed = kMessagePrefixSize + prefix.length;
+      // A JSON stream's client accepts no compression, so none is used.
+      if (prefix.flag != 0 || framed > buffer.size() - at) {
+        status = Status(StatusCode::kInternal,
+                        "a response message the stream cannot convert to "
+                        "JSON");
+        break;
+      }
+      json.clear();
+      status = codec.ResponseToJson(
+          method_,
+          absl::string_view(buffer.data() + at + kMessagePrefixSize,
+                            prefix.length),
+          &json);
+      if (!status.ok()) break;
+      char json_prefix[kMessagePrefixSize];
+      EncodeMessagePrefix(false, static_cast<uint32_t>(json.size()),
+                          json_prefix);
+      buffer.replace(at, framed, json_prefix, kMessagePrefixSize);
+      buffer.insert(at + kMessagePrefixSize, json);
+      at += kMessagePrefixSize + json.size();
     }
-    json.clear();
-    status = codec.ResponseToJson(
-        method_,
-        absl::string_view(buffer.data() + at + kMessagePrefixSize,
-                          prefix.length),
-        &json);
-    if (!status.ok()) break;
-    char json_prefix[kMessagePrefixSize];
-    EncodeMessagePrefix(false, static_cast<uint32_t>(json.size()), json_prefix);
-    buffer.replace(at, framed, json_prefix, kMessagePrefixSize);
-    buffer.insert(at + kMessagePrefixSize, json);
-    at += kMessagePrefixSize + json.size();
+    converted_end_ = outgoing_.dropped() + at;
   }
   if (status.ok()) status = outgoing_.ChargeAppended();
   if (!status.ok()) {
     buffer.resize(first);
-    at = first;
+    converted_end_ = outgoing_.dropped() + first;
   }
-  json_converted_end_ = outgoing_.dropped() + at;
   return status;
 }
 
@@ -431,7 +460,7 @@ void ServerStream::EndConnectStream(const Status& status,
     }
   }
   if (connect_json_) {
-    const Status converted = ConvertOutgoingToJson();
+    const Status converted = ConvertOutgoing();
     if (outcome.ok()) outcome = converted;
   }
   end_code_ = outcome.code();
@@ -754,6 +783,12 @@ int ServerSession::OnFrameRecv(const nghttp2_frame* frame) {
     return 0;
   }
   Status status = stream->deframer_.Finish();
+  if (status.ok() && stream->web_text_ &&
+      !stream->web_text_decoder_.at_group_boundary()) {
+    status = Status(StatusCode::kInternal,
+                    "a gRPC-Web text request body ending inside a base64 "
+                    "group");
+  }
   if (!status.ok()) {
     stream->Abort(status);
     return 0;
@@ -827,6 +862,11 @@ bool ServerSession::ClassifyContentType(absl::string_view content_type,
   const WebOptions& web = options().web;
   if (web.grpc_web && IsGrpcWebContentType(content_type)) {
     stream->protocol_ = ServerStream::Protocol::kGrpcWeb;
+    return true;
+  }
+  if (web.grpc_web && IsGrpcWebTextContentType(content_type)) {
+    stream->protocol_ = ServerStream::Protocol::kGrpcWeb;
+    stream->web_text_ = true;
     return true;
   }
   bool json = false;
@@ -1017,9 +1057,21 @@ int ServerSession::OnDataChunk(int32_t stream_id, const uint8_t* data,
   } else if (!stream->ignoring_data()) {
     MessageDeframer& deframer = stream->deframer_;
     const uint64_t delivered = deframer.messages_delivered();
-    const absl::string_view chunk(reinterpret_cast<const char*>(data), size);
+    absl::string_view chunk(reinterpret_cast<const char*>(data), size);
     Status status;
-    if (stream->connect_json_) {
+    if (stream->web_text_) {
+      stream->web_text_decoded_.clear();
+      if (stream->web_text_decoder_.Decode(chunk, &stream->web_text_decoded_)) {
+        chunk = stream->web_text_decoded_;
+      } else {
+        status = Status(StatusCode::kInternal,
+                        "a gRPC-Web text request body that is not base64");
+        chunk = absl::string_view();
+      }
+    }
+    if (!status.ok()) {
+      // Nothing fed.
+    } else if (stream->connect_json_) {
       JsonToObserver listener(stream->observer, stream->receive_encoding_,
                               options().max_receive_message_size,
                               &stream->delivered_,
@@ -1077,7 +1129,7 @@ void ServerSession::SettleReceive(ServerStream* stream) {
   if (!deframer.waiting_for_grant() && stream->waiting_for_memory_) {
     RemoveMemoryWaiter(stream);
   }
-  const size_t ungranted = deframer.ungranted_bytes();
+  const size_t ungranted = stream->ReceivedBytesFor(deframer.ungranted_bytes());
   ungranted_bytes_ = ungranted_bytes_ - stream->window_.ungranted() + ungranted;
   stream->window_.set_ungranted(ungranted);
   ReturnCredit(stream->stream_id_, &stream->window_);

@@ -10,6 +10,7 @@
 #include "base/compression_algorithm.h"
 #include "base/metadata.h"
 #include "base/status.h"
+#include "transport/core/grpc_web.h"
 #include "transport/core/header_list.h"
 #include "transport/core/http_message_check.h"
 #include "transport/core/memory_quota.h"
@@ -186,10 +187,24 @@ class ServerStream final : private io::Timer {
   // says); `*content_encoding` names its compression. Non-OK when the
   // buffer does not hold exactly one message, or conversion fails.
   Status TakeConnectResponseMessage(absl::string_view* content_encoding);
-  // A JSON Connect stream: converts the framed messages appended since the
-  // last call to JSON frames. On failure drops them (none was sent) and
-  // returns why.
-  Status ConvertOutgoingToJson();
+  // Whether the bytes the rpc layer appends are converted before they go
+  // out (ConvertOutgoing).
+  bool converts_outgoing() const {
+    return web_text_ ||
+           (protocol_ == Protocol::kConnectStream && connect_json_);
+  }
+  // Converts what was appended since the last call: a JSON Connect stream's
+  // framed messages to JSON frames, a gRPC-Web text stream's bytes to
+  // base64; charges the growth to the quota. On failure drops those bytes
+  // (none was sent) and returns why.
+  Status ConvertOutgoing();
+  // gRPC-Web text: what was appended since the last conversion, to base64.
+  void EncodeOutgoingBase64();
+  // Bytes of a text body that decode to `decoded` bytes (4 per 3, rounded
+  // up): flow control counts what arrived; identity for binary bodies.
+  size_t ReceivedBytesFor(size_t decoded) const {
+    return web_text_ ? (decoded + 2) / 3 * 4 : decoded;
+  }
   // Connect stream: ends the body with the end-of-stream frame for
   // `status` and `trailing`, after the response headers if they have not
   // gone out.
@@ -257,10 +272,15 @@ class ServerStream final : private io::Timer {
   // to OutgoingData::kRetainedCapacity is kept across calls.
   std::string connect_body_;
   size_t connect_body_charged_ = 0;
-  // A JSON Connect stream: where the outgoing bytes not yet converted to
-  // JSON start, counted from the first byte appended (OutgoingData::
-  // dropped()).
-  uint64_t json_converted_end_ = 0;
+  // gRPC-Web's text form: bodies in base64 both ways.
+  bool web_text_ = false;
+  GrpcWebTextDecoder web_text_decoder_;
+  // The bytes a chunk of a text body decodes to; capacity kept.
+  std::string web_text_decoded_;
+  // A JSON Connect stream or a gRPC-Web text one: where the outgoing bytes
+  // not yet converted start, counted from the first byte appended
+  // (OutgoingData::dropped()).
+  uint64_t converted_end_ = 0;
   // The origin of a browser's cross-origin call that CORS allows (its
   // response carries the CORS fields); empty otherwise.
   std::string cors_origin_;
