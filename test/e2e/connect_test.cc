@@ -21,6 +21,7 @@
 #include "proto/grpc/testing/test.pb.h"
 #include "rpc/server.h"
 #include "test/util/allocation_counter.h"
+#include "test/util/google_rpc_status.h"
 #include "test/util/raw_h2_client.h"
 #include "test/util/stub_server.h"
 #include "test/util/wait_for.h"
@@ -77,9 +78,18 @@ class ConnectTest : public ::testing::Test {
                    SimpleResponse* response) -> Status {
               ++calls_;
               if (request.has_response_status()) {
-                return Status(
-                    static_cast<StatusCode>(request.response_status().code()),
-                    request.response_status().message());
+                const auto code =
+                    static_cast<StatusCode>(request.response_status().code());
+                const std::string& message =
+                    request.response_status().message();
+                return Status(code, message,
+                              message == "with details"
+                                  ? testing::EncodeGoogleRpcStatus(
+                                        request.response_status().code(),
+                                        {{"type.googleapis.com/"
+                                          "google.rpc.ErrorInfo",
+                                          "ab"}})
+                                  : std::string());
               }
               if (request.fill_username()) {
                 // Waits for the deadline to cancel the call.
@@ -221,6 +231,17 @@ TEST_F(ConnectTest, ErrorsAreAnHttpStatusWithAJsonBody) {
       Call(kUnary, "application/json", R"({"responseStatus": {"code": 7}})");
   EXPECT_EQ(json.Header(":status"), "403") << json.DebugString();
   EXPECT_EQ(ErrorOf(json)["code"], "permission_denied");
+
+  // The details of the status (a google.rpc.Status's Anys).
+  const RawResponse details =
+      Call(kUnary, "application/json",
+           R"({"responseStatus": {"code": 9, "message": "with details"}})");
+  EXPECT_EQ(details.Header(":status"), "400") << details.DebugString();
+  EXPECT_EQ(ErrorOf(details),
+            nlohmann::json::parse(R"({"code": "failed_precondition",
+                "message": "with details",
+                "details": [{"type": "google.rpc.ErrorInfo",
+                             "value": "YWI"}]})"));
 
   const RawResponse unknown =
       Call("/grpc.testing.TestService/Nope", "application/proto", "");

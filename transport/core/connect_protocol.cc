@@ -56,9 +56,20 @@ size_t MetadataSize(const Metadata* metadata) {
 
 constexpr char kConnectEndStreamFlag = 0x02;
 
-nlohmann::json ErrorJson(const Status& status) {
+std::string Base64Unpadded(absl::string_view bytes) {
+  std::string out(Base64UnpaddedLength(bytes.size()), '\0');
+  Base64EncodeUnpadded(bytes, out.data());
+  return out;
+}
+
+nlohmann::json ErrorJson(const Status& status,
+                         const std::vector<ConnectErrorDetail>& details) {
   nlohmann::json error = {{"code", ConnectCodeName(status.code())}};
   if (!status.message().empty()) error["message"] = status.message();
+  for (const ConnectErrorDetail& detail : details) {
+    error["details"].push_back(
+        {{"type", detail.type}, {"value", Base64Unpadded(detail.value)}});
+  }
   return error;
 }
 
@@ -108,23 +119,23 @@ absl::string_view ConnectCodeName(StatusCode code) { return CodeOf(code).name; }
 
 int ConnectHttpStatus(StatusCode code) { return CodeOf(code).http_status; }
 
-void AppendConnectErrorJson(const Status& status, std::string* out) {
-  out->append(Dump(ErrorJson(status)));
+void AppendConnectErrorJson(const Status& status,
+                            const std::vector<ConnectErrorDetail>& details,
+                            std::string* out) {
+  out->append(Dump(ErrorJson(status, details)));
 }
 
-void AppendConnectEndStream(const Status& status, const Metadata* trailing,
-                            std::string* out) {
+void AppendConnectEndStream(const Status& status,
+                            const std::vector<ConnectErrorDetail>& details,
+                            const Metadata* trailing, std::string* out) {
   nlohmann::json end = nlohmann::json::object();
-  if (!status.ok()) end["error"] = ErrorJson(status);
+  if (!status.ok()) end["error"] = ErrorJson(status, details);
   if (trailing != nullptr && !trailing->empty()) {
     nlohmann::json& metadata = end["metadata"];
     for (Metadata::Entry entry : *trailing) {
-      std::string value(entry.value);
-      if (IsBinaryHeaderKey(entry.key)) {
-        value.assign(Base64UnpaddedLength(entry.value.size()), '\0');
-        Base64EncodeUnpadded(entry.value, value.data());
-      }
-      metadata[std::string(entry.key)].push_back(std::move(value));
+      metadata[std::string(entry.key)].push_back(
+          IsBinaryHeaderKey(entry.key) ? Base64Unpadded(entry.value)
+                                       : std::string(entry.value));
     }
   }
   const std::string json = Dump(end);

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
@@ -63,18 +64,29 @@ absl::string_view ConnectCodeName(StatusCode code);
 // INVALID_ARGUMENT 400, NOT_FOUND 404, UNAVAILABLE 503, ...); 200 for OK.
 int ConnectHttpStatus(StatusCode code);
 
+// One entry of a Connect error's details: a message of `type` (its full
+// name, "google.rpc.ErrorInfo"), serialized.
+struct ConnectErrorDetail {
+  std::string type;
+  std::string value;
+};
+
 // Appends the JSON body of a Connect error with `status`:
-// {"code":"<name>","message":"<text>"}, the message omitted when empty.
-// Allocates only to grow `*out`.
-void AppendConnectErrorJson(const Status& status, std::string* out);
+// {"code":"<name>","message":"<text>","details":[{"type":"...","value":
+// "<base64>"}]}, the message omitted when empty and the details when there
+// are none. Allocates.
+void AppendConnectErrorJson(const Status& status,
+                            const std::vector<ConnectErrorDetail>& details,
+                            std::string* out);
 
 // Appends the end of a Connect stream to `*out`: a frame flagged 0x02
 // holding {"error": {"code": ..., "message": ...}, "metadata": {"key":
 // ["value", ...]}}, the error omitted for OK and the metadata when there is
 // none ("-bin" values in unpadded base64, as in headers). Allocates only to
 // grow `*out` and to build the JSON.
-void AppendConnectEndStream(const Status& status, const Metadata* trailing,
-                            std::string* out);
+void AppendConnectEndStream(const Status& status,
+                            const std::vector<ConnectErrorDetail>& details,
+                            const Metadata* trailing, std::string* out);
 
 // What a server puts in a Connect unary response's headers.
 struct ConnectResponseDescription {
@@ -102,9 +114,9 @@ Status BuildConnectUnaryHeaders(const ConnectResponseDescription& response,
                                 HeaderList* headers);
 
 // Converts messages between protobuf's binary form and its JSON mapping,
-// for Connect's application/json (the rpc layer implements it with the
-// services' descriptors). Called on a connection's loop thread, from any
-// number of loops at once.
+// for Connect's application/json, and reads error details (the rpc layer
+// implements it with protobuf and the services' descriptors). Called on a
+// connection's loop thread, from any number of loops at once.
 class MessageJsonCodec {
  public:
   virtual ~MessageJsonCodec() = default;
@@ -121,6 +133,11 @@ class MessageJsonCodec {
   virtual Status ResponseToJson(absl::string_view method,
                                 absl::string_view binary,
                                 std::string* json) const = 0;
+  // The details of an error: Status::details(), a serialized
+  // google.rpc.Status, whose `details` (google.protobuf.Any) become
+  // `*out`. Nothing for bytes that are not one.
+  virtual void ReadErrorDetails(absl::string_view status_details,
+                                std::vector<ConnectErrorDetail>* out) const = 0;
 };
 
 }  // namespace h2rpc::transport

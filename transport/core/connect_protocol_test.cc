@@ -62,7 +62,7 @@ TEST(ConnectProtocolTest, EndStreamFrameHoldsTheErrorAndTheMetadata) {
   trailing.Add("x-cost", "8");
   trailing.Add("x-id-bin", std::string("\x01\x02", 2));
   std::string body = "before";
-  AppendConnectEndStream(Status(StatusCode::kAborted, "stop"), &trailing,
+  AppendConnectEndStream(Status(StatusCode::kAborted, "stop"), {}, &trailing,
                          &body);
   ASSERT_GT(body.size(), 6u + 5u);
   EXPECT_EQ(body.substr(0, 6), "before");
@@ -79,7 +79,7 @@ TEST(ConnectProtocolTest, EndStreamFrameHoldsTheErrorAndTheMetadata) {
 
   // An OK end without metadata is an empty object.
   body.clear();
-  AppendConnectEndStream(Status(), nullptr, &body);
+  AppendConnectEndStream(Status(), {}, nullptr, &body);
   EXPECT_EQ(body, std::string("\x02\0\0\0\x02{}", 7));
 }
 
@@ -123,7 +123,7 @@ TEST(ConnectProtocolTest, CodesAndHttpStatusesFollowTheSpec) {
 TEST(ConnectProtocolTest, ErrorBodyIsJsonAPeerCanParse) {
   std::string body;
   AppendConnectErrorJson(Status(StatusCode::kNotFound, "no \"row\" 7\n\xff"),
-                         &body);
+                         {}, &body);
   const nlohmann::json error = nlohmann::json::parse(body);
   EXPECT_EQ(error["code"], "not_found");
   // Quotes and control characters escaped; the invalid byte replaced.
@@ -131,8 +131,19 @@ TEST(ConnectProtocolTest, ErrorBodyIsJsonAPeerCanParse) {
   EXPECT_EQ(error.size(), 2u);
 
   body.clear();
-  AppendConnectErrorJson(Status(StatusCode::kInternal, ""), &body);
+  AppendConnectErrorJson(Status(StatusCode::kInternal, ""), {}, &body);
   EXPECT_EQ(body, R"({"code":"internal"})");
+
+  body.clear();
+  AppendConnectErrorJson(
+      Status(StatusCode::kAborted, "x"),
+      {{"google.rpc.ErrorInfo", "ab"}, {"google.protobuf.StringValue", ""}},
+      &body);
+  EXPECT_EQ(nlohmann::json::parse(body),
+            nlohmann::json::parse(R"({"code": "aborted", "message": "x",
+                "details": [{"type": "google.rpc.ErrorInfo", "value": "YWI"},
+                            {"type": "google.protobuf.StringValue",
+                             "value": ""}]})"));
 }
 
 TEST(ConnectProtocolTest, HeadersCarryTrailingMetadataWithItsPrefix) {

@@ -252,6 +252,16 @@ void ServerStream::Finish(const Status& status, const Metadata* trailing) {
   connection_->RequestFlush();
 }
 
+std::vector<ConnectErrorDetail> ServerStream::ErrorDetailsOf(
+    const Status& status) const {
+  std::vector<ConnectErrorDetail> details;
+  const MessageJsonCodec* codec = connection_->options().web.json_codec.get();
+  if (!status.details().empty() && codec != nullptr) {
+    codec->ReadErrorDetails(status.details(), &details);
+  }
+  return details;
+}
+
 Status ServerStream::AppendConnectBody(absl::string_view bytes) {
   const size_t limit = connection_->options().max_receive_message_size;
   if (bytes.size() > limit - connect_body_.size()) {
@@ -364,7 +374,8 @@ void ServerStream::SubmitConnectUnaryResponse(const Status& status,
     if (!outcome.ok()) {
       outgoing_.buffer().clear();
       // Not charged to the quota: a few bytes, as a gRPC error's trailers.
-      AppendConnectErrorJson(outcome, &outgoing_.buffer());
+      AppendConnectErrorJson(outcome, ErrorDetailsOf(outcome),
+                             &outgoing_.buffer());
       response.http_status = ConnectHttpStatus(outcome.code());
       response.content_type = kConnectJsonContentType;
       response.content_encoding = absl::string_view();
@@ -465,7 +476,8 @@ void ServerStream::EndConnectStream(const Status& status,
   }
   end_code_ = outcome.code();
   // Not charged to the quota, as HTTP/2 trailers are not.
-  AppendConnectEndStream(outcome, trailing, &outgoing_.buffer());
+  AppendConnectEndStream(outcome, ErrorDetailsOf(outcome), trailing,
+                         &outgoing_.buffer());
   outgoing_.set_end_of_data();
   if (!headers_sent_) {
     SubmitResponseHeaders();

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
@@ -171,6 +172,9 @@ class ServerStream final : private io::Timer {
   // Connect unary: appends received body bytes, within
   // max_receive_message_size and the connection's memory share.
   Status AppendConnectBody(absl::string_view bytes);
+  // Connect: the details of an error, read from `status`'s (a serialized
+  // google.rpc.Status) with the JSON codec; none without one.
+  std::vector<ConnectErrorDetail> ErrorDetailsOf(const Status& status) const;
   // Connect unary: empties connect_body_ and gives its charge back
   // (connection_ set).
   void ReleaseConnectBody();

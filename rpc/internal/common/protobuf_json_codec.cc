@@ -1,6 +1,8 @@
 #include "rpc/internal/common/protobuf_json_codec.h"
 
+#include <google/protobuf/any.pb.h>
 #include <google/protobuf/descriptor.h>
+#include <google/protobuf/unknown_field_set.h>
 #include <google/protobuf/util/json_util.h>
 #include <google/protobuf/util/type_resolver.h>
 #include <google/protobuf/util/type_resolver_util.h>
@@ -74,6 +76,34 @@ Status ProtobufJsonCodec::ResponseToJson(absl::string_view method,
       StatusCode::kInternal,
       absl::StrCat("response is not a ", descriptor->output_type()->full_name(),
                    ": ", std::string(status.message())));
+}
+
+void ProtobufJsonCodec::ReadErrorDetails(
+    absl::string_view status_details,
+    std::vector<transport::ConnectErrorDetail>* out) const {
+  // google.rpc.Status: 1 code, 2 message, 3 repeated Any details.
+  constexpr int kDetailsField = 3;
+  protobuf::UnknownFieldSet fields;
+  if (!fields.ParseFromArray(status_details.data(),
+                             static_cast<int>(status_details.size()))) {
+    return;
+  }
+  for (int i = 0; i < fields.field_count(); ++i) {
+    const protobuf::UnknownField& field = fields.field(i);
+    protobuf::Any any;
+    if (field.number() != kDetailsField ||
+        field.type() != protobuf::UnknownField::TYPE_LENGTH_DELIMITED ||
+        !any.ParseFromString(field.length_delimited())) {
+      continue;
+    }
+    // "type.googleapis.com/google.rpc.ErrorInfo": the name after the last
+    // '/'.
+    const size_t slash = any.type_url().rfind('/');
+    out->push_back({slash == std::string::npos
+                        ? any.type_url()
+                        : any.type_url().substr(slash + 1),
+                    any.value()});
+  }
 }
 
 }  // namespace h2rpc::internal

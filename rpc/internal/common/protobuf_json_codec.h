@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 #include "base/status.h"
@@ -18,8 +19,9 @@ namespace h2rpc::internal {
 // the services compiled into the program (the generated descriptor pool):
 // what a Connect JSON request and response carry. Unknown JSON fields are
 // ignored, as Connect servers do; fields with default values are left out
-// of responses, names are lowerCamelCase. Thread-safe; each conversion
-// allocates.
+// of responses, names are lowerCamelCase. Error details are read as
+// google.rpc.Status's wire form (field 3: repeated google.protobuf.Any).
+// Thread-safe; each conversion allocates.
 class ProtobufJsonCodec final : public transport::MessageJsonCodec {
  public:
   ProtobufJsonCodec();
@@ -29,6 +31,9 @@ class ProtobufJsonCodec final : public transport::MessageJsonCodec {
                          std::string* binary) const override;
   Status ResponseToJson(absl::string_view method, absl::string_view binary,
                         std::string* json) const override;
+  void ReadErrorDetails(
+      absl::string_view status_details,
+      std::vector<transport::ConnectErrorDetail>* out) const override;
 
  private:
   const std::unique_ptr<google::protobuf::util::TypeResolver> resolver_;

@@ -1,11 +1,14 @@
 #include "rpc/internal/common/protobuf_json_codec.h"
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/grpc/testing/messages.pb.h"
 #include "proto/grpc/testing/test.pb.h"
+#include "test/util/google_rpc_status.h"
 
 namespace h2rpc::internal {
 namespace {
@@ -73,6 +76,26 @@ TEST(ProtobufJsonCodecTest, MethodsWithoutDescriptorsAreUnimplemented) {
               StatusCode::kUnimplemented)
         << method;
   }
+}
+
+TEST(ProtobufJsonCodecTest, ErrorDetailsAreTheStatusAnys) {
+  ProtobufJsonCodec codec;
+  std::vector<transport::ConnectErrorDetail> details;
+  codec.ReadErrorDetails(
+      ::h2rpc::testing::EncodeGoogleRpcStatus(
+          10, {{"type.googleapis.com/google.rpc.ErrorInfo", "ab"},
+               {"google.protobuf.StringValue", "\x0a\x01x"}}),
+      &details);
+  ASSERT_EQ(details.size(), 2u);
+  EXPECT_EQ(details[0].type, "google.rpc.ErrorInfo");
+  EXPECT_EQ(details[0].value, "ab");
+  EXPECT_EQ(details[1].type, "google.protobuf.StringValue");
+  EXPECT_EQ(details[1].value, "\x0a\x01x");
+
+  // Bytes that are not a google.rpc.Status give none.
+  details.clear();
+  codec.ReadErrorDetails("\xff\xff\xff", &details);
+  EXPECT_TRUE(details.empty());
 }
 
 }  // namespace
