@@ -118,6 +118,8 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/internal/common/method.h
   rpc/internal/common/misuse.cc
   rpc/internal/common/misuse.h
+  rpc/internal/common/protobuf_json_codec.cc
+  rpc/internal/common/protobuf_json_codec.h
   rpc/internal/common/received_messages.cc
   rpc/internal/common/received_messages.h
   rpc/internal/common/serialize_framed.cc
@@ -218,6 +220,8 @@ set(H2RPC_LIBRARY_SOURCES
   transport/core/base64.h
   transport/core/call_setup.cc
   transport/core/call_setup.h
+  transport/core/connect_protocol.cc
+  transport/core/connect_protocol.h
   transport/core/cors.cc
   transport/core/cors.h
   transport/core/grpc_message.cc
