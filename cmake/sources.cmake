@@ -118,8 +118,8 @@ set(H2RPC_LIBRARY_SOURCES
   rpc/internal/common/method.h
   rpc/internal/common/misuse.cc
   rpc/internal/common/misuse.h
-  rpc/internal/common/protobuf_json_codec.cc
-  rpc/internal/common/protobuf_json_codec.h
+  rpc/internal/common/protobuf_connect_codec.cc
+  rpc/internal/common/protobuf_connect_codec.h
   rpc/internal/common/received_messages.cc
   rpc/internal/common/received_messages.h
   rpc/internal/common/serialize_framed.cc

@@ -35,7 +35,9 @@ struct ServerOptions {
     // the request message, binary (application/proto) or JSON
     // (application/json, protobuf's JSON mapping of the methods compiled
     // into the program), answered with the response message, or with an
-    // HTTP error status and a JSON body naming the code. Streaming form
+    // HTTP error status and a JSON body naming the code; a method marked
+    // `idempotency_level = NO_SIDE_EFFECTS` also by GET, the request in the
+    // query. Streaming form
     // (application/connect+proto, +json): every method kind, messages framed
     // as gRPC's, the end of the stream as the body's last frame.
     bool connect = false;

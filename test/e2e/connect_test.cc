@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -49,6 +50,7 @@ using ::testing::HasSubstr;
 // grpc.testing.TestService's methods: their descriptors (test.pb.h) give the
 // JSON mapping.
 constexpr char kUnary[] = "/grpc.testing.TestService/UnaryCall";
+constexpr char kCacheable[] = "/grpc.testing.TestService/CacheableUnaryCall";
 constexpr char kStreaming[] = "/grpc.testing.TestService/StreamingOutputCall";
 
 std::string Serialized(const std::string& body, int32_t response_size = 0) {
@@ -70,44 +72,44 @@ class ConnectTest : public ::testing::Test {
     ServerOptions options;
     options.web.connect = connect;
     options.connection.max_receive_message_size = max_receive_message_size;
+    const auto unary = [this](ServerContext* context,
+                              const SimpleRequest& request,
+                              SimpleResponse* response) -> Status {
+      ++calls_;
+      if (request.has_response_status()) {
+        const auto code =
+            static_cast<StatusCode>(request.response_status().code());
+        const std::string& message = request.response_status().message();
+        return Status(code, message,
+                      message == "with details"
+                          ? testing::EncodeGoogleRpcStatus(
+                                request.response_status().code(),
+                                {{"type.googleapis.com/"
+                                  "google.rpc.ErrorInfo",
+                                  "ab"}})
+                          : std::string());
+      }
+      if (request.fill_username()) {
+        // Waits for the deadline to cancel the call.
+        if (!WaitFor([&] { return context->IsCancelled(); })) {
+          return Status(StatusCode::kInternal, "never cancelled");
+        }
+        return Status();
+      }
+      if (request.response_compressed().value()) {
+        context->set_compression_algorithm(CompressionAlgorithm::kGzip);
+      }
+      context->AddInitialMetadata("x-initial", "1");
+      context->AddTrailingMetadata("x-trailing", "2");
+      context->AddTrailingMetadata("x-id-bin", std::string("\x01\x02", 2));
+      *response->mutable_payload() = request.payload();
+      return Status();
+    };
     server_.builder()
         .SetOptions(options)
-        .RegisterUnary<SimpleRequest, SimpleResponse>(
-            kUnary,
-            [this](ServerContext* context, const SimpleRequest& request,
-                   SimpleResponse* response) -> Status {
-              ++calls_;
-              if (request.has_response_status()) {
-                const auto code =
-                    static_cast<StatusCode>(request.response_status().code());
-                const std::string& message =
-                    request.response_status().message();
-                return Status(code, message,
-                              message == "with details"
-                                  ? testing::EncodeGoogleRpcStatus(
-                                        request.response_status().code(),
-                                        {{"type.googleapis.com/"
-                                          "google.rpc.ErrorInfo",
-                                          "ab"}})
-                                  : std::string());
-              }
-              if (request.fill_username()) {
-                // Waits for the deadline to cancel the call.
-                if (!WaitFor([&] { return context->IsCancelled(); })) {
-                  return Status(StatusCode::kInternal, "never cancelled");
-                }
-                return Status();
-              }
-              if (request.response_compressed().value()) {
-                context->set_compression_algorithm(CompressionAlgorithm::kGzip);
-              }
-              context->AddInitialMetadata("x-initial", "1");
-              context->AddTrailingMetadata("x-trailing", "2");
-              context->AddTrailingMetadata("x-id-bin",
-                                           std::string("\x01\x02", 2));
-              *response->mutable_payload() = request.payload();
-              return Status();
-            })
+        .RegisterUnary<SimpleRequest, SimpleResponse>(kUnary, unary)
+        // Marked NO_SIDE_EFFECTS: Connect's GET form may call it.
+        .RegisterUnary<SimpleRequest, SimpleResponse>(kCacheable, unary)
         .RegisterServerStreaming<StreamingOutputCallRequest,
                                  StreamingOutputCallResponse>(
             kStreaming,
@@ -470,6 +472,75 @@ TEST_F(ConnectTest, StreamCompressionUsesTheConnectHeaders) {
   ASSERT_TRUE(body.ok) << response.DebugString();
   EXPECT_EQ(body.messages.size(), 3u);
   EXPECT_FALSE(body.end.contains("error")) << body.end.dump();
+}
+
+RawResponse Get(RawH2Client* client, int port, const std::string& path) {
+  RawRequest request;
+  request.headers = {{":method", "GET"},
+                     {":scheme", "http"},
+                     {":path", path},
+                     {":authority", absl::StrCat("127.0.0.1:", port)}};
+  request.end_stream_on_headers = true;
+  return client->Call(request);
+}
+
+TEST_F(ConnectTest, GetFormCallsMethodsWithoutSideEffects) {
+  Start(true);
+  // JSON, percent-encoded.
+  const RawResponse json = Get(
+      client_.get(), server_.port(),
+      absl::StrCat(kCacheable,
+                   "?connect=v1&encoding=json&message=%7B%22payload%22%3A%7B%"
+                   "22body%22%3A%22aGk%3D%22%7D%7D"));
+  ASSERT_EQ(json.Header(":status"), "200") << json.DebugString();
+  EXPECT_EQ(json.Header("content-type"), "application/json");
+  EXPECT_EQ(json.body, R"({"payload":{"body":"aGk="}})");
+
+  // Binary in URL-safe base64, padded or not.
+  for (const bool padded : {true, false}) {
+    std::string message = absl::WebSafeBase64Escape(Serialized("hello?>"));
+    if (padded) message.append((4 - message.size() % 4) % 4, '=');
+    const RawResponse proto = Get(
+        client_.get(), server_.port(),
+        absl::StrCat(kCacheable, "?encoding=proto&base64=1&message=", message));
+    ASSERT_EQ(proto.Header(":status"), "200") << proto.DebugString();
+    EXPECT_EQ(proto.Header("content-type"), "application/proto");
+    EXPECT_EQ(BodyOf(proto.body), "hello?>");
+  }
+}
+
+TEST_F(ConnectTest, GetFormRefusals) {
+  Start(true);
+  struct Case {
+    std::string path;
+    const char* http_status;
+    const char* code;
+  };
+  const Case cases[] = {
+      // A method with side effects.
+      {absl::StrCat(kUnary, "?encoding=json&message=%7B%7D"), "405",
+       "unimplemented"},
+      {kCacheable, "400", "invalid_argument"},
+      {absl::StrCat(kCacheable, "?encoding=json"), "400", "invalid_argument"},
+      {absl::StrCat(kCacheable, "?message=%7B%7D"), "400", "invalid_argument"},
+      {absl::StrCat(kCacheable, "?encoding=xml&message=x"), "400",
+       "invalid_argument"},
+      {absl::StrCat(kCacheable, "?encoding=json&message=%7"), "400",
+       "invalid_argument"},
+      {absl::StrCat(kCacheable, "?encoding=proto&base64=1&message=*"), "400",
+       "invalid_argument"},
+      {absl::StrCat(kCacheable, "?encoding=json&message=%7B%7D&connect=v2"),
+       "400", "invalid_argument"},
+      {absl::StrCat(kCacheable, "?encoding=json&message=%7B%7D&compression=br"),
+       "501", "unimplemented"},
+  };
+  for (const Case& c : cases) {
+    const RawResponse response = Get(client_.get(), server_.port(), c.path);
+    EXPECT_EQ(response.Header(":status"), c.http_status)
+        << c.path << ": " << response.DebugString();
+    EXPECT_EQ(ErrorOf(response)["code"], c.code) << c.path;
+  }
+  EXPECT_EQ(calls_.load(), 0);
 }
 
 TEST_F(ConnectTest, GrpcCallsOnTheSameConnectionAreUnchanged) {

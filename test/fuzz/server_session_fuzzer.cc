@@ -22,7 +22,7 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "rpc/internal/common/protobuf_json_codec.h"
+#include "rpc/internal/common/protobuf_connect_codec.h"
 #include "test/util/raw_frames.h"
 #include "transport/core/memory_quota.h"
 #include "transport/http2/server_session.h"
@@ -54,10 +54,10 @@ void Run(absl::string_view input) {
           std::vector<std::string>{"https://a.test"}, 60));
   options.web.cors = *cors;
   options.web.connect = true;
-  static const auto* const json_codec =
-      new std::shared_ptr<const MessageJsonCodec>(
-          std::make_shared<const ::h2rpc::internal::ProtobufJsonCodec>());
-  options.web.json_codec = *json_codec;
+  static const auto* const connect_codec =
+      new std::shared_ptr<const ConnectCodec>(
+          std::make_shared<const ::h2rpc::internal::ProtobufConnectCodec>());
+  options.web.connect_codec = *connect_codec;
   if ((control & 0x40) != 0) {
     options.keepalive.time = absl::Milliseconds(300);
     options.keepalive.timeout = absl::Milliseconds(200);

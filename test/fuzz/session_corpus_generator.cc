@@ -240,6 +240,17 @@ std::vector<std::pair<std::string, std::string>> BrowserSeeds() {
   return {
       {"browser_grpc_web", BrowserBytes(call)},
       {"browser_grpc_web_text", BrowserBytes(text_call)},
+      {"browser_connect_get",
+       BrowserBytes(EncodeFrame(
+           NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM,
+           1,
+           EncodeLiteralHeaderBlock(
+               {{":method", "GET"},
+                {":scheme", "https"},
+                {":path",
+                 "/grpc.testing.TestService/CacheableUnaryCall?encoding=json&"
+                 "message=%7B%22responseSize%22%3A3%7D"},
+                {":authority", "127.0.0.1"}})))},
       {"browser_preflight", BrowserBytes(preflight)},
       {"browser_both", BrowserBytes(preflight + call)},
       {"browser_connect_proto",

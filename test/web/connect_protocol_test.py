@@ -7,7 +7,8 @@ messages: unary (Connect's unary form), server streaming (its streaming
 form), an error status, the client's deadline and a deadline the server
 alone enforces (connect-timeout-ms). curl (Debian's) posts JSON as a person
 would and reads the answers: the response message in protobuf's JSON
-mapping, and errors as an HTTP status with a JSON body.
+mapping, and errors as an HTTP status with a JSON body; and it calls a
+method without side effects with Connect's GET form.
 
 Usage (from Bazel): connect_protocol_test.py --server=PATH
   --client_dir=DIR --proto_root=DIR --lock=FILE
@@ -92,6 +93,22 @@ class ConnectProtocolTest(unittest.TestCase):
         status, body = self.curl('{"responseSize": "three"}')
         self.assertEqual(status, 400, body)
         self.assertEqual(json.loads(body)["code"], "invalid_argument")
+
+    def test_curl_get_form(self):
+        """Connect's GET form, on CacheableUnaryCall (marked
+        NO_SIDE_EFFECTS): curl builds the query."""
+        result = subprocess.run(
+            ["curl", "--silent", "--show-error", "--http2-prior-knowledge",
+             "--get", "--data-urlencode", "encoding=json",
+             "--data-urlencode", 'message={"responseSize": 2}',
+             "--write-out", "\n%{http_code}",
+             "http://127.0.0.1:%d/grpc.testing.TestService/CacheableUnaryCall"
+             % self.port],
+            capture_output=True, text=True, timeout=60)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        body, _, status = result.stdout.rpartition("\n")
+        self.assertEqual(int(status), 200, body)
+        self.assertEqual(json.loads(body), {"payload": {"body": "AAA="}})
 
     def test_curl_deadline_header(self):
         status, body = self.curl("{}", "--header", "connect-timeout-ms: x")

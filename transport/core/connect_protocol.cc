@@ -2,6 +2,9 @@
 
 #include <cstdint>
 
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "nlohmann/json.hpp"
 #include "transport/core/base64.h"
 #include "transport/core/cors.h"
@@ -147,6 +150,92 @@ void AppendConnectEndStream(const Status& status,
   out->push_back(static_cast<char>(length >> 8));
   out->push_back(static_cast<char>(length));
   out->append(json);
+}
+
+namespace {
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// A query component: %XX decoded, '+' a space (as HTML forms and Go's
+// url.ParseQuery read it). False for a '%' not followed by two hex digits.
+bool QueryUnescape(absl::string_view in, std::string* out) {
+  out->clear();
+  out->reserve(in.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i] == '+') {
+      out->push_back(' ');
+    } else if (in[i] != '%') {
+      out->push_back(in[i]);
+    } else {
+      const int high = i + 2 < in.size() ? HexValue(in[i + 1]) : -1;
+      const int low = high >= 0 ? HexValue(in[i + 2]) : -1;
+      if (low < 0) return false;
+      out->push_back(static_cast<char>(high * 16 + low));
+      i += 2;
+    }
+  }
+  return true;
+}
+
+Status BadGet(absl::string_view why) {
+  return Status(StatusCode::kInvalidArgument,
+                absl::StrCat("Connect GET request: ", why));
+}
+
+}  // namespace
+
+Status ParseConnectGetRequest(absl::string_view path, ConnectGetRequest* out) {
+  const size_t question = path.find('?');
+  if (question == absl::string_view::npos) {
+    return BadGet("no query (message=, encoding=)");
+  }
+  out->method = path.substr(0, question);
+  bool has_message = false, has_encoding = false, base64 = false;
+  std::string value;
+  for (absl::string_view pair :
+       absl::StrSplit(path.substr(question + 1), '&', absl::SkipEmpty())) {
+    const size_t equals = pair.find('=');
+    const absl::string_view name = pair.substr(0, equals);
+    if (!QueryUnescape(equals == absl::string_view::npos
+                           ? absl::string_view()
+                           : pair.substr(equals + 1),
+                       &value)) {
+      return BadGet(absl::StrCat("malformed percent-encoding in '",
+                                 absl::CHexEscape(name), "'"));
+    }
+    if (name == "message") {
+      has_message = true;
+      out->message = value;
+    } else if (name == "encoding") {
+      has_encoding = true;
+      if (value != "proto" && value != "json") {
+        return BadGet(
+            absl::StrCat("unknown encoding '", absl::CHexEscape(value), "'"));
+      }
+      out->json = value == "json";
+    } else if (name == "base64") {
+      base64 = value == "1";
+    } else if (name == "compression") {
+      out->compression = value;
+    } else if (name == "connect" && value != "v1") {
+      return BadGet(absl::StrCat("connect '", absl::CHexEscape(value),
+                                 "' is not supported; supported: v1"));
+    }
+  }
+  if (!has_message) return BadGet("no message=");
+  if (!has_encoding) return BadGet("no encoding=");
+  if (base64) {
+    if (!absl::WebSafeBase64Unescape(out->message, &value)) {
+      return BadGet("message= is not URL-safe base64");
+    }
+    out->message.swap(value);
+  }
+  return Status();
 }
 
 Status BuildConnectUnaryHeaders(const ConnectResponseDescription& response,

@@ -113,13 +113,14 @@ struct ConnectResponseDescription {
 Status BuildConnectUnaryHeaders(const ConnectResponseDescription& response,
                                 HeaderList* headers);
 
-// Converts messages between protobuf's binary form and its JSON mapping,
-// for Connect's application/json, and reads error details (the rpc layer
+// What the Connect protocol needs to know of protobuf: messages converted
+// between the binary form and the JSON mapping (application/json), error
+// details read, and which methods its GET form may call (the rpc layer
 // implements it with protobuf and the services' descriptors). Called on a
 // connection's loop thread, from any number of loops at once.
-class MessageJsonCodec {
+class ConnectCodec {
  public:
-  virtual ~MessageJsonCodec() = default;
+  virtual ~ConnectCodec() = default;
   // The request message of `method` (a request's :path,
   // "/package.Service/Method"), from JSON into `*binary`. INVALID_ARGUMENT
   // for JSON that is not a request of the method; UNIMPLEMENTED when the
@@ -138,7 +139,29 @@ class MessageJsonCodec {
   // `*out`. Nothing for bytes that are not one.
   virtual void ReadErrorDetails(absl::string_view status_details,
                                 std::vector<ConnectErrorDetail>* out) const = 0;
+  // Whether `method` is marked `option idempotency_level =
+  // NO_SIDE_EFFECTS`: the only methods Connect's GET form may call.
+  virtual bool HasNoSideEffects(absl::string_view method) const = 0;
 };
+
+// A Connect GET request (the unary form of a call without side effects):
+// the request is in the query of its :path, "?encoding=proto|json&
+// message=...[&base64=1][&compression=gzip][&connect=v1]", the message
+// percent-encoded, and also URL-safe base64 with base64=1.
+struct ConnectGetRequest {
+  // :path before the '?'.
+  absl::string_view method;
+  // The request message as sent (compressed with `compression`).
+  std::string message;
+  bool json = false;
+  // Empty: none.
+  std::string compression;
+};
+
+// Reads a GET request's :path. INVALID_ARGUMENT naming what is missing or
+// malformed (no query, no message or encoding, an unknown encoding, bad
+// percent-encoding or base64, connect= other than v1). Allocates.
+Status ParseConnectGetRequest(absl::string_view path, ConnectGetRequest* out);
 
 }  // namespace h2rpc::transport
 

@@ -199,5 +199,37 @@ TEST(ConnectProtocolTest, InvalidMetadataIsRefusedNamingTheKey) {
   EXPECT_THAT(built.message(), ::testing::HasSubstr("Bad Key"));
 }
 
+TEST(ConnectProtocolTest, GetRequestsQuery) {
+  ConnectGetRequest request;
+  ASSERT_TRUE(ParseConnectGetRequest(
+                  "/p.S/M?connect=v1&encoding=json&message=%7B%22a%22%3A+1%7D"
+                  "&unknown=x",
+                  &request)
+                  .ok());
+  EXPECT_EQ(request.method, "/p.S/M");
+  EXPECT_TRUE(request.json);
+  EXPECT_EQ(request.message, R"({"a": 1})");
+  EXPECT_EQ(request.compression, "");
+
+  ASSERT_TRUE(
+      ParseConnectGetRequest(
+          "/p.S/M?message=AP_-&base64=1&encoding=proto&compression=gzip",
+          &request)
+          .ok());
+  EXPECT_FALSE(request.json);
+  EXPECT_EQ(request.message, std::string("\x00\xff\xfe", 3));
+  EXPECT_EQ(request.compression, "gzip");
+
+  for (const char* bad :
+       {"/p.S/M", "/p.S/M?encoding=json", "/p.S/M?message=x",
+        "/p.S/M?encoding=text&message=x", "/p.S/M?encoding=json&message=%zz",
+        "/p.S/M?encoding=json&message=%4",
+        "/p.S/M?encoding=proto&base64=1&message=%25",
+        "/p.S/M?encoding=json&message=x&connect=v2"}) {
+    const Status status = ParseConnectGetRequest(bad, &request);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace h2rpc::transport

@@ -255,7 +255,7 @@ void ServerStream::Finish(const Status& status, const Metadata* trailing) {
 std::vector<ConnectErrorDetail> ServerStream::ErrorDetailsOf(
     const Status& status) const {
   std::vector<ConnectErrorDetail> details;
-  const MessageJsonCodec* codec = connection_->options().web.json_codec.get();
+  const ConnectCodec* codec = connection_->options().web.connect_codec.get();
   if (!status.details().empty() && codec != nullptr) {
     codec->ReadErrorDetails(status.details(), &details);
   }
@@ -305,7 +305,7 @@ void ServerStream::DeliverConnectRequest() {
   }
   std::string binary;
   if (status.ok() && connect_json_) {
-    status = connection_->options().web.json_codec->RequestFromJson(
+    status = connection_->options().web.connect_codec->RequestFromJson(
         method_, message, &binary);
     message = binary;
   }
@@ -347,7 +347,7 @@ Status ServerStream::TakeConnectResponseMessage(
     if (!inflated.ok()) return inflated;
   }
   std::string json;
-  Status converted = connection_->options().web.json_codec->ResponseToJson(
+  Status converted = connection_->options().web.connect_codec->ResponseToJson(
       method_, message, &json);
   if (!converted.ok()) return converted;
   body.assign(json);
@@ -355,7 +355,8 @@ Status ServerStream::TakeConnectResponseMessage(
 }
 
 void ServerStream::SubmitConnectUnaryResponse(const Status& status,
-                                              const Metadata* trailing) {
+                                              const Metadata* trailing,
+                                              int http_status) {
   headers_sent_ = true;
   finished_ = true;
   ConnectResponseDescription response;
@@ -376,7 +377,8 @@ void ServerStream::SubmitConnectUnaryResponse(const Status& status,
       // Not charged to the quota: a few bytes, as a gRPC error's trailers.
       AppendConnectErrorJson(outcome, ErrorDetailsOf(outcome),
                              &outgoing_.buffer());
-      response.http_status = ConnectHttpStatus(outcome.code());
+      response.http_status =
+          http_status != 0 ? http_status : ConnectHttpStatus(outcome.code());
       response.content_type = kConnectJsonContentType;
       response.content_encoding = absl::string_view();
     }
@@ -416,7 +418,7 @@ Status ServerStream::ConvertOutgoing() {
   if (web_text_) {
     EncodeOutgoingBase64();
   } else {
-    const MessageJsonCodec& codec = *connection_->options().web.json_codec;
+    const ConnectCodec& codec = *connection_->options().web.connect_codec;
     std::string json;
     size_t at = first;
     while (status.ok() && at + kMessagePrefixSize <= buffer.size()) {
@@ -542,8 +544,8 @@ class JsonToObserver final : public MessageDeframer::Listener {
  public:
   JsonToObserver(ServerStream::Observer* observer,
                  CompressionAlgorithm encoding, size_t max_message_size,
-                 DeliveredMessageBytes* delivered,
-                 const MessageJsonCodec* codec, absl::string_view method)
+                 DeliveredMessageBytes* delivered, const ConnectCodec* codec,
+                 absl::string_view method)
       : observer_(observer),
         encoding_(encoding),
         max_message_size_(max_message_size),
@@ -570,7 +572,7 @@ class JsonToObserver final : public MessageDeframer::Listener {
   const CompressionAlgorithm encoding_;
   const size_t max_message_size_;
   DeliveredMessageBytes* const delivered_;
-  const MessageJsonCodec* const codec_;
+  const ConnectCodec* const codec_;
   const absl::string_view method_;
   std::string binary_;
 };
@@ -813,8 +815,9 @@ void ServerSession::Refuse(ServerStream* stream, const Status& status,
                            int http_status) {
   stream->finished_ = true;
   if (stream->protocol_ == ServerStream::Protocol::kConnectUnary) {
-    // The error's own HTTP status and JSON body.
-    stream->SubmitConnectUnaryResponse(status, nullptr);
+    // The error's own HTTP status and JSON body (or the one given).
+    stream->SubmitConnectUnaryResponse(status, nullptr,
+                                       http_status == 405 ? 405 : 0);
   } else if (stream->protocol_ == ServerStream::Protocol::kConnectStream) {
     // HTTP 200, the error at the end of the body.
     stream->EndConnectStream(status, nullptr);
@@ -883,18 +886,42 @@ bool ServerSession::ClassifyContentType(absl::string_view content_type,
   }
   bool json = false;
   if (web.connect && IsConnectUnaryContentType(content_type, &json) &&
-      (!json || web.json_codec != nullptr)) {
+      (!json || web.connect_codec != nullptr)) {
     stream->protocol_ = ServerStream::Protocol::kConnectUnary;
     stream->connect_json_ = json;
     return true;
   }
   if (web.connect && IsConnectStreamContentType(content_type, &json) &&
-      (!json || web.json_codec != nullptr)) {
+      (!json || web.connect_codec != nullptr)) {
     stream->protocol_ = ServerStream::Protocol::kConnectStream;
     stream->connect_json_ = json;
     return true;
   }
   return false;
+}
+
+Status ServerSession::ReadConnectGet(ServerStream* stream, int* http_status) {
+  ConnectGetRequest request;
+  Status status = ParseConnectGetRequest(stream->method_, &request);
+  if (!status.ok()) return status;
+  stream->method_.resize(request.method.size());  // the query goes
+  if (!options().web.connect_codec->HasNoSideEffects(stream->method_)) {
+    *http_status = 405;
+    return Status(StatusCode::kUnimplemented,
+                  absl::StrCat("method ", stream->method_,
+                               " has side effects (no idempotency_level "
+                               "NO_SIDE_EFFECTS): Connect's GET form may not "
+                               "call it"));
+  }
+  stream->connect_json_ = request.json;
+  if (!request.compression.empty() &&
+      !AcceptsEncoding(request.compression, &stream->receive_encoding_)) {
+    return Status(
+        StatusCode::kUnimplemented,
+        absl::StrCat("compression '", request.compression,
+                     "' is not supported; supported: ", accept_encoding()));
+  }
+  return stream->AppendConnectBody(request.message);
 }
 
 Status ServerSession::ReadConnectRequest(
@@ -954,9 +981,14 @@ void ServerSession::OnRequestHeaders(ServerStream* stream, bool end_stream) {
   Status refusal;
   int refusal_http_status = 200;
   absl::optional<absl::Duration> timeout;
+  // Connect's GET form: the request in the :path's query.
+  const bool connect_get = reserved.method == absl::string_view("GET") &&
+                           options().web.connect &&
+                           options().web.connect_codec != nullptr;
+  if (connect_get) stream->protocol_ = ServerStream::Protocol::kConnectUnary;
   const bool served_content_type =
-      reserved.content_type.has_value() &&
-      ClassifyContentType(*reserved.content_type, stream);
+      connect_get || (reserved.content_type.has_value() &&
+                      ClassifyContentType(*reserved.content_type, stream));
   const CorsPolicy* const cors = options().web.cors.get();
   const absl::optional<absl::string_view> origin =
       cors == nullptr ? absl::nullopt : stream->client_metadata_.Get("origin");
@@ -966,7 +998,7 @@ void ServerSession::OnRequestHeaders(ServerStream* stream, bool end_stream) {
     return;
   }
   const bool origin_refused = origin.has_value() && !cors->Allows(*origin);
-  if (reserved.method != absl::string_view("POST")) {
+  if (reserved.method != absl::string_view("POST") && !connect_get) {
     refusal = Status(StatusCode::kInternal, "gRPC requests must use POST");
     refusal_http_status = 405;
   } else if (!served_content_type) {
@@ -982,6 +1014,9 @@ void ServerSession::OnRequestHeaders(ServerStream* stream, bool end_stream) {
   } else if (stream->protocol_ == ServerStream::Protocol::kConnectUnary ||
              stream->protocol_ == ServerStream::Protocol::kConnectStream) {
     refusal = ReadConnectRequest(reserved, stream, &timeout);
+    if (refusal.ok() && connect_get) {
+      refusal = ReadConnectGet(stream, &refusal_http_status);
+    }
   } else if (reserved.grpc_timeout.has_value() &&
              !(timeout = DecodeGrpcTimeout(*reserved.grpc_timeout))) {
     refusal = Status(
@@ -1084,10 +1119,10 @@ int ServerSession::OnDataChunk(int32_t stream_id, const uint8_t* data,
     if (!status.ok()) {
       // Nothing fed.
     } else if (stream->connect_json_) {
-      JsonToObserver listener(stream->observer, stream->receive_encoding_,
-                              options().max_receive_message_size,
-                              &stream->delivered_,
-                              options().web.json_codec.get(), stream->method_);
+      JsonToObserver listener(
+          stream->observer, stream->receive_encoding_,
+          options().max_receive_message_size, &stream->delivered_,
+          options().web.connect_codec.get(), stream->method_);
       status = deframer.Feed(chunk, listener);
     } else {
       DeliverToObserver<ServerStream::Observer> listener(

@@ -183,9 +183,11 @@ class ServerStream final : private io::Timer {
   // call's one message, then half-closes; or aborts the call.
   void DeliverConnectRequest();
   // Connect unary: submits the whole response for a call ending with
-  // `status`: the one response message, or the error as JSON.
+  // `status`: the one response message, or the error as JSON, with
+  // `http_status` (0: the code's).
   void SubmitConnectUnaryResponse(const Status& status,
-                                  const Metadata* trailing);
+                                  const Metadata* trailing,
+                                  int http_status = 0);
   // Connect unary, OK status: turns the outgoing buffer's one framed
   // message into the response body (converted to JSON as the request
   // says); `*content_encoding` names its compression. Non-OK when the
@@ -268,7 +270,7 @@ class ServerStream final : private io::Timer {
     kConnectStream,
   };
   Protocol protocol_ = Protocol::kGrpc;
-  // A Connect request whose messages are JSON (WebOptions::json_codec
+  // A Connect request whose messages are JSON (WebOptions::connect_codec
   // converts them).
   bool connect_json_ = false;
   // A Connect unary request's body as received so far, charged to the
@@ -421,6 +423,11 @@ class ServerSession : public Session {
                            ServerStream* stream) const;
   // A Connect unary request's headers: its deadline into `*timeout`, its
   // encoding into the stream; the refusal for bad ones.
+  // A Connect GET request's :path: the method without its query, the
+  // message (into the stream's body), its encoding and compression; the
+  // refusal otherwise, with `*http_status` 405 for a method that may not be
+  // called so.
+  Status ReadConnectGet(ServerStream* stream, int* http_status);
   Status ReadConnectRequest(const ReservedHeaderValues& reserved,
                             ServerStream* stream,
                             absl::optional<absl::Duration>* timeout) const;

@@ -78,12 +78,13 @@ struct WebOptions {
   // other content-type.
   bool grpc_web = false;
   // Also answer the Connect protocol's requests, unary (application/proto)
-  // and streaming (application/connect+proto), and their JSON forms with a
-  // json_codec (transport/core/connect_protocol.h). Off: they are refused
-  // with HTTP 415 as any other content-type.
+  // and streaming (application/connect+proto), and with a connect_codec
+  // their JSON forms and the GET form (transport/core/connect_protocol.h).
+  // Off: they are refused with HTTP 415 as any other content-type.
   bool connect = false;
-  // Converts the messages of JSON requests. Null: JSON is not accepted.
-  std::shared_ptr<const MessageJsonCodec> json_codec;
+  // Converts JSON messages, reads error details, tells which methods GET
+  // may call. Null: no JSON, no GET, no details.
+  std::shared_ptr<const ConnectCodec> connect_codec;
   // Cross-origin calls from browser pages (CORS): a preflight (OPTIONS)
   // from an origin the policy allows is answered 204, and the responses to
   // its calls carry the CORS fields; a preflight or a call from any other

@@ -2,7 +2,7 @@
 
 #include <memory>
 
-#include "rpc/internal/common/protobuf_json_codec.h"
+#include "rpc/internal/common/protobuf_connect_codec.h"
 #include "rpc/server_options.h"
 
 namespace h2rpc::internal {
@@ -44,7 +44,7 @@ transport::http2::ConnectionOptions ToServerTransportOptions(
   out.web.grpc_web = options.web.grpc_web;
   out.web.connect = options.web.connect;
   if (options.web.connect) {
-    out.web.json_codec = std::make_shared<const ProtobufJsonCodec>();
+    out.web.connect_codec = std::make_shared<const ProtobufConnectCodec>();
   }
   if (!options.web.cors_allowed_origins.empty()) {
     out.web.cors = std::make_shared<const transport::CorsPolicy>(

@@ -1,7 +1,8 @@
-#include "rpc/internal/common/protobuf_json_codec.h"
+#include "rpc/internal/common/protobuf_connect_codec.h"
 
 #include <google/protobuf/any.pb.h>
 #include <google/protobuf/descriptor.h>
+#include <google/protobuf/descriptor.pb.h>
 #include <google/protobuf/unknown_field_set.h>
 #include <google/protobuf/util/json_util.h>
 #include <google/protobuf/util/type_resolver.h>
@@ -40,15 +41,15 @@ std::string TypeUrl(const protobuf::Descriptor* type) {
 
 }  // namespace
 
-ProtobufJsonCodec::ProtobufJsonCodec()
+ProtobufConnectCodec::ProtobufConnectCodec()
     : resolver_(protobuf::util::NewTypeResolverForDescriptorPool(
           kTypeUrlPrefix, protobuf::DescriptorPool::generated_pool())) {}
 
-ProtobufJsonCodec::~ProtobufJsonCodec() = default;
+ProtobufConnectCodec::~ProtobufConnectCodec() = default;
 
-Status ProtobufJsonCodec::RequestFromJson(absl::string_view method,
-                                          absl::string_view json,
-                                          std::string* binary) const {
+Status ProtobufConnectCodec::RequestFromJson(absl::string_view method,
+                                             absl::string_view json,
+                                             std::string* binary) const {
   const protobuf::MethodDescriptor* descriptor = FindMethod(method);
   if (descriptor == nullptr) return UnknownMethod(method);
   protobuf::util::JsonParseOptions options;
@@ -63,9 +64,9 @@ Status ProtobufJsonCodec::RequestFromJson(absl::string_view method,
                    " in JSON: ", std::string(status.message())));
 }
 
-Status ProtobufJsonCodec::ResponseToJson(absl::string_view method,
-                                         absl::string_view binary,
-                                         std::string* json) const {
+Status ProtobufConnectCodec::ResponseToJson(absl::string_view method,
+                                            absl::string_view binary,
+                                            std::string* json) const {
   const protobuf::MethodDescriptor* descriptor = FindMethod(method);
   if (descriptor == nullptr) return UnknownMethod(method);
   const auto status = protobuf::util::BinaryToJsonString(
@@ -78,7 +79,13 @@ Status ProtobufJsonCodec::ResponseToJson(absl::string_view method,
                    ": ", std::string(status.message())));
 }
 
-void ProtobufJsonCodec::ReadErrorDetails(
+bool ProtobufConnectCodec::HasNoSideEffects(absl::string_view method) const {
+  const protobuf::MethodDescriptor* descriptor = FindMethod(method);
+  return descriptor != nullptr && descriptor->options().idempotency_level() ==
+                                      protobuf::MethodOptions::NO_SIDE_EFFECTS;
+}
+
+void ProtobufConnectCodec::ReadErrorDetails(
     absl::string_view status_details,
     std::vector<transport::ConnectErrorDetail>* out) const {
   // google.rpc.Status: 1 code, 2 message, 3 repeated Any details.

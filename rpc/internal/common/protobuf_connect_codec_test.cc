@@ -1,4 +1,4 @@
-#include "rpc/internal/common/protobuf_json_codec.h"
+#include "rpc/internal/common/protobuf_connect_codec.h"
 
 #include <string>
 #include <utility>
@@ -19,8 +19,8 @@ using ::testing::HasSubstr;
 
 constexpr char kUnaryCall[] = "/grpc.testing.TestService/UnaryCall";
 
-TEST(ProtobufJsonCodecTest, RequestsFromJsonWithTheMethodsInputType) {
-  ProtobufJsonCodec codec;
+TEST(ProtobufConnectCodecTest, RequestsFromJsonWithTheMethodsInputType) {
+  ProtobufConnectCodec codec;
   std::string binary;
   ASSERT_TRUE(codec
                   .RequestFromJson(kUnaryCall,
@@ -40,8 +40,8 @@ TEST(ProtobufJsonCodecTest, RequestsFromJsonWithTheMethodsInputType) {
   EXPECT_EQ(request.response_size(), 4);
 }
 
-TEST(ProtobufJsonCodecTest, ResponsesToJsonWithTheMethodsOutputType) {
-  ProtobufJsonCodec codec;
+TEST(ProtobufConnectCodecTest, ResponsesToJsonWithTheMethodsOutputType) {
+  ProtobufConnectCodec codec;
   SimpleResponse response;
   response.mutable_payload()->set_body("hi");
   response.set_username("me");
@@ -52,8 +52,8 @@ TEST(ProtobufJsonCodecTest, ResponsesToJsonWithTheMethodsOutputType) {
   EXPECT_EQ(json, R"({"payload":{"body":"aGk="},"username":"me"})");
 }
 
-TEST(ProtobufJsonCodecTest, BadJsonIsAnInvalidArgument) {
-  ProtobufJsonCodec codec;
+TEST(ProtobufConnectCodecTest, BadJsonIsAnInvalidArgument) {
+  ProtobufConnectCodec codec;
   std::string binary;
   for (const char* bad :
        {"{", R"({"responseSize": "many"})", "[1]", R"({"payload": 7})"}) {
@@ -64,8 +64,8 @@ TEST(ProtobufJsonCodecTest, BadJsonIsAnInvalidArgument) {
   }
 }
 
-TEST(ProtobufJsonCodecTest, MethodsWithoutDescriptorsAreUnimplemented) {
-  ProtobufJsonCodec codec;
+TEST(ProtobufConnectCodecTest, MethodsWithoutDescriptorsAreUnimplemented) {
+  ProtobufConnectCodec codec;
   std::string out;
   for (const char* method : {"/grpc.testing.TestService/Nope",
                              "/no.Such/Method", "nope", "/x", ""}) {
@@ -78,8 +78,8 @@ TEST(ProtobufJsonCodecTest, MethodsWithoutDescriptorsAreUnimplemented) {
   }
 }
 
-TEST(ProtobufJsonCodecTest, ErrorDetailsAreTheStatusAnys) {
-  ProtobufJsonCodec codec;
+TEST(ProtobufConnectCodecTest, ErrorDetailsAreTheStatusAnys) {
+  ProtobufConnectCodec codec;
   std::vector<transport::ConnectErrorDetail> details;
   codec.ReadErrorDetails(
       ::h2rpc::testing::EncodeGoogleRpcStatus(
@@ -96,6 +96,14 @@ TEST(ProtobufJsonCodecTest, ErrorDetailsAreTheStatusAnys) {
   details.clear();
   codec.ReadErrorDetails("\xff\xff\xff", &details);
   EXPECT_TRUE(details.empty());
+}
+
+TEST(ProtobufConnectCodecTest, OnlyMethodsMarkedNoSideEffectsHaveNone) {
+  ProtobufConnectCodec codec;
+  EXPECT_TRUE(
+      codec.HasNoSideEffects("/grpc.testing.TestService/CacheableUnaryCall"));
+  EXPECT_FALSE(codec.HasNoSideEffects(kUnaryCall));
+  EXPECT_FALSE(codec.HasNoSideEffects("/no.Such/Method"));
 }
 
 }  // namespace

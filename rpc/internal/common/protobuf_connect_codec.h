@@ -1,5 +1,5 @@
-#ifndef H2RPC_RPC_INTERNAL_COMMON_PROTOBUF_JSON_CODEC_H_
-#define H2RPC_RPC_INTERNAL_COMMON_PROTOBUF_JSON_CODEC_H_
+#ifndef H2RPC_RPC_INTERNAL_COMMON_PROTOBUF_CONNECT_CODEC_H_
+#define H2RPC_RPC_INTERNAL_COMMON_PROTOBUF_CONNECT_CODEC_H_
 
 #include <memory>
 #include <string>
@@ -22,10 +22,10 @@ namespace h2rpc::internal {
 // of responses, names are lowerCamelCase. Error details are read as
 // google.rpc.Status's wire form (field 3: repeated google.protobuf.Any).
 // Thread-safe; each conversion allocates.
-class ProtobufJsonCodec final : public transport::MessageJsonCodec {
+class ProtobufConnectCodec final : public transport::ConnectCodec {
  public:
-  ProtobufJsonCodec();
-  ~ProtobufJsonCodec() override;
+  ProtobufConnectCodec();
+  ~ProtobufConnectCodec() override;
 
   Status RequestFromJson(absl::string_view method, absl::string_view json,
                          std::string* binary) const override;
@@ -34,6 +34,7 @@ class ProtobufJsonCodec final : public transport::MessageJsonCodec {
   void ReadErrorDetails(
       absl::string_view status_details,
       std::vector<transport::ConnectErrorDetail>* out) const override;
+  bool HasNoSideEffects(absl::string_view method) const override;
 
  private:
   const std::unique_ptr<google::protobuf::util::TypeResolver> resolver_;
@@ -41,4 +42,4 @@ class ProtobufJsonCodec final : public transport::MessageJsonCodec {
 
 }  // namespace h2rpc::internal
 
-#endif  // H2RPC_RPC_INTERNAL_COMMON_PROTOBUF_JSON_CODEC_H_
+#endif  // H2RPC_RPC_INTERNAL_COMMON_PROTOBUF_CONNECT_CODEC_H_
