@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# docs/performance.md's web protocol figures: Connect unary (binary and
-# JSON) against gRPC unary over HTTP/2 on one h2rpc server
-# (h2rpc_interop_server --connect, -c opt, on CPU 0), driven by h2load
+# docs/performance.md's web protocol figures: gRPC-Web unary (binary and
+# text) and Connect unary (binary and JSON) against gRPC unary over HTTP/2
+# on one h2rpc server (h2rpc_interop_server --grpc_web --connect, -c opt, on
+# CPU 0), driven by h2load
 # (Debian's nghttp2-client, on CPU 1) on one connection: a 1 KiB request
 # asking for a 1 KiB response (grpc.testing.TestService/UnaryCall), at 64
 # and 1 in flight, the protocols alternated `ROUNDS` times (default 5) in
@@ -33,12 +34,14 @@ payload = b"\x12" + varint(len(body)) + body              # Payload.body
 request = (b"\x10" + varint(1024)                          # response_size
            + b"\x1a" + varint(len(payload)) + payload)    # payload
 out = sys.argv[1]
-open(out + "/grpc.bin", "wb").write(b"\0" + struct.pack(">I", len(request)) + request)
+framed = b"\0" + struct.pack(">I", len(request)) + request
+open(out + "/grpc.bin", "wb").write(framed)
+open(out + "/grpc-web-text.bin", "wb").write(base64.b64encode(framed))
 open(out + "/proto.bin", "wb").write(request)
 open(out + "/json.bin", "w").write('{"responseSize": 1024, "payload": {"body": "%s"}}'
                                    % base64.b64encode(body).decode())
 PY
-taskset -c 0 bazel-bin/test/interop/h2rpc_interop_server --port=0 --connect \
+taskset -c 0 bazel-bin/test/interop/h2rpc_interop_server --port=0 --grpc_web --connect \
   > "$work/server.out" &
 server=$!
 trap 'kill $server; rm -rf "$work"' EXIT
@@ -54,6 +57,10 @@ run() {  # protocol in_flight requests
   case $1 in
     grpc) args=(-H "content-type: application/grpc" -H "te: trailers"
                 -d "$work/grpc.bin") ;;
+    grpc-web) args=(-H "content-type: application/grpc-web+proto"
+                    -H "x-grpc-web: 1" -d "$work/grpc.bin") ;;
+    grpc-web-text) args=(-H "content-type: application/grpc-web-text"
+                         -H "x-grpc-web: 1" -d "$work/grpc-web-text.bin") ;;
     connect-proto) args=(-H "content-type: application/proto"
                          -H "connect-protocol-version: 1" -d "$work/proto.bin") ;;
     connect-json) args=(-H "content-type: application/json"
@@ -67,7 +74,7 @@ run() {  # protocol in_flight requests
 for ((round = 1; round <= rounds; ++round)); do
   for m in 64 1; do
     n=$((m == 64 ? 300000 : 30000))
-    for protocol in grpc connect-proto connect-json; do
+    for protocol in grpc grpc-web grpc-web-text connect-proto connect-json; do
       run "$protocol" "$m" "$n"
     done
   done

@@ -36,11 +36,21 @@ bool IsGrpcWebTextContentType(absl::string_view content_type) {
   return IsTypeOrProto(content_type, kGrpcWebText);
 }
 
-void AppendBase64Padded(absl::string_view in, std::string* out) {
-  const size_t start = out->size();
-  // The unpadded encoding, then '=' to a multiple of 4.
-  out->resize(start + (in.size() + 2) / 3 * 4, '=');
-  Base64EncodeUnpadded(in, out->data() + start);
+void EncodeBase64PaddedInPlace(std::string* buffer, size_t from) {
+  const size_t size = buffer->size() - from;
+  const size_t groups = (size + 2) / 3;
+  buffer->resize(from + groups * 4);
+  char* const bytes = buffer->data() + from;
+  // Last group first: group g's 4 characters land at 4g, past the 3 bytes
+  // of every group before it, so no byte is overwritten before it is read.
+  for (size_t g = groups; g-- > 0;) {
+    const size_t length = std::min<size_t>(3, size - g * 3);
+    char in[3];
+    std::memcpy(in, bytes + g * 3, length);
+    char out[4] = {'=', '=', '=', '='};
+    Base64EncodeUnpadded(absl::string_view(in, length), out);
+    std::memcpy(bytes + g * 4, out, 4);
+  }
 }
 
 bool GrpcWebTextDecoder::DecodeGroups(absl::string_view groups,

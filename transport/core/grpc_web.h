@@ -32,8 +32,10 @@ bool IsGrpcWebContentType(absl::string_view content_type);
 // The same for the text form: "application/grpc-web-text[+proto]".
 bool IsGrpcWebTextContentType(absl::string_view content_type);
 
-// Appends `in` in padded base64 to `*out`. Allocates only to grow `*out`.
-void AppendBase64Padded(absl::string_view in, std::string* out);
+// Replaces the bytes of `*buffer` from `from` on with their padded base64,
+// in place. Allocates only if the buffer's capacity is short of the
+// encoding.
+void EncodeBase64PaddedInPlace(std::string* buffer, size_t from);
 
 // Decodes a gRPC-Web text body arriving in chunks of any size: whole
 // 4-character groups as they complete, a padded group ending one base64

@@ -1,6 +1,8 @@
 #include "transport/core/grpc_web.h"
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "transport/core/response_setup.h"
@@ -64,13 +66,18 @@ TEST(GrpcWebTest, TextContentTypes) {
   }
 }
 
-TEST(GrpcWebTest, Base64IsPadded) {
-  std::string out = "x";
-  AppendBase64Padded("", &out);
-  AppendBase64Padded("a", &out);
-  AppendBase64Padded("ab", &out);
-  AppendBase64Padded("abc", &out);
-  EXPECT_EQ(out, "xYQ==YWI=YWJj");
+TEST(GrpcWebTest, Base64InPlaceIsPaddedAndLeavesTheBytesBefore) {
+  for (const auto& [bytes, encoded] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"", ""},
+           {"a", "YQ=="},
+           {"ab", "YWI="},
+           {"abc", "YWJj"},
+           {"hello world!?", "aGVsbG8gd29ybGQhPw=="}}) {
+    std::string buffer = "keep" + bytes;
+    EncodeBase64PaddedInPlace(&buffer, 4);
+    EXPECT_EQ(buffer, "keep" + encoded) << bytes;
+  }
 }
 
 // Every split of a body of padded runs into two chunks decodes the same.

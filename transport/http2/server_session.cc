@@ -401,12 +401,8 @@ void ServerStream::EncodeOutgoingBase64() {
   std::string& buffer = outgoing_.buffer();
   const size_t first =
       static_cast<size_t>(converted_end_ - outgoing_.dropped());
-  if (first < buffer.size()) {
-    // One padded base64 run per conversion.
-    std::string encoded;
-    AppendBase64Padded(absl::string_view(buffer).substr(first), &encoded);
-    buffer.replace(first, buffer.size() - first, encoded);
-  }
+  // One padded base64 run per conversion.
+  EncodeBase64PaddedInPlace(&buffer, first);
   converted_end_ = outgoing_.dropped() + buffer.size();
 }
 
