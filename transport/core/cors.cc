@@ -8,11 +8,12 @@
 namespace h2rpc::transport {
 
 CorsPolicy::CorsPolicy(std::vector<std::string> allowed_origins,
-                       int max_age_seconds)
+                       int max_age_seconds, bool allow_get)
     : allowed_origins_(std::move(allowed_origins)),
       any_origin_(std::find(allowed_origins_.begin(), allowed_origins_.end(),
                             "*") != allowed_origins_.end()),
-      max_age_(absl::StrCat(std::max(max_age_seconds, 0))) {}
+      max_age_(absl::StrCat(std::max(max_age_seconds, 0))),
+      allow_get_(allow_get) {}
 
 bool CorsPolicy::Allows(absl::string_view origin) const {
   if (origin.empty()) return false;
@@ -28,7 +29,8 @@ void CorsPolicy::BuildPreflightAnswer(absl::string_view origin,
                  origin.size() + request_headers.size());
   headers->Add(":status", "204");
   headers->AddWithScratchValue("access-control-allow-origin", origin);
-  headers->Add("access-control-allow-methods", "POST");
+  headers->Add("access-control-allow-methods",
+               allow_get_ ? "GET, POST" : "POST");
   if (!request_headers.empty()) {
     headers->AddWithScratchValue("access-control-allow-headers",
                                  request_headers);

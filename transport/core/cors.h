@@ -18,14 +18,17 @@ class CorsPolicy {
  public:
   // `allowed_origins`: exact origins ("https://app.example.com",
   // "http://127.0.0.1:8080"), or "*" for any. `max_age_seconds`: how long
-  // a browser may cache a preflight's answer.
-  CorsPolicy(std::vector<std::string> allowed_origins, int max_age_seconds);
+  // a browser may cache a preflight's answer. `allow_get`: GET is allowed
+  // besides POST (Connect's GET form).
+  CorsPolicy(std::vector<std::string> allowed_origins, int max_age_seconds,
+             bool allow_get = false);
 
   // Whether a page of `origin` may call.
   bool Allows(absl::string_view origin) const;
 
   // The answer to an allowed preflight (204, no body): :status,
-  // access-control-allow-origin (`origin`), -allow-methods (POST),
+  // access-control-allow-origin (`origin`), -allow-methods (POST, and GET
+  // if allowed),
   // -allow-headers (`request_headers`, what the browser asked for, when
   // not empty), -max-age, vary. `origin` and `request_headers` are copied
   // into the list.
@@ -44,6 +47,7 @@ class CorsPolicy {
   const std::vector<std::string> allowed_origins_;
   const bool any_origin_;
   const std::string max_age_;
+  const bool allow_get_;
 };
 
 }  // namespace h2rpc::transport

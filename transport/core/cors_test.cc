@@ -66,5 +66,14 @@ TEST(CorsPolicyTest, PreflightAnswer) {
   EXPECT_EQ(FieldsOf(headers).size(), 5u);  // no allow-headers
 }
 
+TEST(CorsPolicyTest, GetIsAllowedWhenAsked) {
+  const CorsPolicy policy({"*"}, 600, /*allow_get=*/true);
+  HeaderList headers;
+  policy.BuildPreflightAnswer("https://a.test", "", &headers);
+  EXPECT_THAT(
+      FieldsOf(headers),
+      ::testing::Contains(Pair("access-control-allow-methods", "GET, POST")));
+}
+
 }  // namespace
 }  // namespace h2rpc::transport

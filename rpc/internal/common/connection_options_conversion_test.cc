@@ -134,6 +134,8 @@ TEST(ConnectionOptionsConversionTest, ServerDefaultsAreGrpcs) {
   want.max_connection_idle = absl::InfiniteDuration();
   ExpectSameKeepalive(got.keepalive, want);
   EXPECT_FALSE(got.web.grpc_web);
+  EXPECT_FALSE(got.web.connect);
+  EXPECT_EQ(got.web.connect_codec, nullptr);
   EXPECT_EQ(got.web.cors, nullptr);
 }
 
@@ -149,9 +151,14 @@ TEST(ConnectionOptionsConversionTest, EveryServerFieldCarriesOver) {
   options.max_connection_age = absl::Seconds(6);
   options.max_connection_age_grace = absl::Seconds(7);
   options.web.grpc_web = true;
+  options.web.connect = true;
   options.web.cors_allowed_origins = {"https://a.test"};
   const TransportOptions got = ToServerTransportOptions(options);
   EXPECT_TRUE(got.web.grpc_web);
+  EXPECT_TRUE(got.web.connect);
+  ASSERT_NE(got.web.connect_codec, nullptr);
+  EXPECT_TRUE(got.web.connect_codec->HasNoSideEffects(
+      "/grpc.testing.TestService/CacheableUnaryCall"));
   ASSERT_NE(got.web.cors, nullptr);
   EXPECT_TRUE(got.web.cors->Allows("https://a.test"));
   EXPECT_FALSE(got.web.cors->Allows("https://b.test"));
