@@ -68,10 +68,12 @@ std::string BodyOf(const std::string& serialized) {
 
 class ConnectTest : public ::testing::Test {
  protected:
-  void Start(bool connect, size_t max_receive_message_size = 4 << 20) {
+  void Start(bool connect, size_t max_receive_message_size = 4 << 20,
+             size_t memory_quota_share = 16 << 20) {
     ServerOptions options;
     options.web.connect = connect;
     options.connection.max_receive_message_size = max_receive_message_size;
+    options.connection.memory_quota_share = memory_quota_share;
     const auto unary = [this](ServerContext* context,
                               const SimpleRequest& request,
                               SimpleResponse* response) -> Status {
@@ -322,6 +324,36 @@ TEST_F(ConnectTest, ABodyOverTheReceiveLimitIsResourceExhausted) {
   EXPECT_THAT(ErrorOf(response)["message"].get<std::string>(),
               HasSubstr("max_receive_message_size"));
   EXPECT_EQ(calls_.load(), 0);
+}
+
+// Unary bodies are held until the request ends, charged to the
+// connection's share of the memory quota: a body past it is refused, and
+// the memory comes back when the stream holding it goes.
+TEST_F(ConnectTest, BodiesBeingReceivedCountAgainstTheMemoryQuota) {
+  Start(true, /*max_receive_message_size=*/64 << 10,
+        /*memory_quota_share=*/100 << 10);
+  const std::string body = Serialized(std::string(60 << 10, 'x'));
+  RawRequest held;
+  held.headers = Headers(kUnary, "application/proto");
+  held.body = body;
+  held.end_stream = false;  // the body is held until the request ends
+  const int32_t held_id = client_->Start(held);
+  ASSERT_GT(held_id, 0);
+  ASSERT_TRUE(client_->RunUntil(
+      [&] {
+        return client_->Response(held_id).request_bytes_sent == body.size();
+      },
+      absl::Seconds(10)));
+
+  const RawResponse refused = Call(kUnary, "application/proto", body);
+  EXPECT_EQ(refused.Header(":status"), "429") << refused.DebugString();
+  EXPECT_THAT(ErrorOf(refused)["message"].get<std::string>(),
+              HasSubstr("memory"));
+
+  client_->ResetStream(held_id, NGHTTP2_CANCEL);
+  const RawResponse served = Call(kUnary, "application/proto", body);
+  EXPECT_EQ(served.Header(":status"), "200") << served.DebugString();
+  EXPECT_EQ(calls_.load(), 1);
 }
 
 TEST_F(ConnectTest, TheTimeoutHeaderIsTheDeadline) {

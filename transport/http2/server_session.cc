@@ -1296,6 +1296,7 @@ int ServerSession::OnStreamClose(int32_t stream_id, uint32_t error_code) {
   ReturnAllCredit(&stream->window_);
   ForgetReceive(stream);
   ReleaseDeframer(&stream->deframer_);
+  stream->ReleaseConnectBody();
   if (!stream->finished_ || stream->cancel_on_close_) stream->Cancel();
   stream->Unref();
   return 0;
