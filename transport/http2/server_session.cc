@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <limits>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -334,21 +333,20 @@ Status ServerStream::TakeConnectResponseMessage(
                                "the Connect protocol's unary form needs"));
   }
   body.erase(0, kMessagePrefixSize);
-  const bool compressed = prefix.flag != 0;
   if (!connect_json_) {
-    if (compressed)
+    if (prefix.flag != 0) {
       *content_encoding = CompressionAlgorithmName(send_encoding_);
+    }
     return Status();
   }
-  absl::string_view message = body;
-  if (compressed) {
-    Status inflated = compression::DecompressMessage(
-        body, send_encoding_, std::numeric_limits<size_t>::max(), &message);
-    if (!inflated.ok()) return inflated;
+  // A JSON call's client accepts no compression, so none is used.
+  if (prefix.flag != 0) {
+    return Status(StatusCode::kInternal,
+                  "a compressed response the call cannot convert to JSON");
   }
   std::string json;
   Status converted = connection_->options().web.connect_codec->ResponseToJson(
-      method_, message, &json);
+      method_, body, &json);
   if (!converted.ok()) return converted;
   body.assign(json);
   return outgoing_.ChargeAppended();
@@ -1080,6 +1078,21 @@ void ServerSession::OnRequestHeaders(ServerStream* stream, bool end_stream) {
   }
 }
 
+Status ServerSession::FeedDeframer(ServerStream* stream,
+                                   absl::string_view chunk) {
+  if (stream->connect_json_) {
+    JsonToObserver listener(stream->observer, stream->receive_encoding_,
+                            options().max_receive_message_size,
+                            &stream->delivered_,
+                            options().web.connect_codec.get(), stream->method_);
+    return stream->deframer_.Feed(chunk, listener);
+  }
+  DeliverToObserver<ServerStream::Observer> listener(
+      stream->observer, stream->receive_encoding_,
+      options().max_receive_message_size, &stream->delivered_);
+  return stream->deframer_.Feed(chunk, listener);
+}
+
 int ServerSession::OnDataChunk(int32_t stream_id, const uint8_t* data,
                                size_t size) {
   ServerStream* stream = StreamFor(stream_id);
@@ -1104,28 +1117,14 @@ int ServerSession::OnDataChunk(int32_t stream_id, const uint8_t* data,
     Status status;
     if (stream->web_text_) {
       stream->web_text_decoded_.clear();
-      if (stream->web_text_decoder_.Decode(chunk, &stream->web_text_decoded_)) {
-        chunk = stream->web_text_decoded_;
-      } else {
+      if (!stream->web_text_decoder_.Decode(chunk,
+                                            &stream->web_text_decoded_)) {
         status = Status(StatusCode::kInternal,
                         "a gRPC-Web text request body that is not base64");
-        chunk = absl::string_view();
       }
+      chunk = stream->web_text_decoded_;
     }
-    if (!status.ok()) {
-      // Nothing fed.
-    } else if (stream->connect_json_) {
-      JsonToObserver listener(
-          stream->observer, stream->receive_encoding_,
-          options().max_receive_message_size, &stream->delivered_,
-          options().web.connect_codec.get(), stream->method_);
-      status = deframer.Feed(chunk, listener);
-    } else {
-      DeliverToObserver<ServerStream::Observer> listener(
-          stream->observer, stream->receive_encoding_,
-          options().max_receive_message_size, &stream->delivered_);
-      status = deframer.Feed(chunk, listener);
-    }
+    if (status.ok()) status = FeedDeframer(stream, chunk);
     NoteMessageInput(deframer);
     CountReceived(deframer.messages_delivered() - delivered);
     if (deframer.messages_delivered() != delivered) memory_refusals_ = 0;

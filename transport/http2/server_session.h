@@ -417,6 +417,9 @@ class ServerSession : public Session {
   // none is left (see kResetBurst).
   [[nodiscard]] bool TakeResetToken();
   void OnRequestHeaders(ServerStream* stream, bool end_stream);
+  // Feeds request bytes to the stream's deframer, its messages to the
+  // observer (converted from JSON for a JSON Connect stream).
+  Status FeedDeframer(ServerStream* stream, absl::string_view chunk);
   // Whether the server answers requests of `content_type` (gRPC, and the
   // web protocols WebOptions enable); sets the stream's protocol if so.
   bool ClassifyContentType(absl::string_view content_type,
