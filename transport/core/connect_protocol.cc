@@ -82,6 +82,39 @@ std::string Dump(const nlohmann::json& json) {
   return json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// A query component: %XX decoded, '+' a space (as HTML forms and Go's
+// url.ParseQuery read it). False for a '%' not followed by two hex digits.
+bool QueryUnescape(absl::string_view in, std::string* out) {
+  out->clear();
+  out->reserve(in.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i] == '+') {
+      out->push_back(' ');
+    } else if (in[i] != '%') {
+      out->push_back(in[i]);
+    } else {
+      const int high = i + 2 < in.size() ? HexValue(in[i + 1]) : -1;
+      const int low = high >= 0 ? HexValue(in[i + 2]) : -1;
+      if (low < 0) return false;
+      out->push_back(static_cast<char>(high * 16 + low));
+      i += 2;
+    }
+  }
+  return true;
+}
+
+Status BadGet(absl::string_view why) {
+  return Status(StatusCode::kInvalidArgument,
+                absl::StrCat("Connect GET request: ", why));
+}
+
 }  // namespace
 
 bool IsConnectStreamContentType(absl::string_view content_type, bool* json) {
@@ -151,43 +184,6 @@ void AppendConnectEndStream(const Status& status,
   out->push_back(static_cast<char>(length));
   out->append(json);
 }
-
-namespace {
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// A query component: %XX decoded, '+' a space (as HTML forms and Go's
-// url.ParseQuery read it). False for a '%' not followed by two hex digits.
-bool QueryUnescape(absl::string_view in, std::string* out) {
-  out->clear();
-  out->reserve(in.size());
-  for (size_t i = 0; i < in.size(); ++i) {
-    if (in[i] == '+') {
-      out->push_back(' ');
-    } else if (in[i] != '%') {
-      out->push_back(in[i]);
-    } else {
-      const int high = i + 2 < in.size() ? HexValue(in[i + 1]) : -1;
-      const int low = high >= 0 ? HexValue(in[i + 2]) : -1;
-      if (low < 0) return false;
-      out->push_back(static_cast<char>(high * 16 + low));
-      i += 2;
-    }
-  }
-  return true;
-}
-
-Status BadGet(absl::string_view why) {
-  return Status(StatusCode::kInvalidArgument,
-                absl::StrCat("Connect GET request: ", why));
-}
-
-}  // namespace
 
 Status ParseConnectGetRequest(absl::string_view path, ConnectGetRequest* out) {
   const size_t question = path.find('?');
