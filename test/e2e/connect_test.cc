@@ -37,12 +37,12 @@ using grpc::testing::StreamingOutputCallRequest;
 using grpc::testing::StreamingOutputCallResponse;
 using ::h2rpc::testing::GrpcFrame;
 using ::h2rpc::testing::GrpcRequestHeaders;
-using ::h2rpc::testing::ParseGrpcFrames;
 using ::h2rpc::testing::RawH2Client;
 using ::h2rpc::testing::RawHeaders;
 using ::h2rpc::testing::RawRequest;
 using ::h2rpc::testing::RawResponse;
 using ::h2rpc::testing::SetHeader;
+using ::h2rpc::testing::SplitFramedBody;
 using ::h2rpc::testing::StubServer;
 using ::h2rpc::testing::WaitFor;
 using ::testing::HasSubstr;
@@ -407,18 +407,11 @@ struct StreamBody {
 
 StreamBody ParseStreamBody(const std::string& body) {
   StreamBody out;
-  std::vector<std::string> frames;
-  std::vector<uint8_t> flags;
-  if (!ParseGrpcFrames(body, &frames, &flags) || frames.empty() ||
-      flags.back() != 0x02) {
-    return out;
+  std::string end;
+  if (SplitFramedBody(body, 0x02, &out.messages, &end)) {
+    out.end = nlohmann::json::parse(end, nullptr, false);
+    out.ok = out.end.is_object();
   }
-  for (size_t i = 0; i + 1 < frames.size(); ++i) {
-    if (flags[i] != 0) return out;
-    out.messages.push_back(frames[i]);
-  }
-  out.end = nlohmann::json::parse(frames.back(), nullptr, false);
-  out.ok = out.end.is_object();
   return out;
 }
 

@@ -39,6 +39,7 @@ using ::h2rpc::testing::RawRequest;
 using ::h2rpc::testing::RawResponse;
 using ::h2rpc::testing::RemoveHeader;
 using ::h2rpc::testing::SetHeader;
+using ::h2rpc::testing::SplitFramedBody;
 using ::h2rpc::testing::StubServer;
 using ::testing::ElementsAre;
 using ::testing::UnorderedElementsAre;
@@ -56,21 +57,13 @@ struct WebBody {
 
 WebBody ParseWebBody(const std::string& body) {
   WebBody out;
-  std::vector<std::string> frames;
-  std::vector<uint8_t> flags;
-  if (!ParseGrpcFrames(body, &frames, &flags) || frames.empty() ||
-      flags.back() != 0x80) {
-    return out;
-  }
-  for (size_t i = 0; i + 1 < frames.size(); ++i) {
-    if (flags[i] != 0) return out;
-    out.messages.push_back(frames[i]);
-  }
+  std::string trailers;
+  if (!SplitFramedBody(body, 0x80, &out.messages, &trailers)) return out;
   for (absl::string_view line :
-       absl::StrSplit(frames.back(), "\r\n", absl::SkipEmpty())) {
+       absl::StrSplit(trailers, "\r\n", absl::SkipEmpty())) {
     out.trailer_lines.emplace_back(line);
   }
-  out.ok = absl::EndsWith(frames.back(), "\r\n");
+  out.ok = absl::EndsWith(trailers, "\r\n");
   return out;
 }
 

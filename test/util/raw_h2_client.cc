@@ -604,6 +604,21 @@ bool ParseGrpcFrames(absl::string_view body, std::vector<std::string>* messages,
   return true;
 }
 
+bool SplitFramedBody(absl::string_view body, uint8_t last_flag,
+                     std::vector<std::string>* messages, std::string* last) {
+  std::vector<uint8_t> flags;
+  if (!ParseGrpcFrames(body, messages, &flags) || messages->empty() ||
+      flags.back() != last_flag) {
+    return false;
+  }
+  for (size_t i = 0; i + 1 < flags.size(); ++i) {
+    if (flags[i] != 0) return false;
+  }
+  *last = std::move(messages->back());
+  messages->pop_back();
+  return true;
+}
+
 std::string PercentDecode(absl::string_view text) {
   auto hex = [](char c) -> int {
     if (c >= '0' && c <= '9') return c - '0';

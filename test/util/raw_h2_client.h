@@ -236,6 +236,12 @@ std::string GrpcFrame(absl::string_view message, uint8_t flag = 0);
 // of well-formed frames (flags are not checked, only returned in `flags`).
 bool ParseGrpcFrames(absl::string_view body, std::vector<std::string>* messages,
                      std::vector<uint8_t>* flags = nullptr);
+// Splits a body of messages (flag 0) that ends with one frame flagged
+// `last_flag` (gRPC-Web's trailers: 0x80; the end of a Connect stream:
+// 0x02) into the messages and that frame's payload; false for any other
+// body.
+bool SplitFramedBody(absl::string_view body, uint8_t last_flag,
+                     std::vector<std::string>* messages, std::string* last);
 // Decodes a grpc-message value (percent-encoding).
 std::string PercentDecode(absl::string_view text);
 

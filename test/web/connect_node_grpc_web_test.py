@@ -12,7 +12,6 @@ gRPC-Web client runs.
 Usage (from Bazel): connect_node_grpc_web_test.py --server=PATH
   --client_dir=DIR --proto_root=DIR --lock=FILE --grpcpp_client=PATH
 """
-import os
 import subprocess
 import sys
 import unittest
@@ -29,10 +28,7 @@ class ConnectNodeGrpcWebTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.dir = web_test_util.client_dir(
-            [os.path.join(ARGS.client_dir, name)
-             for name in ("client.mjs", "descriptors.mjs")],
-            ARGS.lock, ARGS.proto_root)
+        cls.dir = web_test_util.node_client_dir(ARGS)
         cls.server, cls.port = web_test_util.start_server(
             ARGS.server, ["--grpc_web"])
 
@@ -41,11 +37,8 @@ class ConnectNodeGrpcWebTest(unittest.TestCase):
         web_test_util.stop_server(cls.server)
 
     def client_argv(self, protocol):
-        return ["node", os.path.join(self.dir, "client.mjs"),
-                "--descriptor_set=" + os.path.join(self.dir, "testing.binpb"),
-                "--base_url=http://127.0.0.1:%d" % self.port,
-                "--protocol=" + protocol, "--http_version=2",
-                "--case=" + CASES]
+        return web_test_util.node_client_argv(self.dir, self.port, protocol,
+                                              CASES)
 
     def check_client(self, protocol, returncode, stdout, stderr):
         self.assertEqual(returncode, 0,

@@ -14,7 +14,6 @@ Usage (from Bazel): connect_protocol_test.py --server=PATH
   --client_dir=DIR --proto_root=DIR --lock=FILE
 """
 import json
-import os
 import subprocess
 import sys
 import unittest
@@ -30,10 +29,7 @@ class ConnectProtocolTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.dir = web_test_util.client_dir(
-            [os.path.join(ARGS.client_dir, name)
-             for name in ("client.mjs", "descriptors.mjs")],
-            ARGS.lock, ARGS.proto_root)
+        cls.dir = web_test_util.node_client_dir(ARGS)
         cls.server, cls.port = web_test_util.start_server(
             ARGS.server, ["--connect"])
 
@@ -43,12 +39,8 @@ class ConnectProtocolTest(unittest.TestCase):
 
     def run_client(self, json_messages):
         result = subprocess.run(
-            ["node", os.path.join(self.dir, "client.mjs"),
-             "--descriptor_set=" + os.path.join(self.dir, "testing.binpb"),
-             "--base_url=http://127.0.0.1:%d" % self.port,
-             "--protocol=connect", "--http_version=2",
-             "--json=" + ("true" if json_messages else "false"),
-             "--case=" + CASES],
+            web_test_util.node_client_argv(self.dir, self.port, "connect",
+                                           CASES, json_messages),
             capture_output=True, text=True, timeout=120)
         self.assertEqual(result.returncode, 0,
                          "%s%s" % (result.stdout, result.stderr))

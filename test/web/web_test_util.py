@@ -42,6 +42,25 @@ def client_dir(sources, lock, proto_root):
     return out
 
 
+def node_client_dir(args):
+    """client_dir holding client.mjs and descriptors.mjs, from the flags
+    main() parsed."""
+    return client_dir([os.path.join(args.client_dir, name)
+                       for name in ("client.mjs", "descriptors.mjs")],
+                      args.lock, args.proto_root)
+
+
+def node_client_argv(directory, port, protocol, cases, json_messages=False):
+    """client.mjs in `directory` (node_client_dir) running `cases` with
+    `protocol` against 127.0.0.1:`port` over HTTP/2 (h2c)."""
+    return ["node", os.path.join(directory, "client.mjs"),
+            "--descriptor_set=" + os.path.join(directory, "testing.binpb"),
+            "--base_url=http://127.0.0.1:%d" % port,
+            "--protocol=" + protocol, "--http_version=2",
+            "--json=" + ("true" if json_messages else "false"),
+            "--case=" + cases]
+
+
 def start_server(path, args):
     """Starts h2rpc_interop_server with `args` and --port=0; returns the
     process and the port it announced."""
