@@ -1,11 +1,14 @@
-// The Connect protocol's unary form over HTTP/2 on an h2rpc server with
+// The Connect protocol over HTTP/2 on an h2rpc server with
 // ServerOptions::web.connect, driven by a raw HTTP/2 client that sends what
-// Connect clients send: binary and JSON bodies answered with the response
-// message and the metadata in one header block ("trailer-" for the trailing
-// ones); errors as an HTTP status with a JSON body; the deadline from
-// connect-timeout-ms; gzip both ways; bad requests refused with the
-// protocol's own answer; the allocations of a binary call no more than
-// gRPC's; and a server without the option refusing Connect with HTTP 415.
+// Connect clients send. Unary form: binary and JSON bodies answered with the
+// response message and the metadata in one header block ("trailer-" for the
+// trailing ones); errors as an HTTP status with a JSON body and the status's
+// details; the deadline from connect-timeout-ms; gzip both ways; bad
+// requests refused with the protocol's own answer; bodies bounded by the
+// memory quota; the allocations of a binary call no more than gRPC's. GET
+// form: methods without side effects only, the request in the query.
+// Streaming form: messages, then the end-of-stream frame. And a server
+// without the option refusing Connect with HTTP 415.
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
