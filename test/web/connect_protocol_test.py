@@ -3,9 +3,9 @@
 @connectrpc/connect-node's Connect transport (npm; test/web/node, installed
 by test/web/install_npm_modules.sh) calls grpc.testing.TestService on
 h2rpc_interop_server --connect over HTTP/2, with binary and with JSON
-messages: unary (Connect's unary form), server streaming (its streaming
-form), an error status, the client's deadline and a deadline the server
-alone enforces (connect-timeout-ms). curl (Debian's) posts JSON as a person
+messages: unary (Connect's unary form), server streaming, client streaming
+and bidi (its streaming form), an error status, the client's deadline and
+a deadline the server alone enforces (connect-timeout-ms). curl (Debian's) posts JSON as a person
 would and reads the answers: the response message in protobuf's JSON
 mapping, and errors as an HTTP status with a JSON body; and it calls a
 method without side effects with Connect's GET form.
@@ -21,7 +21,8 @@ import unittest
 import web_test_util
 
 ARGS = None
-CASES = "unary,server_streaming,error,deadline,server_deadline"
+CASES = ("unary,server_streaming,client_streaming,bidi,error,deadline,"
+         "server_deadline")
 UNARY_CALL = "/grpc.testing.TestService/UnaryCall"
 
 

@@ -2,7 +2,7 @@
 // generated code: the service comes from a FileDescriptorSet at runtime).
 //   node client.mjs --descriptor_set=testing.binpb --base_url=http://127.0.0.1:8080 \
 //     --protocol=connect|grpc-web|grpc --http_version=1.1|2 [--json] \
-//     --case=unary|server_streaming|error|deadline|all
+//     --case=unary|server_streaming|client_streaming|bidi|error|deadline|all
 // Prints one JSON line {case, ok, detail} per case; exits 1 if any failed.
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import {
@@ -64,6 +64,28 @@ const cases = {
     check(JSON.stringify(got) === JSON.stringify(sizes),
           `got sizes ${JSON.stringify(got)}, want ${JSON.stringify(sizes)}`);
     return `${got.length} messages`;
+  },
+  // Client streaming and bidi need a transport that streams requests:
+  // gRPC, or Connect over HTTP/2.
+  async client_streaming() {
+    const sizes = [27182, 8, 1828, 45904];
+    const res = await client.streamingInputCall((async function* () {
+      for (const size of sizes) yield { payload: { body: new Uint8Array(size) } };
+    })());
+    const want = sizes.reduce((a, b) => a + b, 0);
+    check(res.aggregatedPayloadSize === want,
+          `aggregated ${res.aggregatedPayloadSize}, want ${want}`);
+    return `${sizes.length} messages, ${want} bytes`;
+  },
+  async bidi() {
+    const sizes = [31415, 9, 2653, 58979];
+    const got = [];
+    for await (const res of client.fullDuplexCall((async function* () {
+      for (const size of sizes) yield { responseParameters: [{ size }] };
+    })())) got.push(res.payload?.body.length ?? 0);
+    check(JSON.stringify(got) === JSON.stringify(sizes),
+          `got sizes ${JSON.stringify(got)}, want ${JSON.stringify(sizes)}`);
+    return `${got.length} round trips`;
   },
   async error() {
     return expectError(client.unaryCall({ responseStatus: { code: 3, message: "bad" } }),
