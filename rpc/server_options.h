@@ -26,9 +26,10 @@ struct ServerOptions {
   // not gRPC (HTTP 415).
   struct WebProtocols {
     // gRPC-Web (gRPC's PROTOCOL-WEB.md) over HTTP/2, binary form
-    // (content-type application/grpc-web or application/grpc-web+proto):
-    // every method, the trailers at the end of the response body. What
-    // Envoy's grpc_web filter would otherwise translate.
+    // (content-type application/grpc-web or application/grpc-web+proto)
+    // and base64 text form (application/grpc-web-text): every method, the
+    // trailers at the end of the response body. What Envoy's grpc_web
+    // filter would otherwise translate.
     bool grpc_web = false;
     // The Connect protocol (connectrpc.com/docs/protocol) over HTTP/2, what
     // connect-go serves and curl can call. Unary form: a POST whose body is

@@ -173,7 +173,7 @@ class ServerStream final : private io::Timer {
   // max_receive_message_size and the connection's memory share.
   Status AppendConnectBody(absl::string_view bytes);
   // Connect: the details of an error, read from `status`'s (a serialized
-  // google.rpc.Status) with the JSON codec; none without one.
+  // google.rpc.Status) with WebOptions::connect_codec; none without one.
   std::vector<ConnectErrorDetail> ErrorDetailsOf(const Status& status) const;
   // Connect unary: empties connect_body_ and gives its charge back
   // (connection_ set).
@@ -424,16 +424,16 @@ class ServerSession : public Session {
   // web protocols WebOptions enable); sets the stream's protocol if so.
   bool ClassifyContentType(absl::string_view content_type,
                            ServerStream* stream) const;
-  // A Connect unary request's headers: its deadline into `*timeout`, its
-  // encoding into the stream; the refusal for bad ones.
+  // A Connect request's headers (either form): its deadline into
+  // `*timeout`, its encoding into the stream; the refusal for bad ones.
+  Status ReadConnectRequest(const ReservedHeaderValues& reserved,
+                            ServerStream* stream,
+                            absl::optional<absl::Duration>* timeout) const;
   // A Connect GET request's :path: the method without its query, the
   // message (into the stream's body), its encoding and compression; the
   // refusal otherwise, with `*http_status` 405 for a method that may not be
   // called so.
   Status ReadConnectGet(ServerStream* stream, int* http_status);
-  Status ReadConnectRequest(const ReservedHeaderValues& reserved,
-                            ServerStream* stream,
-                            absl::optional<absl::Duration>* timeout) const;
   // Answers a request the transport itself refuses.
   void Refuse(ServerStream* stream, const Status& status, int http_status);
   // Answers a CORS preflight (an OPTIONS request) from `origin` (null: the

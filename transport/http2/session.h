@@ -73,7 +73,8 @@ inline constexpr size_t kDefaultWriteBufferLimit = 256 << 10;
 // Servers: what a connection serves browsers besides gRPC (the rpc layer
 // sets it from ServerOptions::web).
 struct WebOptions {
-  // Also answer gRPC-Web requests (binary, application/grpc-web[+proto];
+  // Also answer gRPC-Web requests (application/grpc-web[+proto], and the
+  // base64 text form application/grpc-web-text[+proto];
   // transport/core/grpc_web.h). Off: they are refused with HTTP 415 as any
   // other content-type.
   bool grpc_web = false;
