@@ -30,6 +30,15 @@ struct ChannelOptions {
   // version (kH2rpcUserAgent in rpc/version.h), as gRPC C++ sends
   // "grpc-c++/<version>".
   std::string user_agent = kH2rpcUserAgent;
+  // Unary calls speak the Connect protocol's unary form
+  // (connectrpc.com/docs/protocol) instead of gRPC, binary messages over
+  // HTTP/2, to servers that answer it (connect-go, connect-node, h2rpc with
+  // ServerOptions::web.connect): a POST of the request message, answered
+  // with the response message, or an error as an HTTP status and a JSON
+  // body; metadata as headers ("trailer-" for the trailing ones); the
+  // deadline in connect-timeout-ms. Streaming calls on such a channel fail
+  // with UNIMPLEMENTED. Default: gRPC.
+  bool connect_unary = false;
   // HTTP/2 settings and message size limits of the connection.
   ConnectionOptions connection;
   // Looks up the target's host name off the event loop (a target whose host

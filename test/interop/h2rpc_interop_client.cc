@@ -17,6 +17,10 @@
 // --server_host_override=foo.test.google.fr. --use_test_ca and
 // --server_host_override without --use_tls are bad flags.
 //
+// --connect_unary makes the unary calls with the Connect protocol's unary
+// form instead of gRPC (ChannelOptions::connect_unary; plaintext), for
+// Connect servers: the unary cases then run as they are.
+//
 // Runs one test case and exits 0 when every assertion of the description
 // held, 1 (with the reason on stderr) when one did not, 2 for a bad command
 // line or a test case it does not implement. Every RPC carries a deadline
@@ -81,6 +85,9 @@ ABSL_FLAG(int, deadline_ms, 20000,
           "Deadline of every RPC whose test case does not set its own, in "
           "milliseconds.");
 ABSL_FLAG(bool, use_tls, false, "Connect with TLS instead of plaintext h2c.");
+ABSL_FLAG(bool, connect_unary, false,
+          "Make the unary calls with the Connect protocol's unary form "
+          "(ChannelOptions::connect_unary), plaintext only.");
 ABSL_FLAG(bool, use_test_ca, false,
           "With --use_tls: trust the interop test CA (ca.pem) instead of the "
           "system's roots.");
@@ -775,7 +782,9 @@ int Run() {
     options.ssl_target_name_override = server_host_override;
     channel = CreateChannel(target, std::move(credentials), options);
   } else {
-    channel = CreateChannel(target);
+    ChannelOptions options;
+    options.connect_unary = absl::GetFlag(FLAGS_connect_unary);
+    channel = CreateChannel(target, options);
   }
 
   bool passed;

@@ -82,13 +82,15 @@ def stop_server(server):
 def main(test_module):
     """Parses the web tests' flags into test_module.ARGS (--server, the
     interop server; --client_dir, the JavaScript clients; --proto_root;
-    --lock, their package-lock.json; --grpcpp_client, gRPC C++'s interop
-    client, for the tests that run it), then runs the module's tests."""
+    --lock, their package-lock.json; --grpcpp_client and --h2rpc_client,
+    gRPC C++'s and h2rpc's interop clients, for the tests that run them),
+    then runs the module's tests."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--server", required=True)
     parser.add_argument("--client_dir", required=True)
     parser.add_argument("--proto_root", required=True)
     parser.add_argument("--lock", required=True)
     parser.add_argument("--grpcpp_client")
+    parser.add_argument("--h2rpc_client")
     test_module.ARGS, rest = parser.parse_known_args()
     unittest.main(module=test_module, argv=[sys.argv[0]] + rest)

@@ -38,6 +38,12 @@ struct CallDescription {
   // Like the metadata, they must outlive the HEADERS frame.
   absl::string_view traceparent;
   absl::string_view tracestate;
+  // A Connect unary call (transport/core/connect_protocol.h) instead of
+  // gRPC: content-type application/proto, connect-protocol-version and
+  // connect-timeout-ms instead of te and grpc-timeout, content-encoding and
+  // accept-encoding instead of grpc-encoding and grpc-accept-encoding, no
+  // grpc-previous-rpc-attempts.
+  bool connect_unary = false;
   // User metadata, sent after the transport's fields. Null: none.
   const Metadata* metadata = nullptr;
   // Metadata from call credentials, sent after the user's, in order; not
@@ -45,8 +51,9 @@ struct CallDescription {
   const Metadata* credential_metadata[2] = {nullptr, nullptr};
 };
 
-// The exact number of header fields BuildRequestHeaders emits for `call`.
-// Absent optional fields are not counted.
+// The number of header fields BuildRequestHeaders emits for `call`: exact,
+// but for a Connect call whose deadline is too far for connect-timeout-ms
+// (one fewer is emitted). Absent optional fields are not counted.
 size_t CountRequestHeaderFields(const CallDescription& call);
 
 // Fills `headers` with the request header list for `call`, in the order
@@ -55,6 +62,10 @@ size_t CountRequestHeaderFields(const CallDescription& call);
 //   content-type: application/grpc, [grpc-encoding], [grpc-accept-encoding],
 //   [user-agent], [grpc-previous-rpc-attempts], [traceparent],
 //   [tracestate], user metadata..., credential metadata...
+// A Connect unary call (`call.connect_unary`) has connect-protocol-version:
+// 1 and [connect-timeout-ms] in place of te and grpc-timeout, content-type
+// application/proto, and [content-encoding], [accept-encoding] in place of
+// the grpc- ones, and no grpc-previous-rpc-attempts.
 // Reserves the field vector once with CountRequestHeaderFields(): a fresh
 // HeaderList makes one allocation for the fields (plus one for the base64 of
 // -bin metadata, if any); a reused one makes none once warm. grpc-timeout is

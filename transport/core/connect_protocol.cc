@@ -9,6 +9,7 @@
 #include "transport/core/base64.h"
 #include "transport/core/cors.h"
 #include "transport/core/message_framer.h"
+#include "transport/core/status_synthesis.h"
 
 namespace h2rpc::transport {
 namespace {
@@ -183,6 +184,25 @@ void AppendConnectEndStream(const Status& status,
   out->push_back(static_cast<char>(length >> 8));
   out->push_back(static_cast<char>(length));
   out->append(json);
+}
+
+Status ConnectErrorFromBody(int http_status, absl::string_view body) {
+  const nlohmann::json error = nlohmann::json::parse(body, nullptr, false);
+  if (error.is_object() && error.contains("code") &&
+      error["code"].is_string()) {
+    const std::string& name = error["code"].get_ref<const std::string&>();
+    for (size_t code = 1; code < sizeof(kCodes) / sizeof(kCodes[0]); ++code) {
+      if (kCodes[code].name != name) continue;
+      const auto message = error.find("message");
+      return Status(static_cast<StatusCode>(code),
+                    message != error.end() && message->is_string()
+                        ? message->get<std::string>()
+                        : std::string());
+    }
+  }
+  return Status(GrpcCodeFromHttpStatus(http_status),
+                absl::StrCat("received HTTP status ", http_status,
+                             " without a Connect error"));
 }
 
 Status ParseConnectGetRequest(absl::string_view path, ConnectGetRequest* out) {

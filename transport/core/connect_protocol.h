@@ -64,6 +64,12 @@ absl::string_view ConnectCodeName(StatusCode code);
 // INVALID_ARGUMENT 400, NOT_FOUND 404, UNAVAILABLE 503, ...); 200 for OK.
 int ConnectHttpStatus(StatusCode code);
 
+// A client's reading of a Connect unary response that is not 200: the code
+// and message of its JSON error body; for a body that is not one (a proxy's
+// page), the gRPC code of the HTTP status (GrpcCodeFromHttpStatus) and a
+// message naming it. Allocates.
+Status ConnectErrorFromBody(int http_status, absl::string_view body);
+
 // One entry of a Connect error's details: a message of `type` (its full
 // name, "google.rpc.ErrorInfo"), serialized.
 struct ConnectErrorDetail {

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "transport/core/connect_protocol.h"
 #include "transport/core/received_headers.h"
 #include "transport/core/status_synthesis.h"
 
@@ -16,6 +19,7 @@ void ClientStream::Reset() {
   observer = nullptr;
   max_receive_message_size = 0;
   outgoing_.Clear();
+  connect_prefix_dropped_ = false;
   ClearAttempt();
 }
 
@@ -40,6 +44,9 @@ void ClientStream::ClearAttempt() {
   trailing_metadata_.Clear();
   status_known_ = false;
   status_ = Status();
+  connect_http_status_ = 0;
+  connect_body_.clear();
+  connect_headers_.Clear();
 }
 
 void ClientStream::ReleaseMessage(size_t held_bytes) {
@@ -129,6 +136,23 @@ void ClientSession::StartCall(ClientStream* stream) {
     return;
   }
   stream->description.accept_encodings = accept_encoding();
+  if (stream->description.connect_unary && !stream->connect_prefix_dropped_) {
+    // Connect's unary form sends the message alone.
+    std::string& body = stream->outgoing_.buffer();
+    if (body.size() < kMessagePrefixSize ||
+        body.size() !=
+            kMessagePrefixSize + DecodeMessagePrefix(body.data()).length) {
+      stream->status_ = Status(StatusCode::kInternal,
+                               "a Connect unary call sends one message");
+      Deliver(stream);
+      return;
+    }
+    if (DecodeMessagePrefix(body.data()).flag == 0) {
+      stream->description.send_encoding = absl::string_view();
+    }
+    body.erase(0, kMessagePrefixSize);
+    stream->connect_prefix_dropped_ = true;
+  }
   stream->status_ = BuildRequestHeaders(stream->description, scheduler()->Now(),
                                         &stream->headers_);
   if (!stream->status_.ok()) {
@@ -312,7 +336,9 @@ int ClientSession::OnFrameRecv(const nghttp2_frame* frame) {
         FailMalformed(stream);
         break;
       }
-      if (end_stream) {
+      if (end_stream && stream->description.connect_unary) {
+        EndConnectResponse(stream);
+      } else if (end_stream) {
         // The body ended without trailers.
         Status status = stream->deframer_.Finish();
         if (status.ok()) {
@@ -328,8 +354,88 @@ int ClientSession::OnFrameRecv(const nghttp2_frame* frame) {
   return 0;
 }
 
+void ClientSession::OnConnectResponseHeaders(ClientStream* stream,
+                                             bool end_stream) {
+  if (stream->header_blocks_++ > 0) {
+    stream->block_.Release();
+    FailStream(stream, Status(StatusCode::kInternal,
+                              "a Connect unary response with trailers"));
+    return;
+  }
+  ReservedHeaderValues reserved;
+  Status status = ParseReceivedHeaders(stream->block_.fields(), &reserved,
+                                       &stream->connect_headers_);
+  if (status.ok() &&
+      !(reserved.status.has_value() &&
+        absl::SimpleAtoi(*reserved.status, &stream->connect_http_status_))) {
+    status = Status(StatusCode::kInternal, "a response without :status");
+  }
+  if (status.ok() && stream->connect_http_status_ == 200 &&
+      !AcceptsEncoding(reserved.content_encoding, &stream->receive_encoding_)) {
+    status = Status(StatusCode::kInternal,
+                    absl::StrCat("the response's content-encoding '",
+                                 *reserved.content_encoding,
+                                 "' is not one this client accepts (",
+                                 accept_encoding(), ")"));
+  }
+  stream->block_.Release();
+  if (!status.ok()) {
+    FailStream(stream, std::move(status));
+    return;
+  }
+  // The trailing metadata travel as headers named "trailer-<key>". Each
+  // side is reserved once, as ParseReceivedHeaders does for gRPC's.
+  constexpr absl::string_view kTrailerPrefix = "trailer-";
+  size_t trailing_entries = 0, trailing_bytes = 0;
+  for (Metadata::Entry entry : stream->connect_headers_) {
+    if (absl::StartsWith(entry.key, kTrailerPrefix)) {
+      ++trailing_entries;
+      trailing_bytes += entry.key.size() + entry.value.size();
+    }
+  }
+  stream->initial_metadata_.Reserve(
+      stream->connect_headers_.size() - trailing_entries,
+      stream->connect_headers_.byte_size() - trailing_bytes);
+  stream->trailing_metadata_.Reserve(
+      trailing_entries,
+      trailing_bytes - trailing_entries * kTrailerPrefix.size());
+  for (Metadata::Entry entry : stream->connect_headers_) {
+    if (absl::StartsWith(entry.key, kTrailerPrefix)) {
+      stream->trailing_metadata_.Add(entry.key.substr(kTrailerPrefix.size()),
+                                     entry.value);
+    } else {
+      stream->initial_metadata_.Add(entry.key, entry.value);
+    }
+  }
+  if (stream->connect_http_status_ == 200) {
+    stream->observer->OnInitialMetadata(stream->initial_metadata_);
+  }
+  if (end_stream) EndConnectResponse(stream);
+}
+
+void ClientSession::EndConnectResponse(ClientStream* stream) {
+  Status status;
+  if (stream->connect_http_status_ == 200) {
+    DeliverToObserver<ClientStream::Observer> listener(
+        stream->observer, stream->receive_encoding_, ReceiveLimit(*stream),
+        &stream->delivered_);
+    status = listener.OnMessage(
+        stream->connect_body_,
+        stream->receive_encoding_ != CompressionAlgorithm::kIdentity);
+    CountReceived(1);
+  } else {
+    status = ConnectErrorFromBody(stream->connect_http_status_,
+                                  stream->connect_body_);
+  }
+  EndResponse(stream, std::move(status));
+}
+
 void ClientSession::OnResponseHeaderBlock(ClientStream* stream,
                                           bool end_stream) {
+  if (stream->description.connect_unary) {
+    OnConnectResponseHeaders(stream, end_stream);
+    return;
+  }
   const bool first_block = stream->header_blocks_++ == 0;
   ReservedHeaderValues reserved;
   Metadata& metadata = first_block && !end_stream ? stream->initial_metadata_
@@ -374,9 +480,13 @@ void ClientSession::OnResponseHeaderBlock(ClientStream* stream,
     stream->observer->OnInitialMetadata(stream->initial_metadata_);
     return;
   }
+  EndResponse(stream, std::move(call_status));
+}
+
+void ClientSession::EndResponse(ClientStream* stream, Status status) {
   stream->status_known_ = true;
   stream->eos_received_ = true;
-  stream->status_ = std::move(call_status);
+  stream->status_ = std::move(status);
   scheduler()->Cancel(stream);
   // If our side is still sending, stop: the call is over (gRPC servers may
   // finish before reading the whole request).
@@ -402,6 +512,17 @@ int ClientSession::OnDataChunk(int32_t stream_id, const uint8_t* data,
   } else if (stream->header_blocks_ == 0) {
     FailStream(stream, Status(StatusCode::kInternal,
                               "DATA received before response headers"));
+  } else if (stream->description.connect_unary) {
+    // Gathered whole: the response message, or an error's JSON.
+    if (size > ReceiveLimit(*stream) - stream->connect_body_.size()) {
+      FailStream(stream,
+                 Status(StatusCode::kResourceExhausted,
+                        absl::StrCat("response body of more than ",
+                                     ReceiveLimit(*stream),
+                                     " bytes (max_receive_message_size)")));
+    } else {
+      stream->connect_body_.append(reinterpret_cast<const char*>(data), size);
+    }
   } else {
     DeliverToObserver<ClientStream::Observer> listener(
         stream->observer, stream->receive_encoding_, ReceiveLimit(*stream),

@@ -146,6 +146,15 @@ class ClientStream : private io::Timer {
   // ended; whether END_STREAM arrived (the trailers).
   bool counted_ = false;
   bool eos_received_ = false;
+  // A Connect unary call (description.connect_unary): its request message
+  // lost its gRPC prefix (once, kept across retries); the response's HTTP
+  // status and body, gathered until it ends; all its headers, before they
+  // are split into initial and trailing ("trailer-") metadata. Capacity
+  // kept across calls.
+  bool connect_prefix_dropped_ = false;
+  int connect_http_status_ = 0;
+  std::string connect_body_;
+  Metadata connect_headers_;
 };
 
 // The client side of an HTTP/2 connection: opens one stream per call. Any
@@ -221,6 +230,12 @@ class ClientSession : public Session {
   MessageDeframer::Options StreamDeframerOptions(const ClientStream& stream,
                                                  CompressionAlgorithm encoding);
   void OnResponseHeaderBlock(ClientStream* stream, bool end_stream);
+  // Connect unary: the response's one header block (`end_stream`: it ends
+  // the response), and the end of its body.
+  void OnConnectResponseHeaders(ClientStream* stream, bool end_stream);
+  void EndConnectResponse(ClientStream* stream);
+  // Records the call's outcome once the server ended its response.
+  void EndResponse(ClientStream* stream, Status status);
   // Records the outcome and resets the stream (with `error_code`) unless it
   // is over.
   void FailStream(ClientStream* stream, Status status,

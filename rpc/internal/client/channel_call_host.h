@@ -40,6 +40,8 @@ struct ChannelCallSettings {
   size_t stream_write_buffer = 0;
   // ChannelOptions::per_rpc_retry_buffer_size. Bytes.
   size_t per_rpc_retry_buffer_size = 0;
+  // ChannelOptions::connect_unary.
+  bool connect_unary = false;
   // What records the calls, each null when off: where the loop thread
   // records CallMetrics (ChannelOptions::metrics), the Tracer
   // (ChannelOptions::tracer), where the loop thread counts the calls for

@@ -19,6 +19,12 @@ void ClientStreamCall::Prepare(ClientStreamReactor* reactor,
   stream_.observer = this;
   start_error_ = core_->loop_status();
   if (start_error_.ok()) start_error_ = Describe(context, method, generic);
+  if (start_error_.ok() && core_->call_settings().connect_unary) {
+    start_error_ = Status(StatusCode::kUnimplemented,
+                          "streaming calls on a channel speaking the Connect "
+                          "protocol (ChannelOptions::connect_unary): only "
+                          "unary calls are carried");
+  }
   set_max_send_message_size(max_send_size_);
   // A retryable call keeps what it writes until it is committed.
   stream_.outgoing().set_retain_written(retryable());

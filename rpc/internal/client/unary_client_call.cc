@@ -14,6 +14,7 @@ Status UnaryClientCall::Prepare(ClientContext* context,
                                 absl::string_view request_bytes) {
   Status status = Describe(context, method, /*generic=*/request == nullptr);
   if (!status.ok()) return status;
+  stream_.description.connect_unary = core_->call_settings().connect_unary;
   const size_t max_size = max_send_size_;
   std::string* frame = &stream_.outgoing().buffer();
   status = request != nullptr

@@ -1,0 +1,209 @@
+// An h2rpc channel speaking the Connect protocol's unary form
+// (ChannelOptions::connect_unary) to an h2rpc server answering it
+// (ServerOptions::web.connect): the response message and the metadata both
+// ways, error statuses, the deadline, gzip both ways, streaming calls
+// refused on such a channel, a server without Connect, and the client's
+// allocations per call against a gRPC channel's.
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "proto/grpc/testing/messages.pb.h"
+#include "rpc/channel.h"
+#include "rpc/server.h"
+#include "test/util/allocation_counter.h"
+#include "test/util/stub_server.h"
+#include "test/util/wait_for.h"
+
+namespace h2rpc {
+namespace {
+
+using grpc::testing::SimpleRequest;
+using grpc::testing::SimpleResponse;
+using ::h2rpc::testing::StubServer;
+using ::h2rpc::testing::WaitFor;
+
+constexpr char kEcho[] = "/connect.Test/Echo";
+constexpr char kBidi[] = "/connect.Test/Bidi";
+
+class ConnectClientTest : public ::testing::Test {
+ protected:
+  void Start(bool connect) {
+    ServerOptions options;
+    options.web.connect = connect;
+    server_.builder()
+        .SetOptions(options)
+        .RegisterUnary<SimpleRequest, SimpleResponse>(
+            kEcho,
+            [this](ServerContext* context, const SimpleRequest& request,
+                   SimpleResponse* response) -> Status {
+              last_request_compression_ =
+                  context->client_compression_algorithm();
+              if (request.has_response_status()) {
+                return Status(
+                    static_cast<StatusCode>(request.response_status().code()),
+                    request.response_status().message());
+              }
+              if (request.fill_username()) {
+                // Waits for the deadline to cancel the call.
+                return WaitFor([&] { return context->IsCancelled(); })
+                           ? Status()
+                           : Status(StatusCode::kInternal, "never cancelled");
+              }
+              if (request.response_compressed().value()) {
+                context->set_compression_algorithm(CompressionAlgorithm::kGzip);
+              }
+              const auto echoed = context->client_metadata().Get("x-echo");
+              context->AddInitialMetadata("x-initial", echoed.value_or("none"));
+              context->AddTrailingMetadata("x-trailing", "2");
+              context->AddTrailingMetadata("x-id-bin",
+                                           std::string("\x01\x02", 2));
+              *response->mutable_payload() = request.payload();
+              return Status();
+            })
+        .RegisterBidiStreaming<SimpleRequest, SimpleResponse>(
+            kBidi, [](ServerContext*,
+                      ServerReaderWriter<SimpleResponse, SimpleRequest>*) {
+              return Status();
+            });
+    ASSERT_TRUE(server_.Start().ok());
+    ChannelOptions channel_options;
+    channel_options.connect_unary = true;
+    channel_ = server_.NewChannel(channel_options);
+  }
+
+  Status Echo(ClientContext* context, const SimpleRequest& request,
+              SimpleResponse* response) {
+    if (context->deadline() == absl::InfiniteFuture()) {
+      context->set_timeout(testing::kHangTimeout);
+    }
+    return channel_->UnaryCall(context, kEcho, request, response);
+  }
+
+  StubServer server_;
+  std::shared_ptr<Channel> channel_;
+  std::atomic<CompressionAlgorithm> last_request_compression_{
+      CompressionAlgorithm::kIdentity};
+};
+
+TEST_F(ConnectClientTest, UnaryCallCarriesTheMessageAndTheMetadata) {
+  Start(true);
+  ClientContext context;
+  context.AddMetadata("x-echo", "hi");
+  SimpleRequest request;
+  request.mutable_payload()->set_body("hello");
+  SimpleResponse response;
+  ASSERT_TRUE(Echo(&context, request, &response).ok());
+  EXPECT_EQ(response.payload().body(), "hello");
+  EXPECT_EQ(context.GetServerInitialMetadata().Get("x-initial"), "hi");
+  EXPECT_EQ(context.GetServerTrailingMetadata().Get("x-trailing"), "2");
+  EXPECT_EQ(context.GetServerTrailingMetadata().Get("x-id-bin"),
+            std::string("\x01\x02", 2));
+  // The trailing metadata are not also initial ones.
+  EXPECT_EQ(context.GetServerInitialMetadata().Get("trailer-x-trailing"),
+            absl::nullopt);
+
+  // An empty request message is an empty body.
+  ClientContext empty_context;
+  ASSERT_TRUE(Echo(&empty_context, SimpleRequest(), &response).ok());
+  EXPECT_EQ(response.payload().body(), "");
+}
+
+TEST_F(ConnectClientTest, ErrorsKeepTheirCodeAndMessage) {
+  Start(true);
+  for (const StatusCode code :
+       {StatusCode::kNotFound, StatusCode::kInvalidArgument,
+        StatusCode::kUnavailable, StatusCode::kPermissionDenied}) {
+    ClientContext context;
+    SimpleRequest request;
+    request.mutable_response_status()->set_code(static_cast<int32_t>(code));
+    request.mutable_response_status()->set_message("no \"such\" thing");
+    SimpleResponse response;
+    const Status status = Echo(&context, request, &response);
+    EXPECT_EQ(status.code(), code);
+    EXPECT_EQ(status.message(), "no \"such\" thing");
+  }
+}
+
+TEST_F(ConnectClientTest, TheDeadlineTravelsAndEndsTheCall) {
+  Start(true);
+  ClientContext context;
+  context.set_timeout(absl::Milliseconds(200));
+  SimpleRequest request;
+  request.set_fill_username(true);  // waits for cancellation
+  SimpleResponse response;
+  EXPECT_EQ(Echo(&context, request, &response).code(),
+            StatusCode::kDeadlineExceeded);
+}
+
+TEST_F(ConnectClientTest, GzipBothWays) {
+  Start(true);
+  ClientContext context;
+  context.set_compression_algorithm(CompressionAlgorithm::kGzip);
+  SimpleRequest request;
+  request.mutable_payload()->set_body(std::string(4096, 'z'));
+  request.mutable_response_compressed()->set_value(true);
+  SimpleResponse response;
+  ASSERT_TRUE(Echo(&context, request, &response).ok());
+  EXPECT_EQ(response.payload().body(), std::string(4096, 'z'));
+  EXPECT_EQ(last_request_compression_.load(), CompressionAlgorithm::kGzip);
+}
+
+TEST_F(ConnectClientTest, StreamingCallsAreRefusedOnAConnectChannel) {
+  Start(true);
+  ClientContext context;
+  context.set_timeout(testing::kHangTimeout);
+  auto stream = channel_->BidiStreamingCall<SimpleRequest, SimpleResponse>(
+      &context, kBidi);
+  const Status status = stream->Finish();
+  EXPECT_EQ(status.code(), StatusCode::kUnimplemented);
+  EXPECT_NE(status.message().find("connect_unary"), std::string::npos)
+      << status.message();
+}
+
+TEST_F(ConnectClientTest, AServerWithoutConnectIsAnError) {
+  Start(false);
+  ClientContext context;
+  SimpleResponse response;
+  const Status status = Echo(&context, SimpleRequest(), &response);
+  EXPECT_EQ(status.code(), StatusCode::kUnknown);
+  EXPECT_NE(status.message().find("415"), std::string::npos)
+      << status.message();
+}
+
+// A Connect call allocates on the client what a gRPC call does.
+TEST_F(ConnectClientTest, AllocationsPerCallAreGrpcs) {
+  Start(true);
+  const std::shared_ptr<Channel> grpc = server_.NewChannel(ChannelOptions());
+  SimpleRequest request;
+  request.mutable_payload()->set_body(std::string(1024, 'x'));
+  const auto client_allocations_per_call = [&](Channel* channel) {
+    constexpr int kCalls = 200;
+    SimpleResponse response;
+    for (int i = 0; i < 50; ++i) {
+      ClientContext context;
+      EXPECT_TRUE(channel->UnaryCall(&context, kEcho, request, &response).ok());
+    }
+    const int64_t before =
+        testing::AllocationsByRole(testing::ThreadRole::kClient).allocations;
+    for (int i = 0; i < kCalls; ++i) {
+      ClientContext context;
+      EXPECT_TRUE(channel->UnaryCall(&context, kEcho, request, &response).ok());
+    }
+    const int64_t after =
+        testing::AllocationsByRole(testing::ThreadRole::kClient).allocations;
+    return static_cast<double>(after - before) / kCalls;
+  };
+  const double grpc_allocations = client_allocations_per_call(grpc.get());
+  const double connect_allocations =
+      client_allocations_per_call(channel_.get());
+  std::printf("client allocations per call: gRPC %.2f, Connect %.2f\n",
+              grpc_allocations, connect_allocations);
+  EXPECT_LE(connect_allocations, grpc_allocations);
+}
+
+}  // namespace
+}  // namespace h2rpc
