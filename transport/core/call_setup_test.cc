@@ -196,6 +196,43 @@ TEST(CallSetupTest, TimeoutIsTheRemainingTimeRoundedUp) {
   EXPECT_EQ(Fields(headers)[5].second, "2000000H");
 }
 
+TEST(CallSetupTest, ConnectUnaryCallsHaveConnectsFields) {
+  const Metadata md = MakeMetadata(2);
+  CallDescription call = MakeCall(kAllOptionalFields, &md);
+  call.connect_unary = true;
+  HeaderList headers;
+  ASSERT_TRUE(BuildRequestHeaders(call, kNow, &headers).ok());
+  EXPECT_EQ(Fields(headers),
+            (std::vector<std::pair<std::string, std::string>>{
+                {":method", "POST"},
+                {":scheme", "http"},
+                {":path", "/grpc.testing.TestService/UnaryCall"},
+                {":authority", "localhost:50051"},
+                {"connect-protocol-version", "1"},
+                {"connect-timeout-ms", "5000"},
+                {"content-type", "application/proto"},
+                {"content-encoding", "gzip"},
+                {"accept-encoding", "gzip,deflate"},
+                {"user-agent", "h2rpc-cpp/0.1"},
+                {"traceparent", kTraceparent},
+                {"tracestate", kTracestate},
+                {"x-key-0", "value-0"},
+                {"x-key-1", "value-1"}}));
+  EXPECT_EQ(headers.size(), headers.capacity());
+
+  // Milliseconds rounded up; a deadline past 32 bits of them sends none.
+  call.deadline = kNow + absl::Microseconds(1500);
+  ASSERT_TRUE(BuildRequestHeaders(call, kNow, &headers).ok());
+  EXPECT_EQ(
+      Fields(headers)[5],
+      std::make_pair(std::string("connect-timeout-ms"), std::string("2")));
+  call.deadline = kNow + absl::Hours(24 * 50);
+  HeaderList far;
+  ASSERT_TRUE(BuildRequestHeaders(call, kNow, &far).ok());
+  EXPECT_EQ(Fields(far)[5].first, "content-type");
+  EXPECT_EQ(far.size(), far.capacity());
+}
+
 TEST(CallSetupTest, DeadlineAlreadyPassedFailsWithoutBuilding) {
   for (absl::Duration remaining :
        {absl::ZeroDuration(), -absl::Nanoseconds(1), -absl::Hours(1)}) {

@@ -1,9 +1,11 @@
 #include "transport/core/connect_protocol.h"
 
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -228,6 +230,29 @@ TEST(ConnectProtocolTest, GetRequestsQuery) {
         "/p.S/M?encoding=json&message=x&connect=v2"}) {
     const Status status = ParseConnectGetRequest(bad, &request);
     EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << bad;
+  }
+}
+
+TEST(ConnectProtocolTest, ClientsReadErrorsFromTheBodyOrTheHttpStatus) {
+  Status status = ConnectErrorFromBody(
+      404, R"({"code": "not_found", "message": "no \"row\"", "x": 1})");
+  EXPECT_EQ(status.code(), StatusCode::kNotFound);
+  EXPECT_EQ(status.message(), "no \"row\"");
+  status = ConnectErrorFromBody(400, R"({"code": "canceled"})");
+  EXPECT_EQ(status.code(), StatusCode::kCancelled);
+  EXPECT_EQ(status.message(), "");
+  // Not a Connect error: gRPC's code for the HTTP status.
+  for (const auto& [body, http_status, code] :
+       std::vector<std::tuple<std::string, int, StatusCode>>{
+           {"<html>busy</html>", 503, StatusCode::kUnavailable},
+           {R"({"code": "no_such_code"})", 404, StatusCode::kUnimplemented},
+           {R"({"code": 5})", 401, StatusCode::kUnauthenticated},
+           {"", 415, StatusCode::kUnknown}}) {
+    status = ConnectErrorFromBody(http_status, body);
+    EXPECT_EQ(status.code(), code) << body;
+    EXPECT_NE(status.message().find(absl::StrCat(http_status)),
+              std::string::npos)
+        << status.message();
   }
 }
 
