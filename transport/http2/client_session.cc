@@ -45,7 +45,11 @@ void ClientStream::ClearAttempt() {
   status_known_ = false;
   status_ = Status();
   connect_http_status_ = 0;
-  connect_body_.clear();
+  if (connect_body_.capacity() > OutgoingData::kRetainedCapacity) {
+    std::string().swap(connect_body_);
+  } else {
+    connect_body_.clear();
+  }
   connect_headers_.Clear();
 }
 

@@ -150,7 +150,7 @@ class ClientStream : private io::Timer {
   // lost its gRPC prefix (once, kept across retries); the response's HTTP
   // status and body, gathered until it ends; all its headers, before they
   // are split into initial and trailing ("trailer-") metadata. Capacity
-  // kept across calls.
+  // kept across calls (the body's up to OutgoingData::kRetainedCapacity).
   bool connect_prefix_dropped_ = false;
   int connect_http_status_ = 0;
   std::string connect_body_;
