@@ -1,9 +1,10 @@
 // An h2rpc channel speaking the Connect protocol's unary form
 // (ChannelOptions::connect_unary) to an h2rpc server answering it
 // (ServerOptions::web.connect): the response message and the metadata both
-// ways, error statuses, the deadline, gzip both ways, streaming calls
-// refused on such a channel, a server without Connect, and the client's
-// allocations per call against a gRPC channel's.
+// ways, error statuses, the deadline, gzip both ways, the receive limit on
+// the response body, streaming calls refused on such a channel, a server
+// without Connect, and the client's allocations per call against a gRPC
+// channel's.
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
@@ -150,6 +151,24 @@ TEST_F(ConnectClientTest, GzipBothWays) {
   ASSERT_TRUE(Echo(&context, request, &response).ok());
   EXPECT_EQ(response.payload().body(), std::string(4096, 'z'));
   EXPECT_EQ(last_request_compression_.load(), CompressionAlgorithm::kGzip);
+}
+
+TEST_F(ConnectClientTest, AResponseOverTheReceiveLimitIsResourceExhausted) {
+  Start(true);
+  ChannelOptions options;
+  options.connect_unary = true;
+  options.connection.max_receive_message_size = 1000;
+  const std::shared_ptr<Channel> limited = server_.NewChannel(options);
+  ClientContext context;
+  context.set_timeout(testing::kHangTimeout);
+  SimpleRequest request;
+  request.mutable_payload()->set_body(std::string(2000, 'x'));
+  SimpleResponse response;
+  const Status status = limited->UnaryCall(&context, kEcho, request, &response);
+  EXPECT_EQ(status.code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(status.message().find("max_receive_message_size"),
+            std::string::npos)
+      << status.message();
 }
 
 TEST_F(ConnectClientTest, StreamingCallsAreRefusedOnAConnectChannel) {

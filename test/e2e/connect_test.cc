@@ -24,9 +24,9 @@
 #include "proto/grpc/testing/messages.pb.h"
 #include "proto/grpc/testing/test.pb.h"
 #include "rpc/server.h"
-#include "test/util/allocation_counter.h"
 #include "test/util/google_rpc_status.h"
 #include "test/util/raw_h2_client.h"
+#include "test/util/server_allocations.h"
 #include "test/util/stub_server.h"
 #include "test/util/wait_for.h"
 #include "test/util/zlib_reference.h"
@@ -44,6 +44,7 @@ using ::h2rpc::testing::RawH2Client;
 using ::h2rpc::testing::RawHeaders;
 using ::h2rpc::testing::RawRequest;
 using ::h2rpc::testing::RawResponse;
+using ::h2rpc::testing::ServerAllocationsPerCall;
 using ::h2rpc::testing::SetHeader;
 using ::h2rpc::testing::SplitFramedBody;
 using ::h2rpc::testing::StubServer;
@@ -591,17 +592,7 @@ TEST_F(ConnectTest, AllocationsPerCallAreGrpcs) {
   constexpr int kCalls = 200;
   const std::string message = Serialized(std::string(1024, 'x'));
   const auto server_allocations_per_call = [&](const RawRequest& request) {
-    for (int i = 0; i < 50; ++i) {
-      EXPECT_EQ(client_->Call(request).Header(":status"), "200");
-    }
-    const int64_t before =
-        testing::AllocationsByRole(testing::ThreadRole::kServer).allocations;
-    for (int i = 0; i < kCalls; ++i) {
-      EXPECT_TRUE(client_->Call(request).end_stream_received);
-    }
-    const int64_t after =
-        testing::AllocationsByRole(testing::ThreadRole::kServer).allocations;
-    return static_cast<double>(after - before) / kCalls;
+    return ServerAllocationsPerCall(client_.get(), request, kCalls);
   };
   RawRequest grpc;
   grpc.headers = GrpcRequestHeaders(kUnary, server_.port());

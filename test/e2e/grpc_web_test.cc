@@ -22,8 +22,8 @@
 #include "gtest/gtest.h"
 #include "proto/grpc/testing/messages.pb.h"
 #include "rpc/server.h"
-#include "test/util/allocation_counter.h"
 #include "test/util/raw_h2_client.h"
+#include "test/util/server_allocations.h"
 #include "test/util/stub_server.h"
 
 namespace h2rpc {
@@ -38,6 +38,7 @@ using ::h2rpc::testing::RawH2Client;
 using ::h2rpc::testing::RawRequest;
 using ::h2rpc::testing::RawResponse;
 using ::h2rpc::testing::RemoveHeader;
+using ::h2rpc::testing::ServerAllocationsPerCall;
 using ::h2rpc::testing::SetHeader;
 using ::h2rpc::testing::SplitFramedBody;
 using ::h2rpc::testing::StubServer;
@@ -385,17 +386,7 @@ TEST_F(GrpcWebTest, AServerCallAllocatesNoMoreThanGrpc) {
         request.body = absl::Base64Escape(framed);
       }
     }
-    for (int i = 0; i < 50; ++i) {
-      EXPECT_EQ(client_->Call(request).Header(":status"), "200");
-    }
-    const int64_t before =
-        testing::AllocationsByRole(testing::ThreadRole::kServer).allocations;
-    for (int i = 0; i < kCalls; ++i) {
-      EXPECT_TRUE(client_->Call(request).end_stream_received);
-    }
-    const int64_t after =
-        testing::AllocationsByRole(testing::ThreadRole::kServer).allocations;
-    return static_cast<double>(after - before) / kCalls;
+    return ServerAllocationsPerCall(client_.get(), request, kCalls);
   };
   const double grpc = server_allocations_per_call(nullptr);
   const double web = server_allocations_per_call("application/grpc-web+proto");
