@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "nlohmann/json.hpp"
@@ -184,6 +185,28 @@ void AppendConnectEndStream(const Status& status,
   out->push_back(static_cast<char>(length >> 8));
   out->push_back(static_cast<char>(length));
   out->append(json);
+}
+
+void SplitConnectResponseMetadata(const Metadata& headers, Metadata* initial,
+                                  Metadata* trailing) {
+  size_t trailing_entries = 0, trailing_bytes = 0;
+  for (Metadata::Entry entry : headers) {
+    if (absl::StartsWith(entry.key, kTrailerPrefix)) {
+      ++trailing_entries;
+      trailing_bytes += entry.key.size() + entry.value.size();
+    }
+  }
+  initial->Reserve(headers.size() - trailing_entries,
+                   headers.byte_size() - trailing_bytes);
+  trailing->Reserve(trailing_entries,
+                    trailing_bytes - trailing_entries * kTrailerPrefix.size());
+  for (Metadata::Entry entry : headers) {
+    if (absl::StartsWith(entry.key, kTrailerPrefix)) {
+      trailing->Add(entry.key.substr(kTrailerPrefix.size()), entry.value);
+    } else {
+      initial->Add(entry.key, entry.value);
+    }
+  }
 }
 
 Status ConnectErrorFromBody(int http_status, absl::string_view body) {

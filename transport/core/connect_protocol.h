@@ -64,6 +64,13 @@ absl::string_view ConnectCodeName(StatusCode code);
 // INVALID_ARGUMENT 400, NOT_FOUND 404, UNAVAILABLE 503, ...); 200 for OK.
 int ConnectHttpStatus(StatusCode code);
 
+// A client's reading of a Connect unary response's headers (the metadata
+// ParseReceivedHeaders left): "trailer-<key>" ones are appended to
+// `*trailing` without the prefix, the others to `*initial`. Reserves each
+// once: no allocation when their capacity suffices.
+void SplitConnectResponseMetadata(const Metadata& headers, Metadata* initial,
+                                  Metadata* trailing);
+
 // A client's reading of a Connect unary response that is not 200: the code
 // and message of its JSON error body; for a body that is not one (a proxy's
 // page), the gRPC code of the HTTP status (GrpcCodeFromHttpStatus) and a

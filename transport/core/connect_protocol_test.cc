@@ -233,6 +233,25 @@ TEST(ConnectProtocolTest, GetRequestsQuery) {
   }
 }
 
+TEST(ConnectProtocolTest, ClientsSplitTheTrailerHeadersOff) {
+  Metadata headers;
+  headers.Add("x-initial", "1");
+  headers.Add("trailer-x-cost", "7");
+  headers.Add("x-other", "2");
+  headers.Add("trailer-x-id-bin", std::string("\x01\x02", 2));
+  Metadata initial, trailing;
+  SplitConnectResponseMetadata(headers, &initial, &trailing);
+  ASSERT_EQ(initial.size(), 2u);
+  EXPECT_EQ(initial.Get("x-initial"), "1");
+  EXPECT_EQ(initial.Get("x-other"), "2");
+  ASSERT_EQ(trailing.size(), 2u);
+  EXPECT_EQ(trailing.Get("x-cost"), "7");
+  EXPECT_EQ(trailing.Get("x-id-bin"), std::string("\x01\x02", 2));
+  // Each reserved once, exactly.
+  EXPECT_EQ(initial.entry_capacity(), 2u);
+  EXPECT_EQ(trailing.entry_capacity(), 2u);
+}
+
 TEST(ConnectProtocolTest, ClientsReadErrorsFromTheBodyOrTheHttpStatus) {
   Status status = ConnectErrorFromBody(
       404, R"({"code": "not_found", "message": "no \"row\"", "x": 1})");

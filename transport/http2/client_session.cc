@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "transport/core/connect_protocol.h"
@@ -387,30 +386,9 @@ void ClientSession::OnConnectResponseHeaders(ClientStream* stream,
     FailStream(stream, std::move(status));
     return;
   }
-  // The trailing metadata travel as headers named "trailer-<key>". Each
-  // side is reserved once, as ParseReceivedHeaders does for gRPC's.
-  constexpr absl::string_view kTrailerPrefix = "trailer-";
-  size_t trailing_entries = 0, trailing_bytes = 0;
-  for (Metadata::Entry entry : stream->connect_headers_) {
-    if (absl::StartsWith(entry.key, kTrailerPrefix)) {
-      ++trailing_entries;
-      trailing_bytes += entry.key.size() + entry.value.size();
-    }
-  }
-  stream->initial_metadata_.Reserve(
-      stream->connect_headers_.size() - trailing_entries,
-      stream->connect_headers_.byte_size() - trailing_bytes);
-  stream->trailing_metadata_.Reserve(
-      trailing_entries,
-      trailing_bytes - trailing_entries * kTrailerPrefix.size());
-  for (Metadata::Entry entry : stream->connect_headers_) {
-    if (absl::StartsWith(entry.key, kTrailerPrefix)) {
-      stream->trailing_metadata_.Add(entry.key.substr(kTrailerPrefix.size()),
-                                     entry.value);
-    } else {
-      stream->initial_metadata_.Add(entry.key, entry.value);
-    }
-  }
+  SplitConnectResponseMetadata(stream->connect_headers_,
+                               &stream->initial_metadata_,
+                               &stream->trailing_metadata_);
   if (stream->connect_http_status_ == 200) {
     stream->observer->OnInitialMetadata(stream->initial_metadata_);
   }
