@@ -79,7 +79,10 @@ def h2rpc_dependencies(development = False):
             name = "system",
             libraries = libraries,
             # Debian ships no pkg-config module for libprotoc (protoc
-            # plugins).
-            linked_by_name = {"protoc": ["protoc"]},
+            # plugins) nor for libhttp-parser (HTTP/1.1 requests).
+            linked_by_name = {
+                "http_parser": ["http_parser"],
+                "protoc": ["protoc"],
+            },
             linked_by_name_requires = {"protoc": ["protobuf"]},
         )

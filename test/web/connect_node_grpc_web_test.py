@@ -1,8 +1,8 @@
-"""gRPC-Web over HTTP/2 from a real client, none written here.
+"""gRPC-Web over HTTP/2 and HTTP/1.1 from a real client, none written here.
 
 @connectrpc/connect-node's gRPC-Web transport (npm; test/web/node, installed
 by test/web/install_npm_modules.sh) calls grpc.testing.TestService on
-h2rpc_interop_server --grpc_web over HTTP/2 (binary messages): unary,
+h2rpc_interop_server --grpc_web over HTTP/2 and HTTP/1.1 (binary messages): unary,
 server streaming, an error status, the client's deadline and a deadline the
 server alone enforces.
 Its gRPC transport runs the same cases on the same server, unaffected, and
@@ -36,9 +36,9 @@ class ConnectNodeGrpcWebTest(unittest.TestCase):
     def tearDownClass(cls):
         web_test_util.stop_server(cls.server)
 
-    def client_argv(self, protocol):
+    def client_argv(self, protocol, http_version="2"):
         return web_test_util.node_client_argv(self.dir, self.port, protocol,
-                                              CASES)
+                                              CASES, http_version=http_version)
 
     def check_client(self, protocol, returncode, stdout, stderr):
         self.assertEqual(returncode, 0,
@@ -47,14 +47,17 @@ class ConnectNodeGrpcWebTest(unittest.TestCase):
         self.assertEqual(stdout.count('"ok":true'), len(CASES.split(",")),
                          stdout)
 
-    def run_client(self, protocol):
-        result = subprocess.run(self.client_argv(protocol),
+    def run_client(self, protocol, http_version="2"):
+        result = subprocess.run(self.client_argv(protocol, http_version),
                                 capture_output=True, text=True, timeout=120)
         self.check_client(protocol, result.returncode, result.stdout,
                           result.stderr)
 
     def test_grpc_web_over_http2(self):
         self.run_client("grpc-web")
+
+    def test_grpc_web_over_http1(self):
+        self.run_client("grpc-web", http_version="1.1")
 
     def test_grpc_on_the_same_server(self):
         self.run_client("grpc")

@@ -50,13 +50,15 @@ def node_client_dir(args):
                       args.lock, args.proto_root)
 
 
-def node_client_argv(directory, port, protocol, cases, json_messages=False):
+def node_client_argv(directory, port, protocol, cases, json_messages=False,
+                     http_version="2"):
     """client.mjs in `directory` (node_client_dir) running `cases` with
-    `protocol` against 127.0.0.1:`port` over HTTP/2 (h2c)."""
+    `protocol` against 127.0.0.1:`port` over `http_version`: "2" (h2c) or
+    "1.1"."""
     return ["node", os.path.join(directory, "client.mjs"),
             "--descriptor_set=" + os.path.join(directory, "testing.binpb"),
             "--base_url=http://127.0.0.1:%d" % port,
-            "--protocol=" + protocol, "--http_version=2",
+            "--protocol=" + protocol, "--http_version=" + http_version,
             "--json=" + ("true" if json_messages else "false"),
             "--case=" + cases]
 

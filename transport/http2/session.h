@@ -27,6 +27,7 @@
 #include "transport/http2/nghttp2_memory_pool.h"
 #include "transport/http2/output_queue.h"
 #include "transport/http2/stream_base.h"
+#include "transport/http1/http1_options.h"
 #include "transport/io/byte_session.h"
 #include "transport/io/scheduler.h"
 
@@ -93,6 +94,9 @@ struct WebOptions {
   // (405) as every method but POST, and a call is served whatever its
   // origin.
   std::shared_ptr<const CorsPolicy> cors;
+  // With grpc_web or connect, HTTP/1.1 connections are served too
+  // (http1::ServerBridge), within these bounds.
+  http1::Http1Options http1;
 };
 
 struct ConnectionOptions {

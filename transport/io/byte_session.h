@@ -108,6 +108,10 @@ class ByteSession {
   // reading, so two peers writing to each other never both wait. By
   // default the driver keeps reading.
   virtual bool PausesInputWhileOutputBlocked() const { return false; }
+  // Whether the driver reads now: false while the session holds all the
+  // input it may hold unprocessed; it calls Wire::RequestFlush() once it
+  // wants input again. By default always.
+  virtual bool WantsInput() const { return true; }
 
  protected:
   ~ByteSession() = default;

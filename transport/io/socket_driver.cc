@@ -148,7 +148,11 @@ void SocketDriver::ReadAvailable() {
     if (flush_requested_) {
       loop_->CancelEndOfIteration(&flush_task_);
       Flush();
-      if (closed_ || input_paused()) return;
+      if (closed_) return;
+    }
+    if (input_paused()) {
+      UpdateInterest();
+      return;
     }
     if (static_cast<size_t>(n) < capacity) return;
     // Work this chunk handed to other threads goes first (see

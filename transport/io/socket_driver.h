@@ -24,7 +24,8 @@ namespace h2rpc::transport::io {
 // and 512 KiB, so one busy connection does not starve the others on its
 // loop. While the socket refuses output and the session asks for it
 // (ByteSession::PausesInputWhileOutputBlocked), the driver reads nothing
-// until the output moves again.
+// until the output moves again; nor while the session wants no input
+// (ByteSession::WantsInput), until it asks for a flush.
 //
 // Loop thread only. Allocates nothing after construction (the loop's shared
 // buffers are allocated by the loop, once). The session must
@@ -62,9 +63,11 @@ class SocketDriver final : public Wire, private FdWatcher {
   // Watches for what the socket still needs: input until the peer closed
   // (unless input_paused()), writability while output waits.
   void UpdateInterest();
-  // Output waits for the socket and the session wants no input meanwhile.
+  // Output waits for the socket and the session wants no input meanwhile,
+  // or the session wants no input now.
   bool input_paused() const {
-    return output_blocked_ && session_->PausesInputWhileOutputBlocked();
+    return (output_blocked_ && session_->PausesInputWhileOutputBlocked()) ||
+           !session_->WantsInput();
   }
 
   EventLoop* const loop_;

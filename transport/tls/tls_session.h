@@ -81,6 +81,9 @@ class TlsSession final : public io::ByteFilter {
   bool PausesInputWhileOutputBlocked() const override {
     return inner_ != nullptr && inner_->PausesInputWhileOutputBlocked();
   }
+  bool WantsInput() const override {
+    return inner_ == nullptr || inner_->WantsInput();
+  }
 
   // Wire (called by the inner session).
   void RequestFlush() override;

@@ -10,6 +10,7 @@
 #include "base/mutex.h"
 #include "rpc/internal/server/server_stream_call.h"
 #include "rpc/internal/server/unary_server_call.h"
+#include "transport/http1/server_bridge.h"
 #include "transport/tls/tls_session.h"
 
 namespace h2rpc::internal {
@@ -71,6 +72,14 @@ void ServerLoop::Adopt(transport::io::FileDescriptor socket, std::string peer,
     loop_.AssertInLoopThread();
     std::unique_ptr<transport::io::ByteFilter> filter;
     if (tls != nullptr) filter = transport::tls::TlsSession::NewServer(tls);
+    // HTTP/1.1 is served for the web protocols only.
+    const transport::http2::WebOptions& web =
+        server_->transport_options().web;
+    std::unique_ptr<transport::io::ByteFilter> http1;
+    if (web.grpc_web || web.connect) {
+      http1 = std::make_unique<transport::http1::ServerBridge>(
+          &loop_, web.http1, /*secure=*/tls != nullptr);
+    }
     std::unique_ptr<ChannelzNode> channelz_socket;
     if (channelz_server_ != nullptr) {
       channelz_socket = channelz_server_->registry().AddConnection(
@@ -79,7 +88,7 @@ void ServerLoop::Adopt(transport::io::FileDescriptor socket, std::string peer,
     auto connection =
         std::make_unique<transport::io::SocketConnection<ServerSession>>(
             &loop_, transport::io::FileDescriptor(fd), std::move(filter),
-            std::move(peer), server_->transport_options(),
+            std::move(http1), std::move(peer), server_->transport_options(),
             &server_->memory_quota(), this, this);
     auto* raw = connection.get();
     if (metric_shard_ != nullptr) {
