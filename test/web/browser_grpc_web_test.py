@@ -2,12 +2,13 @@
 loads a page (test/web/node/page, bundled by esbuild at test time) that
 calls grpc.testing.TestService with Connect-ES's gRPC-Web and Connect
 transports (@connectrpc/connect-web) and with grpc-web's own client in its
-text form (npm's grpc-web) on h2rpc_interop_server over HTTPS and HTTP/2,
-from another origin: the browser's CORS preflight is answered and
-the calls (unary, server streaming) succeed for the allowed origin; from an
-origin the server does not allow, the preflight is refused and every call
-fails.
-Screenshots of both pages are saved with the test's outputs.
+text form (npm's grpc-web) on h2rpc_interop_server over HTTPS, with HTTP/2
+and with HTTP/1.1 (Chromium with --disable-http2; its network log shows
+which version each response came in), from another origin: the browser's
+CORS preflight is answered and the calls (unary, server streaming) succeed
+for the allowed origin; from an origin the server does not allow, the
+preflight is refused and every call fails.
+Screenshots of the pages are saved with the test's outputs.
 
 Usage (from Bazel): browser_grpc_web_test.py --server=PATH
   --client_dir=DIR --proto_root=DIR --lock=FILE
@@ -76,12 +77,15 @@ class BrowserGrpcWebTest(unittest.TestCase):
         cls.allowed.stop()
         cls.other.stop()
 
-    def load(self, origin, expect, screenshot):
-        url = ("%s/index.html?base_url=https://127.0.0.1:%d&expect=%s"
+    def load(self, origin, expect, screenshot, http1=False):
+        api = "https://127.0.0.1:%d" % self.port
+        url = ("%s/index.html?base_url=%s&expect=%s"
                "&protocols=grpc-web,connect,grpc-web-text"
-               % (origin, self.port, expect))
+               % (origin, api, expect))
         argv = ["node", os.path.join(self.dir, "browser.mjs"),
-                "--page_url=" + url]
+                "--page_url=" + url, "--api_origin=" + api]
+        if http1:
+            argv.append("--disable_http2=true")
         outputs = os.environ.get("TEST_UNDECLARED_OUTPUTS_DIR")
         if outputs:
             argv.append("--screenshot=" + os.path.join(outputs, screenshot))
@@ -89,6 +93,8 @@ class BrowserGrpcWebTest(unittest.TestCase):
                                 timeout=180)
         self.assertEqual(result.returncode, 0,
                          "%s:\n%s%s" % (url, result.stdout, result.stderr))
+        self.assertIn('{"api_protocols":["%s"]}' % (
+            "http/1.1" if http1 else "h2"), result.stdout)
         return result.stdout
 
     def test_an_allowed_origin_calls(self):
@@ -96,8 +102,18 @@ class BrowserGrpcWebTest(unittest.TestCase):
         # Two calls per protocol.
         self.assertEqual(results.count('"ok":true'), 6, results)
 
+    def test_an_allowed_origin_calls_over_http1(self):
+        results = self.load(self.allowed.origin, "ok",
+                            "allowed_origin_http1.png", http1=True)
+        self.assertEqual(results.count('"ok":true'), 6, results)
+
     def test_another_origin_is_refused(self):
         results = self.load(self.other.origin, "refused", "other_origin.png")
+        self.assertEqual(results.count('"ok":false'), 6, results)
+
+    def test_another_origin_is_refused_over_http1(self):
+        results = self.load(self.other.origin, "refused",
+                            "other_origin_http1.png", http1=True)
         self.assertEqual(results.count('"ok":false'), 6, results)
 
 

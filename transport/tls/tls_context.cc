@@ -25,8 +25,9 @@ constexpr char kTls13Suites[] =
 constexpr char kTls12Ciphers[] =
     "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:"
     "ECDHE-RSA-AES128-GCM-SHA256:ECDHE-RSA-AES256-GCM-SHA384";
-// ALPN protocol list in wire form: length-prefixed "h2".
+// ALPN protocol lists in wire form: length-prefixed "h2", "http/1.1".
 constexpr unsigned char kAlpnH2[] = {2, 'h', '2'};
+constexpr unsigned char kAlpnHttp1[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
 
 struct CtxFree {
   void operator()(SSL_CTX* ctx) const { SSL_CTX_free(ctx); }
@@ -134,14 +135,20 @@ Status NewContext(const SSL_METHOD* method, CtxPtr* out) {
   return Status();
 }
 
+// Servers: whether the connection also serves HTTP/1.1 (TlsSession::NewServer
+// sets its app data then).
+bool AcceptsHttp1(SSL* ssl) { return SSL_get_app_data(ssl) != nullptr; }
+
 // Servers: a client that offers no ALPN at all is refused with a
 // no_application_protocol alert as its hello arrives, as SelectAlpn refuses
 // one offering ALPN without h2 (OpenSSL calls SelectAlpn only when ALPN is
-// offered).
+// offered), unless the connection also serves HTTP/1.1, whose clients need
+// not offer ALPN.
 int RequireAlpn(SSL* ssl, int* alert, void*) {
   const unsigned char* extension = nullptr;
   size_t length = 0;
-  if (SSL_client_hello_get0_ext(
+  if (AcceptsHttp1(ssl) ||
+      SSL_client_hello_get0_ext(
           ssl, TLSEXT_TYPE_application_layer_protocol_negotiation, &extension,
           &length) == 1) {
     return SSL_CLIENT_HELLO_SUCCESS;
@@ -150,18 +157,23 @@ int RequireAlpn(SSL* ssl, int* alert, void*) {
   return SSL_CLIENT_HELLO_ERROR;
 }
 
-// Servers: accept only clients that offer h2.
-int SelectAlpn(SSL*, const unsigned char** out, unsigned char* out_length,
+// Servers: accept only clients that offer h2, or, on a connection that also
+// serves HTTP/1.1, http/1.1 when they do not offer h2.
+int SelectAlpn(SSL* ssl, const unsigned char** out, unsigned char* out_length,
                const unsigned char* offered, unsigned int offered_length,
                void*) {
   unsigned char* selected = nullptr;
   if (SSL_select_next_proto(&selected, out_length, kAlpnH2, sizeof(kAlpnH2),
                             offered,
-                            offered_length) != OPENSSL_NPN_NEGOTIATED) {
-    return SSL_TLSEXT_ERR_ALERT_FATAL;
+                            offered_length) == OPENSSL_NPN_NEGOTIATED ||
+      (AcceptsHttp1(ssl) &&
+       SSL_select_next_proto(&selected, out_length, kAlpnHttp1,
+                             sizeof(kAlpnHttp1), offered,
+                             offered_length) == OPENSSL_NPN_NEGOTIATED)) {
+    *out = selected;
+    return SSL_TLSEXT_ERR_OK;
   }
-  *out = selected;
-  return SSL_TLSEXT_ERR_OK;
+  return SSL_TLSEXT_ERR_ALERT_FATAL;
 }
 
 // Modes that request a certificate without verifying it.

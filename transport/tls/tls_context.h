@@ -65,7 +65,8 @@ struct ServerConfig {
 
 // An OpenSSL SSL_CTX configured as gRPC requires: TLS 1.2 or 1.3, the
 // cipher suites gRPC permits (AES-GCM and ChaCha20-Poly1305 with ECDHE),
-// ALPN "h2" offered (clients) or required (servers), peer verification on
+// ALPN "h2" offered (clients) or required (servers; a connection that also
+// serves HTTP/1.1 takes "http/1.1" or none, TlsSession::NewServer), peer verification on
 // for clients. Its settings are fixed once made; it is shared by every
 // connection that uses it (each makes its own SSL object from it), and so
 // are its resumption state (a client's session cache, a server's ticket

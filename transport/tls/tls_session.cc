@@ -127,9 +127,15 @@ std::unique_ptr<TlsSession> TlsSession::NewClient(
 }
 
 std::unique_ptr<TlsSession> TlsSession::NewServer(
-    std::shared_ptr<const TlsContext> context) {
-  return std::unique_ptr<TlsSession>(
+    std::shared_ptr<const TlsContext> context, bool accepts_http1) {
+  auto session = std::unique_ptr<TlsSession>(
       new TlsSession(std::move(context), /*client=*/false, {}, {}));
+  session->accepts_http1_ = accepts_http1;
+  // Read by the context's ALPN callbacks (AcceptsHttp1).
+  if (accepts_http1 && session->ssl_ != nullptr) {
+    SSL_set_app_data(session->ssl_, &session->accepts_http1_);
+  }
+  return session;
 }
 
 TlsSession::TlsSession(std::shared_ptr<const TlsContext> context, bool client,
@@ -261,7 +267,13 @@ bool TlsSession::FinishHandshake() {
   const unsigned char* alpn = nullptr;
   unsigned int alpn_length = 0;
   SSL_get0_alpn_selected(ssl_, &alpn, &alpn_length);
-  if (alpn_length != 2 || memcmp(alpn, "h2", 2) != 0) {
+  const bool h2 = alpn_length == 2 && memcmp(alpn, "h2", 2) == 0;
+  // HTTP/1.1 (or a client that named no protocol): the bytes tell
+  // (http1::ServerBridge).
+  const bool http1 = accepts_http1_ &&
+                     (alpn_length == 0 ||
+                      (alpn_length == 8 && memcmp(alpn, "http/1.1", 8) == 0));
+  if (!h2 && !http1) {
     Fail(Status(StatusCode::kUnavailable,
                 "peer did not negotiate h2 (TLS ALPN)"));
     return false;

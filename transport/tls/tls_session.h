@@ -57,9 +57,11 @@ class TlsSession final : public io::ByteFilter {
   static std::unique_ptr<TlsSession> NewClient(
       std::shared_ptr<const TlsContext> context, absl::string_view server_name,
       std::string session_key = std::string());
-  // A server connection.
+  // A server connection: the client must negotiate h2 (ALPN), or, when
+  // `accepts_http1` (the HTTP/1.1 bridge serves the connection), http/1.1
+  // or no protocol at all.
   static std::unique_ptr<TlsSession> NewServer(
-      std::shared_ptr<const TlsContext> context);
+      std::shared_ptr<const TlsContext> context, bool accepts_http1 = false);
 
   ~TlsSession() override;
   TlsSession(const TlsSession&) = delete;
@@ -89,7 +91,7 @@ class TlsSession final : public io::ByteFilter {
   void RequestFlush() override;
   void ShutdownWrite() override;
   void CloseWire(bool flush_first) override;
-  // Once the handshake is done and the peer agreed on h2.
+  // Once the handshake is done and the peer agreed on h2 (or http/1.1).
   bool CarriesOutput() const override { return handshake_done_; }
   const std::shared_ptr<const PeerIdentity>& peer_identity() const override {
     return identity_;
@@ -127,6 +129,9 @@ class TlsSession final : public io::ByteFilter {
   // Clients: where the context's cache keeps this server's sessions (the
   // SSL's app data, for the cache's callback); empty: none.
   const std::string session_key_;
+  // Servers: the connection also serves HTTP/1.1 (NewServer); the SSL's
+  // app data points here then.
+  bool accepts_http1_ = false;
   io::ByteSession* inner_ = nullptr;
   io::Wire* outer_ = nullptr;
   std::shared_ptr<const PeerIdentity> identity_;

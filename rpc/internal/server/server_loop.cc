@@ -70,13 +70,16 @@ void ServerLoop::Adopt(transport::io::FileDescriptor socket, std::string peer,
   loop_.Post([this, fd = socket.release(), peer = std::move(peer),
               tls = std::move(tls)]() mutable {
     loop_.AssertInLoopThread();
-    std::unique_ptr<transport::io::ByteFilter> filter;
-    if (tls != nullptr) filter = transport::tls::TlsSession::NewServer(tls);
     // HTTP/1.1 is served for the web protocols only.
     const transport::http2::WebOptions& web =
         server_->transport_options().web;
+    const bool serves_http1 = web.grpc_web || web.connect;
+    std::unique_ptr<transport::io::ByteFilter> filter;
+    if (tls != nullptr) {
+      filter = transport::tls::TlsSession::NewServer(tls, serves_http1);
+    }
     std::unique_ptr<transport::io::ByteFilter> http1;
-    if (web.grpc_web || web.connect) {
+    if (serves_http1) {
       http1 = std::make_unique<transport::http1::ServerBridge>(
           &loop_, web.http1, /*secure=*/tls != nullptr);
     }
