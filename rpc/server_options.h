@@ -53,6 +53,20 @@ struct ServerOptions {
     std::vector<std::string> cors_allowed_origins;
     // How long a browser may cache a preflight's answer. Seconds.
     int cors_max_age_seconds = 7200;
+    // With grpc_web or connect, the ports also serve HTTP/1.1 (plaintext,
+    // and TLS with ALPN http/1.1 or none): one request at a time per
+    // connection, pipelined requests answered in order; the same limits as
+    // HTTP/2 (connection.max_header_list_size bounds the header section,
+    // 431 past it). A connection closes after http1_idle_timeout without
+    // the first byte of a next request; a request's head (request line and
+    // header section) must arrive within http1_header_timeout of its first
+    // byte, or it is answered 408 and the connection closes. More than
+    // zero. Durations.
+    absl::Duration http1_idle_timeout = absl::Seconds(60);
+    absl::Duration http1_header_timeout = absl::Seconds(10);
+    // Requests one HTTP/1.1 connection answers; the last answer says
+    // Connection: close. At least 1.
+    int http1_max_requests_per_connection = 10000;
   };
   WebProtocols web;
   // Event loop threads; connections are spread over them. 0: one per core.

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -262,6 +263,34 @@ TEST(ServerOptionsTest, RefusesAGracePeriodThatIsNotPositive) {
     EXPECT_THAT(status.message(),
                 HasSubstr("ServerOptions::shutdown_grace_period is "));
     EXPECT_THAT(status.message(), HasSubstr("it must be more than zero"));
+  }
+}
+
+TEST(ServerOptionsTest, RefusesHttp1BoundsThatAreNotPositive) {
+  const std::vector<std::pair<std::string, std::function<void(ServerOptions*)>>>
+      cases = {
+          {"web.http1_idle_timeout is 0",
+           [](ServerOptions* o) {
+             o->web.http1_idle_timeout = absl::ZeroDuration();
+           }},
+          {"web.http1_header_timeout is -1s",
+           [](ServerOptions* o) {
+             o->web.http1_header_timeout = absl::Seconds(-1);
+           }},
+          {"web.http1_max_requests_per_connection is 0",
+           [](ServerOptions* o) {
+             o->web.http1_max_requests_per_connection = 0;
+           }},
+      };
+  for (const auto& [message, breaks] : cases) {
+    ServerOptions options;
+    options.web.connect = true;
+    breaks(&options);
+    Status status;
+    std::unique_ptr<Server> server = StartWithOptions(options, &status);
+    EXPECT_EQ(server, nullptr);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(status.message(), HasSubstr("ServerOptions::" + message));
   }
 }
 

@@ -43,6 +43,11 @@ transport::http2::ConnectionOptions ToServerTransportOptions(
   keepalive.max_connection_age_grace = options.max_connection_age_grace;
   out.web.grpc_web = options.web.grpc_web;
   out.web.connect = options.web.connect;
+  out.web.http1.max_header_bytes = options.connection.max_header_list_size;
+  out.web.http1.idle_timeout = options.web.http1_idle_timeout;
+  out.web.http1.header_timeout = options.web.http1_header_timeout;
+  out.web.http1.max_requests_per_connection =
+      static_cast<uint32_t>(options.web.http1_max_requests_per_connection);
   if (options.web.connect) {
     out.web.connect_codec = std::make_shared<const ProtobufConnectCodec>();
   }

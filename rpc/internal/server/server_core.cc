@@ -108,6 +108,24 @@ Status CheckOptions(const ServerOptions& options) {
                      absl::FormatDuration(options.shutdown_grace_period),
                      "; it must be more than zero"));
   }
+  for (const auto& [name, duration] :
+       {std::make_pair("http1_idle_timeout", options.web.http1_idle_timeout),
+        std::make_pair("http1_header_timeout",
+                       options.web.http1_header_timeout)}) {
+    if (duration <= absl::ZeroDuration()) {
+      return Status(StatusCode::kInvalidArgument,
+                    absl::StrCat("ServerOptions::web.", name, " is ",
+                                 absl::FormatDuration(duration),
+                                 "; it must be more than zero"));
+    }
+  }
+  if (options.web.http1_max_requests_per_connection < 1) {
+    return Status(
+        StatusCode::kInvalidArgument,
+        absl::StrCat("ServerOptions::web.http1_max_requests_per_connection is ",
+                     options.web.http1_max_requests_per_connection,
+                     "; it must be at least 1"));
+  }
   if (options.auth_processor_timeout <= absl::ZeroDuration()) {
     return Status(
         StatusCode::kInvalidArgument,
