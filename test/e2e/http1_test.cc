@@ -8,6 +8,8 @@
 // gRPC over HTTP/2 on the same port; and a server without the web
 // protocols refusing HTTP/1.1 as before.
 #include <atomic>
+#include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <string>
 
@@ -16,8 +18,10 @@
 #include "gtest/gtest.h"
 #include "proto/grpc/testing/messages.pb.h"
 #include "rpc/server.h"
+#include "test/util/allocation_counter.h"
 #include "test/util/raw_h2_client.h"
 #include "test/util/raw_http1_client.h"
+#include "test/util/server_allocations.h"
 #include "test/util/stub_server.h"
 #include "test/util/wait_for.h"
 
@@ -159,20 +163,21 @@ TEST_F(Http1Test, PipelinedRequestsAreAnsweredInOrder) {
 TEST_F(Http1Test, AChunkedRequestBodyIsJoined) {
   Start();
   const std::string message = Serialized("in chunks");
-  const Http1Response response = Exchange(absl::StrCat(
-      "POST ", kUnary,
-      " HTTP/1.1\r\nHost: h\r\nContent-Type: application/proto\r\n"
-      "Transfer-Encoding: chunked\r\n\r\n",
-      absl::Hex(3), "\r\n", message.substr(0, 3), "\r\n",
-      absl::Hex(message.size() - 3), "\r\n", message.substr(3),
-      "\r\n0\r\n\r\n"));
+  const Http1Response response = Exchange(
+      absl::StrCat("POST ", kUnary,
+                   " HTTP/1.1\r\nHost: h\r\nContent-Type: application/proto\r\n"
+                   "Transfer-Encoding: chunked\r\n\r\n",
+                   absl::Hex(3), "\r\n", message.substr(0, 3), "\r\n",
+                   absl::Hex(message.size() - 3), "\r\n", message.substr(3),
+                   "\r\n0\r\n\r\n"));
   EXPECT_EQ(response.status, 200);
   EXPECT_EQ(BodyOf(response.body), "in chunks");
 }
 
 TEST_F(Http1Test, GrpcWebServerStreamingIsAChunkedBodyEndingInTrailers) {
   Start();
-  const std::string message = GrpcFrame(StreamingOutputCallRequest().SerializeAsString());
+  const std::string message =
+      GrpcFrame(StreamingOutputCallRequest().SerializeAsString());
   const Http1Response response = Exchange(absl::StrCat(
       "POST ", kStreaming,
       " HTTP/1.1\r\nHost: h\r\nContent-Type: application/grpc-web+proto\r\n"
@@ -185,8 +190,8 @@ TEST_F(Http1Test, GrpcWebServerStreamingIsAChunkedBodyEndingInTrailers) {
   for (int i = 0; i < 3; ++i) {
     ASSERT_GE(body.size(), 5u);
     ASSERT_EQ(body[0], 0);
-    const size_t length = (static_cast<uint8_t>(body[3]) << 8) |
-                          static_cast<uint8_t>(body[4]);
+    const size_t length =
+        (static_cast<uint8_t>(body[3]) << 8) | static_cast<uint8_t>(body[4]);
     StreamingOutputCallResponse message;
     ASSERT_TRUE(message.ParseFromArray(body.data() + 5, length));
     EXPECT_EQ(message.payload().body(), absl::StrCat(i));
@@ -218,7 +223,8 @@ TEST_F(Http1Test, AnAnswerBeforeTheBodyEndsLeavesTheConnectionUsable) {
 
 TEST_F(Http1Test, ExpectContinueGetsAnInterimAnswer) {
   Start();
-  const std::string request = ConnectRequest("continued", "Expect: 100-continue\r\n");
+  const std::string request =
+      ConnectRequest("continued", "Expect: 100-continue\r\n");
   const size_t head_end = request.find("\r\n\r\n") + 4;
   ASSERT_TRUE(client_->Send(request.substr(0, head_end)));
   absl::optional<Http1Response> interim = client_->ReadResponse();
@@ -263,11 +269,11 @@ TEST_F(Http1Test, TheRequestLimitEndsTheConnection) {
 TEST_F(Http1Test, AClosedConnectionCancelsItsCall) {
   Start();
   const std::string message = Serialized("", /*wait_for_cancel=*/true);
-  ASSERT_TRUE(client_->Send(absl::StrCat(
-      "POST ", kUnary,
-      " HTTP/1.1\r\nHost: h\r\nContent-Type: application/proto\r\n"
-      "Content-Length: ",
-      message.size(), "\r\n\r\n", message)));
+  ASSERT_TRUE(client_->Send(
+      absl::StrCat("POST ", kUnary,
+                   " HTTP/1.1\r\nHost: h\r\nContent-Type: application/proto\r\n"
+                   "Content-Length: ",
+                   message.size(), "\r\n\r\n", message)));
   ASSERT_TRUE(WaitFor([&] { return waiting_.load(); }));
   client_->Close();
   EXPECT_TRUE(WaitFor([&] { return cancelled_.load(); }));
@@ -292,7 +298,8 @@ TEST_F(Http1Test, MalformedRequestsAreRefusedWithTheirStatus) {
       "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
       400, "malformed");
   client_ = RawHttp1Client::Connect(server_.port());
-  ExpectRefused(ConnectRequest("x", "Expect: something\r\n"), 417, "100-continue");
+  ExpectRefused(ConnectRequest("x", "Expect: something\r\n"), 417,
+                "100-continue");
 }
 
 TEST_F(Http1Test, ARequestForNoKnownMethodIsAnsweredAsOverHttp2) {
@@ -329,13 +336,48 @@ TEST_F(Http1Test, GrpcOverHttp2IsServedOnTheSamePort) {
   Start();
   EXPECT_EQ(Exchange(ConnectRequest("http/1.1")).status, 200);
   std::string error;
-  std::unique_ptr<RawH2Client> h2 = RawH2Client::Connect(server_.port(), &error);
+  std::unique_ptr<RawH2Client> h2 =
+      RawH2Client::Connect(server_.port(), &error);
   ASSERT_NE(h2, nullptr) << error;
   RawRequest request;
   request.headers = GrpcRequestHeaders(kUnary, server_.port());
   request.body = GrpcFrame(Serialized("http/2"));
   const auto response = h2->Call(request);
   EXPECT_EQ(response.Trailer("grpc-status"), "0");
+}
+
+TEST_F(Http1Test, AConnectCallAllocatesNoMoreThanOverHttp2) {
+  Start();
+  constexpr int kCalls = 200;
+  const std::string request = ConnectRequest("counted");
+  for (int i = 0; i < 50; ++i) ASSERT_EQ(Exchange(request).status, 200);
+  const int64_t before =
+      testing::AllocationsByRole(testing::ThreadRole::kServer).allocations;
+  for (int i = 0; i < kCalls; ++i) ASSERT_EQ(Exchange(request).status, 200);
+  const double http1 =
+      static_cast<double>(
+          testing::AllocationsByRole(testing::ThreadRole::kServer).allocations -
+          before) /
+      kCalls;
+  std::string error;
+  std::unique_ptr<RawH2Client> h2 =
+      RawH2Client::Connect(server_.port(), &error);
+  ASSERT_NE(h2, nullptr) << error;
+  RawRequest h2_request;
+  h2_request.headers = {{":method", "POST"},
+                        {":scheme", "http"},
+                        {":path", kUnary},
+                        {":authority", "127.0.0.1"},
+                        {"content-type", "application/proto"},
+                        {"connect-protocol-version", "1"}};
+  h2_request.body = Serialized("counted");
+  const double http2 =
+      testing::ServerAllocationsPerCall(h2.get(), h2_request, kCalls);
+  std::printf(
+      "server allocations per Connect call: HTTP/1.1 %.2f, "
+      "HTTP/2 %.2f\n",
+      http1, http2);
+  EXPECT_LE(http1, http2);
 }
 
 TEST_F(Http1Test, WithoutTheWebProtocolsHttp1IsRefused) {

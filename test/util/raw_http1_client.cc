@@ -92,11 +92,12 @@ size_t RawHttp1Client::SendSome(absl::string_view bytes) {
 
 bool RawHttp1Client::ReadMore(absl::Time deadline) {
   if (closed_ || fd_ < 0) return false;
-  const absl::Duration left = deadline - absl::Now();
-  if (left <= absl::ZeroDuration()) return false;
+  // A deadline already past still looks at what has arrived.
+  const int64_t left_ms =
+      std::max<int64_t>(0, absl::ToInt64Milliseconds(absl::Ceil(
+                               deadline - absl::Now(), absl::Milliseconds(1))));
   pollfd watched = {fd_, POLLIN, 0};
-  const int ready = poll(&watched, 1,
-                         static_cast<int>(absl::ToInt64Milliseconds(left)) + 1);
+  const int ready = poll(&watched, 1, static_cast<int>(left_ms));
   if (ready <= 0) return false;
   char buffer[64 * 1024];
   const ssize_t n = recv(fd_, buffer, sizeof(buffer), 0);

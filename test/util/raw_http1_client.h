@@ -72,7 +72,8 @@ class RawHttp1Client {
 
  private:
   explicit RawHttp1Client(int fd);
-  // Reads what arrives within `timeout` into input_; false on timeout.
+  // Reads what arrives by `deadline` into input_ (one look at least when
+  // it has passed); false when nothing did or the connection closed.
   bool ReadMore(absl::Time deadline);
 
   static int OnHeaderField(http_parser* parser, const char* at, size_t size);

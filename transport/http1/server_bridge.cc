@@ -12,8 +12,7 @@
 namespace h2rpc::transport::http1 {
 namespace {
 
-constexpr absl::string_view kHttp2Preface =
-    "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+constexpr absl::string_view kHttp2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 // The client session's receive windows, stream and connection: the response
 // bytes that may wait for the socket.
 constexpr int32_t kResponseWindow = 256 * 1024;
@@ -28,8 +27,8 @@ constexpr absl::Duration kCloseLinger = absl::Seconds(1);
 nghttp2_nv Nv(absl::string_view name, absl::string_view value) {
   return nghttp2_nv{
       reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
-      reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())),
-      name.size(), value.size(),
+      reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())), name.size(),
+      value.size(),
       NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE};
 }
 
@@ -128,7 +127,7 @@ void ServerBridge::StartHttp1() {
   nghttp2_option_new(&option);
   // Credit comes back as the socket takes the response (ConsumeOutput).
   nghttp2_option_set_no_auto_window_update(option, 1);
-  nghttp2_session_client_new2(&client_, callbacks, this, option);
+  nghttp2_session_client_new3(&client_, callbacks, this, option, pool_.mem());
   nghttp2_option_del(option);
   nghttp2_session_callbacks_del(callbacks);
   const nghttp2_settings_entry settings[] = {
@@ -205,7 +204,8 @@ void ServerBridge::OnRequestHead(const RequestHead& head) {
   request_fields_.push_back(Nv(":path", path));
   for (const HeaderField& field : head.fields) {
     if (IsHopByHop(field.name) || ConnectionNames(head, field.name)) continue;
-    if (field.name == "te" && !absl::EqualsIgnoreCase(field.value, "trailers")) {
+    if (field.name == "te" &&
+        !absl::EqualsIgnoreCase(field.value, "trailers")) {
       continue;
     }
     request_fields_.push_back(Nv(field.name, field.value));
@@ -216,9 +216,9 @@ void ServerBridge::OnRequestHead(const RequestHead& head) {
   request_body_.clear();
   request_body_taken_ = 0;
   request_complete_ = false;
-  stream_id_ = nghttp2_submit_request(
-      client_, nullptr, request_fields_.data(), request_fields_.size(),
-      head.has_body ? &body : nullptr, nullptr);
+  stream_id_ = nghttp2_submit_request(client_, nullptr, request_fields_.data(),
+                                      request_fields_.size(),
+                                      head.has_body ? &body : nullptr, nullptr);
   if (stream_id_ < 0) {
     stream_id_ = -1;
     AnswerError(500, "the request could not be passed on");
@@ -255,8 +255,8 @@ bool ServerBridge::TargetToPath(const RequestHead& head,
   // absolute-form: the target's authority wins over Host (RFC 9112 §3.2.2).
   http_parser_url url;
   http_parser_url_init(&url);
-  if (http_parser_parse_url(head.target.data(), head.target.size(), 0,
-                            &url) != 0 ||
+  if (http_parser_parse_url(head.target.data(), head.target.size(), 0, &url) !=
+          0 ||
       (url.field_set & (1 << UF_HOST)) == 0) {
     AnswerError(400, "the request target is not valid");
     return false;
@@ -266,8 +266,8 @@ bool ServerBridge::TargetToPath(const RequestHead& head,
   if (url.field_set & (1 << UF_PORT)) {
     authority_end = url.field_data[UF_PORT].off + url.field_data[UF_PORT].len;
   }
-  *authority = head.target.substr(authority_begin,
-                                  authority_end - authority_begin);
+  *authority =
+      head.target.substr(authority_begin, authority_end - authority_begin);
   if (url.field_set & (1 << UF_PATH)) {
     *path = head.target.substr(url.field_data[UF_PATH].off);
   } else {
@@ -336,8 +336,7 @@ void ServerBridge::SendToInner() {
     const uint8_t* data;
     const ssize_t n = nghttp2_session_mem_send(client_, &data);
     if (n <= 0) break;
-    inner_->Feed(
-        absl::string_view(reinterpret_cast<const char*>(data), n));
+    inner_->Feed(absl::string_view(reinterpret_cast<const char*>(data), n));
   }
 }
 
@@ -358,9 +357,22 @@ void ServerBridge::PumpInner() {
       break;
     }
     if (response_done_) FinishExchange();
+    // Body bytes that were dropped (HEAD, a cut response) or that left
+    // already give their credit back now.
+    if (out_sent_ == out_.size()) ReturnCredit();
     SendToInner();
   }
   pumping_ = false;
+}
+
+void ServerBridge::ReturnCredit() {
+  if (unconsumed_body_ == 0 || inner_closed_) return;
+  if (stream_id_ >= 0) {
+    nghttp2_session_consume(client_, stream_id_, unconsumed_body_);
+  } else {
+    nghttp2_session_consume_connection(client_, unconsumed_body_);
+  }
+  unconsumed_body_ = 0;
 }
 
 // --- Responses ---------------------------------------------------------
@@ -449,10 +461,9 @@ void ServerBridge::WriteResponseHead(bool end_stream) {
   for (const Field& field : response_fields_) {
     const absl::string_view name(base + field.name_begin, field.name_size);
     has_length = has_length || name == "content-length";
-    absl::StrAppend(&out_, name, ": ",
-                    absl::string_view(base + field.value_begin,
-                                      field.value_size),
-                    "\r\n");
+    absl::StrAppend(
+        &out_, name, ": ",
+        absl::string_view(base + field.value_begin, field.value_size), "\r\n");
   }
   const bool bodiless = response_status_ == 204 || response_status_ == 304;
   if (!has_length && !bodiless) {
@@ -493,8 +504,7 @@ void ServerBridge::WriteTrailers() {
   for (const Field& field : response_fields_) {
     absl::StrAppend(
         &out_, absl::string_view(base + field.name_begin, field.name_size),
-        ": ",
-        absl::string_view(base + field.value_begin, field.value_size),
+        ": ", absl::string_view(base + field.value_begin, field.value_size),
         "\r\n");
   }
   out_.append("\r\n");
@@ -581,8 +591,8 @@ void ServerBridge::AnswerError(int status, absl::string_view message) {
   absl::StrAppend(&out_,
                   "content-type: text/plain; charset=utf-8\r\n"
                   "content-length: ",
-                  message.size() + 1, "\r\nconnection: close\r\n\r\n",
-                  message, "\n");
+                  message.size() + 1, "\r\nconnection: close\r\n\r\n", message,
+                  "\n");
   BeginClosing();
 }
 
@@ -686,13 +696,8 @@ void ServerBridge::ConsumeOutput(size_t n) {
   if (out_sent_ < out_.size()) return;
   out_.clear();
   out_sent_ = 0;
-  if (unconsumed_body_ > 0 && !inner_closed_) {
-    if (stream_id_ >= 0) {
-      nghttp2_session_consume(client_, stream_id_, unconsumed_body_);
-    } else {
-      nghttp2_session_consume_connection(client_, unconsumed_body_);
-    }
-    unconsumed_body_ = 0;
+  if (unconsumed_body_ > 0) {
+    ReturnCredit();
     SendToInner();
   }
   MaybeShutdownWrite();

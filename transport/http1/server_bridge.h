@@ -11,6 +11,7 @@
 #include "absl/strings/string_view.h"
 #include "transport/http1/http1_options.h"
 #include "transport/http1/request_parser.h"
+#include "transport/http2/nghttp2_memory_pool.h"
 #include "transport/io/byte_session.h"
 #include "transport/io/scheduler.h"
 
@@ -117,12 +118,14 @@ class ServerBridge final : public io::ByteFilter,
   // Between the client session and the server session.
   void SendToInner();
   void PumpInner();
+  // Returns the flow-control credit of the response body bytes that have
+  // left (or were dropped) to the server session.
+  void ReturnCredit();
 
   // Responses (client session callbacks).
   static int OnHeader(nghttp2_session* session, const nghttp2_frame* frame,
-                      const uint8_t* name, size_t namelen,
-                      const uint8_t* value, size_t valuelen, uint8_t flags,
-                      void* user_data);
+                      const uint8_t* name, size_t namelen, const uint8_t* value,
+                      size_t valuelen, uint8_t flags, void* user_data);
   static int OnFrameReceived(nghttp2_session* session,
                              const nghttp2_frame* frame, void* user_data);
   static int OnDataChunk(nghttp2_session* session, uint8_t flags,
@@ -156,13 +159,16 @@ class ServerBridge final : public io::ByteFilter,
   io::Wire* outer_ = nullptr;
   Mode mode_ = Mode::kUndecided;
   TimerPurpose timer_purpose_ = TimerPurpose::kNone;
-  std::string undecided_;  // the first bytes, while they match the preface
+  std::string undecided_;      // the first bytes, while they match the preface
   bool inner_closed_ = false;  // the inner session called CloseWire
   bool outer_closed_ = false;
   bool pumping_ = false;
 
   // HTTP/1.1 state, from StartHttp1().
   RequestParser parser_;
+  // The client session's allocator: its stream objects and frames come
+  // back from free lists once the connection is warm.
+  http2::Nghttp2MemoryPool pool_{64 * 1024};
   nghttp2_session* client_ = nullptr;
   std::vector<nghttp2_nv> request_fields_;
   // Bytes after the last complete request, parsed once it is answered.
