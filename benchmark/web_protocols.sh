@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # docs/performance.md's web protocol figures: gRPC-Web unary (binary and
-# text) and Connect unary (binary and JSON) against gRPC unary over HTTP/2
-# on one h2rpc server (h2rpc_interop_server --grpc_web --connect, -c opt, on
-# CPU 0), driven by h2load
-# (Debian's nghttp2-client, on CPU 1) on one connection: a 1 KiB request
-# asking for a 1 KiB response (grpc.testing.TestService/UnaryCall), at 64
-# and 1 in flight, the protocols alternated `ROUNDS` times (default 5) in
-# one sitting. Prints one line per run: requests per second, and the HTTP
-# statuses (all must be 2xx).
+# text) and Connect unary (binary and JSON) over HTTP/2, and gRPC-Web and
+# Connect (binary and JSON) over HTTP/1.1 (h2load --h1; in flight means
+# pipelined there), against gRPC unary over HTTP/2 on one h2rpc server
+# (h2rpc_interop_server --grpc_web --connect, -c opt, on CPU 0), driven by
+# h2load (Debian's nghttp2-client, on CPU 1) on one connection: a 1 KiB
+# request asking for a 1 KiB response (grpc.testing.TestService/UnaryCall),
+# at 64 and 1 in flight, the protocols alternated `ROUNDS` times (default
+# 5) in one sitting. Prints one line per run: requests per second, and the
+# HTTP statuses (all must be 2xx).
 #   benchmark/web_protocols.sh [ROUNDS] > benchmark/results/web_protocols.txt
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -52,29 +53,33 @@ done
 port=$(grep -o "listening on port [0-9]*" "$work/server.out" | grep -o "[0-9]*$")
 url=http://127.0.0.1:$port/grpc.testing.TestService/UnaryCall
 
-run() {  # protocol in_flight requests
+run() {  # protocol[/1.1] in_flight requests
   local args=()
-  case $1 in
-    grpc) args=(-H "content-type: application/grpc" -H "te: trailers"
+  if [[ $1 == */1.1 ]]; then args=(--h1); fi
+  case ${1%/1.1} in
+    grpc) args+=(-H "content-type: application/grpc" -H "te: trailers"
                 -d "$work/grpc.bin") ;;
-    grpc-web) args=(-H "content-type: application/grpc-web+proto"
+    grpc-web) args+=(-H "content-type: application/grpc-web+proto"
                     -H "x-grpc-web: 1" -d "$work/grpc.bin") ;;
-    grpc-web-text) args=(-H "content-type: application/grpc-web-text"
+    grpc-web-text) args+=(-H "content-type: application/grpc-web-text"
                          -H "x-grpc-web: 1" -d "$work/grpc-web-text.bin") ;;
-    connect-proto) args=(-H "content-type: application/proto"
+    connect-proto) args+=(-H "content-type: application/proto"
                          -H "connect-protocol-version: 1" -d "$work/proto.bin") ;;
-    connect-json) args=(-H "content-type: application/json"
+    connect-json) args+=(-H "content-type: application/json"
                         -H "connect-protocol-version: 1" -d "$work/json.bin") ;;
   esac
   taskset -c 1 h2load -n "$3" -c 1 -t 1 -m "$2" "${args[@]}" "$url" |
     awk -v p="$1" -v m="$2" '/finished in/ {rps = $4} /status codes/ {codes = $3 " 2xx, " $9 " 5xx"}
-      END {printf "%-14s in flight %-3s %10s req/s  (%s)\n", p, m, rps, codes}'
+      END {printf "%-18s in flight %-3s %10s req/s  (%s)\n", p, m, rps, codes}'
 }
 
 for ((round = 1; round <= rounds; ++round)); do
   for m in 64 1; do
-    n=$((m == 64 ? 300000 : 30000))
-    for protocol in grpc grpc-web grpc-web-text connect-proto connect-json; do
+    for protocol in grpc grpc-web grpc-web-text connect-proto connect-json \
+        grpc-web/1.1 connect-proto/1.1 connect-json/1.1; do
+      # HTTP/1.1 answers one request at a time: pipelined ones wait.
+      n=300000
+      if ((m == 1)); then n=30000; elif [[ $protocol == */1.1 ]]; then n=60000; fi
       run "$protocol" "$m" "$n"
     done
   done

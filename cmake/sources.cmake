@@ -249,6 +249,11 @@ set(H2RPC_LIBRARY_SOURCES
   transport/core/status_synthesis.h
   transport/core/timeout.cc
   transport/core/timeout.h
+  transport/http1/http1_options.h
+  transport/http1/request_parser.cc
+  transport/http1/request_parser.h
+  transport/http1/server_bridge.cc
+  transport/http1/server_bridge.h
   transport/http2/bdp_estimator.cc
   transport/http2/bdp_estimator.h
   transport/http2/client_session.cc

@@ -39,6 +39,18 @@ struct ChannelOptions {
   // deadline in connect-timeout-ms. Streaming calls on such a channel fail
   // with UNIMPLEMENTED. Default: gRPC.
   bool connect_unary = false;
+  // With connect_unary: the messages travel in protobuf's JSON mapping
+  // (application/json), converted with the descriptors of the methods
+  // compiled into the program (a method without them fails with
+  // UNIMPLEMENTED), uncompressed. Each call then allocates for the
+  // conversion. Default: binary.
+  bool connect_json = false;
+  // With connect_unary: the calls go over HTTP/1.1 instead of HTTP/2, for
+  // Connect servers that speak HTTP/1.1 only: one call at a time per
+  // connection (the others wait their turn), each request with a
+  // content-length; a call cancelled while its request is out ends its
+  // connection. Default: HTTP/2.
+  bool connect_http1 = false;
   // HTTP/2 settings and message size limits of the connection.
   ConnectionOptions connection;
   // Looks up the target's host name off the event loop (a target whose host

@@ -1,7 +1,8 @@
 // An h2rpc channel speaking the Connect protocol's unary form
 // (ChannelOptions::connect_unary) to an h2rpc server answering it
 // (ServerOptions::web.connect): the response message and the metadata both
-// ways, error statuses, the deadline, gzip both ways, the receive limit on
+// ways, in binary and in JSON (ChannelOptions::connect_json), error
+// statuses, the deadline, gzip both ways, the receive limit on
 // the response body, streaming calls refused on such a channel, a server
 // without Connect, and the client's allocations per call against a gRPC
 // channel's.
@@ -9,10 +10,18 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <set>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "gtest/gtest.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "base/mutex.h"
 #include "proto/grpc/testing/messages.pb.h"
+// grpc.testing.TestService's descriptors: the JSON mapping of kJsonEcho.
+#include "proto/grpc/testing/test.pb.h"
 #include "rpc/channel.h"
 #include "rpc/server.h"
 #include "test/util/allocation_counter.h"
@@ -29,42 +38,50 @@ using ::h2rpc::testing::WaitFor;
 
 constexpr char kEcho[] = "/connect.Test/Echo";
 constexpr char kBidi[] = "/connect.Test/Bidi";
+// The same handler under a method the interop proto declares: its
+// descriptors give the JSON mapping.
+constexpr char kJsonEcho[] = "/grpc.testing.TestService/UnaryCall";
 
 class ConnectClientTest : public ::testing::Test {
  protected:
-  void Start(bool connect) {
+  void Start(bool connect, bool json = false, bool http1 = false,
+             int http1_max_requests_per_connection = 10000) {
     ServerOptions options;
     options.web.connect = connect;
+    options.web.http1_max_requests_per_connection =
+        http1_max_requests_per_connection;
+    const auto echo = [this](ServerContext* context,
+                             const SimpleRequest& request,
+                             SimpleResponse* response) -> Status {
+      last_request_compression_ = context->client_compression_algorithm();
+      {
+        MutexLock lock(&peers_mu_);
+        peers_.insert(context->peer());
+      }
+      if (request.has_response_status()) {
+        return Status(static_cast<StatusCode>(request.response_status().code()),
+                      request.response_status().message());
+      }
+      if (request.fill_username()) {
+        // Waits for the deadline to cancel the call.
+        return WaitFor([&] { return context->IsCancelled(); })
+                   ? Status()
+                   : Status(StatusCode::kInternal, "never cancelled");
+      }
+      if (request.response_compressed().value()) {
+        context->set_compression_algorithm(CompressionAlgorithm::kGzip);
+      }
+      const auto echoed = context->client_metadata().Get("x-echo");
+      context->AddInitialMetadata("x-initial", echoed.value_or("none"));
+      context->AddTrailingMetadata("x-trailing", "2");
+      context->AddTrailingMetadata("x-id-bin", std::string("\x01\x02", 2));
+      *response->mutable_payload() = request.payload();
+      return Status();
+    };
     server_.builder()
         .SetOptions(options)
-        .RegisterUnary<SimpleRequest, SimpleResponse>(
-            kEcho,
-            [this](ServerContext* context, const SimpleRequest& request,
-                   SimpleResponse* response) -> Status {
-              last_request_compression_ =
-                  context->client_compression_algorithm();
-              if (request.has_response_status()) {
-                return Status(
-                    static_cast<StatusCode>(request.response_status().code()),
-                    request.response_status().message());
-              }
-              if (request.fill_username()) {
-                // Waits for the deadline to cancel the call.
-                return WaitFor([&] { return context->IsCancelled(); })
-                           ? Status()
-                           : Status(StatusCode::kInternal, "never cancelled");
-              }
-              if (request.response_compressed().value()) {
-                context->set_compression_algorithm(CompressionAlgorithm::kGzip);
-              }
-              const auto echoed = context->client_metadata().Get("x-echo");
-              context->AddInitialMetadata("x-initial", echoed.value_or("none"));
-              context->AddTrailingMetadata("x-trailing", "2");
-              context->AddTrailingMetadata("x-id-bin",
-                                           std::string("\x01\x02", 2));
-              *response->mutable_payload() = request.payload();
-              return Status();
-            })
+        .RegisterUnary<SimpleRequest, SimpleResponse>(kEcho, echo)
+        .RegisterUnary<SimpleRequest, SimpleResponse>(kJsonEcho, echo)
         .RegisterBidiStreaming<SimpleRequest, SimpleResponse>(
             kBidi, [](ServerContext*,
                       ServerReaderWriter<SimpleResponse, SimpleRequest>*) {
@@ -73,6 +90,8 @@ class ConnectClientTest : public ::testing::Test {
     ASSERT_TRUE(server_.Start().ok());
     ChannelOptions channel_options;
     channel_options.connect_unary = true;
+    channel_options.connect_json = json;
+    channel_options.connect_http1 = http1;
     channel_ = server_.NewChannel(channel_options);
   }
 
@@ -88,6 +107,9 @@ class ConnectClientTest : public ::testing::Test {
   std::shared_ptr<Channel> channel_;
   std::atomic<CompressionAlgorithm> last_request_compression_{
       CompressionAlgorithm::kIdentity};
+  // The client addresses calls came from: one per connection.
+  Mutex peers_mu_;
+  std::set<std::string> peers_ ABSL_GUARDED_BY(peers_mu_);
 };
 
 TEST_F(ConnectClientTest, UnaryCallCarriesTheMessageAndTheMetadata) {
@@ -111,6 +133,121 @@ TEST_F(ConnectClientTest, UnaryCallCarriesTheMessageAndTheMetadata) {
   ClientContext empty_context;
   ASSERT_TRUE(Echo(&empty_context, SimpleRequest(), &response).ok());
   EXPECT_EQ(response.payload().body(), "");
+}
+
+TEST_F(ConnectClientTest, JsonCallsCarryTheMessageTheMetadataAndErrors) {
+  Start(true, /*json=*/true);
+  ClientContext context;
+  context.AddMetadata("x-echo", "json");
+  SimpleRequest request;
+  request.mutable_payload()->set_body(std::string("\x00\xff bytes", 8));
+  SimpleResponse response;
+  ASSERT_TRUE(
+      channel_->UnaryCall(&context, kJsonEcho, request, &response).ok());
+  EXPECT_EQ(response.payload().body(), std::string("\x00\xff bytes", 8));
+  EXPECT_EQ(context.GetServerInitialMetadata().Get("x-initial"), "json");
+  EXPECT_EQ(context.GetServerTrailingMetadata().Get("x-trailing"), "2");
+
+  ClientContext failing;
+  request.mutable_response_status()->set_code(
+      static_cast<int32_t>(StatusCode::kNotFound));
+  request.mutable_response_status()->set_message("gone");
+  const Status status =
+      channel_->UnaryCall(&failing, kJsonEcho, request, &response);
+  EXPECT_EQ(status.code(), StatusCode::kNotFound);
+  EXPECT_EQ(status.message(), "gone");
+
+  // A method without descriptors in the program has no JSON form.
+  ClientContext unknown;
+  const Status no_json = Echo(&unknown, SimpleRequest(), &response);
+  EXPECT_EQ(no_json.code(), StatusCode::kUnimplemented);
+  EXPECT_THAT(std::string(no_json.message()), ::testing::HasSubstr("JSON"));
+}
+
+TEST_F(ConnectClientTest, CallsGoOverHttp1OneAtATime) {
+  Start(true, /*json=*/false, /*http1=*/true);
+  ClientContext context;
+  context.AddMetadata("x-echo", "http/1.1");
+  SimpleRequest request;
+  request.mutable_payload()->set_body("over HTTP/1.1");
+  SimpleResponse response;
+  ASSERT_TRUE(Echo(&context, request, &response).ok());
+  EXPECT_EQ(response.payload().body(), "over HTTP/1.1");
+  EXPECT_EQ(context.GetServerInitialMetadata().Get("x-initial"), "http/1.1");
+  EXPECT_EQ(context.GetServerTrailingMetadata().Get("x-trailing"), "2");
+
+  // Calls from several threads at once take turns on the connection.
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 10; ++i) {
+        ClientContext each;
+        SimpleRequest numbered;
+        numbered.mutable_payload()->set_body(absl::StrCat(t, "/", i));
+        SimpleResponse echoed;
+        if (Echo(&each, numbered, &echoed).ok() &&
+            echoed.payload().body() == absl::StrCat(t, "/", i)) {
+          ++ok;
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(ok.load(), 40);
+
+  ClientContext failing;
+  request.mutable_response_status()->set_code(
+      static_cast<int32_t>(StatusCode::kNotFound));
+  request.mutable_response_status()->set_message("gone");
+  const Status status = Echo(&failing, request, &response);
+  EXPECT_EQ(status.code(), StatusCode::kNotFound);
+  EXPECT_EQ(status.message(), "gone");
+}
+
+TEST_F(ConnectClientTest, AServerClosingAfterEachAnswerGetsAConnectionPerCall) {
+  // HTTP/1.1 only: the server's last answer on a connection says
+  // Connection: close, and the next call goes to a new connection.
+  Start(true, /*json=*/false, /*http1=*/true,
+        /*http1_max_requests_per_connection=*/1);
+  for (int i = 0; i < 3; ++i) {
+    ClientContext context;
+    SimpleRequest request;
+    request.mutable_payload()->set_body(absl::StrCat(i));
+    SimpleResponse response;
+    ASSERT_TRUE(Echo(&context, request, &response).ok());
+    EXPECT_EQ(response.payload().body(), absl::StrCat(i));
+  }
+  MutexLock lock(&peers_mu_);
+  EXPECT_EQ(peers_.size(), 3u);
+}
+
+TEST_F(ConnectClientTest, JsonOverHttp1) {
+  Start(true, /*json=*/true, /*http1=*/true);
+  ClientContext context;
+  SimpleRequest request;
+  request.mutable_payload()->set_body("json over HTTP/1.1");
+  SimpleResponse response;
+  ASSERT_TRUE(
+      channel_->UnaryCall(&context, kJsonEcho, request, &response).ok());
+  EXPECT_EQ(response.payload().body(), "json over HTTP/1.1");
+}
+
+TEST_F(ConnectClientTest, TheDeadlineEndsACallOverHttp1AndTheNextOneWorks) {
+  Start(true, /*json=*/false, /*http1=*/true);
+  ClientContext context;
+  context.set_timeout(absl::Milliseconds(200));
+  SimpleRequest request;
+  request.set_fill_username(true);  // the handler waits for cancellation
+  SimpleResponse response;
+  EXPECT_EQ(Echo(&context, request, &response).code(),
+            StatusCode::kDeadlineExceeded);
+  // The cancelled call ended its connection; the next call gets another.
+  ClientContext next;
+  request.set_fill_username(false);
+  request.mutable_payload()->set_body("after");
+  ASSERT_TRUE(Echo(&next, request, &response).ok());
+  EXPECT_EQ(response.payload().body(), "after");
 }
 
 TEST_F(ConnectClientTest, ErrorsKeepTheirCodeAndMessage) {

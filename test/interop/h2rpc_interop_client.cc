@@ -19,7 +19,9 @@
 //
 // --connect_unary makes the unary calls with the Connect protocol's unary
 // form instead of gRPC (ChannelOptions::connect_unary; plaintext), for
-// Connect servers: the unary cases then run as they are.
+// Connect servers: the unary cases then run as they are; with
+// --connect_json their messages are JSON (ChannelOptions::connect_json),
+// with --connect_http1 they go over HTTP/1.1 (ChannelOptions::connect_http1).
 //
 // Runs one test case and exits 0 when every assertion of the description
 // held, 1 (with the reason on stderr) when one did not, 2 for a bad command
@@ -88,6 +90,12 @@ ABSL_FLAG(bool, use_tls, false, "Connect with TLS instead of plaintext h2c.");
 ABSL_FLAG(bool, connect_unary, false,
           "Make the unary calls with the Connect protocol's unary form "
           "(ChannelOptions::connect_unary), plaintext only.");
+ABSL_FLAG(bool, connect_json, false,
+          "With --connect_unary: the messages in protobuf's JSON mapping "
+          "(ChannelOptions::connect_json).");
+ABSL_FLAG(bool, connect_http1, false,
+          "With --connect_unary: the calls over HTTP/1.1 "
+          "(ChannelOptions::connect_http1).");
 ABSL_FLAG(bool, use_test_ca, false,
           "With --use_tls: trust the interop test CA (ca.pem) instead of the "
           "system's roots.");
@@ -784,6 +792,8 @@ int Run() {
   } else {
     ChannelOptions options;
     options.connect_unary = absl::GetFlag(FLAGS_connect_unary);
+    options.connect_json = absl::GetFlag(FLAGS_connect_json);
+    options.connect_http1 = absl::GetFlag(FLAGS_connect_http1);
     channel = CreateChannel(target, options);
   }
 

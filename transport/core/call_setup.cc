@@ -106,7 +106,8 @@ Status BuildRequestHeaders(const CallDescription& call, io::MonotonicTime now,
       headers->AddDecimal("connect-timeout-ms", connect_timeout_ms,
                           NGHTTP2_NV_FLAG_NO_INDEX);
     }
-    headers->Add("content-type", "application/proto");
+    headers->Add("content-type", call.connect_json ? "application/json"
+                                                   : "application/proto");
     if (SendsEncoding(call)) {
       headers->Add("content-encoding", call.send_encoding);
     }

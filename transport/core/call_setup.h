@@ -44,6 +44,9 @@ struct CallDescription {
   // accept-encoding instead of grpc-encoding and grpc-accept-encoding, no
   // grpc-previous-rpc-attempts.
   bool connect_unary = false;
+  // With connect_unary: the message is JSON (content-type
+  // application/json).
+  bool connect_json = false;
   // User metadata, sent after the transport's fields. Null: none.
   const Metadata* metadata = nullptr;
   // Metadata from call credentials, sent after the user's, in order; not
@@ -64,7 +67,8 @@ size_t CountRequestHeaderFields(const CallDescription& call);
 //   [tracestate], user metadata..., credential metadata...
 // A Connect unary call (`call.connect_unary`) has connect-protocol-version:
 // 1 and [connect-timeout-ms] in place of te and grpc-timeout, content-type
-// application/proto, and [content-encoding], [accept-encoding] in place of
+// application/proto (application/json with `call.connect_json`), and
+// [content-encoding], [accept-encoding] in place of
 // the grpc- ones, and no grpc-previous-rpc-attempts.
 // Reserves the field vector once with CountRequestHeaderFields(): a fresh
 // HeaderList makes one allocation for the fields (plus one for the base64 of

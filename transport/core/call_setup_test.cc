@@ -231,6 +231,14 @@ TEST(CallSetupTest, ConnectUnaryCallsHaveConnectsFields) {
   ASSERT_TRUE(BuildRequestHeaders(call, kNow, &far).ok());
   EXPECT_EQ(Fields(far)[5].first, "content-type");
   EXPECT_EQ(far.size(), far.capacity());
+
+  // JSON messages.
+  call.connect_json = true;
+  HeaderList json;
+  ASSERT_TRUE(BuildRequestHeaders(call, kNow, &json).ok());
+  EXPECT_EQ(Fields(json)[5],
+            std::make_pair(std::string("content-type"),
+                           std::string("application/json")));
 }
 
 TEST(CallSetupTest, DeadlineAlreadyPassedFailsWithoutBuilding) {

@@ -12,6 +12,7 @@
 #include "rpc/compression.h"
 #include "rpc/interceptor.h"
 #include "rpc/internal/client/retry.h"
+#include "rpc/internal/common/protobuf_connect_codec.h"
 #include "rpc/internal/config/service_config.h"
 #include "rpc/status.h"
 #include "rpc/tracing.h"
@@ -42,6 +43,8 @@ struct ChannelCallSettings {
   size_t per_rpc_retry_buffer_size = 0;
   // ChannelOptions::connect_unary.
   bool connect_unary = false;
+  // With ChannelOptions::connect_json: converts the messages; null: binary.
+  std::shared_ptr<const ProtobufConnectCodec> connect_json;
   // What records the calls, each null when off: where the loop thread
   // records CallMetrics (ChannelOptions::metrics), the Tracer
   // (ChannelOptions::tracer), where the loop thread counts the calls for

@@ -29,6 +29,7 @@
 #include "rpc/internal/credentials_access.h"
 #include "rpc/internal/lb/builtin_policies.h"
 #include "rpc/internal/name_resolver_impl.h"
+#include "transport/http1/client_bridge.h"
 #include "transport/tls/tls_session.h"
 
 namespace h2rpc::internal {
@@ -126,7 +127,10 @@ ChannelCore::ChannelCore(absl::string_view target,
                 options.connection.max_send_message_size,
                 options.stream_write_buffer,
                 options.per_rpc_retry_buffer_size,
-                options.connect_unary},
+                options.connect_unary,
+                options.connect_unary && options.connect_json
+                    ? std::make_shared<const ProtobufConnectCodec>()
+                    : nullptr},
       lookups_(options.resolver != nullptr
                    ? options.resolver->impl().resolver
                    : std::make_shared<transport::io::Resolver>()),
@@ -1038,6 +1042,13 @@ std::unique_ptr<transport::io::ByteFilter> ChannelCore::NewConnectionFilter(
   return transport::tls::TlsSession::NewClient(
       tls_->Get(), tls_server_name_,
       absl::StrCat(tls_server_name_, "|", address));
+}
+
+std::unique_ptr<transport::io::ByteFilter> ChannelCore::NewProtocolFilter() {
+  if (!options_.connect_unary || !options_.connect_http1) return nullptr;
+  transport::http1::Http1Options http1;
+  http1.max_header_bytes = options_.connection.max_header_list_size;
+  return std::make_unique<transport::http1::ClientBridge>(http1);
 }
 
 void ChannelCore::OnSubchannelStateChange(Subchannel* subchannel) {

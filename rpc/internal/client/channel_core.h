@@ -328,6 +328,7 @@ class ChannelCore final : public ChannelCallHost,
   }
   std::unique_ptr<transport::io::ByteFilter> NewConnectionFilter(
       const std::string& address) override;
+  std::unique_ptr<transport::io::ByteFilter> NewProtocolFilter() override;
   void OnSubchannelStateChange(Subchannel* subchannel) override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(loop_);
   void OnTooManyPings(const std::string& peer) override

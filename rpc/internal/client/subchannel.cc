@@ -130,7 +130,7 @@ void Subchannel::OnConnected(transport::io::FileDescriptor socket,
   }
   connection_ = std::make_unique<Connection>(
       loop_, std::move(socket), host_->NewConnectionFilter(address().address),
-      /*inner_filter=*/nullptr, std::move(peer), host_->transport_options(),
+      host_->NewProtocolFilter(), std::move(peer), host_->transport_options(),
       static_cast<ClientSession::Listener*>(this));
   if (channelz_socket != nullptr) {
     connection_->session().set_stats(&channelz_socket->connection_stats());

@@ -88,6 +88,11 @@ class Subchannel final : public LbSubchannel,
     // resumption); null: plaintext.
     virtual std::unique_ptr<transport::io::ByteFilter> NewConnectionFilter(
         const std::string& address) = 0;
+    // The filter between that one and the HTTP/2 session of a new
+    // connection (the HTTP/1.1 bridge); null: none.
+    virtual std::unique_ptr<transport::io::ByteFilter> NewProtocolFilter() {
+      return nullptr;
+    }
     // The subchannel's state changed (not reported once orphaned).
     virtual void OnSubchannelStateChange(Subchannel* subchannel) = 0;
     // A connection's server sent GOAWAY ENHANCE_YOUR_CALM "too_many_pings"

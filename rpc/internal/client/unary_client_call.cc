@@ -14,13 +14,20 @@ Status UnaryClientCall::Prepare(ClientContext* context,
                                 absl::string_view request_bytes) {
   Status status = Describe(context, method, /*generic=*/request == nullptr);
   if (!status.ok()) return status;
-  stream_.description.connect_unary = core_->call_settings().connect_unary;
+  const ChannelCallSettings& settings = core_->call_settings();
+  stream_.description.connect_unary = settings.connect_unary;
+  stream_.description.connect_json = settings.connect_json != nullptr;
   const size_t max_size = max_send_size_;
   std::string* frame = &stream_.outgoing().buffer();
-  status = request != nullptr
-               ? SerializeFramed(*request, send_compression_, max_size, frame)
-               : transport::compression::AppendCompressedFramedMessage(
-                     request_bytes, send_compression_, max_size, frame);
+  if (settings.connect_json != nullptr) {
+    status = FrameJsonRequest(*settings.connect_json, request, request_bytes,
+                              max_size, frame);
+  } else {
+    status = request != nullptr
+                 ? SerializeFramed(*request, send_compression_, max_size, frame)
+                 : transport::compression::AppendCompressedFramedMessage(
+                       request_bytes, send_compression_, max_size, frame);
+  }
   if (!status.ok()) return status;
   stream_.outgoing().CountMessage(frame->size());
   stream_.outgoing().set_end_of_data();
@@ -29,6 +36,26 @@ Status UnaryClientCall::Prepare(ClientContext* context,
   ChargeRetryBuffer();
   stream_.observer = this;
   return BindContext(context);
+}
+
+Status UnaryClientCall::FrameJsonRequest(
+    const ProtobufConnectCodec& codec,
+    const google::protobuf::MessageLite* request,
+    absl::string_view request_bytes, size_t max_size, std::string* frame) {
+  std::string binary;
+  if (request != nullptr) {
+    if (!request->SerializeToString(&binary)) {
+      return Status(StatusCode::kInternal,
+                    "failed to serialize the request message");
+    }
+    request_bytes = binary;
+  }
+  std::string json;
+  Status status =
+      codec.RequestToJson(stream_.description.method_path, request_bytes, &json);
+  if (!status.ok()) return status;
+  return transport::compression::AppendCompressedFramedMessage(
+      json, CompressionAlgorithm::kIdentity, max_size, frame);
 }
 
 Status UnaryClientCall::Wait() {
@@ -53,6 +80,14 @@ Status UnaryClientCall::OnMessage(absl::string_view message, bool compressed) {
   }
   got_message_ = true;
   InterceptReceive(message.size());
+  std::string binary;
+  if (const ProtobufConnectCodec* codec =
+          core_->call_settings().connect_json.get()) {
+    Status status = codec->ResponseFromJson(stream_.description.method_path,
+                                            message, &binary);
+    if (!status.ok()) return status;
+    message = binary;
+  }
   ClientContextAccess::SetLastMessageCompressed(context_, compressed);
   if (response != nullptr) {
     if (!response->ParseFromArray(message.data(),

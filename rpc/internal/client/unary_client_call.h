@@ -53,6 +53,12 @@ class UnaryClientCall final : public ChannelCall,
 
   void OnLastUnref() override;
   void Complete(const Status& status);
+  // A Connect JSON call's request (`request`, or `request_bytes` when
+  // null) as a framed, uncompressed JSON message appended to `frame`.
+  Status FrameJsonRequest(const ProtobufConnectCodec& codec,
+                          const google::protobuf::MessageLite* request,
+                          absl::string_view request_bytes, size_t max_size,
+                          std::string* frame);
 
   bool got_message_ = false;
 

@@ -47,21 +47,40 @@ ProtobufConnectCodec::ProtobufConnectCodec()
 
 ProtobufConnectCodec::~ProtobufConnectCodec() = default;
 
+Status ProtobufConnectCodec::ToJson(const protobuf::Descriptor* type,
+                                    const char* what, absl::string_view binary,
+                                    std::string* json) const {
+  const auto status = protobuf::util::BinaryToJsonString(
+      resolver_.get(), TypeUrl(type), std::string(binary), json,
+      protobuf::util::JsonPrintOptions());
+  if (status.ok()) return Status();
+  return Status(StatusCode::kInternal,
+                absl::StrCat(what, " is not a ", type->full_name(), ": ",
+                             std::string(status.message())));
+}
+
+Status ProtobufConnectCodec::FromJson(const protobuf::Descriptor* type,
+                                      const char* what, StatusCode code,
+                                      absl::string_view json,
+                                      std::string* binary) const {
+  protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = true;
+  const auto status = protobuf::util::JsonToBinaryString(
+      resolver_.get(), TypeUrl(type),
+      protobuf::StringPiece(json.data(), json.size()), binary, options);
+  if (status.ok()) return Status();
+  return Status(code, absl::StrCat(what, " is not a ", type->full_name(),
+                                   " in JSON: ",
+                                   std::string(status.message())));
+}
+
 Status ProtobufConnectCodec::RequestFromJson(absl::string_view method,
                                              absl::string_view json,
                                              std::string* binary) const {
   const protobuf::MethodDescriptor* descriptor = FindMethod(method);
   if (descriptor == nullptr) return UnknownMethod(method);
-  protobuf::util::JsonParseOptions options;
-  options.ignore_unknown_fields = true;
-  const auto status = protobuf::util::JsonToBinaryString(
-      resolver_.get(), TypeUrl(descriptor->input_type()),
-      protobuf::StringPiece(json.data(), json.size()), binary, options);
-  if (status.ok()) return Status();
-  return Status(
-      StatusCode::kInvalidArgument,
-      absl::StrCat("request is not a ", descriptor->input_type()->full_name(),
-                   " in JSON: ", std::string(status.message())));
+  return FromJson(descriptor->input_type(), "request",
+                  StatusCode::kInvalidArgument, json, binary);
 }
 
 Status ProtobufConnectCodec::ResponseToJson(absl::string_view method,
@@ -69,14 +88,24 @@ Status ProtobufConnectCodec::ResponseToJson(absl::string_view method,
                                             std::string* json) const {
   const protobuf::MethodDescriptor* descriptor = FindMethod(method);
   if (descriptor == nullptr) return UnknownMethod(method);
-  const auto status = protobuf::util::BinaryToJsonString(
-      resolver_.get(), TypeUrl(descriptor->output_type()), std::string(binary),
-      json, protobuf::util::JsonPrintOptions());
-  if (status.ok()) return Status();
-  return Status(
-      StatusCode::kInternal,
-      absl::StrCat("response is not a ", descriptor->output_type()->full_name(),
-                   ": ", std::string(status.message())));
+  return ToJson(descriptor->output_type(), "response", binary, json);
+}
+
+Status ProtobufConnectCodec::RequestToJson(absl::string_view method,
+                                           absl::string_view binary,
+                                           std::string* json) const {
+  const protobuf::MethodDescriptor* descriptor = FindMethod(method);
+  if (descriptor == nullptr) return UnknownMethod(method);
+  return ToJson(descriptor->input_type(), "request", binary, json);
+}
+
+Status ProtobufConnectCodec::ResponseFromJson(absl::string_view method,
+                                              absl::string_view json,
+                                              std::string* binary) const {
+  const protobuf::MethodDescriptor* descriptor = FindMethod(method);
+  if (descriptor == nullptr) return UnknownMethod(method);
+  return FromJson(descriptor->output_type(), "response", StatusCode::kInternal,
+                  json, binary);
 }
 
 bool ProtobufConnectCodec::HasNoSideEffects(absl::string_view method) const {

@@ -9,9 +9,12 @@
 #include "base/status.h"
 #include "transport/core/connect_protocol.h"
 
-namespace google::protobuf::util {
+namespace google::protobuf {
+class Descriptor;
+namespace util {
 class TypeResolver;
-}  // namespace google::protobuf::util
+}  // namespace util
+}  // namespace google::protobuf
 
 namespace h2rpc::internal {
 
@@ -36,7 +39,26 @@ class ProtobufConnectCodec final : public transport::ConnectCodec {
       std::vector<transport::ConnectErrorDetail>* out) const override;
   bool HasNoSideEffects(absl::string_view method) const override;
 
+  // The client's side of a JSON call: the request message of `method` from
+  // binary into JSON (INTERNAL for bytes that are not a request of the
+  // method), and the response from JSON into binary (INTERNAL for JSON
+  // that is not a response of the method); UNIMPLEMENTED when the
+  // method's types are unknown.
+  Status RequestToJson(absl::string_view method, absl::string_view binary,
+                       std::string* json) const;
+  Status ResponseFromJson(absl::string_view method, absl::string_view json,
+                          std::string* binary) const;
+
  private:
+  // `binary`, a message of `type`, into JSON; `what` names it in errors.
+  Status ToJson(const google::protobuf::Descriptor* type, const char* what,
+                absl::string_view binary, std::string* json) const;
+  // JSON of a message of `type` into binary, unknown fields ignored; a
+  // failure is `code`.
+  Status FromJson(const google::protobuf::Descriptor* type, const char* what,
+                  StatusCode code, absl::string_view json,
+                  std::string* binary) const;
+
   const std::unique_ptr<google::protobuf::util::TypeResolver> resolver_;
 };
 
