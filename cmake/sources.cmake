@@ -249,6 +249,10 @@ set(H2RPC_LIBRARY_SOURCES
   transport/core/status_synthesis.h
   transport/core/timeout.cc
   transport/core/timeout.h
+  transport/http1/bridge_parts.cc
+  transport/http1/bridge_parts.h
+  transport/http1/client_bridge.cc
+  transport/http1/client_bridge.h
   transport/http1/http1_options.h
   transport/http1/request_parser.cc
   transport/http1/request_parser.h

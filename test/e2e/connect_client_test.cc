@@ -15,10 +15,10 @@
 #include <thread>
 #include <vector>
 
-#include "gtest/gtest.h"
 #include "absl/strings/str_cat.h"
-#include "gmock/gmock.h"
 #include "base/mutex.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
 #include "proto/grpc/testing/messages.pb.h"
 // grpc.testing.TestService's descriptors: the JSON mapping of kJsonEcho.
 #include "proto/grpc/testing/test.pb.h"
@@ -27,6 +27,7 @@
 #include "test/util/allocation_counter.h"
 #include "test/util/stub_server.h"
 #include "test/util/wait_for.h"
+#include "transport/tls/testing/test_pki.h"
 
 namespace h2rpc {
 namespace {
@@ -220,6 +221,38 @@ TEST_F(ConnectClientTest, AServerClosingAfterEachAnswerGetsAConnectionPerCall) {
   }
   MutexLock lock(&peers_mu_);
   EXPECT_EQ(peers_.size(), 3u);
+}
+
+TEST_F(ConnectClientTest, Http1OverTls) {
+  ServerOptions options;
+  options.web.connect = true;
+  server_.builder()
+      .SetOptions(options)
+      .RegisterUnary<SimpleRequest, SimpleResponse>(
+          kEcho, [](ServerContext*, const SimpleRequest& request,
+                    SimpleResponse* response) {
+            *response->mutable_payload() = request.payload();
+            return Status();
+          });
+  SslServerCredentialsOptions server_tls;
+  server_tls.pem_key_cert_pairs.push_back(
+      {transport::tls::testing::GetTestPki().server.private_key_pem,
+       transport::tls::testing::GetTestPki().server.cert_chain_pem});
+  ASSERT_TRUE(server_.Start(SslServerCredentials(server_tls)).ok());
+  SslCredentialsOptions client_tls;
+  client_tls.pem_root_certs = transport::tls::testing::GetTestPki().ca_pem;
+  ChannelOptions channel_options;
+  channel_options.connect_unary = true;
+  channel_options.connect_http1 = true;
+  channel_options.ssl_target_name_override = "localhost";
+  channel_ = server_.NewChannel(channel_options, SslCredentials(client_tls));
+  ClientContext context;
+  SimpleRequest request;
+  request.mutable_payload()->set_body("tls");
+  SimpleResponse response;
+  const Status status = Echo(&context, request, &response);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  EXPECT_EQ(response.payload().body(), "tls");
 }
 
 TEST_F(ConnectClientTest, JsonOverHttp1) {

@@ -4,6 +4,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "transport/http1/bridge_parts.h"
 
 namespace h2rpc::transport::http1 {
 namespace {
@@ -13,21 +14,6 @@ constexpr size_t kFieldOverhead = 32;
 
 ClientBridge* Self(http_parser* parser) {
   return static_cast<ClientBridge*>(parser->data);
-}
-
-nghttp2_nv Nv(absl::string_view name, absl::string_view value) {
-  return nghttp2_nv{
-      reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
-      reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())),
-      name.size(), value.size(),
-      NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE};
-}
-
-// Fields of an HTTP/1.1 answer that mean nothing in HTTP/2.
-bool IsHopByHop(absl::string_view name) {
-  return name == "connection" || name == "keep-alive" ||
-         name == "proxy-connection" || name == "transfer-encoding" ||
-         name == "upgrade";
 }
 
 }  // namespace
@@ -73,8 +59,7 @@ void ClientBridge::Start(io::Wire* wire) {
 // --- Requests ----------------------------------------------------------
 
 int ClientBridge::OnBeginHeaders(nghttp2_session* session,
-                                 const nghttp2_frame* frame,
-                                 void* user_data) {
+                                 const nghttp2_frame* frame, void* user_data) {
   auto* self = static_cast<ClientBridge*>(user_data);
   if (frame->hd.type != NGHTTP2_HEADERS ||
       frame->headers.cat != NGHTTP2_HCAT_REQUEST) {
@@ -143,7 +128,7 @@ int ClientBridge::OnStreamClose(nghttp2_session*, int32_t stream_id,
   auto* self = static_cast<ClientBridge*>(user_data);
   if (stream_id != self->stream_id_) return 0;
   self->stream_id_ = -1;
-  if (self->request_sent_ && !self->response_complete_) {
+  if (self->request_sent_ && !self->response_body_.complete()) {
     // Cancelled while its request is out: HTTP/1.1 cancels only by ending
     // the connection (after this callback: EndConnection sends).
     self->end_requested_ = true;
@@ -153,19 +138,17 @@ int ClientBridge::OnStreamClose(nghttp2_session*, int32_t stream_id,
 
 void ClientBridge::WriteRequest() {
   request_sent_ = true;
-  response_complete_ = false;
   response_keep_alive_ = true;
   response_storage_.clear();
   response_fields_.clear();
   response_trailers_.clear();
   in_trailers_ = false;
   value_next_ = false;
-  response_body_.clear();
-  response_body_taken_ = 0;
+  response_body_.Reset();
   http_parser_init(&parser_, HTTP_RESPONSE);
   parser_.data = this;
-  absl::StrAppend(&out_, method_, " ", path_, " HTTP/1.1\r\nhost: ",
-                  authority_, "\r\n", request_fields_,
+  absl::StrAppend(&out_, method_, " ", path_, " HTTP/1.1\r\nhost: ", authority_,
+                  "\r\n", request_fields_,
                   "content-length: ", request_body_.size(), "\r\n\r\n",
                   request_body_);
   outer_->RequestFlush();
@@ -175,7 +158,7 @@ void ClientBridge::WriteRequest() {
 
 void ClientBridge::Feed(absl::string_view bytes) {
   if (ending_ || outer_closed_) return;
-  if (!request_sent_ || response_complete_) {
+  if (!request_sent_ || response_body_.complete()) {
     // Bytes no request asked for.
     Fail(NGHTTP2_PROTOCOL_ERROR);
     return;
@@ -184,17 +167,17 @@ void ClientBridge::Feed(absl::string_view bytes) {
       http_parser_execute(&parser_, &settings_, bytes.data(), bytes.size());
   const http_errno error = HTTP_PARSER_ERRNO(&parser_);
   if ((error != HPE_OK && error != HPE_PAUSED) ||
-      (response_complete_ && parsed < bytes.size())) {
+      (response_body_.complete() && parsed < bytes.size())) {
     Fail(NGHTTP2_PROTOCOL_ERROR);
     return;
   }
   SendToInner();
-  if (response_complete_ && !response_keep_alive_) EndConnection();
+  if (response_body_.complete() && !response_keep_alive_) EndConnection();
 }
 
 bool ClientBridge::AddField(const char* at, size_t size, bool value) {
-  std::vector<Field>& fields = in_trailers_ ? response_trailers_
-                                            : response_fields_;
+  std::vector<Field>& fields =
+      in_trailers_ ? response_trailers_ : response_fields_;
   if (!value && (fields.empty() || value_next_)) {
     fields.push_back({response_storage_.size(), 0, 0, 0});
     value_next_ = false;
@@ -239,13 +222,13 @@ int ClientBridge::OnResponseHeadersComplete(http_parser* parser) {
   char status[4];
   snprintf(status, sizeof(status), "%03u", parser->status_code % 1000);
   self->nv_.clear();
-  self->nv_.push_back(Nv(":status", absl::string_view(status, 3)));
+  self->nv_.push_back(NoCopyField(":status", absl::string_view(status, 3)));
   const char* base = self->response_storage_.data();
   for (const Field& field : self->response_fields_) {
     const absl::string_view name(base + field.name_begin, field.name_size);
-    if (IsHopByHop(name)) continue;
-    self->nv_.push_back(
-        Nv(name, absl::string_view(base + field.value_begin, field.value_size)));
+    if (IsConnectionSpecific(name)) continue;
+    self->nv_.push_back(NoCopyField(
+        name, absl::string_view(base + field.value_begin, field.value_size)));
   }
   nghttp2_data_provider body;
   body.source.ptr = nullptr;
@@ -253,9 +236,8 @@ int ClientBridge::OnResponseHeadersComplete(http_parser* parser) {
   // nghttp2 copies the fields (and the status) as it submits.
   for (nghttp2_nv& nv : self->nv_) nv.flags = NGHTTP2_NV_FLAG_NONE;
   if (self->stream_id_ < 0 ||
-      nghttp2_submit_response(self->server_, self->stream_id_,
-                              self->nv_.data(), self->nv_.size(),
-                              &body) != 0) {
+      nghttp2_submit_response(self->server_, self->stream_id_, self->nv_.data(),
+                              self->nv_.size(), &body) != 0) {
     return -1;
   }
   return 0;
@@ -264,7 +246,7 @@ int ClientBridge::OnResponseHeadersComplete(http_parser* parser) {
 int ClientBridge::OnResponseBody(http_parser* parser, const char* at,
                                  size_t size) {
   ClientBridge* self = Self(parser);
-  self->response_body_.append(at, size);
+  self->response_body_.Append(absl::string_view(at, size));
   if (self->stream_id_ >= 0) {
     nghttp2_session_resume_data(self->server_, self->stream_id_);
   }
@@ -279,7 +261,7 @@ int ClientBridge::OnResponseComplete(http_parser* parser) {
     self->response_fields_.clear();
     return 0;
   }
-  self->response_complete_ = true;
+  self->response_body_.set_complete();
   http_parser_pause(parser, 1);
   if (self->stream_id_ >= 0) {
     nghttp2_session_resume_data(self->server_, self->stream_id_);
@@ -292,31 +274,21 @@ ssize_t ClientBridge::ReadResponseBody(nghttp2_session* session,
                                        size_t length, uint32_t* data_flags,
                                        nghttp2_data_source*, void* user_data) {
   auto* self = static_cast<ClientBridge*>(user_data);
-  const size_t available =
-      self->response_body_.size() - self->response_body_taken_;
-  const size_t n = std::min(length, available);
-  if (n == 0 && !self->response_complete_) return NGHTTP2_ERR_DEFERRED;
-  memcpy(buf, self->response_body_.data() + self->response_body_taken_, n);
-  self->response_body_taken_ += n;
-  if (self->response_body_taken_ < self->response_body_.size()) {
-    return static_cast<ssize_t>(n);
-  }
-  const bool was_full =
-      self->response_body_.size() >= self->options_.max_buffered_input;
-  self->response_body_.clear();
-  self->response_body_taken_ = 0;
+  bool drained_full;
+  const ssize_t n = self->response_body_.Take(buf, length, data_flags,
+                                              self->options_.max_buffered_input,
+                                              &drained_full);
   // Input was paused on the body (WantsInput): read again.
-  if (was_full) self->outer_->RequestFlush();
-  if (!self->response_complete_) return static_cast<ssize_t>(n);
-  *data_flags |= NGHTTP2_DATA_FLAG_EOF;
-  if (!self->response_trailers_.empty()) {
+  if (drained_full) self->outer_->RequestFlush();
+  if ((*data_flags & NGHTTP2_DATA_FLAG_EOF) != 0 &&
+      !self->response_trailers_.empty()) {
     *data_flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
     const char* base = self->response_storage_.data();
     self->nv_.clear();
     for (const Field& field : self->response_trailers_) {
-      self->nv_.push_back(
-          Nv(absl::string_view(base + field.name_begin, field.name_size),
-             absl::string_view(base + field.value_begin, field.value_size)));
+      self->nv_.push_back(NoCopyField(
+          absl::string_view(base + field.name_begin, field.name_size),
+          absl::string_view(base + field.value_begin, field.value_size)));
       self->nv_.back().flags = NGHTTP2_NV_FLAG_NONE;
     }
     nghttp2_submit_trailer(session, stream_id, self->nv_.data(),
@@ -326,8 +298,7 @@ ssize_t ClientBridge::ReadResponseBody(nghttp2_session* session,
 }
 
 bool ClientBridge::WantsInput() const {
-  return response_body_.size() - response_body_taken_ <
-         options_.max_buffered_input;
+  return response_body_.held() < options_.max_buffered_input;
 }
 
 // --- Between the sessions ----------------------------------------------
@@ -356,9 +327,9 @@ void ClientBridge::PumpInner() {
     SendToInner();
     if (used < 0) {
       // The client session's own output is always valid HTTP/2.
-      inner_->OnWireError(Status(
-          StatusCode::kInternal,
-          absl::StrCat("HTTP/1.1 bridge: ", nghttp2_strerror(used))));
+      inner_->OnWireError(
+          Status(StatusCode::kInternal,
+                 absl::StrCat("HTTP/1.1 bridge: ", nghttp2_strerror(used))));
       break;
     }
   }
@@ -391,7 +362,7 @@ void ClientBridge::EndConnection() {
 // --- The outer wire's calls ----------------------------------------------
 
 void ClientBridge::OnPeerClosed() {
-  if (request_sent_ && !response_complete_ && !ending_) {
+  if (request_sent_ && !response_body_.complete() && !ending_) {
     // An answer whose body ends with the connection, or one cut short.
     http_parser_execute(&parser_, &settings_, nullptr, 0);
     SendToInner();

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "transport/http1/bridge_parts.h"
 #include "transport/http1/http1_options.h"
 #include "transport/http2/nghttp2_memory_pool.h"
 #include "transport/io/byte_session.h"
@@ -75,9 +76,8 @@ class ClientBridge final : public io::ByteFilter {
   static int OnBeginHeaders(nghttp2_session* session,
                             const nghttp2_frame* frame, void* user_data);
   static int OnHeader(nghttp2_session* session, const nghttp2_frame* frame,
-                      const uint8_t* name, size_t namelen,
-                      const uint8_t* value, size_t valuelen, uint8_t flags,
-                      void* user_data);
+                      const uint8_t* name, size_t namelen, const uint8_t* value,
+                      size_t valuelen, uint8_t flags, void* user_data);
   static int OnFrameReceived(nghttp2_session* session,
                              const nghttp2_frame* frame, void* user_data);
   static int OnDataChunk(nghttp2_session* session, uint8_t flags,
@@ -99,8 +99,7 @@ class ClientBridge final : public io::ByteFilter {
   static ssize_t ReadResponseBody(nghttp2_session* session, int32_t stream_id,
                                   uint8_t* buf, size_t length,
                                   uint32_t* data_flags,
-                                  nghttp2_data_source* source,
-                                  void* user_data);
+                                  nghttp2_data_source* source, void* user_data);
   // Adds the field being parsed to `fields` (names lowercased).
   bool AddField(const char* at, size_t size, bool value);
 
@@ -144,9 +143,8 @@ class ClientBridge final : public io::ByteFilter {
   std::vector<Field> response_trailers_;
   bool in_trailers_ = false;
   bool value_next_ = false;
-  std::string response_body_;
-  size_t response_body_taken_ = 0;
-  bool response_complete_ = false;
+  // complete(): the answer is parsed to its end.
+  PendingBody response_body_;
   bool response_keep_alive_ = true;
   std::vector<nghttp2_nv> nv_;
 

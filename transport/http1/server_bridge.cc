@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "transport/http1/bridge_parts.h"
 #include "transport/io/monotonic_time.h"
 
 namespace h2rpc::transport::http1 {
@@ -24,20 +25,10 @@ constexpr size_t kMaxDroppedBody = 256 * 1024;
 // last response before it closes.
 constexpr absl::Duration kCloseLinger = absl::Seconds(1);
 
-nghttp2_nv Nv(absl::string_view name, absl::string_view value) {
-  return nghttp2_nv{
-      reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
-      reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())), name.size(),
-      value.size(),
-      NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE};
-}
-
-// Fields of HTTP/1.1 that mean nothing in HTTP/2 (RFC 9113 §8.2.2), and
-// those that become pseudo-headers or are handled here.
+// Fields of HTTP/1.1 that become pseudo-headers or are handled here, or
+// mean nothing in HTTP/2.
 bool IsHopByHop(absl::string_view name) {
-  return name == "connection" || name == "keep-alive" ||
-         name == "proxy-connection" || name == "transfer-encoding" ||
-         name == "upgrade" || name == "host" || name == "expect" ||
+  return IsConnectionSpecific(name) || name == "host" || name == "expect" ||
          name == "http2-settings";
 }
 
@@ -145,7 +136,7 @@ void ServerBridge::StartHttp1() {
 
 void ServerBridge::Http1Input(absl::string_view bytes) {
   if (closing_ || outer_closed_) return;  // read and dropped until the end
-  if (stream_id_ >= 0 && request_complete_) {
+  if (stream_id_ >= 0 && request_body_.complete()) {
     pending_input_.append(bytes.data(), bytes.size());
     return;
   }
@@ -164,7 +155,7 @@ void ServerBridge::ParseRequests(absl::string_view bytes) {
       return;
     }
     bytes.remove_prefix(parsed);
-    if (stream_id_ >= 0 && request_complete_) {
+    if (stream_id_ >= 0 && request_body_.complete()) {
       // Pipelined: the rest waits for this request's answer.
       pending_input_.append(bytes.data(), bytes.size());
       return;
@@ -196,26 +187,24 @@ void ServerBridge::OnRequestHead(const RequestHead& head) {
   head_request_ = head.method == "HEAD";
   version_minor_ = head.version_minor;
   request_fields_.clear();
-  request_fields_.push_back(Nv(":method", head.method));
-  request_fields_.push_back(Nv(":scheme", secure_ ? "https" : "http"));
+  request_fields_.push_back(NoCopyField(":method", head.method));
+  request_fields_.push_back(NoCopyField(":scheme", secure_ ? "https" : "http"));
   if (!authority.empty()) {
-    request_fields_.push_back(Nv(":authority", authority));
+    request_fields_.push_back(NoCopyField(":authority", authority));
   }
-  request_fields_.push_back(Nv(":path", path));
+  request_fields_.push_back(NoCopyField(":path", path));
   for (const HeaderField& field : head.fields) {
     if (IsHopByHop(field.name) || ConnectionNames(head, field.name)) continue;
     if (field.name == "te" &&
         !absl::EqualsIgnoreCase(field.value, "trailers")) {
       continue;
     }
-    request_fields_.push_back(Nv(field.name, field.value));
+    request_fields_.push_back(NoCopyField(field.name, field.value));
   }
   nghttp2_data_provider body;
   body.source.ptr = nullptr;
   body.read_callback = &ReadRequestBody;
-  request_body_.clear();
-  request_body_taken_ = 0;
-  request_complete_ = false;
+  request_body_.Reset();
   stream_id_ = nghttp2_submit_request(client_, nullptr, request_fields_.data(),
                                       request_fields_.size(),
                                       head.has_body ? &body : nullptr, nullptr);
@@ -283,18 +272,18 @@ void ServerBridge::OnRequestBody(absl::string_view bytes) {
     if (dropping_body_ && dropped_body_ > kMaxDroppedBody) BeginClosing();
     return;
   }
-  request_body_.append(bytes.data(), bytes.size());
+  request_body_.Append(bytes);
   nghttp2_session_resume_data(client_, stream_id_);
 }
 
 void ServerBridge::OnRequestComplete() {
-  request_complete_ = true;
+  request_body_.set_complete();
   if (stream_id_ >= 0) {
     nghttp2_session_resume_data(client_, stream_id_);
   } else if (dropping_body_ && !closing_) {
     // The end of a request answered before it: on to the next one.
     dropping_body_ = false;
-    request_complete_ = false;
+    request_body_.Reset();
     parser_.Resume();
     Arm(TimerPurpose::kIdle, options_.idle_timeout);
   }
@@ -304,28 +293,19 @@ ssize_t ServerBridge::ReadRequestBody(nghttp2_session*, int32_t, uint8_t* buf,
                                       size_t length, uint32_t* data_flags,
                                       nghttp2_data_source*, void* user_data) {
   auto* self = static_cast<ServerBridge*>(user_data);
-  const size_t available =
-      self->request_body_.size() - self->request_body_taken_;
-  const size_t n = std::min(length, available);
-  if (n == 0 && !self->request_complete_) return NGHTTP2_ERR_DEFERRED;
-  memcpy(buf, self->request_body_.data() + self->request_body_taken_, n);
-  self->request_body_taken_ += n;
-  if (self->request_body_taken_ == self->request_body_.size()) {
-    const bool was_full =
-        self->request_body_.size() >= self->options_.max_buffered_input;
-    self->request_body_.clear();
-    self->request_body_taken_ = 0;
-    // Input was paused on the body (WantsInput): read again.
-    if (was_full) self->outer_->RequestFlush();
-    if (self->request_complete_) *data_flags |= NGHTTP2_DATA_FLAG_EOF;
-  }
-  return static_cast<ssize_t>(n);
+  bool drained_full;
+  const ssize_t n = self->request_body_.Take(buf, length, data_flags,
+                                             self->options_.max_buffered_input,
+                                             &drained_full);
+  // Input was paused on the body (WantsInput): read again.
+  if (drained_full) self->outer_->RequestFlush();
+  return n;
 }
 
 bool ServerBridge::WantsInput() const {
   if (mode_ != Mode::kHttp1 || closing_) return true;
   return pending_input_.size() < options_.max_buffered_input &&
-         request_body_.size() < options_.max_buffered_input;
+         request_body_.held() < options_.max_buffered_input;
 }
 
 // --- Between the sessions ----------------------------------------------
@@ -551,13 +531,12 @@ void ServerBridge::FinishExchange() {
   response_status_ = 0;
   response_storage_.clear();
   response_fields_.clear();
-  request_body_.clear();
-  request_body_taken_ = 0;
+  request_body_.DropHeld();
   if (close_after_response_) {
     BeginClosing();
     return;
   }
-  if (!request_complete_) {
+  if (!request_body_.complete()) {
     // Answered before its end (a client may send the end of a chunked body
     // late): the next request begins past the rest of this body, which is
     // read and dropped, kMaxDroppedBody at most, within header_timeout.
@@ -566,7 +545,7 @@ void ServerBridge::FinishExchange() {
     Arm(TimerPurpose::kHeader, options_.header_timeout);
     return;
   }
-  request_complete_ = false;
+  request_body_.Reset();
   parser_.Resume();
   Arm(TimerPurpose::kIdle, options_.idle_timeout);
   if (pending_input_.empty()) return;

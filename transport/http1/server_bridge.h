@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "transport/http1/bridge_parts.h"
 #include "transport/http1/http1_options.h"
 #include "transport/http1/request_parser.h"
 #include "transport/http2/nghttp2_memory_pool.h"
@@ -177,9 +178,8 @@ class ServerBridge final : public io::ByteFilter,
   // The request in flight: its stream (-1: none) and the body bytes the
   // client session has not taken yet.
   int32_t stream_id_ = -1;
-  std::string request_body_;
-  size_t request_body_taken_ = 0;
-  bool request_complete_ = false;  // parsed to its end
+  // complete(): the request is parsed to its end.
+  PendingBody request_body_;
   // The request was answered before its end: the rest of its body is read
   // and dropped (dropped_body_ bytes so far).
   bool dropping_body_ = false;

@@ -120,10 +120,18 @@ void ReadNames(X509* cert, PeerIdentity* identity) {
 
 std::unique_ptr<TlsSession> TlsSession::NewClient(
     std::shared_ptr<const TlsContext> context, absl::string_view server_name,
-    std::string session_key) {
-  return std::unique_ptr<TlsSession>(
+    std::string session_key, bool http1) {
+  auto session = std::unique_ptr<TlsSession>(
       new TlsSession(std::move(context), /*client=*/true, server_name,
                      std::move(session_key)));
+  if (http1 && session->ssl_ != nullptr) {
+    // ALPN "http/1.1" in wire form, in place of the context's "h2".
+    static constexpr unsigned char kAlpnHttp1[] = {8,   'h', 't', 't', 'p',
+                                                   '/', '1', '.', '1'};
+    session->accepts_http1_ =
+        SSL_set_alpn_protos(session->ssl_, kAlpnHttp1, sizeof(kAlpnHttp1)) == 0;
+  }
+  return session;
 }
 
 std::unique_ptr<TlsSession> TlsSession::NewServer(

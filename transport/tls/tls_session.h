@@ -54,9 +54,12 @@ class TlsSession final : public io::ByteFilter {
   // session stored under `session_key` (the server's name and address,
   // say) is resumed if there is one, and the sessions the server sends are
   // stored under it.
+  // `http1`: the connection speaks HTTP/1.1 (http1::ClientBridge): ALPN
+  // offers "http/1.1" instead of "h2", and a server that names no protocol
+  // is taken too.
   static std::unique_ptr<TlsSession> NewClient(
       std::shared_ptr<const TlsContext> context, absl::string_view server_name,
-      std::string session_key = std::string());
+      std::string session_key = std::string(), bool http1 = false);
   // A server connection: the client must negotiate h2 (ALPN), or, when
   // `accepts_http1` (the HTTP/1.1 bridge serves the connection), http/1.1
   // or no protocol at all.
@@ -129,8 +132,9 @@ class TlsSession final : public io::ByteFilter {
   // Clients: where the context's cache keeps this server's sessions (the
   // SSL's app data, for the cache's callback); empty: none.
   const std::string session_key_;
-  // Servers: the connection also serves HTTP/1.1 (NewServer); the SSL's
-  // app data points here then.
+  // The connection may speak HTTP/1.1: servers also take it (NewServer;
+  // the SSL's app data points here then), clients offer only it
+  // (NewClient).
   bool accepts_http1_ = false;
   io::ByteSession* inner_ = nullptr;
   io::Wire* outer_ = nullptr;

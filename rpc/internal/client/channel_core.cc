@@ -1041,7 +1041,8 @@ std::unique_ptr<transport::io::ByteFilter> ChannelCore::NewConnectionFilter(
   // verified against, at the address it answered on.
   return transport::tls::TlsSession::NewClient(
       tls_->Get(), tls_server_name_,
-      absl::StrCat(tls_server_name_, "|", address));
+      absl::StrCat(tls_server_name_, "|", address),
+      /*http1=*/options_.connect_unary && options_.connect_http1);
 }
 
 std::unique_ptr<transport::io::ByteFilter> ChannelCore::NewProtocolFilter() {
