@@ -14,14 +14,13 @@ namespace h2rpc::transport::http1 {
 // What both bridges (ServerBridge, ClientBridge) use between HTTP/1.1 and
 // their in-memory nghttp2 session. Loop thread only.
 
-// An nghttp2 field pointing at `name` and `value`, which must outlive the
-// submission (nghttp2 copies no byte of them).
-inline nghttp2_nv NoCopyField(absl::string_view name, absl::string_view value) {
-  return nghttp2_nv{
-      reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
-      reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())), name.size(),
-      value.size(),
-      NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE};
+// An nghttp2 field of `name` and `value`, which nghttp2 copies as the
+// field list is submitted (into the session's pool): the views need to
+// outlive the submitting call only.
+inline nghttp2_nv CopiedField(absl::string_view name, absl::string_view value) {
+  return nghttp2_nv{reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
+                    reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())),
+                    name.size(), value.size(), NGHTTP2_NV_FLAG_NONE};
 }
 
 // Fields of HTTP/1.1 that are about its connection and mean nothing in

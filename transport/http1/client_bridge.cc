@@ -44,8 +44,17 @@ void ClientBridge::Start(io::Wire* wire) {
                                                             &OnDataChunk);
   nghttp2_session_callbacks_set_on_stream_close_callback(callbacks,
                                                          &OnStreamClose);
-  nghttp2_session_server_new3(&server_, callbacks, this, nullptr, pool_.mem());
+  const int created = nghttp2_session_server_new3(&server_, callbacks, this,
+                                                  nullptr, pool_.mem());
   nghttp2_session_callbacks_del(callbacks);
+  if (created != 0) {
+    server_ = nullptr;
+    ending_ = true;  // input is dropped
+    inner_->Start(this);
+    inner_->OnWireError(
+        Status(StatusCode::kUnavailable, nghttp2_strerror(created)));
+    return;
+  }
   // One call at a time: HTTP/1.1 answers in order, one request after the
   // other.
   const nghttp2_settings_entry settings[] = {
@@ -222,19 +231,17 @@ int ClientBridge::OnResponseHeadersComplete(http_parser* parser) {
   char status[4];
   snprintf(status, sizeof(status), "%03u", parser->status_code % 1000);
   self->nv_.clear();
-  self->nv_.push_back(NoCopyField(":status", absl::string_view(status, 3)));
+  self->nv_.push_back(CopiedField(":status", absl::string_view(status, 3)));
   const char* base = self->response_storage_.data();
   for (const Field& field : self->response_fields_) {
     const absl::string_view name(base + field.name_begin, field.name_size);
     if (IsConnectionSpecific(name)) continue;
-    self->nv_.push_back(NoCopyField(
+    self->nv_.push_back(CopiedField(
         name, absl::string_view(base + field.value_begin, field.value_size)));
   }
   nghttp2_data_provider body;
   body.source.ptr = nullptr;
   body.read_callback = &ReadResponseBody;
-  // nghttp2 copies the fields (and the status) as it submits.
-  for (nghttp2_nv& nv : self->nv_) nv.flags = NGHTTP2_NV_FLAG_NONE;
   if (self->stream_id_ < 0 ||
       nghttp2_submit_response(self->server_, self->stream_id_, self->nv_.data(),
                               self->nv_.size(), &body) != 0) {
@@ -286,10 +293,9 @@ ssize_t ClientBridge::ReadResponseBody(nghttp2_session* session,
     const char* base = self->response_storage_.data();
     self->nv_.clear();
     for (const Field& field : self->response_trailers_) {
-      self->nv_.push_back(NoCopyField(
+      self->nv_.push_back(CopiedField(
           absl::string_view(base + field.name_begin, field.name_size),
           absl::string_view(base + field.value_begin, field.value_size)));
-      self->nv_.back().flags = NGHTTP2_NV_FLAG_NONE;
     }
     nghttp2_submit_trailer(session, stream_id, self->nv_.data(),
                            self->nv_.size());
@@ -304,7 +310,7 @@ bool ClientBridge::WantsInput() const {
 // --- Between the sessions ----------------------------------------------
 
 void ClientBridge::SendToInner() {
-  while (!inner_closed_) {
+  while (!inner_closed_ && server_ != nullptr) {
     const uint8_t* data;
     const ssize_t n = nghttp2_session_mem_send(server_, &data);
     if (n <= 0) break;
@@ -313,7 +319,7 @@ void ClientBridge::SendToInner() {
 }
 
 void ClientBridge::PumpInner() {
-  if (pumping_) return;
+  if (pumping_ || server_ == nullptr) return;
   pumping_ = true;
   while (!inner_closed_) {
     const absl::string_view output = inner_->PendingOutput();

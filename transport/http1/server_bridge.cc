@@ -118,9 +118,16 @@ void ServerBridge::StartHttp1() {
   nghttp2_option_new(&option);
   // Credit comes back as the socket takes the response (ConsumeOutput).
   nghttp2_option_set_no_auto_window_update(option, 1);
-  nghttp2_session_client_new3(&client_, callbacks, this, option, pool_.mem());
+  const int created = nghttp2_session_client_new3(&client_, callbacks, this,
+                                                  option, pool_.mem());
   nghttp2_option_del(option);
   nghttp2_session_callbacks_del(callbacks);
+  if (created != 0) {
+    client_ = nullptr;
+    closing_ = true;  // input is dropped
+    CloseInner(nghttp2_strerror(created));
+    return;
+  }
   const nghttp2_settings_entry settings[] = {
       {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
       {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, kResponseWindow},
@@ -187,19 +194,19 @@ void ServerBridge::OnRequestHead(const RequestHead& head) {
   head_request_ = head.method == "HEAD";
   version_minor_ = head.version_minor;
   request_fields_.clear();
-  request_fields_.push_back(NoCopyField(":method", head.method));
-  request_fields_.push_back(NoCopyField(":scheme", secure_ ? "https" : "http"));
+  request_fields_.push_back(CopiedField(":method", head.method));
+  request_fields_.push_back(CopiedField(":scheme", secure_ ? "https" : "http"));
   if (!authority.empty()) {
-    request_fields_.push_back(NoCopyField(":authority", authority));
+    request_fields_.push_back(CopiedField(":authority", authority));
   }
-  request_fields_.push_back(NoCopyField(":path", path));
+  request_fields_.push_back(CopiedField(":path", path));
   for (const HeaderField& field : head.fields) {
     if (IsHopByHop(field.name) || ConnectionNames(head, field.name)) continue;
     if (field.name == "te" &&
         !absl::EqualsIgnoreCase(field.value, "trailers")) {
       continue;
     }
-    request_fields_.push_back(NoCopyField(field.name, field.value));
+    request_fields_.push_back(CopiedField(field.name, field.value));
   }
   nghttp2_data_provider body;
   body.source.ptr = nullptr;

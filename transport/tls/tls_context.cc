@@ -25,9 +25,8 @@ constexpr char kTls13Suites[] =
 constexpr char kTls12Ciphers[] =
     "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:"
     "ECDHE-RSA-AES128-GCM-SHA256:ECDHE-RSA-AES256-GCM-SHA384";
-// ALPN protocol lists in wire form: length-prefixed "h2", "http/1.1".
+// ALPN protocol list in wire form: length-prefixed "h2".
 constexpr unsigned char kAlpnH2[] = {2, 'h', '2'};
-constexpr unsigned char kAlpnHttp1[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
 
 struct CtxFree {
   void operator()(SSL_CTX* ctx) const { SSL_CTX_free(ctx); }
@@ -167,8 +166,8 @@ int SelectAlpn(SSL* ssl, const unsigned char** out, unsigned char* out_length,
                             offered,
                             offered_length) == OPENSSL_NPN_NEGOTIATED ||
       (AcceptsHttp1(ssl) &&
-       SSL_select_next_proto(&selected, out_length, kAlpnHttp1,
-                             sizeof(kAlpnHttp1), offered,
+       SSL_select_next_proto(&selected, out_length, kAlpnHttp1Wire,
+                             sizeof(kAlpnHttp1Wire), offered,
                              offered_length) == OPENSSL_NPN_NEGOTIATED)) {
     *out = selected;
     return SSL_TLSEXT_ERR_OK;

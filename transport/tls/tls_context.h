@@ -16,6 +16,11 @@ typedef struct ssl_ctx_st SSL_CTX;
 
 namespace h2rpc::transport::tls {
 
+// ALPN "http/1.1" in wire form (length-prefixed): what a connection that
+// speaks HTTP/1.1 negotiates (TlsSession::NewServer, NewClient).
+inline constexpr unsigned char kAlpnHttp1Wire[] = {8,   'h', 't', 't', 'p',
+                                                   '/', '1', '.', '1'};
+
 // A private key and the certificate chain that goes with it (leaf first),
 // both PEM.
 struct KeyCertPair {
@@ -66,10 +71,10 @@ struct ServerConfig {
 // An OpenSSL SSL_CTX configured as gRPC requires: TLS 1.2 or 1.3, the
 // cipher suites gRPC permits (AES-GCM and ChaCha20-Poly1305 with ECDHE),
 // ALPN "h2" offered (clients) or required (servers; a connection that also
-// serves HTTP/1.1 takes "http/1.1" or none, TlsSession::NewServer), peer verification on
-// for clients. Its settings are fixed once made; it is shared by every
-// connection that uses it (each makes its own SSL object from it), and so
-// are its resumption state (a client's session cache, a server's ticket
+// serves HTTP/1.1 takes "http/1.1" or none, TlsSession::NewServer), peer
+// verification on for clients. Its settings are fixed once made; it is shared
+// by every connection that uses it (each makes its own SSL object from it), and
+// so are its resumption state (a client's session cache, a server's ticket
 // keys), which changes behind mutexes. Thread-safe.
 class TlsContext {
  public:

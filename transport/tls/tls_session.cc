@@ -125,11 +125,9 @@ std::unique_ptr<TlsSession> TlsSession::NewClient(
       new TlsSession(std::move(context), /*client=*/true, server_name,
                      std::move(session_key)));
   if (http1 && session->ssl_ != nullptr) {
-    // ALPN "http/1.1" in wire form, in place of the context's "h2".
-    static constexpr unsigned char kAlpnHttp1[] = {8,   'h', 't', 't', 'p',
-                                                   '/', '1', '.', '1'};
-    session->accepts_http1_ =
-        SSL_set_alpn_protos(session->ssl_, kAlpnHttp1, sizeof(kAlpnHttp1)) == 0;
+    // In place of the context's "h2".
+    session->accepts_http1_ = SSL_set_alpn_protos(session->ssl_, kAlpnHttp1Wire,
+                                                  sizeof(kAlpnHttp1Wire)) == 0;
   }
   return session;
 }
