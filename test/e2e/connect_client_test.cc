@@ -104,13 +104,14 @@ class ConnectClientTest : public ::testing::Test {
     return channel_->UnaryCall(context, kEcho, request, response);
   }
 
+  // The client addresses calls came from: one per connection. Declared
+  // before the server, whose handlers write it until it is gone.
+  Mutex peers_mu_;
+  std::set<std::string> peers_ ABSL_GUARDED_BY(peers_mu_);
   StubServer server_;
   std::shared_ptr<Channel> channel_;
   std::atomic<CompressionAlgorithm> last_request_compression_{
       CompressionAlgorithm::kIdentity};
-  // The client addresses calls came from: one per connection.
-  Mutex peers_mu_;
-  std::set<std::string> peers_ ABSL_GUARDED_BY(peers_mu_);
 };
 
 TEST_F(ConnectClientTest, UnaryCallCarriesTheMessageAndTheMetadata) {

@@ -41,8 +41,9 @@ namespace h2rpc::transport::http1 {
 // with their HTTP status (400, 408, 414, 431, 505) and Connection: close.
 //
 // Loop thread only, as both sides of a ByteFilter. Allocates the client
-// session when a connection turns out to be HTTP/1.1, and per request what
-// nghttp2 allocates for a stream.
+// session when a connection turns out to be HTTP/1.1; per request nothing
+// once the connection is warm (nghttp2 allocates from a recycling pool, and
+// the buffers are kept across requests).
 class ServerBridge final : public io::ByteFilter,
                            private RequestParser::Handler,
                            private io::Timer {
