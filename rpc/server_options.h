@@ -51,6 +51,12 @@ struct ServerOptions {
     // handler runs. Empty: no CORS (a cross-origin page cannot read the
     // answers; OPTIONS is refused with 405).
     std::vector<std::string> cors_allowed_origins;
+    // Response fields of the application's (metadata names, lowercase; a
+    // Connect unary call's trailing metadata is "trailer-" and the name)
+    // that the allowed pages may read, besides the protocols' own
+    // (grpc-status, grpc-message, grpc-status-details-bin,
+    // connect-content-encoding, connect-accept-encoding).
+    std::vector<std::string> cors_exposed_headers;
     // How long a browser may cache a preflight's answer. Seconds.
     int cors_max_age_seconds = 7200;
     // With grpc_web or connect, the ports also serve HTTP/1.1 (plaintext,

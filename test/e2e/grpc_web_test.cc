@@ -86,6 +86,7 @@ class GrpcWebTest : public ::testing::Test {
     ServerOptions options;
     options.web.grpc_web = grpc_web;
     options.web.cors_allowed_origins = std::move(cors_origins);
+    options.web.cors_exposed_headers = {"x-app-status"};
     options.web.cors_max_age_seconds = 60;
     server_.builder()
         .SetOptions(options)
@@ -320,7 +321,9 @@ TEST_F(GrpcWebTest, CallsCarryTheCorsFieldsOrAreRefused) {
   EXPECT_EQ(allowed.Header(":status"), "200") << allowed.DebugString();
   EXPECT_EQ(allowed.Header("access-control-allow-origin"), kApp);
   EXPECT_EQ(allowed.Header("access-control-expose-headers"),
-            "grpc-status, grpc-message, grpc-status-details-bin");
+            "grpc-status, grpc-message, grpc-status-details-bin, "
+            "connect-content-encoding, connect-accept-encoding, "
+            "x-app-status");
   EXPECT_TRUE(ParseWebBody(allowed.body).ok) << allowed.DebugString();
   EXPECT_EQ(echoes_.load(), 1);
   // An immediate error too (the status is in the headers a page reads).

@@ -307,7 +307,8 @@ Status BuildConnectUnaryHeaders(const ConnectResponseDescription& response,
     headers->Add("accept-encoding", response.accept_encodings);
   }
   if (!response.cors_origin.empty()) {
-    CorsPolicy::AddResponseFields(response.cors_origin, headers);
+    CorsPolicy::AddResponseFields(response.cors_origin,
+                                  response.cors_exposed_headers, headers);
   }
   if (response.metadata != nullptr) headers->AddMetadata(*response.metadata);
   if (response.trailing != nullptr) {

@@ -114,6 +114,8 @@ struct ConnectResponseDescription {
   // The origin of a browser's cross-origin call the server allows: the
   // CORS fields follow the content-type. Empty: none.
   absl::string_view cors_origin;
+  // With cors_origin: the policy's CorsPolicy::exposed_headers().
+  absl::string_view cors_exposed_headers;
   // Initial metadata, sent as they are, then trailing metadata, each name
   // prefixed with "trailer-". Null: none.
   const Metadata* metadata = nullptr;

@@ -19,9 +19,22 @@ class CorsPolicy {
   // `allowed_origins`: exact origins ("https://app.example.com",
   // "http://127.0.0.1:8080"), or "*" for any. `max_age_seconds`: how long
   // a browser may cache a preflight's answer. `allow_get`: GET is allowed
-  // besides POST (Connect's GET form).
+  // besides POST (Connect's GET form). `exposed_headers`: response fields
+  // of the application's (metadata) that the pages may read, besides the
+  // protocols' own (kExposedHeaders).
   CorsPolicy(std::vector<std::string> allowed_origins, int max_age_seconds,
-             bool allow_get = false);
+             bool allow_get = false,
+             const std::vector<std::string>& exposed_headers = {});
+
+  // The response fields of gRPC-Web and Connect that a page's client
+  // reads: the status fields of gRPC-Web (when not in the body) and the
+  // encoding of Connect's stream messages.
+  static constexpr absl::string_view kExposedHeaders =
+      "grpc-status, grpc-message, grpc-status-details-bin, "
+      "connect-content-encoding, connect-accept-encoding";
+  // access-control-expose-headers' value: kExposedHeaders, then the
+  // application's.
+  absl::string_view exposed_headers() const { return exposed_headers_; }
 
   // Whether a page of `origin` may call.
   bool Allows(absl::string_view origin) const;
@@ -38,16 +51,19 @@ class CorsPolicy {
   // How many fields AddResponseFields adds.
   static constexpr size_t kResponseFieldCount = 3;
   // The fields of a response to an allowed origin's call:
-  // access-control-allow-origin (`origin`, which must outlive the
-  // submission), access-control-expose-headers (the gRPC status fields),
-  // vary.
-  static void AddResponseFields(absl::string_view origin, HeaderList* headers);
+  // access-control-allow-origin (`origin`), access-control-expose-headers
+  // (`exposed_headers`: a policy's exposed_headers()), vary. Both views
+  // must outlive the submission.
+  static void AddResponseFields(absl::string_view origin,
+                                absl::string_view exposed_headers,
+                                HeaderList* headers);
 
  private:
   const std::vector<std::string> allowed_origins_;
   const bool any_origin_;
   const std::string max_age_;
   const bool allow_get_;
+  const std::string exposed_headers_;
 };
 
 }  // namespace h2rpc::transport

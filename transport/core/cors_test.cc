@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -39,6 +40,14 @@ TEST(CorsPolicyTest, AllowsTheListedOriginsExactly) {
   EXPECT_TRUE(any.Allows("https://anything.test"));
   EXPECT_FALSE(any.Allows(""));
   EXPECT_FALSE(CorsPolicy({}, 60).Allows("https://app.example.com"));
+}
+
+TEST(CorsPolicyTest, ExposesTheProtocolsFieldsAndTheApplications) {
+  EXPECT_EQ(CorsPolicy({"*"}, 60).exposed_headers(),
+            CorsPolicy::kExposedHeaders);
+  EXPECT_EQ(
+      CorsPolicy({"*"}, 60, false, {"x-a", "trailer-x-b"}).exposed_headers(),
+      absl::StrCat(CorsPolicy::kExposedHeaders, ", x-a, trailer-x-b"));
 }
 
 TEST(CorsPolicyTest, PreflightAnswer) {

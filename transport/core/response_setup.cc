@@ -25,7 +25,8 @@ void AddContentFields(const ResponseDescription& response,
                       HeaderList* headers) {
   headers->Add("content-type", ContentType(response));
   if (!response.cors_origin.empty()) {
-    CorsPolicy::AddResponseFields(response.cors_origin, headers);
+    CorsPolicy::AddResponseFields(response.cors_origin,
+                                  response.cors_exposed_headers, headers);
   }
 }
 

@@ -23,6 +23,8 @@ struct ResponseDescription {
   // CORS fields (CorsPolicy::AddResponseFields) follow the content-type.
   // Empty: none.
   absl::string_view cors_origin;
+  // With cors_origin: the policy's CorsPolicy::exposed_headers().
+  absl::string_view cors_exposed_headers;
   // "grpc-encoding" of the response messages. Empty or "identity": omitted.
   absl::string_view send_encoding;
   // "grpc-accept-encoding": the encodings the server accepts. Empty: omitted.

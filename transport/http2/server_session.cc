@@ -117,6 +117,10 @@ ResponseDescription ServerStream::DescribeResponse(
     response.accept_encodings_name = "connect-accept-encoding";
   }
   response.cors_origin = cors_origin_;
+  if (!cors_origin_.empty()) {
+    response.cors_exposed_headers =
+        connection_->options().web.cors->exposed_headers();
+  }
   response.send_encoding = CompressionAlgorithmName(send_encoding_);
   response.accept_encodings = connection_->accept_encoding();
   response.metadata = metadata;
@@ -362,6 +366,10 @@ void ServerStream::SubmitConnectUnaryResponse(const Status& status,
       connect_json_ ? kConnectJsonContentType : kConnectProtoContentType;
   response.accept_encodings = connection_->accept_encoding();
   response.cors_origin = cors_origin_;
+  if (!cors_origin_.empty()) {
+    response.cors_exposed_headers =
+        connection_->options().web.cors->exposed_headers();
+  }
   response.metadata = &initial_metadata_;
   response.trailing = trailing;
   Status outcome = status;

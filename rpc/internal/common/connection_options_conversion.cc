@@ -54,7 +54,7 @@ transport::http2::ConnectionOptions ToServerTransportOptions(
   if (!options.web.cors_allowed_origins.empty()) {
     out.web.cors = std::make_shared<const transport::CorsPolicy>(
         options.web.cors_allowed_origins, options.web.cors_max_age_seconds,
-        /*allow_get=*/options.web.connect);
+        /*allow_get=*/options.web.connect, options.web.cors_exposed_headers);
   }
   return out;
 }
