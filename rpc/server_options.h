@@ -73,6 +73,14 @@ struct ServerOptions {
     // Requests one HTTP/1.1 connection answers; the last answer says
     // Connection: close. At least 1.
     int http1_max_requests_per_connection = 10000;
+    // The longest request target (the request line's path and query);
+    // longer is answered 414. At least 1. Bytes.
+    int http1_max_target_bytes = 8 * 1024;
+    // Input an HTTP/1.1 connection holds while the request before it is
+    // answered (pipelined requests) or while a request body waits for
+    // flow control; past it the connection reads nothing until that input
+    // has gone on. At least 1. Bytes.
+    int http1_max_buffered_input_bytes = 64 * 1024;
   };
   WebProtocols web;
   // Event loop threads; connections are spread over them. 0: one per core.

@@ -281,6 +281,12 @@ TEST(ServerOptionsTest, RefusesHttp1BoundsThatAreNotPositive) {
            [](ServerOptions* o) {
              o->web.http1_max_requests_per_connection = 0;
            }},
+          {"web.http1_max_target_bytes is 0",
+           [](ServerOptions* o) { o->web.http1_max_target_bytes = 0; }},
+          {"web.http1_max_buffered_input_bytes is -1",
+           [](ServerOptions* o) {
+             o->web.http1_max_buffered_input_bytes = -1;
+           }},
       };
   for (const auto& [message, breaks] : cases) {
     ServerOptions options;

@@ -90,6 +90,13 @@ class Http1Test : public ::testing::Test {
                 return Status();
               }
               *response->mutable_payload() = request.payload();
+              if (request.payload().body() == "show metadata") {
+                // The x-drop and x-keep fields the call arrived with.
+                const Metadata& metadata = context->client_metadata();
+                response->mutable_payload()->set_body(
+                    absl::StrCat(metadata.Get("x-drop").value_or("absent"), "/",
+                                 metadata.Get("x-keep").value_or("absent")));
+              }
               return Status();
             })
         .RegisterServerStreaming<StreamingOutputCallRequest,
@@ -302,6 +309,26 @@ TEST_F(Http1Test, MalformedRequestsAreRefusedWithTheirStatus) {
   client_ = RawHttp1Client::Connect(server_.port());
   ExpectRefused(ConnectRequest("x", "Expect: something\r\n"), 417,
                 "100-continue");
+}
+
+TEST_F(Http1Test, FieldsTheConnectionFieldNamesAreNotPassedOn) {
+  Start();
+  const Http1Response response = Exchange(ConnectRequest(
+      "show metadata",
+      "Connection: keep-alive, X-Drop\r\nX-Drop: 1\r\nX-Keep: 2\r\n"));
+  EXPECT_EQ(response.status, 200);
+  EXPECT_EQ(BodyOf(response.body), "absent/2");
+}
+
+TEST_F(Http1Test, TheTargetLimitIsAnOption) {
+  ServerOptions options;
+  options.web.http1_max_target_bytes = 64;
+  Start(true, options);
+  // UnaryCall's path fits.
+  EXPECT_EQ(Exchange(ConnectRequest("short")).status, 200);
+  ExpectRefused(absl::StrCat("GET /", std::string(64, 'a'),
+                             " HTTP/1.1\r\nHost: h\r\n\r\n"),
+                414, "target");
 }
 
 TEST_F(Http1Test, ARequestForNoKnownMethodIsAnsweredAsOverHttp2) {

@@ -5,6 +5,16 @@
 
 namespace h2rpc::transport::http1 {
 
+void FeedSessionOutput(nghttp2_session* session, io::ByteSession* inner,
+                       const bool* inner_closed) {
+  while (!*inner_closed) {
+    const uint8_t* data;
+    const ssize_t n = nghttp2_session_mem_send(session, &data);
+    if (n <= 0) return;
+    inner->Feed(absl::string_view(reinterpret_cast<const char*>(data), n));
+  }
+}
+
 bool IsConnectionSpecific(absl::string_view name) {
   return name == "connection" || name == "keep-alive" ||
          name == "proxy-connection" || name == "transfer-encoding" ||

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
+#include "transport/io/byte_session.h"
 
 namespace h2rpc::transport::http1 {
 
@@ -22,6 +23,12 @@ inline nghttp2_nv CopiedField(absl::string_view name, absl::string_view value) {
                     reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())),
                     name.size(), value.size(), NGHTTP2_NV_FLAG_NONE};
 }
+
+// Feeds `inner` everything `session` has to send (the in-memory half of
+// the bridge talking to the real session), until it has nothing more or
+// `*inner_closed` turns true (`inner` closed its wire while fed).
+void FeedSessionOutput(nghttp2_session* session, io::ByteSession* inner,
+                       const bool* inner_closed);
 
 // Fields of HTTP/1.1 that are about its connection and mean nothing in
 // HTTP/2 (RFC 9113 §8.2.2). `name` lowercase.

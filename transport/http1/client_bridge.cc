@@ -310,12 +310,7 @@ bool ClientBridge::WantsInput() const {
 // --- Between the sessions ----------------------------------------------
 
 void ClientBridge::SendToInner() {
-  while (!inner_closed_ && server_ != nullptr) {
-    const uint8_t* data;
-    const ssize_t n = nghttp2_session_mem_send(server_, &data);
-    if (n <= 0) break;
-    inner_->Feed(absl::string_view(reinterpret_cast<const char*>(data), n));
-  }
+  if (server_ != nullptr) FeedSessionOutput(server_, inner_, &inner_closed_);
 }
 
 void ClientBridge::PumpInner() {

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -32,15 +33,31 @@ bool IsHopByHop(absl::string_view name) {
          name == "http2-settings";
 }
 
-// Whether a Connection field names `name` as hop-by-hop.
-bool ConnectionNames(const RequestHead& head, absl::string_view name) {
+// The field names the Connection fields of `head` nominate as hop-by-hop
+// (RFC 9110 §7.6.1), read once per request: the first kMaxNominated of
+// them, so that a request of many fields and many names costs at most
+// that many comparisons per field (names past them are passed on, as
+// metadata).
+constexpr size_t kMaxNominated = 16;
+using NominatedNames = absl::InlinedVector<absl::string_view, kMaxNominated>;
+
+NominatedNames ConnectionNominated(const RequestHead& head) {
+  NominatedNames names;
   for (const HeaderField& field : head.fields) {
     if (field.name != "connection") continue;
     for (absl::string_view token : absl::StrSplit(field.value, ',')) {
-      if (absl::EqualsIgnoreCase(absl::StripAsciiWhitespace(token), name)) {
-        return true;
-      }
+      token = absl::StripAsciiWhitespace(token);
+      if (token.empty()) continue;
+      if (names.size() == kMaxNominated) return names;
+      names.push_back(token);
     }
+  }
+  return names;
+}
+
+bool IsNominated(const NominatedNames& names, absl::string_view name) {
+  for (absl::string_view nominated : names) {
+    if (absl::EqualsIgnoreCase(nominated, name)) return true;
   }
   return false;
 }
@@ -200,8 +217,9 @@ void ServerBridge::OnRequestHead(const RequestHead& head) {
     request_fields_.push_back(CopiedField(":authority", authority));
   }
   request_fields_.push_back(CopiedField(":path", path));
+  const NominatedNames nominated = ConnectionNominated(head);
   for (const HeaderField& field : head.fields) {
-    if (IsHopByHop(field.name) || ConnectionNames(head, field.name)) continue;
+    if (IsHopByHop(field.name) || IsNominated(nominated, field.name)) continue;
     if (field.name == "te" &&
         !absl::EqualsIgnoreCase(field.value, "trailers")) {
       continue;
@@ -318,13 +336,7 @@ bool ServerBridge::WantsInput() const {
 // --- Between the sessions ----------------------------------------------
 
 void ServerBridge::SendToInner() {
-  if (client_ == nullptr) return;
-  while (!inner_closed_) {
-    const uint8_t* data;
-    const ssize_t n = nghttp2_session_mem_send(client_, &data);
-    if (n <= 0) break;
-    inner_->Feed(absl::string_view(reinterpret_cast<const char*>(data), n));
-  }
+  if (client_ != nullptr) FeedSessionOutput(client_, inner_, &inner_closed_);
 }
 
 void ServerBridge::PumpInner() {

@@ -48,6 +48,10 @@ transport::http2::ConnectionOptions ToServerTransportOptions(
   out.web.http1.header_timeout = options.web.http1_header_timeout;
   out.web.http1.max_requests_per_connection =
       static_cast<uint32_t>(options.web.http1_max_requests_per_connection);
+  out.web.http1.max_target_bytes =
+      static_cast<size_t>(options.web.http1_max_target_bytes);
+  out.web.http1.max_buffered_input =
+      static_cast<size_t>(options.web.http1_max_buffered_input_bytes);
   if (options.web.connect) {
     out.web.connect_codec = std::make_shared<const ProtobufConnectCodec>();
   }

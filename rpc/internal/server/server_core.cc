@@ -119,12 +119,18 @@ Status CheckOptions(const ServerOptions& options) {
                                  "; it must be more than zero"));
     }
   }
-  if (options.web.http1_max_requests_per_connection < 1) {
-    return Status(
-        StatusCode::kInvalidArgument,
-        absl::StrCat("ServerOptions::web.http1_max_requests_per_connection is ",
-                     options.web.http1_max_requests_per_connection,
-                     "; it must be at least 1"));
+  for (const auto& [name, value] :
+       {std::make_pair("http1_max_requests_per_connection",
+                       options.web.http1_max_requests_per_connection),
+        std::make_pair("http1_max_target_bytes",
+                       options.web.http1_max_target_bytes),
+        std::make_pair("http1_max_buffered_input_bytes",
+                       options.web.http1_max_buffered_input_bytes)}) {
+    if (value < 1) {
+      return Status(StatusCode::kInvalidArgument,
+                    absl::StrCat("ServerOptions::web.", name, " is ", value,
+                                 "; it must be at least 1"));
+    }
   }
   if (options.auth_processor_timeout <= absl::ZeroDuration()) {
     return Status(
