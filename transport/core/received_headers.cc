@@ -14,6 +14,7 @@ namespace {
 enum class Disposition {
   kUser,             // copied to metadata
   kCaptured,         // stored in ReservedHeaderValues only
+  kCapturedFirst,    // the same, a repeat ignored (lists of what a peer takes)
   kCapturedAndKept,  // both (user-agent)
   kDropped,          // neither
 };
@@ -25,6 +26,13 @@ struct Classification {
 
 Classification Captured(absl::optional<absl::string_view>* slot) {
   return {Disposition::kCaptured, slot};
+}
+
+// A list of what the peer accepts may arrive split over several fields; the
+// first one alone names encodings it accepts, so answering from it is always
+// acceptable to the peer.
+Classification CapturedFirst(absl::optional<absl::string_view>* slot) {
+  return {Disposition::kCapturedFirst, slot};
 }
 
 constexpr Classification kUser = {Disposition::kUser, nullptr};
@@ -47,7 +55,9 @@ Classification ClassifyGrpcHeader(absl::string_view suffix,
   if (suffix == "message") return Captured(&r->grpc_message);
   if (suffix == "timeout") return Captured(&r->grpc_timeout);
   if (suffix == "encoding") return Captured(&r->grpc_encoding);
-  if (suffix == "accept-encoding") return Captured(&r->grpc_accept_encoding);
+  if (suffix == "accept-encoding") {
+    return CapturedFirst(&r->grpc_accept_encoding);
+  }
   if (suffix == "status-details-bin") {
     return Captured(&r->grpc_status_details_bin);
   }
@@ -68,7 +78,7 @@ Classification Classify(absl::string_view name, ReservedHeaderValues* r) {
   }
   switch (name.size()) {
     case 2:
-      if (name == "te") return Captured(&r->te);
+      if (name == "te") return CapturedFirst(&r->te);
       break;
     case 4:
       if (name == "host") return kDropped;
@@ -86,7 +96,7 @@ Classification Classify(absl::string_view name, ReservedHeaderValues* r) {
       if (name == "content-type") return Captured(&r->content_type);
       break;
     case 15:
-      if (name == "accept-encoding") return Captured(&r->accept_encoding);
+      if (name == "accept-encoding") return CapturedFirst(&r->accept_encoding);
       break;
     case 16:
       if (name == "proxy-connection") return kDropped;
@@ -100,7 +110,7 @@ Classification Classify(absl::string_view name, ReservedHeaderValues* r) {
       break;
     case 23:
       if (name == "connect-accept-encoding") {
-        return Captured(&r->connect_accept_encoding);
+        return CapturedFirst(&r->connect_accept_encoding);
       }
       break;
     case 24:
@@ -171,8 +181,11 @@ Status ParseReceivedHeaders(absl::Span<const HeaderField> fields,
   for (const HeaderField& f : fields) {
     const Classification c = Classify(f.name, reserved);
     if (c.slot != nullptr) {
-      if (c.slot->has_value()) return Error(f.name, "appears more than once");
-      *c.slot = f.value;
+      if (!c.slot->has_value()) {
+        *c.slot = f.value;
+      } else if (c.disposition != Disposition::kCapturedFirst) {
+        return Error(f.name, "appears more than once");
+      }
     }
     if (!GoesToMetadata(c.disposition)) continue;
     if (!IsBinaryHeaderKey(f.name)) {

@@ -75,9 +75,14 @@ inline constexpr size_t kSplitBinaryKeyCopyAllowance = 8192;
 // entry count; one whose capacity suffices (e.g. reused after Clear()) costs
 // none, as does a block without user metadata.
 //
-// Errors (INTERNAL, naming the header): a transport-owned header captured
-// above that appears twice; a "-bin" part that is not valid base64; a "-bin"
-// split exceeding kSplitBinaryKeyCopyAllowance. Duplicates and the split
+// A list of what the peer accepts (te, accept-encoding, grpc-accept-encoding,
+// connect-accept-encoding) may be split over several fields: the first is
+// captured and the rest ignored, since the first alone names what the peer
+// takes.
+//
+// Errors (INTERNAL, naming the header): any other transport-owned header
+// captured above that appears twice; a "-bin" part that is not valid base64; a
+// "-bin" split exceeding kSplitBinaryKeyCopyAllowance. Duplicates and the split
 // limit are found before `metadata` is touched; after a base64 error
 // `metadata` holds an unspecified prefix of the block's entries, and callers
 // fail the stream.

@@ -311,9 +311,12 @@ TEST(ReceivedHeadersTest, HostileBlocks) {
       {"two :status",
        {{":status", "200"}, {":status", "200"}},
        "received header ':status' appears more than once"},
-      {"two te",
-       {{"te", "trailers"}, {"te", "trailers"}},
-       "received header 'te' appears more than once"},
+      {"two content-encoding",
+       {{"content-encoding", "gzip"}, {"content-encoding", "gzip"}},
+       "received header 'content-encoding' appears more than once"},
+      {"two grpc-encoding",
+       {{"grpc-encoding", "gzip"}, {"grpc-encoding", "identity"}},
+       "received header 'grpc-encoding' appears more than once"},
       {"two content-type",
        {{"content-type", "a"}, {"content-type", "b"}},
        "received header 'content-type' appears more than once"},
@@ -391,6 +394,25 @@ TEST(ReceivedHeadersTest, DuplicateErrorsLeaveMetadataUntouched) {
   EXPECT_FALSE(ParseReceivedHeaders(block.fields(), &reserved, &md).ok());
   EXPECT_TRUE(md.empty());
   EXPECT_EQ(md.entry_capacity(), 0u);
+}
+
+TEST(ReceivedHeadersTest, RepeatedAcceptListsKeepTheFirstField) {
+  Block block({{"te", "trailers"},
+               {"grpc-accept-encoding", "gzip"},
+               {"accept-encoding", "br"},
+               {"connect-accept-encoding", "gzip"},
+               {"te", "trailers"},
+               {"grpc-accept-encoding", "deflate"},
+               {"accept-encoding", "gzip"},
+               {"connect-accept-encoding", "identity"}});
+  ReservedHeaderValues reserved;
+  Metadata md;
+  ASSERT_TRUE(ParseReceivedHeaders(block.fields(), &reserved, &md).ok());
+  EXPECT_EQ(reserved.te, "trailers");
+  EXPECT_EQ(reserved.grpc_accept_encoding, "gzip");
+  EXPECT_EQ(reserved.accept_encoding, "br");
+  EXPECT_EQ(reserved.connect_accept_encoding, "gzip");
+  EXPECT_TRUE(md.empty());
 }
 
 // A request-like block with `n` user headers, every fifth one binary.
