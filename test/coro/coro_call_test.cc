@@ -13,6 +13,7 @@
 #include "proto/grpc/testing/messages.pb.h"
 #include "rpc/channel.h"
 #include "rpc/coro/client.h"
+#include "rpc/coro/executor.h"
 #include "rpc/coro/server.h"
 #include "rpc/coro/task.h"
 #include "rpc/internal/common/misuse.h"
@@ -34,6 +35,9 @@ constexpr char kCount[] = "/h2rpc.test.Coro/Count";
 constexpr char kSum[] = "/h2rpc.test.Coro/Sum";
 constexpr char kChat[] = "/h2rpc.test.Coro/Chat";
 constexpr char kEndAtOnce[] = "/h2rpc.test.Coro/EndAtOnce";
+// Makes a blocking call to kEcho on a pool thread, then answers from its
+// loop.
+constexpr char kBlocking[] = "/h2rpc.test.Coro/Blocking";
 
 constexpr absl::Duration kHang = absl::Seconds(30);
 
@@ -133,11 +137,32 @@ class CoroCallTest : public ::testing::Test {
             -> coro::Task<Status> {
           co_return Status(StatusCode::kAborted, "at once");
         });
+    coro::RegisterUnary<SimpleRequest, SimpleResponse>(
+        builder, kBlocking,
+        [this](ServerContext*, const SimpleRequest* request,
+               SimpleResponse* response) -> coro::Task<Status> {
+          coro::Executor* home = coro::CurrentLoop();
+          if (home == nullptr)
+            co_return Status(StatusCode::kInternal, "no loop");
+          co_await coro::ResumeOn(pool_);
+          ClientContext context;
+          SimpleResponse inner;
+          const Status status =
+              relay_channel_->UnaryCall(&context, kEcho, *request, &inner);
+          co_await coro::ResumeOn(*home);
+          if (coro::CurrentLoop() != home) {
+            co_return Status(StatusCode::kInternal, "not back on the loop");
+          }
+          response->mutable_payload()->set_body("blocked for " +
+                                                inner.payload().body());
+          co_return status;
+        });
     ASSERT_TRUE(server_.Start().ok());
     channel_ = server_.NewChannel();
     relay_channel_ = server_.NewChannel();
   }
 
+  coro::ThreadPool pool_{1};
   StubServer server_;
   std::shared_ptr<Channel> channel_;
   std::shared_ptr<Channel> relay_channel_;
@@ -183,6 +208,18 @@ TEST_F(CoroCallTest, AHandlerAwaitsACallOnward) {
     co_return response.payload().body();
   };
   EXPECT_EQ(coro::SyncWait(call()), "relayed on");
+}
+
+TEST_F(CoroCallTest, AHandlerBlocksOnAPoolAndAnswersFromItsLoop) {
+  auto call = [&]() -> coro::Task<std::string> {
+    ClientContext context;
+    SimpleResponse response;
+    const Status status = co_await coro::UnaryCall(
+        *channel_, &context, kBlocking, Request("a reply"), &response);
+    EXPECT_TRUE(status.ok()) << status.ToString();
+    co_return response.payload().body();
+  };
+  EXPECT_EQ(coro::SyncWait(call()), "blocked for a reply");
 }
 
 TEST_F(CoroCallTest, ServerStreaming) {

@@ -337,8 +337,16 @@ void EventLoop::UnlinkEndTask(Task* task) {
   task->end_list_ = -1;
 }
 
+namespace {
+// The loop whose thread this is (EventLoop::Current).
+thread_local EventLoop* current_loop = nullptr;
+}  // namespace
+
+EventLoop* EventLoop::Current() { return current_loop; }
+
 void EventLoop::Run(std::string name, int cpu, StartSignal* started) {
   loop_thread_id_.store(std::this_thread::get_id(), std::memory_order_relaxed);
+  current_loop = this;
   Status status;
   if (cpu >= 0) {
     cpu_set_t set;
@@ -374,6 +382,7 @@ void EventLoop::Run(std::string name, int cpu, StartSignal* started) {
       RunEndOfIterationTasks();
     }
   }
+  current_loop = nullptr;
   loop_thread_id_.store(std::thread::id(), std::memory_order_relaxed);
 }
 

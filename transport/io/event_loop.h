@@ -116,6 +116,9 @@ class ABSL_LOCKABLE EventLoop final : public Scheduler {
 
   // True on the loop thread while it runs.
   bool InLoopThread() const;
+  // The loop whose thread calls (while it runs), or null on any other
+  // thread. Any thread; a thread-local read.
+  static EventLoop* Current();
   // Tells the thread-safety analysis that the caller runs on the loop
   // thread (see the class comment). A debug build aborts with a message
   // when the loop thread runs and the caller is another thread; before

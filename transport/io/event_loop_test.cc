@@ -180,6 +180,19 @@ TEST(EventLoopTest, AssertInLoopThreadAbortsOnlyOffTheRunningLoopsThread) {
   loop.AssertInLoopThread();  // after the thread has exited
 }
 
+TEST(EventLoopTest, CurrentIsTheLoopOfTheCallingThread) {
+  EXPECT_EQ(EventLoop::Current(), nullptr);
+  EventLoop loop;
+  ASSERT_TRUE(loop.Start("current-test").ok());
+  std::promise<EventLoop*> seen;
+  loop.Post([&] { seen.set_value(EventLoop::Current()); });
+  std::future<EventLoop*> future = seen.get_future();
+  ASSERT_EQ(future.wait_for(std::chrono::seconds(10)),
+            std::future_status::ready);
+  EXPECT_EQ(future.get(), &loop);
+  EXPECT_EQ(EventLoop::Current(), nullptr);
+}
+
 // Each post waits for the previous task, so the loop is mostly asleep when a
 // task arrives: a lost wake-up would hang here.
 TEST(EventLoopTest, PingPongFromAnotherThreadNeverLosesAWakeUp) {
