@@ -13,6 +13,8 @@ std::unique_ptr<Backends> Backends::StartInProcess(const std::string& stack,
     backends->in_process_ = StartGrpcppServer(config, error);
   } else if (stack == "h2rpc_sync") {
     backends->in_process_ = StartH2rpcSyncServer(config, error);
+  } else if (stack == "h2rpc_coro") {
+    backends->in_process_ = StartH2rpcCoroServer(config, error);
   } else {
     backends->in_process_ = StartH2rpcServer(config, error);
   }

@@ -176,6 +176,12 @@ std::unique_ptr<BenchServer> StartH2rpcServer(const ServerConfig& config,
 // server's worker threads, pinned to config.cpus like its loops.
 std::unique_ptr<BenchServer> StartH2rpcSyncServer(const ServerConfig& config,
                                                   std::string* error);
+// C++20 coroutines (//rpc/coro): the generated CoroStub on the client,
+// CoroService handlers on the loop threads.
+std::unique_ptr<BenchClient> NewH2rpcCoroClient(const ClientConfig& config,
+                                                OpStats* stats);
+std::unique_ptr<BenchServer> StartH2rpcCoroServer(const ServerConfig& config,
+                                                  std::string* error);
 std::unique_ptr<BenchClient> NewGrpcppClient(const ClientConfig& config,
                                              OpStats* stats);
 std::unique_ptr<BenchServer> StartGrpcppServer(const ServerConfig& config,

@@ -85,15 +85,19 @@ ABSL_FLAG(std::string, req_size_bytes, "1024", "Request payload sizes.");
 ABSL_FLAG(std::string, resp_size_bytes, "1024", "Response payload sizes.");
 ABSL_FLAG(std::string, compression, "off", "off, gzip and/or deflate.");
 ABSL_FLAG(std::string, connections, "1", "Connections per client.");
-ABSL_FLAG(std::string, client_stack, "h2rpc", "h2rpc and/or grpcpp.");
+ABSL_FLAG(std::string, client_stack, "h2rpc",
+          "h2rpc (callback reactors), h2rpc_coro (C++20 coroutines, "
+          "//rpc/coro; not for the handshake workload) and/or grpcpp.");
 ABSL_FLAG(std::string, server_stack, "h2rpc",
-          "h2rpc (callback handlers on the event loops), h2rpc_sync "
+          "h2rpc (callback handlers on the event loops), h2rpc_coro "
+          "(coroutine handlers on the event loops, //rpc/coro), h2rpc_sync "
           "(synchronous handlers on worker threads, a thread per call or "
           "stream in progress: at most 256) and/or grpcpp.");
 ABSL_FLAG(std::string, pairings, "all",
           "all: every --client_stack with every --server_stack; matched: "
-          "each client with the servers of its own library only (h2rpc with "
-          "h2rpc and h2rpc_sync, grpcpp with grpcpp). The pairings of one "
+          "each client with the servers of its own library only (h2rpc and "
+          "h2rpc_coro with h2rpc, h2rpc_coro and h2rpc_sync, grpcpp with "
+          "grpcpp). The pairings of one "
           "configuration run one after the other.");
 ABSL_FLAG(absl::Duration, benchtime, absl::Seconds(10),
           "Measured time per run.");
@@ -231,12 +235,17 @@ bool IntList(const std::string& name, const std::string& value,
 }
 
 bool IsServerStack(const std::string& name) {
-  return name == "h2rpc" || name == "h2rpc_sync" || name == "grpcpp";
+  return name == "h2rpc" || name == "h2rpc_coro" || name == "h2rpc_sync" ||
+         name == "grpcpp";
 }
 
-// The client stack of the library a server stack belongs to.
-std::string ServerLibrary(const std::string& server_stack) {
-  return server_stack == "grpcpp" ? "grpcpp" : "h2rpc";
+bool IsClientStack(const std::string& name) {
+  return name == "h2rpc" || name == "h2rpc_coro" || name == "grpcpp";
+}
+
+// The library a client or server stack belongs to.
+std::string Library(const std::string& stack) {
+  return stack == "grpcpp" ? "grpcpp" : "h2rpc";
 }
 
 // --busy_poll_us within what h2rpc's options accept, or false after
@@ -571,9 +580,12 @@ bool RunOne(const RunFeatures& features, Workload workload,
     config.ssl_target_name_override = kTlsTargetNameOverride;
   }
   OpStats stats;
-  std::unique_ptr<BenchClient> client = features.client_stack == "grpcpp"
-                                            ? NewGrpcppClient(config, &stats)
-                                            : NewH2rpcClient(config, &stats);
+  std::unique_ptr<BenchClient> client =
+      features.client_stack == "grpcpp"
+          ? NewGrpcppClient(config, &stats)
+          : features.client_stack == "h2rpc_coro"
+                ? NewH2rpcCoroClient(config, &stats)
+                : NewH2rpcClient(config, &stats);
   client->Start();
   WaitForFirstOp(&stats);
   absl::SleepFor(plan.warmup);
@@ -805,7 +817,7 @@ int Main(int argc, char** argv) {
       ListFlag(absl::GetFlag(FLAGS_server_stack));
   if (!plan.target.empty()) server_stacks = {"remote"};
   for (const std::string& s : client_stacks) {
-    if (s != "h2rpc" && s != "grpcpp") {
+    if (!IsClientStack(s)) {
       std::fprintf(stderr, "bad --client_stack '%s'\n", s.c_str());
       return 2;
     }
@@ -854,7 +866,7 @@ int Main(int argc, char** argv) {
   for (const std::string& server_stack : server_stacks) {
     for (const std::string& client_stack : client_stacks) {
       if (pairing_rule == "all" || server_stack == "remote" ||
-          ServerLibrary(server_stack) == client_stack) {
+          Library(server_stack) == Library(client_stack)) {
         pairings.emplace_back(client_stack, server_stack);
       }
     }
@@ -893,6 +905,13 @@ int Main(int argc, char** argv) {
                 if (workload == Workload::kHandshake &&
                     conns != connections.front()) {
                   continue;
+                }
+                if (workload == Workload::kHandshake &&
+                    client_stack == "h2rpc_coro") {
+                  std::fprintf(stderr,
+                               "--client_stack=h2rpc_coro does not run the "
+                               "handshake workload\n");
+                  return 2;
                 }
                 RunFeatures f;
                 f.workload = workload_name;

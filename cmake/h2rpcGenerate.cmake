@@ -2,7 +2,8 @@
 #
 #   h2rpc_generate(TARGET <target> PROTOS <file.proto>...
 #                  [IMPORT_DIRS <dir>...] [OUT_DIR <dir>]
-#                  [SERVICES_NAMESPACE <name>] [NO_SERVICES] [NO_MESSAGES])
+#                  [SERVICES_NAMESPACE <name>] [COROUTINES]
+#                  [NO_SERVICES] [NO_MESSAGES])
 #
 # Adds to <target> the generated sources of each .proto: <name>.pb.h/.pb.cc
 # (protoc's messages) and <name>.h2rpc.pb.h/.h2rpc.pb.cc (h2rpc's stubs and
@@ -14,10 +15,13 @@
 # NO_SERVICES generates the messages only, NO_MESSAGES the h2rpc code only
 # (the messages then come from another target). SERVICES_NAMESPACE puts the
 # service classes in <package namespace>::<name> (the plugin's
-# services_namespace option). The generated code includes h2rpc's headers:
+# services_namespace option). COROUTINES also generates
+# <name>.h2rpc_coro.pb.h, the C++20 CoroStub and CoroService classes
+# (docs/coroutines.md; the plugin's coroutines option), for sources of
+# <target> built as C++20. The generated code includes h2rpc's headers:
 # link <target> with h2rpc::h2rpc (or h2rpc::h2rpc_static).
 function(h2rpc_generate)
-  cmake_parse_arguments(PARSE_ARGV 0 arg "NO_SERVICES;NO_MESSAGES"
+  cmake_parse_arguments(PARSE_ARGV 0 arg "NO_SERVICES;NO_MESSAGES;COROUTINES"
                         "TARGET;OUT_DIR;SERVICES_NAMESPACE"
                         "PROTOS;IMPORT_DIRS")
   if(arg_UNPARSED_ARGUMENTS)
@@ -75,9 +79,16 @@ function(h2rpc_generate)
     else()
       set(plugin_depends "$<TARGET_FILE:h2rpc::protoc_plugin>")
     endif()
-    set(options "")
+    set(options)
     if(arg_SERVICES_NAMESPACE)
-      set(options "services_namespace=${arg_SERVICES_NAMESPACE}:")
+      list(APPEND options "services_namespace=${arg_SERVICES_NAMESPACE}")
+    endif()
+    if(arg_COROUTINES)
+      list(APPEND options "coroutines")
+    endif()
+    list(JOIN options "," options)
+    if(options)
+      string(APPEND options ":")
     endif()
     list(APPEND out_flags
          "--plugin=protoc-gen-h2rpc=$<TARGET_FILE:h2rpc::protoc_plugin>"
@@ -107,6 +118,9 @@ function(h2rpc_generate)
     if(NOT arg_NO_SERVICES)
       list(APPEND outputs "${out_dir}/${base}.h2rpc.pb.h"
            "${out_dir}/${base}.h2rpc.pb.cc")
+      if(arg_COROUTINES)
+        list(APPEND outputs "${out_dir}/${base}.h2rpc_coro.pb.h")
+      endif()
     endif()
     add_custom_command(
       OUTPUT ${outputs}

@@ -370,6 +370,8 @@ set(H2RPC_PUBLIC_HEADERS
   rpc/unary_done.h
 )
 set(H2RPC_PLUGIN_SOURCES
+  tools/protoc-gen-h2rpc/coro_header_writer.cc
+  tools/protoc-gen-h2rpc/coro_header_writer.h
   tools/protoc-gen-h2rpc/generator.cc
   tools/protoc-gen-h2rpc/generator.h
   tools/protoc-gen-h2rpc/header_writer.cc
@@ -808,6 +810,8 @@ set(H2RPC_BENCHMAIN_SOURCES
   benchmark/grpcpp/tsan_suppressions.cc
   benchmark/h2rpc/callback_server.cc
   benchmark/h2rpc/client.cc
+  benchmark/h2rpc/coro_client.cc
+  benchmark/h2rpc/coro_server.cc
   benchmark/h2rpc/load_reporter.cc
   benchmark/h2rpc/load_reporter.h
   benchmark/h2rpc/server_start.cc
@@ -823,6 +827,17 @@ set(H2RPC_BENCHMAIN_SOURCES
   benchmark/thread_cpu.h
   benchmark/tls_credentials.cc
   benchmark/tls_credentials.h
+  rpc/coro/client.cc
+  rpc/coro/client.h
+  rpc/coro/event.h
+  rpc/coro/executor.cc
+  rpc/coro/executor.h
+  rpc/coro/frame_allocator.cc
+  rpc/coro/frame_allocator.h
+  rpc/coro/op_slot.h
+  rpc/coro/server.h
+  rpc/coro/task.cc
+  rpc/coro/task.h
   test/util/allocation_counter.cc
   test/util/allocation_counter.h
   test/util/allocation_record.h
@@ -840,6 +855,7 @@ set(H2RPC_BENCHMAIN_H2RPC_PROTOS
   proto/grpc/testing/benchmark_service.proto
 )
 set(H2RPC_BENCHMAIN_SERVICES_NAMESPACE h2rpc)
+set(H2RPC_BENCHMAIN_COROUTINES ON)
 set(H2RPC_BENCHMAIN_PKG_MODULES
   absl_base
   absl_flags_parse

@@ -10,6 +10,7 @@ h2rpc's targets and the workspace's @system from any workspace.
 # protoc-gen-h2rpc, the library its code links, and the system libraries.
 _PLUGIN = str(Label("//tools/protoc-gen-h2rpc"))
 _RPC = str(Label("//rpc"))
+_CORO = str(Label("//rpc/coro"))
 _ABSL = str(Label("@system//:absl"))
 _PROTOBUF = str(Label("@system//:protobuf"))
 _GRPCPP = str(Label("@system//:grpcpp"))
@@ -61,6 +62,7 @@ def h2rpc_proto_library(
         h2rpc = False,
         messages = None,
         services_namespace = None,
+        coroutines = False,
         visibility = None):
     """C++ code for .proto files, generated with Debian's protoc.
 
@@ -90,6 +92,13 @@ def h2rpc_proto_library(
     `services_namespace = "x"` (h2rpc = True) puts the h2rpc service classes
     in `<package namespace>::x`, so that one binary can also link gRPC C++'s
     classes of the same service (the benchmark, which drives both).
+
+    `coroutines = True` (h2rpc = True) also generates <file>.h2rpc_coro.pb.h
+    (per service: the C++20 coroutine CoroStub and CoroService classes; see
+    docs/codegen.md) into a second, header-only cc_library, `name + "_coro"`,
+    built as C++20 on //rpc/coro. `name` itself never has these headers, so
+    it stays C++17; code including a coroutine header depends on
+    `name + "_coro"` and is compiled with -std=c++20 itself.
     """
     where = "h2rpc_proto_library(%s): " % name
     if grpc and h2rpc:
@@ -97,6 +106,9 @@ def h2rpc_proto_library(
              "same names; make two targets sharing a `messages` target")
     if services_namespace and not h2rpc:
         fail(where + "services_namespace needs h2rpc = True")
+    if coroutines and not h2rpc:
+        fail(where + "coroutines needs h2rpc = True (the coroutine classes " +
+             "come with h2rpc's stubs)")
     if messages:
         if not (grpc or h2rpc):
             fail(where + "`messages` needs grpc = True or h2rpc = True " +
@@ -110,6 +122,7 @@ def h2rpc_proto_library(
         protos = srcs + [d + "_protos" for d in deps]
         cc_deps = deps + [_PROTOBUF]
     outs = []
+    coro_hdrs = []  # C++20: only in the `name + "_coro"` library
     for src in srcs:
         base = src[:-len(".proto")]
         if not messages:
@@ -118,6 +131,8 @@ def h2rpc_proto_library(
             outs += [base + ".grpc.pb.h", base + ".grpc.pb.cc"]
         if h2rpc:
             outs += [base + ".h2rpc.pb.h", base + ".h2rpc.pb.cc"]
+        if coroutines:
+            coro_hdrs.append(base + ".h2rpc_coro.pb.h")
     # Imports and generated paths are relative to the root of the
     # repository the .proto files are in (external/<name> when h2rpc's own
     # protos are built from another workspace), in the source tree or, for
@@ -135,10 +150,16 @@ def h2rpc_proto_library(
                       "--grpc_out=" + gendir + " ")
         cc_deps += [_GRPCPP]
     if h2rpc:
+        # The plugin's parameter: a comma-separated list.
+        parameters = []
+        if services_namespace:
+            parameters.append("services_namespace=" + services_namespace)
+        if coroutines:
+            parameters.append("coroutines")
         out_flags += ("--plugin=protoc-gen-h2rpc=" +
                       "$(execpath %s) " % _PLUGIN +
                       "--h2rpc_out=" +
-                      ("services_namespace=%s:" % services_namespace if services_namespace else "") +
+                      (",".join(parameters) + ":" if parameters else "") +
                       gendir + " ")
         tools = [_PLUGIN]
         cc_deps += [_RPC, _ABSL]
@@ -150,7 +171,7 @@ def h2rpc_proto_library(
     native.genrule(
         name = name + "_codegen",
         srcs = protos,
-        outs = outs,
+        outs = outs + coro_hdrs,
         tools = tools,
         cmd = ("protoc -I%s -I%s " % (gendir, root) + out_flags +
                " ".join(["$(execpath %s)" % s for s in srcs])),
@@ -167,3 +188,11 @@ def h2rpc_proto_library(
         alwayslink = not messages,
         visibility = visibility,
     )
+    if coroutines:
+        native.cc_library(
+            name = name + "_coro",
+            hdrs = coro_hdrs,
+            deps = [":" + name, _CORO],
+            copts = ["-std=c++20"],
+            visibility = visibility,
+        )

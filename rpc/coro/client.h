@@ -10,7 +10,8 @@
 //   coro::BidiStreamingCall<Note, Note> call;
 //   call.context().set_timeout(absl::Seconds(5));
 //   call.Start(*channel, "/pkg.Svc/Chat");
-//   while (co_await call.Write(note)) { ... co_await call.Read(&reply) ... }
+//   bool ok = co_await call.Write(note);
+//   ... ok = co_await call.Read(&reply); ...
 //   co_await call.WritesDone();
 //   Status status = co_await call.Finish();
 //
@@ -254,7 +255,7 @@ class ClientCallState final : public Reactor {
     hold_released_ = true;
     if (half_close && !writes_done_called_) {
       writes_done_called_ = true;
-      if (writes_done_.TryBegin({})) this->StartWritesDone();
+      if (writes_done_.TryBegin()) this->StartWritesDone();
     }
     return Awaitable{this, false};
   }
@@ -321,9 +322,16 @@ class CallHandle {
 // ClientContext (set it up through context() before Start; read the
 // server's metadata from it after ReadInitialMetadata or Finish) and is
 // move-only. Start binds and starts the call on `channel` (`method` is
-// copied); every operation returns an awaitable and may be awaited from any
-// thread, one read and one write outstanding at a time; its result is false
-// once the call is over (a read: also at the end of the stream). Finish
+// copied). Every operation starts when it is called, from any thread, one
+// read and one write outstanding at a time, and returns an awaitable that
+// gives its result: false once the call is over (a read: also at the end of
+// the stream). So one coroutine may keep a read outstanding while it writes:
+//   auto read = call.Read(&reply);
+//   const bool written = co_await call.Write(request);
+//   const bool got_reply = co_await read;
+// As with the reactors, a message read into or written must live until its
+// operation has ended: a temporary does within `co_await call.Write(T(...))`,
+// not beyond the statement that made the operation. Finish
 // gives the status once every message the server sent has been read (as
 // the reactors' OnDone: unread messages keep the call going until read,
 // unless it was cancelled or its deadline passed). The object must outlive

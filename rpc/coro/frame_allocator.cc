@@ -63,7 +63,7 @@ void Drain(Cache& c) {
       FreeBlock* block = c.head[i];
       H2RPC_UNPOISON(block, ClassBytes(i));
       c.head[i] = block->next;
-      ::operator delete(block, ClassBytes(i));
+      ::operator delete(block);
     }
     c.count[i] = 0;
   }
@@ -98,7 +98,7 @@ void* AllocateFrame(std::size_t bytes) {
 
 void FreeFrame(void* block, std::size_t bytes) noexcept {
   if (bytes > kLargestRecycledBlock) {
-    ::operator delete(block, bytes);
+    ::operator delete(block);
     return;
   }
   const int c = ClassOf(bytes);
@@ -109,7 +109,7 @@ void FreeFrame(void* block, std::size_t bytes) noexcept {
     cache_drain.armed = true;
   }
   if (local.closed || local.count[c] >= MaxCached(c)) {
-    ::operator delete(block, ClassBytes(c));
+    ::operator delete(block);
     return;
   }
   auto* free_block = static_cast<FreeBlock*>(block);

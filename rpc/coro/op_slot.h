@@ -1,7 +1,7 @@
 #ifndef H2RPC_RPC_CORO_OP_SLOT_H_
 #define H2RPC_RPC_CORO_OP_SLOT_H_
 
-// C++20. The awaited operations of the coroutine calls (rpc/coro/client.h,
+// C++20. The operations of the coroutine calls (rpc/coro/client.h,
 // rpc/coro/server.h), on top of the reactors' Start*/On*Done pairs.
 
 #include <atomic>
@@ -11,30 +11,50 @@
 namespace h2rpc::coro::internal {
 
 // One kind of operation of a call (its reads, or its writes): at most one
-// outstanding, awaited by one coroutine. The starting side runs on the
-// awaiting coroutine's thread, Complete on the call's loop thread (the
-// reactor's event), which resumes the coroutine there.
+// outstanding. It starts when its awaitable is made (TryBegin, on the
+// starting coroutine's thread), completes on the call's loop thread (the
+// reactor's event: Complete), and is awaited by at most one coroutine,
+// before or after it completes (Wait); a coroutine already waiting resumes
+// inside Complete, on the loop thread.
 class OpSlot {
  public:
-  // Claims the slot for `awaiting`: false if an operation is outstanding.
-  bool TryBegin(std::coroutine_handle<> awaiting) {
-    if (busy_.exchange(true, std::memory_order_acq_rel)) return false;
-    waiting_ = awaiting;
-    return true;
+  // Claims the slot: false if an operation is outstanding. A completed one
+  // need not have been awaited.
+  bool TryBegin() {
+    int state = state_.load(std::memory_order_acquire);
+    while (state == kIdle || state == kDone) {
+      if (state_.compare_exchange_weak(state, kRunning,
+                                       std::memory_order_acq_rel)) {
+        return true;
+      }
+    }
+    return false;
   }
-  // The operation ended: frees the slot, then resumes the coroutine (if
-  // one awaits it: an operation the call started itself has none).
+  // The operation ended; resumes the coroutine waiting for it, if any.
   void Complete(bool ok) {
     ok_ = ok;
-    std::coroutine_handle<> waiting = std::exchange(waiting_, {});
-    busy_.store(false, std::memory_order_release);
-    if (waiting) waiting.resume();
+    if (state_.exchange(kDone, std::memory_order_acq_rel) == kWaiting) {
+      std::exchange(waiting_, {}).resume();
+    }
   }
-  // The result, for the resumed coroutine.
+  bool done() const { return state_.load(std::memory_order_acquire) == kDone; }
+  // Registers `awaiting`: false if the operation has already completed (the
+  // coroutine goes on at once).
+  bool Wait(std::coroutine_handle<> awaiting) {
+    waiting_ = awaiting;
+    int expected = kRunning;
+    return state_.compare_exchange_strong(expected, kWaiting,
+                                          std::memory_order_acq_rel);
+  }
+  // The result, once done().
   bool ok() const { return ok_; }
 
  private:
-  std::atomic<bool> busy_{false};
+  static constexpr int kIdle = 0;
+  static constexpr int kRunning = 1;
+  static constexpr int kWaiting = 2;
+  static constexpr int kDone = 3;
+  std::atomic<int> state_{kIdle};
   std::coroutine_handle<> waiting_;
   bool ok_ = false;
 };
@@ -70,38 +90,42 @@ class EventLatch {
   bool ok_ = false;
 };
 
-// `co_await` of one operation, for bool results: `start` begins it on the
-// reactor, `refused` (a misuse already reported, e.g. the call is over)
-// makes it complete at once with false. A second operation while one is
-// outstanding is passed to the reactor all the same, which reports it and
-// fails the call as its own callers' misuse; it completes at once with
-// false.
-template <class Start>
+// One operation, for bool results: made, it starts the operation at once
+// (`start`, on the reactor), unless `refused` (a misuse already reported,
+// e.g. the call is over: it then completes at once with false); awaited,
+// it gives the result. So `co_await call.Read(&m)` reads, and
+//   auto read = call.Read(&m);       // the read starts
+//   co_await call.Write(request);    // the write starts and ends
+//   const bool ok = co_await read;   // the read ends
+// keeps both outstanding from one coroutine. A second operation while one
+// of its kind is outstanding is passed to the reactor all the same, which
+// reports it and fails the call as it does for its own callers; it
+// completes at once with false. Not copyable or movable: await it where it
+// was made.
 class OpAwaitable {
  public:
-  OpAwaitable(OpSlot* slot, bool refused, Start start)
-      : slot_(slot), refused_(refused), start_(std::move(start)) {}
-
-  bool await_ready() const noexcept { return refused_; }
-  bool await_suspend(std::coroutine_handle<> awaiting) {
-    if (!slot_->TryBegin(awaiting)) {
-      start_();
-      return false;
+  template <class Start>
+  OpAwaitable(OpSlot* slot, bool refused, Start start) : slot_(slot) {
+    if (refused) return;
+    if (!slot->TryBegin()) {
+      start();  // reported by the reactor
+      return;
     }
     began_ = true;
-    // The operation may complete, and the coroutine resume and destroy this
-    // awaitable, before start_() returns: nothing here is touched after.
-    Start start = std::move(start_);
     start();
-    return true;
+  }
+  OpAwaitable(const OpAwaitable&) = delete;
+  OpAwaitable& operator=(const OpAwaitable&) = delete;
+
+  bool await_ready() const noexcept { return !began_ || slot_->done(); }
+  bool await_suspend(std::coroutine_handle<> awaiting) {
+    return slot_->Wait(awaiting);
   }
   bool await_resume() const noexcept { return began_ && slot_->ok(); }
 
  private:
-  OpSlot* slot_;
-  bool refused_;
+  OpSlot* const slot_;
   bool began_ = false;
-  Start start_;
 };
 
 }  // namespace h2rpc::coro::internal

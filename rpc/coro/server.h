@@ -11,8 +11,11 @@
 //          coro::ServerReaderWriter<Note, Note>* stream) -> coro::Task<Status>
 //          {
 //         Note note;
-//         while (co_await stream->Read(&note)) {
-//           if (!co_await stream->Write(note)) break;
+//         while (true) {
+//           const bool read = co_await stream->Read(&note);
+//           if (!read) break;
+//           const bool written = co_await stream->Write(note);
+//           if (!written) break;
 //         }
 //         co_return Status();
 //       });
@@ -54,9 +57,10 @@ namespace h2rpc::coro {
 namespace internal {
 
 // A coroutine streaming call's operations, as its handler's stream objects
-// (below) reach them. Each operation may be awaited from any thread, one
-// read and one write outstanding at a time, until the handler returns; it
-// completes with false once the call is cancelled.
+// (below) reach them. Each operation starts when it is called, from any
+// thread, one read and one write outstanding at a time, until the handler
+// returns, and returns an awaitable that gives its result (false once the
+// call is cancelled); see OpAwaitable.
 class ServerCallOps {
  public:
   auto Read(h2rpc::internal::MessageRef request) {

@@ -56,8 +56,11 @@ class CoroAllocationTest : public ::testing::Test {
         [](ServerContext*, coro::ServerReaderWriter<Empty, Empty>* stream)
             -> coro::Task<Status> {
           Empty message;
-          while (co_await stream->Read(&message)) {
-            if (!co_await stream->Write(message)) break;
+          while (true) {
+            const bool read = co_await stream->Read(&message);
+            if (!read) break;
+            const bool written = co_await stream->Write(message);
+            if (!written) break;
           }
           co_return Status();
         });
@@ -74,7 +77,9 @@ class CoroAllocationTest : public ::testing::Test {
         [](ServerContext*, coro::ServerReader<Empty>* reader,
            Empty*) -> coro::Task<Status> {
           Empty message;
-          while (co_await reader->Read(&message)) {
+          while (true) {
+            const bool read = co_await reader->Read(&message);
+            if (!read) break;
           }
           co_return Status();
         });
@@ -90,13 +95,17 @@ class CoroAllocationTest : public ::testing::Test {
   PerCall Measure(std::function<coro::Task<void>()> call, int warmup,
                   int calls) {
     auto run = [&]() -> coro::Task<PerCall> {
-      for (int i = 0; i < warmup; ++i) co_await call();
+      for (int i = 0; i < warmup; ++i) {
+        co_await call();
+      }
       PerCall fewest;
       for (int window = 0; window < 3; ++window) {
         const auto client0 = AllocationsByRole(ThreadRole::kClient);
         const auto other0 = AllocationsByRole(ThreadRole::kOther);
         const auto server0 = AllocationsByRole(ThreadRole::kServer);
-        for (int i = 0; i < calls; ++i) co_await call();
+        for (int i = 0; i < calls; ++i) {
+          co_await call();
+        }
         const auto client1 = AllocationsByRole(ThreadRole::kClient);
         const auto other1 = AllocationsByRole(ThreadRole::kOther);
         const auto server1 = AllocationsByRole(ThreadRole::kServer);
@@ -140,8 +149,10 @@ TEST_F(CoroAllocationTest, WarmPingPongAllocatesNothing) {
   Empty message;
   const PerCall per_message = Measure(
       [&]() -> coro::Task<void> {
-        EXPECT_TRUE(co_await stream.Write(message));
-        EXPECT_TRUE(co_await stream.Read(&message));
+        const bool written = co_await stream.Write(message);
+        EXPECT_TRUE(written);
+        const bool read = co_await stream.Read(&message);
+        EXPECT_TRUE(read);
       },
       200, 1000);
   EXPECT_EQ(per_message.client, 0);
@@ -159,10 +170,14 @@ TEST_F(CoroAllocationTest, WarmStreamingCallsAllocateNothing) {
       [&]() -> coro::Task<void> {
         coro::BidiStreamingCall<Empty, Empty> stream;
         stream.Start(*channel_, kBidi);
-        EXPECT_TRUE(co_await stream.Write(message));
-        EXPECT_TRUE(co_await stream.Read(&message));
-        EXPECT_TRUE(co_await stream.WritesDone());
-        EXPECT_TRUE((co_await stream.Finish()).ok());
+        const bool written = co_await stream.Write(message);
+        EXPECT_TRUE(written);
+        const bool read = co_await stream.Read(&message);
+        EXPECT_TRUE(read);
+        const bool half_closed = co_await stream.WritesDone();
+        EXPECT_TRUE(half_closed);
+        const Status status = co_await stream.Finish();
+        EXPECT_TRUE(status.ok());
       },
       200, 200);
   EXPECT_EQ(bidi.client, 0);
@@ -173,9 +188,14 @@ TEST_F(CoroAllocationTest, WarmStreamingCallsAllocateNothing) {
         coro::ServerStreamingCall<Empty, Empty> stream;
         stream.Start(*channel_, kServerStream, message);
         int read = 0;
-        while (co_await stream.Read(&message)) ++read;
+        while (true) {
+          const bool got_one = co_await stream.Read(&message);
+          if (!got_one) break;
+          ++read;
+        }
         EXPECT_EQ(read, 2);
-        EXPECT_TRUE((co_await stream.Finish()).ok());
+        const Status status = co_await stream.Finish();
+        EXPECT_TRUE(status.ok());
       },
       200, 200);
   EXPECT_EQ(server_streaming.client, 0);
@@ -185,9 +205,12 @@ TEST_F(CoroAllocationTest, WarmStreamingCallsAllocateNothing) {
       [&]() -> coro::Task<void> {
         coro::ClientStreamingCall<Empty, Empty> stream;
         stream.Start(*channel_, kClientStream);
-        EXPECT_TRUE(co_await stream.Write(message));
-        EXPECT_TRUE(co_await stream.Write(message));
-        EXPECT_TRUE((co_await stream.Finish()).ok());
+        const bool first_written = co_await stream.Write(message);
+        EXPECT_TRUE(first_written);
+        const bool second_written = co_await stream.Write(message);
+        EXPECT_TRUE(second_written);
+        const Status status = co_await stream.Finish();
+        EXPECT_TRUE(status.ok());
       },
       200, 200);
   EXPECT_EQ(client_streaming.client, 0);

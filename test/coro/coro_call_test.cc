@@ -91,7 +91,9 @@ class CoroCallTest : public ::testing::Test {
         [](ServerContext*, const SimpleRequest* request,
            coro::ServerWriter<SimpleResponse>* writer) -> coro::Task<Status> {
           for (int i = 0; i < request->response_size(); ++i) {
-            if (!co_await writer->Write(Response(std::to_string(i)))) {
+            const bool written =
+                co_await writer->Write(Response(std::to_string(i)));
+            if (!written) {
               co_return Status(StatusCode::kCancelled, "write failed");
             }
           }
@@ -104,7 +106,9 @@ class CoroCallTest : public ::testing::Test {
            SimpleResponse* response) -> coro::Task<Status> {
           SimpleRequest request;
           std::string joined;
-          while (co_await reader->Read(&request)) {
+          while (true) {
+            const bool read = co_await reader->Read(&request);
+            if (!read) break;
             joined += request.payload().body();
           }
           response->mutable_payload()->set_body(joined);
@@ -118,9 +122,13 @@ class CoroCallTest : public ::testing::Test {
             -> coro::Task<Status> {
           co_await stream->SendInitialMetadata();
           SimpleRequest request;
-          while (co_await stream->Read(&request)) {
+          while (true) {
+            const bool read = co_await stream->Read(&request);
+            if (!read) break;
             chat_reads_.fetch_add(1);
-            if (!co_await stream->Write(Response(request.payload().body()))) {
+            const bool written =
+                co_await stream->Write(Response(request.payload().body()));
+            if (!written) {
               break;
             }
           }
@@ -230,7 +238,11 @@ TEST_F(CoroCallTest, ServerStreaming) {
     stream.Start(*channel_, kCount, request);
     std::string seen;
     SimpleResponse response;
-    while (co_await stream.Read(&response)) seen += response.payload().body();
+    while (true) {
+      const bool read = co_await stream.Read(&response);
+      if (!read) break;
+      seen += response.payload().body();
+    }
     const Status status = co_await stream.Finish();
     EXPECT_TRUE(status.ok()) << status.ToString();
     co_return seen;
@@ -243,10 +255,12 @@ TEST_F(CoroCallTest, ClientStreaming) {
     coro::ClientStreamingCall<SimpleRequest, SimpleResponse> stream;
     stream.Start(*channel_, kSum);
     for (const char* part : {"a", "b", "c"}) {
-      EXPECT_TRUE(co_await stream.Write(Request(part)));
+      const bool written = co_await stream.Write(Request(part));
+      EXPECT_TRUE(written);
     }
     if (writes_done) {
-      EXPECT_TRUE(co_await stream.WritesDone());
+      const bool half_closed = co_await stream.WritesDone();
+      EXPECT_TRUE(half_closed);
     }
     // Without WritesDone, Finish half-closes.
     const Status status = co_await stream.Finish();
@@ -262,16 +276,21 @@ TEST_F(CoroCallTest, BidiStreaming) {
     coro::BidiStreamingCall<SimpleRequest, SimpleResponse> stream;
     stream.context().AddMetadata("x-who", "coro");
     stream.Start(*channel_, kChat);
-    EXPECT_TRUE(co_await stream.ReadInitialMetadata());
+    const bool got_metadata = co_await stream.ReadInitialMetadata();
+    EXPECT_TRUE(got_metadata);
     std::string seen;
     SimpleResponse response;
     for (const char* part : {"x", "y", "z"}) {
-      EXPECT_TRUE(co_await stream.Write(Request(part)));
-      EXPECT_TRUE(co_await stream.Read(&response));
+      const bool written = co_await stream.Write(Request(part));
+      EXPECT_TRUE(written);
+      const bool read = co_await stream.Read(&response);
+      EXPECT_TRUE(read);
       seen += response.payload().body();
     }
-    EXPECT_TRUE(co_await stream.WritesDone());
-    EXPECT_FALSE(co_await stream.Read(&response));
+    const bool half_closed = co_await stream.WritesDone();
+    EXPECT_TRUE(half_closed);
+    const bool read_after_half_close = co_await stream.Read(&response);
+    EXPECT_FALSE(read_after_half_close);
     const Status status = co_await stream.Finish();
     EXPECT_TRUE(status.ok()) << status.ToString();
     co_return seen;
@@ -282,12 +301,42 @@ TEST_F(CoroCallTest, BidiStreaming) {
   EXPECT_FALSE(chat_saw_cancel_.load());
 }
 
+// An operation starts when it is called: one coroutine keeps a read
+// outstanding while it writes, and awaits a write that has already ended.
+TEST_F(CoroCallTest, OneCoroutineOverlapsAReadAndAWrite) {
+  auto call = [&]() -> coro::Task<std::string> {
+    coro::BidiStreamingCall<SimpleRequest, SimpleResponse> stream;
+    stream.Start(*channel_, kChat);
+    std::string seen;
+    SimpleResponse response;
+    for (const char* part : {"p", "q"}) {
+      // The request lives until its write has ended (a temporary would
+      // not: it dies with this statement, before the write is made).
+      const SimpleRequest request = Request(part);
+      auto read = stream.Read(&response);
+      auto write = stream.Write(request);
+      const bool got = co_await read;  // the echo needs the write
+      const bool written = co_await write;
+      EXPECT_TRUE(got);
+      EXPECT_TRUE(written);
+      seen += response.payload().body();
+    }
+    const bool half_closed = co_await stream.WritesDone();
+    EXPECT_TRUE(half_closed);
+    const Status status = co_await stream.Finish();
+    EXPECT_TRUE(status.ok()) << status.ToString();
+    co_return seen;
+  };
+  EXPECT_EQ(coro::SyncWait(call()), "pq");
+}
+
 TEST_F(CoroCallTest, AHandlerEndingAtOnceFinishesTheCall) {
   auto call = [&]() -> coro::Task<Status> {
     coro::BidiStreamingCall<SimpleRequest, SimpleResponse> stream;
     stream.Start(*channel_, kEndAtOnce);
     SimpleResponse response;
-    EXPECT_FALSE(co_await stream.Read(&response));
+    const bool read = co_await stream.Read(&response);
+    EXPECT_FALSE(read);
     co_return co_await stream.Finish();
   };
   const Status status = coro::SyncWait(call());
@@ -302,7 +351,8 @@ TEST_F(CoroCallTest, ADeadlineEndsBothSides) {
     stream.Start(*channel_, kChat);
     // The handler waits for a message that never comes.
     SimpleResponse response;
-    EXPECT_FALSE(co_await stream.Read(&response));
+    const bool read = co_await stream.Read(&response);
+    EXPECT_FALSE(read);
     co_return co_await stream.Finish();
   };
   EXPECT_EQ(coro::SyncWait(call()).code(), StatusCode::kDeadlineExceeded);
@@ -315,8 +365,10 @@ TEST_F(CoroCallTest, ACallObjectDroppedBeforeFinishCancelsTheCall) {
     coro::BidiStreamingCall<SimpleRequest, SimpleResponse> stream;
     stream.Start(*channel_, kChat);
     SimpleResponse response;
-    EXPECT_TRUE(co_await stream.Write(Request("only")));
-    EXPECT_TRUE(co_await stream.Read(&response));
+    const bool written = co_await stream.Write(Request("only"));
+    EXPECT_TRUE(written);
+    const bool read = co_await stream.Read(&response);
+    EXPECT_TRUE(read);
     // Returns without Finish: the call is cancelled, its state lives on
     // until it ends.
   };
@@ -339,10 +391,13 @@ TEST_F(CoroCallTest, ShutdownEndsHandlersSuspendedInTheirReads) {
     coro::BidiStreamingCall<SimpleRequest, SimpleResponse> stream;
     stream.Start(*channel_, kChat);
     SimpleResponse response;
-    EXPECT_TRUE(co_await stream.Write(Request("first")));
-    EXPECT_TRUE(co_await stream.Read(&response));
+    const bool written = co_await stream.Write(Request("first"));
+    EXPECT_TRUE(written);
+    const bool first_read = co_await stream.Read(&response);
+    EXPECT_TRUE(first_read);
     read_started.Notify();
-    EXPECT_FALSE(co_await stream.Read(&response));
+    const bool second_read = co_await stream.Read(&response);
+    EXPECT_FALSE(second_read);
     co_return co_await stream.Finish();
   };
   Status status;
@@ -380,12 +435,17 @@ TEST_F(CoroMisuseTest, OperationsAfterFinishAreReportedAndFail) {
   auto call = [&]() -> coro::Task<void> {
     coro::BidiStreamingCall<SimpleRequest, SimpleResponse> stream;
     stream.Start(*channel_, kChat);
-    EXPECT_TRUE(co_await stream.WritesDone());
-    EXPECT_TRUE((co_await stream.Finish()).ok());
+    const bool half_closed = co_await stream.WritesDone();
+    EXPECT_TRUE(half_closed);
+    const Status finished = co_await stream.Finish();
+    EXPECT_TRUE(finished.ok());
     SimpleResponse response;
-    EXPECT_FALSE(co_await stream.Read(&response));
-    EXPECT_FALSE(co_await stream.Write(Request("late")));
-    EXPECT_EQ((co_await stream.Finish()).code(), StatusCode::kInternal);
+    const bool read = co_await stream.Read(&response);
+    EXPECT_FALSE(read);
+    const bool written = co_await stream.Write(Request("late"));
+    EXPECT_FALSE(written);
+    const Status finished_again = co_await stream.Finish();
+    EXPECT_EQ(finished_again.code(), StatusCode::kInternal);
   };
   coro::SyncWait(call());
 }
@@ -395,7 +455,8 @@ TEST_F(CoroMisuseTest, OperationsBeforeStartAreReportedAndFail) {
   auto call = [&]() -> coro::Task<void> {
     coro::BidiStreamingCall<SimpleRequest, SimpleResponse> stream;
     SimpleResponse response;
-    EXPECT_FALSE(co_await stream.Read(&response));
+    const bool read = co_await stream.Read(&response);
+    EXPECT_FALSE(read);
   };
   coro::SyncWait(call());
 }

@@ -30,8 +30,10 @@ PAIRING_FEATURES = frozenset({"client_stack", "server_stack", "process"})
 # any other pairing follows them in the order the files give it. Server
 # stack "h2rpc_sync" is h2rpc's server with synchronous handlers, a server
 # stack of its own: its rows follow those of the callback server ("h2rpc")
-# with the same client.
+# with the same client; "h2rpc_coro" is h2rpc's coroutine client and server,
+# whose pairing follows.
 PAIRING_ORDER = (("h2rpc", "h2rpc"), ("h2rpc", "h2rpc_sync"),
+                 ("h2rpc_coro", "h2rpc_coro"),
                  ("grpcpp", "grpcpp"), ("h2rpc", "grpcpp"),
                  ("grpcpp", "h2rpc"), ("grpcpp", "h2rpc_sync"))
 
@@ -248,6 +250,16 @@ class PairingGroup:
         """
         return self._ratio(("qps",), self.h2rpc_pairing(),
                            self.find("grpcpp", "grpcpp"))
+
+    def coro_qps_ratio(self):
+        """Median QPS of h2rpc_coro→h2rpc_coro over h2rpc→h2rpc, or None."""
+        return self._ratio(("qps",), self.find("h2rpc_coro", "h2rpc_coro"),
+                           self.find("h2rpc", "h2rpc"))
+
+    def coro_p50_ratio(self):
+        """Median p50 of h2rpc→h2rpc over h2rpc_coro→h2rpc_coro, or None."""
+        return self._ratio(("latency_ns", "p50"), self.find("h2rpc", "h2rpc"),
+                           self.find("h2rpc_coro", "h2rpc_coro"))
 
     def p50_ratio(self):
         """Median p50 of grpcpp→grpcpp over h2rpc's pairing, or None.

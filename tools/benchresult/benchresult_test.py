@@ -380,7 +380,8 @@ class PairingsTest(unittest.TestCase):
             "QPS (runs) | median p50 | median p99 | client allocs/op | "
             "server allocs/op | client CPU us/op | server CPU us/op |"))
         self.assertEqual(lines[1], "| --- " * 11 + "|")
-        self.assertEqual(len(lines), 2 + 11)   # 8 pairings + 3 ratio rows
+        # 8 pairings + the ratio rows of the 2 groups with grpcpp→grpcpp.
+        self.assertEqual(len(lines), 2 + 10)
         lead = "| unary req=1KiB resp=1KiB comp=off | 120 | "
         for line in (
                 "h2rpc→h2rpc | 102,311 | 102,311 / 98,004 / 104,500 | "
@@ -912,6 +913,29 @@ SYNC_RUNS = [stacks_run("grpcpp", "h2rpc_sync", 20000),
              stacks_run("h2rpc", "h2rpc_sync", 50000),
              stacks_run("grpcpp", "grpcpp", 30000, "two"),
              stacks_run("h2rpc", "h2rpc", 90000)]
+
+
+class CoroStackTest(unittest.TestCase):
+    """Stacks h2rpc_coro: their pairing follows h2rpc's callback ones."""
+
+    def test_order(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = repetitions_file(
+                tmp, "coro.json",
+                [stacks_run("grpcpp", "grpcpp", 30000, "two"),
+                 stacks_run("h2rpc_coro", "h2rpc_coro", 85000),
+                 stacks_run("h2rpc", "h2rpc", 90000)], 5.0)
+            (group,) = lib.group_pairings([lib.load(path)])
+            self.assertEqual([text_report.pairing_label(p)
+                              for p in group.pairings],
+                             ["h2rpc→h2rpc", "h2rpc_coro→h2rpc_coro",
+                              "grpcpp→grpcpp proc=two"])
+            status, out, err = run_main(["--pairings", path])
+            self.assertEqual((status, err), (0, ""))
+            self.assertIn("| 64 | h2rpc_coro→h2rpc_coro | 85,000 | 85,000 | ",
+                          out)
+            # The coroutine stacks against the callback ones.
+            self.assertIn("| 64 | h2rpc_coro/h2rpc | 0.94x |  | 1.00x |", out)
 
 
 class SyncServerStackTest(unittest.TestCase):

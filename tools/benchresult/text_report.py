@@ -377,9 +377,12 @@ def _median_cells(pairing):
 def pairings_table(groups):
     """Returns the Markdown table of lib.group_pairings() PairingGroups.
 
-    Per group, one row per pairing with medians over the files, then an
-    "h2rpc/grpcpp" row: the QPS ratio of h2rpc→h2rpc to grpcpp→grpcpp and
-    the p50 ratio of grpcpp→grpcpp to h2rpc→h2rpc.
+    Per group, one row per pairing with medians over the files, then, with
+    grpcpp→grpcpp among them, an "h2rpc/grpcpp" row: the QPS ratio of
+    h2rpc→h2rpc to grpcpp→grpcpp and the p50 ratio of grpcpp→grpcpp to
+    h2rpc→h2rpc; with h2rpc_coro→h2rpc_coro and h2rpc→h2rpc, an
+    "h2rpc_coro/h2rpc" row: the coroutine stacks' QPS over the callback
+    ones' and the callback p50 over theirs.
     """
     if not groups:
         return "(no runs)\n"
@@ -390,9 +393,14 @@ def pairings_table(groups):
         for pairing in group.pairings:
             lines.append(_markdown_row(
                 lead + [pairing_label(pairing)] + _median_cells(pairing)))
-        lines.append(_markdown_row(lead + [
-            "h2rpc/grpcpp", format_ratio(group.qps_ratio()), "",
-            format_ratio(group.p50_ratio())] + [""] * 5))
+        if group.find("grpcpp", "grpcpp") is not None:
+            lines.append(_markdown_row(lead + [
+                "h2rpc/grpcpp", format_ratio(group.qps_ratio()), "",
+                format_ratio(group.p50_ratio())] + [""] * 5))
+        if group.coro_qps_ratio() is not None:
+            lines.append(_markdown_row(lead + [
+                "h2rpc_coro/h2rpc", format_ratio(group.coro_qps_ratio()), "",
+                format_ratio(group.coro_p50_ratio())] + [""] * 5))
     return "\n".join(lines) + "\n"
 
 

@@ -58,6 +58,8 @@ TEST(GeneratedNamesTest, PathsComeFromTheDescriptors) {
   EXPECT_STREQ(Echo::kBidiPath, "/h2rpc_test.codegen.v1.Echo/Bidi");
   EXPECT_STREQ(Keywords::kdeletePath, "/h2rpc_test.codegen.v1.Keywords/delete");
   EXPECT_STREQ(Keywords::kStubPath, "/h2rpc_test.codegen.v1.Keywords/Stub");
+  EXPECT_STREQ(Keywords::kCoroStubPath,
+               "/h2rpc_test.codegen.v1.Keywords/CoroStub");
   EXPECT_STREQ(operator_::kServiceName, "h2rpc_test.codegen.v1.operator");
   EXPECT_STREQ(operator_::knewPath, "/h2rpc_test.codegen.v1.operator/new");
   EXPECT_STREQ(Empty::kServiceName, "h2rpc_test.codegen.v1.Empty");
@@ -288,6 +290,14 @@ class SyncKeywords final : public Keywords::Service {
   }
   Status Stub_(ServerContext* context, const Inner* request,
                Inner* response) override {
+    return Answer(context, *request, response);
+  }
+  Status CoroStub_(ServerContext* context, const Inner* request,
+                   Inner* response) override {
+    return Answer(context, *request, response);
+  }
+  Status CoroService_(ServerContext* context, const Inner* request,
+                      Inner* response) override {
     return Answer(context, *request, response);
   }
   Status channel__(ServerContext* context, const Inner* request,
@@ -659,6 +669,9 @@ TEST_P(CodegenTest, KeywordMethodsOfEveryKind) {
   } unary_methods[] = {
       {&Keywords::Stub::AddTo_, "/h2rpc_test.codegen.v1.Keywords/AddTo"},
       {&Keywords::Stub::Stub_, "/h2rpc_test.codegen.v1.Keywords/Stub"},
+      {&Keywords::Stub::CoroStub_, "/h2rpc_test.codegen.v1.Keywords/CoroStub"},
+      {&Keywords::Stub::CoroService_,
+       "/h2rpc_test.codegen.v1.Keywords/CoroService"},
       {&Keywords::Stub::channel__, "/h2rpc_test.codegen.v1.Keywords/channel_"},
       {&Keywords::Stub::context, "/h2rpc_test.codegen.v1.Keywords/context"},
       {&Keywords::Stub::done, "/h2rpc_test.codegen.v1.Keywords/done"},

@@ -13,10 +13,16 @@ namespace h2rpc::codegen {
 // `<file>.h2rpc.pb.h` and `<file>.h2rpc.pb.cc` (both even for a file without
 // services, so build rules can always name them), or fails with one clear
 // sentence (see BuildFileModel) that protoc prints as
-// "--h2rpc_out: <file>: ...". One optional parameter,
-// `services_namespace=NAME` (`--h2rpc_out=services_namespace=NAME:DIR`), puts
-// the service classes in `<package namespace>::NAME`, so that one binary can
-// link them and gRPC C++'s classes of the same service.
+// "--h2rpc_out: <file>: ...". The parameter is empty or a comma-separated
+// list of these, each at most once, in any order
+// (`--h2rpc_out=coroutines,services_namespace=NAME:DIR`, or `--h2rpc_opt=`
+// once per item); anything else is refused:
+// - `services_namespace=NAME` puts the service classes in
+//   `<package namespace>::NAME`, so that one binary can link them and gRPC
+//   C++'s classes of the same service;
+// - `coroutines` also writes `<file>.h2rpc_coro.pb.h` (again even for a file
+//   without services): the C++20 CoroStub and CoroService classes, on
+//   //rpc/coro. The other two files are the same with it or without.
 class H2rpcGenerator final : public google::protobuf::compiler::CodeGenerator {
  public:
   bool Generate(const google::protobuf::FileDescriptor* file,

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "tools/protoc-gen-h2rpc/layout.h"
 #include "tools/protoc-gen-h2rpc/names.h"
 #include "tools/protoc-gen-h2rpc/signatures.h"
@@ -12,16 +13,12 @@
 namespace h2rpc::codegen {
 namespace {
 
-bool HasKind(const ServiceModel& service, MethodKind kind) {
-  for (const MethodModel& method : service.methods) {
-    if (method.kind == kind) return true;
-  }
-  return false;
-}
-
 // The class holding the service's name and method paths, and declaring the
-// other three.
-void WriteServiceClass(const ServiceModel& service, std::string* out) {
+// other three, and the two coroutine classes of `coro_header` (C++20, written
+// only with the plugin's `coroutines` parameter; declared either way, which
+// C++17 allows).
+void WriteServiceClass(const ServiceModel& service,
+                       absl::string_view coro_header, std::string* out) {
   const std::string& name = service.name;
   std::string comment = CommentLines(service.comment, 0);
   if (!comment.empty()) absl::StrAppend(&comment, "//\n");
@@ -37,7 +34,12 @@ void WriteServiceClass(const ServiceModel& service, std::string* out) {
       " public:\n"
       "  class Stub;\n"
       "  class Service;\n"
-      "  class CallbackService;\n"
+      "  class CallbackService;\n",
+      WrapComment(
+          2, absl::StrCat("C++20 coroutine forms, defined in ", coro_header,
+                          " when the plugin runs with `coroutines`.")),
+      "  class CoroStub;\n"
+      "  class CoroService;\n"
       "\n",
       WrapComment(2,
                   "The service's name, and each method's path "
@@ -55,9 +57,9 @@ void WriteServiceClass(const ServiceModel& service, std::string* out) {
 }
 
 void WriteStub(const ServiceModel& service, std::string* out) {
-  const bool streaming = HasKind(service, MethodKind::kServerStreaming) ||
-                         HasKind(service, MethodKind::kClientStreaming) ||
-                         HasKind(service, MethodKind::kBidiStreaming);
+  const bool streaming = service.has_kind(MethodKind::kServerStreaming) ||
+                         service.has_kind(MethodKind::kClientStreaming) ||
+                         service.has_kind(MethodKind::kBidiStreaming);
   if (service.methods.empty()) {
     absl::StrAppend(
         out,
@@ -82,26 +84,26 @@ void WriteStub(const ServiceModel& service, std::string* out) {
                                                    "h2rpc::Channel. For a "
                                                    "method Foo:")));
   std::vector<std::string> items;
-  if (HasKind(service, MethodKind::kUnary)) {
+  if (service.has_kind(MethodKind::kUnary)) {
     items.push_back(
         "- unary: Foo(context, request, response) blocks until the call is "
         "over; AsyncFoo(context, request, response, done) returns at once, and "
         "`done` runs on the channel's loop thread (it must not block) when the "
         "call is over");
   }
-  if (HasKind(service, MethodKind::kServerStreaming)) {
+  if (service.has_kind(MethodKind::kServerStreaming)) {
     items.push_back(
         "- server streaming: Foo(context, request) starts the call and "
         "returns a ClientReader; AsyncFoo(context, request, reactor) binds a "
         "ClientReadReactor");
   }
-  if (HasKind(service, MethodKind::kClientStreaming)) {
+  if (service.has_kind(MethodKind::kClientStreaming)) {
     items.push_back(
         "- client streaming: Foo(context, response) starts the call and "
         "returns a ClientWriter; AsyncFoo(context, response, reactor) binds a "
         "ClientWriteReactor");
   }
-  if (HasKind(service, MethodKind::kBidiStreaming)) {
+  if (service.has_kind(MethodKind::kBidiStreaming)) {
     items.push_back(
         "- bidi streaming: Foo(context) starts the call and returns a "
         "ClientReaderWriter; AsyncFoo(context, reactor) binds a "
@@ -214,7 +216,7 @@ std::string WriteHeader(const FileModel& file) {
   const std::string ns = JoinNamespaces(file.namespaces);
   if (!ns.empty()) absl::StrAppend(&out, "namespace ", ns, " {\n\n");
   for (const ServiceModel& service : file.services) {
-    WriteServiceClass(service, &out);
+    WriteServiceClass(service, file.coro_header, &out);
     absl::StrAppend(&out, "\n");
     WriteStub(service, &out);
     absl::StrAppend(&out, "\n");

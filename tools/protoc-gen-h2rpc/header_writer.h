@@ -8,7 +8,9 @@
 namespace h2rpc::codegen {
 
 // The text of `file.header`: per service, a class holding the method paths
-// and, defined after it, its Stub, Service and CallbackService classes.
+// and, defined after it, its Stub, Service and CallbackService classes. The
+// class also declares CoroStub and CoroService, which `file.coro_header`
+// defines (coro_header_writer.h).
 std::string WriteHeader(const FileModel& file);
 
 }  // namespace h2rpc::codegen

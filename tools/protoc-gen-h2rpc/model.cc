@@ -169,6 +169,13 @@ bool BuildService(const ServiceDescriptor* service, ServiceModel* model,
 
 }  // namespace
 
+bool ServiceModel::has_kind(MethodKind kind) const {
+  for (const MethodModel& method : methods) {
+    if (method.kind == kind) return true;
+  }
+  return false;
+}
+
 bool FileModel::has_methods() const {
   for (const ServiceModel& service : services) {
     if (!service.methods.empty()) return true;
@@ -196,6 +203,7 @@ bool BuildFileModel(const FileDescriptor* file,
   model->pb_header = absl::StrCat(base, ".pb.h");
   model->header = absl::StrCat(base, ".h2rpc.pb.h");
   model->source = absl::StrCat(base, ".h2rpc.pb.cc");
+  model->coro_header = absl::StrCat(base, ".h2rpc_coro.pb.h");
   model->namespaces = PackageNamespaces(file->package());
   for (const std::string& name : model->namespaces) {
     if (IsCppKeyword(name)) {

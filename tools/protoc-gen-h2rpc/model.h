@@ -21,8 +21,9 @@ enum class MethodKind {
 };
 
 struct MethodModel {
-  // The C++ name of the Stub, Service and CallbackService methods: the proto
-  // name, with a trailing '_' for a C++ keyword or a generated member name.
+  // The C++ name of the Stub, Service, CallbackService, CoroStub and
+  // CoroService methods: the proto name, with a trailing '_' for a C++
+  // keyword or a generated member name.
   std::string name;
   std::string async_name;     // "AsyncGetFeature": the Stub's callback form
   std::string path_constant;  // "kGetFeaturePath"
@@ -38,6 +39,8 @@ struct ServiceModel {
   std::string name;       // C++ class name: "RouteGuide"
   std::string comment;
   std::vector<MethodModel> methods;
+
+  bool has_kind(MethodKind kind) const;
 };
 
 struct FileModel {
@@ -45,6 +48,9 @@ struct FileModel {
   std::string pb_header;   // "docs/examples/route_guide.pb.h"
   std::string header;      // "docs/examples/route_guide.h2rpc.pb.h"
   std::string source;      // "docs/examples/route_guide.h2rpc.pb.cc"
+  // "docs/examples/route_guide.h2rpc_coro.pb.h" (with the plugin's
+  // `coroutines` parameter)
+  std::string coro_header;
   std::vector<std::string> namespaces;  // {"routeguide"}
   std::vector<ServiceModel> services;
 
@@ -54,10 +60,14 @@ struct FileModel {
 
 // Names the members the generated classes have besides the methods; a method
 // (or service) with one of these names gets a trailing '_'.
+// The coroutine classes (CoroStub, CoroService) are declared whether or not
+// their header is generated, so the names are reserved either way.
 inline constexpr absl::string_view kReservedMethodNames[] = {
-    "AddTo", "CallbackService", "Service", "Stub", "channel_", "kServiceName"};
+    "AddTo", "CallbackService", "CoroService", "CoroStub", "Service",
+    "Stub",  "channel_",        "kServiceName"};
 inline constexpr absl::string_view kReservedServiceNames[] = {
-    "CallbackService", "Service", "Stub", "kServiceName"};
+    "CallbackService", "CoroService", "CoroStub",
+    "Service",         "Stub",        "kServiceName"};
 
 // The generated source's helpers, in an unnamed namespace at global scope:
 // a message or enum value of a file without a package may not be named so.

@@ -1,8 +1,9 @@
 // Runs protoc with protoc-gen-h2rpc (from the test's runfiles) on .proto
 // files written to the test's temporary directory: inputs that would make
 // clashing C++ identifiers must fail with the plugin's message, and a good
-// input must give the files the build expects, with comments carried over
-// and every line within 80 columns.
+// input must give the files the build expects (the coroutine header too with
+// the `coroutines` parameter), with comments carried over and every line
+// within 80 columns; parameters other than the plugin's are refused.
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -121,6 +122,11 @@ service Greeter {
   EXPECT_THAT(header, HasSubstr("#include \"greeter.pb.h\"\n"));
   EXPECT_THAT(header, HasSubstr("namespace demo::v1 {\n"));
   EXPECT_THAT(source, HasSubstr("#include \"greeter.h2rpc.pb.h\"\n"));
+  // Without `coroutines`: no coroutine header, but its classes are declared
+  // (for it to define when generated).
+  EXPECT_FALSE(Exists(out_ + "/greeter.h2rpc_coro.pb.h"));
+  EXPECT_THAT(header, HasSubstr("  class CoroStub;\n  class CoroService;\n"));
+  EXPECT_THAT(header, Not(HasSubstr("coro/")));
   // Comments, on the service and (in the three classes) on the methods.
   EXPECT_THAT(header, HasSubstr("// Says hello, in every way.\n//\n"
                                 "// Generated for service demo.v1.Greeter"));
@@ -201,6 +207,49 @@ service Merge {
           "(escaped to class_) and method \"class_\" would "
           "both be the C++ identifier class_"));
   EXPECT_FALSE(Exists(out_ + "/merge.h2rpc.pb.h"));
+}
+
+TEST_F(PluginTest, CoroutineClassNamesAreReserved) {
+  const ProtocResult result =
+      RunProtoc("coro_names.proto", R"(
+syntax = "proto3";
+package demo;
+message M {}
+service CoroStub {
+  rpc CoroService(M) returns (M);
+  rpc CoroStub(M) returns (stream M);
+}
+service CoroService {}
+)",
+                absl::StrCat("--h2rpc_out=coroutines:", out_));
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const std::string header = ReadFile(out_ + "/coro_names.h2rpc.pb.h");
+  const std::string coro = ReadFile(out_ + "/coro_names.h2rpc_coro.pb.h");
+  EXPECT_THAT(header, HasSubstr("class CoroStub_ final {"));
+  EXPECT_THAT(header, HasSubstr("class CoroService_ final {"));
+  EXPECT_THAT(header, HasSubstr(" CoroService_("));
+  EXPECT_THAT(header, HasSubstr(" CoroStub_("));
+  EXPECT_THAT(coro, HasSubstr("class CoroStub_::CoroStub {"));
+  EXPECT_THAT(coro, HasSubstr("class CoroService_::CoroService {"));
+  EXPECT_THAT(coro, HasSubstr(" CoroService_("));
+  EXPECT_THAT(coro, HasSubstr(" CoroStub_("));
+}
+
+TEST_F(PluginTest, CoroutineNameEscapeMergingTwoMethods) {
+  const ProtocResult result = RunProtoc("coro_reserved.proto", R"(
+syntax = "proto3";
+package demo;
+message M {}
+service Reserved {
+  rpc CoroStub(M) returns (M);
+  rpc CoroStub_(M) returns (M);
+}
+)");
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_THAT(result.output,
+              HasSubstr("method \"CoroStub\" (escaped to CoroStub_) and "
+                        "method \"CoroStub_\" would both be the C++ "
+                        "identifier CoroStub_"));
 }
 
 TEST_F(PluginTest, ReservedNameEscapeMergingTwoMethods) {
@@ -284,8 +333,42 @@ TEST_F(PluginTest, UnknownParametersAreRefused) {
                 absl::StrCat("--h2rpc_out=lite:", out_));
   EXPECT_NE(result.exit_code, 0);
   EXPECT_THAT(result.output,
-              HasSubstr("protoc-gen-h2rpc takes one parameter, "
-                        "services_namespace=NAME; got \"lite\""));
+              HasSubstr("--h2rpc_out: params.proto: protoc-gen-h2rpc takes a "
+                        "comma-separated list of the parameters "
+                        "services_namespace=NAME and coroutines; got "
+                        "\"lite\"\n"));
+}
+
+TEST_F(PluginTest, UnknownParameterAmongKnownOnesIsRefused) {
+  const struct {
+    const char* parameter;
+    const char* error;
+  } cases[] = {
+      {"coroutines,lite",
+       "services_namespace=NAME and coroutines; got \"lite\" in "
+       "\"coroutines,lite\""},
+      {"services_namespace=x,coroutine",
+       "; got \"coroutine\" in \"services_namespace=x,coroutine\""},
+      // An empty item.
+      {"coroutines,", "; got \"\" in \"coroutines,\""},
+      {"coroutines=1", "; got \"coroutines=1\""},
+      {"coroutines,coroutines",
+       "protoc-gen-h2rpc takes each parameter once; got coroutines twice in "
+       "\"coroutines,coroutines\""},
+      {"services_namespace=a,coroutines,services_namespace=b",
+       "got services_namespace twice"},
+      {"services_namespace=",
+       "services_namespace= is not a C++ identifier that can name a "
+       "namespace"},
+  };
+  for (const auto& c : cases) {
+    const ProtocResult result =
+        RunProtoc("params.proto", "syntax = \"proto3\";\npackage demo;\n",
+                  absl::StrCat("--h2rpc_out=", c.parameter, ":", out_));
+    EXPECT_NE(result.exit_code, 0) << c.parameter;
+    EXPECT_THAT(result.output, HasSubstr(c.error)) << c.parameter;
+    EXPECT_FALSE(Exists(out_ + "/params.h2rpc.pb.h")) << c.parameter;
+  }
 }
 
 constexpr char kGreeterProto[] = R"(
@@ -306,6 +389,28 @@ TEST_F(PluginTest, ServicesNamespaceNestsTheServiceClasses) {
               HasSubstr("namespace demo::v1::h2rpc {"));
 }
 
+// Both parameters, in either order, or given with --h2rpc_opt (which protoc
+// joins with commas).
+TEST_F(PluginTest, ParametersCombineInAnyOrder) {
+  for (const std::string& flags :
+       {absl::StrCat("--h2rpc_out=coroutines,services_namespace=h2rpc:", out_),
+        absl::StrCat("--h2rpc_out=services_namespace=h2rpc,coroutines:", out_),
+        absl::StrCat("--h2rpc_opt=coroutines "
+                     "--h2rpc_opt=services_namespace=h2rpc --h2rpc_out=",
+                     out_)}) {
+    ASSERT_EQ(std::system(absl::StrCat("rm -f ", out_, "/*").c_str()), 0);
+    const ProtocResult result =
+        RunProtoc("greeter.proto", kGreeterProto, flags);
+    ASSERT_EQ(result.exit_code, 0) << flags << "\n" << result.output;
+    for (const char* file : {"greeter.h2rpc.pb.h", "greeter.h2rpc.pb.cc",
+                             "greeter.h2rpc_coro.pb.h"}) {
+      EXPECT_THAT(ReadFile(absl::StrCat(out_, "/", file)),
+                  HasSubstr("namespace demo::v1::h2rpc {"))
+          << flags << ": " << file;
+    }
+  }
+}
+
 TEST_F(PluginTest, ServicesNamespaceMustBeAFreeIdentifier) {
   for (const char* name : {"class", "9lives", "a-b", "Hello"}) {
     const ProtocResult result = RunProtoc(
@@ -316,6 +421,157 @@ TEST_F(PluginTest, ServicesNamespaceMustBeAFreeIdentifier) {
                 HasSubstr(absl::StrCat("services_namespace=", name)))
         << name;
   }
+}
+
+TEST_F(PluginTest, CoroutinesGiveTheCoroutineHeader) {
+  const ProtocResult result =
+      RunProtoc("chat.proto", R"(
+syntax = "proto3";
+package demo.v1;
+
+message Note { string text = 1; }
+
+// Notes, in every kind of call.
+service Chat {
+  // Posts one note.
+  rpc Post(Note) returns (Note);
+  // Lists the notes.
+  rpc List(Note) returns (stream Note);
+  rpc Upload(stream Note) returns (Note);
+  rpc Talk(stream Note) returns (stream Note);
+  rpc delete(Note) returns (Note);
+}
+
+service Quiet {}
+)",
+                absl::StrCat("--h2rpc_out=coroutines:", out_));
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const std::string coro = ReadFile(out_ + "/chat.h2rpc_coro.pb.h");
+  ASSERT_FALSE(coro.empty());
+  // The other two files are those of a run without `coroutines`.
+  const std::string header = ReadFile(out_ + "/chat.h2rpc.pb.h");
+  const std::string source = ReadFile(out_ + "/chat.h2rpc.pb.cc");
+  EXPECT_THAT(header, HasSubstr("  class CoroStub;\n  class CoroService;\n"));
+  EXPECT_THAT(header, Not(HasSubstr("coro/")));
+  EXPECT_THAT(source, Not(HasSubstr("Coro")));
+
+  EXPECT_THAT(coro, HasSubstr("#ifndef CHAT_H2RPC_CORO_PB_H_\n"
+                              "#define CHAT_H2RPC_CORO_PB_H_\n"));
+  EXPECT_THAT(coro, HasSubstr("#endif  // CHAT_H2RPC_CORO_PB_H_\n"));
+  for (const char* include :
+       {"<memory>", "<utility>", "\"chat.h2rpc.pb.h\"", "\"rpc/channel.h\"",
+        "\"rpc/client_context.h\"", "\"rpc/coro/client.h\"",
+        "\"rpc/coro/server.h\"", "\"rpc/coro/task.h\"", "\"rpc/server.h\"",
+        "\"rpc/server_context.h\"", "\"rpc/status.h\""}) {
+    EXPECT_THAT(coro, HasSubstr(absl::StrCat("#include ", include, "\n")));
+  }
+  EXPECT_THAT(coro, HasSubstr("namespace demo::v1 {\n"));
+  EXPECT_THAT(coro, HasSubstr("class Chat::CoroStub {\n"));
+  EXPECT_THAT(coro, HasSubstr("class Chat::CoroService {\n"));
+  EXPECT_THAT(coro, HasSubstr("class Quiet::CoroStub {\n"));
+  EXPECT_THAT(coro, HasSubstr("class Quiet::CoroService {\n"));
+  // The stub: one call into rpc/coro/client.h per method.
+  EXPECT_THAT(
+      coro, HasSubstr("  ::h2rpc::coro::UnaryCall Post(::h2rpc::ClientContext* "
+                      "context,\n"
+                      "                                const ::demo::v1::Note& "
+                      "request,\n"
+                      "                                ::demo::v1::Note* "
+                      "response) {\n"
+                      "    return ::h2rpc::coro::UnaryCall(*channel_, context, "
+                      "kPostPath, request,\n"
+                      "                                    response);\n"
+                      "  }\n"));
+  // (A parameter's template arguments aligned after its '<' when they do not
+  // fit on one line.)
+  EXPECT_THAT(coro,
+              HasSubstr("  void List(::h2rpc::coro::ServerStreamingCall<"
+                        "::demo::v1::Note,\n"
+                        "                                               "
+                        "::demo::v1::Note>* call,\n"
+                        "            const ::demo::v1::Note& request) {\n"
+                        "    call->Start(*channel_, kListPath, request);\n"
+                        "  }\n"));
+  EXPECT_THAT(coro,
+              HasSubstr("  void Upload(::h2rpc::coro::ClientStreamingCall<"
+                        "::demo::v1::Note,\n"
+                        "                                                 "
+                        "::demo::v1::Note>* call) {\n"
+                        "    call->Start(*channel_, kUploadPath);\n"));
+  EXPECT_THAT(coro, HasSubstr("  void Talk(::h2rpc::coro::BidiStreamingCall<"
+                              "::demo::v1::Note,\n"
+                              "                                             "
+                              "::demo::v1::Note>* call) {\n"
+                              "    call->Start(*channel_, kTalkPath);\n"));
+  EXPECT_THAT(coro, HasSubstr(" delete_("));
+  EXPECT_THAT(coro, Not(HasSubstr(" delete(")));
+  EXPECT_THAT(coro, HasSubstr("  [[maybe_unused]] const std::shared_ptr<"
+                              "::h2rpc::Channel> channel_;\n"));
+  // The service: AddTo registers a lambda per method with coro::Register*.
+  EXPECT_THAT(coro, HasSubstr("  ::h2rpc::Server::Builder& AddTo("
+                              "::h2rpc::Server::Builder& builder) {\n"));
+  for (const char* registration :
+       {"::h2rpc::coro::RegisterUnary<::demo::v1::Note, ::demo::v1::Note>(\n"
+        "        builder, kPostPath,\n",
+        "::h2rpc::coro::RegisterServerStreaming<::demo::v1::Note, "
+        "::demo::v1::Note>(\n        builder, kListPath,\n",
+        "::h2rpc::coro::RegisterClientStreaming<::demo::v1::Note, "
+        "::demo::v1::Note>(\n        builder, kUploadPath,\n",
+        "::h2rpc::coro::RegisterBidiStreaming<::demo::v1::Note, "
+        "::demo::v1::Note>(\n        builder, kTalkPath,\n"}) {
+    EXPECT_THAT(coro, HasSubstr(registration));
+  }
+  EXPECT_THAT(coro,
+              HasSubstr("return this->Post(context, request, response);"));
+  EXPECT_THAT(coro, HasSubstr("return this->Talk(context, stream);"));
+  EXPECT_THAT(coro, HasSubstr("    return builder;\n  }\n"));
+  // The handlers: virtual coroutines answering UNIMPLEMENTED.
+  EXPECT_THAT(
+      coro, HasSubstr("  virtual ::h2rpc::coro::Task<::h2rpc::Status> Post(\n"
+                      "      ::h2rpc::ServerContext* /*context*/, const "
+                      "::demo::v1::Note* /*request*/,\n"
+                      "      ::demo::v1::Note* /*response*/) {\n"
+                      "    co_return ::h2rpc::Status(::h2rpc::StatusCode::"
+                      "kUnimplemented,\n"
+                      "                              std::string(kPostPath) + "
+                      "\" is not implemented\");\n"
+                      "  }\n"));
+  EXPECT_THAT(coro, HasSubstr("::h2rpc::coro::ServerWriter<::demo::v1::Note>* "
+                              "/*writer*/"));
+  EXPECT_THAT(coro, HasSubstr("::h2rpc::coro::ServerReader<::demo::v1::Note>* "
+                              "/*reader*/"));
+  EXPECT_THAT(coro, HasSubstr("::h2rpc::coro::ServerReaderWriter<"
+                              "::demo::v1::Note,\n"
+                              "                                        "
+                              "::demo::v1::Note>* /*stream*/"));
+  EXPECT_THAT(coro, HasSubstr("  virtual ~CoroService() = default;\n"));
+  EXPECT_THAT(coro, HasSubstr("  CoroService(const CoroService&) = delete;\n"));
+  // Comments: the contract, and the .proto's in both classes.
+  EXPECT_THAT(coro, HasSubstr("// Calls Chat's methods from C++20 coroutines"));
+  EXPECT_THAT(coro, HasSubstr("// The C++20 coroutine server side of Chat"));
+  EXPECT_THAT(coro, HasSubstr("  // Posts one note.\n"
+                              "  ::h2rpc::coro::UnaryCall Post("));
+  EXPECT_THAT(coro, HasSubstr("  // Posts one note.\n"
+                              "  virtual ::h2rpc::coro::Task<::h2rpc::Status> "
+                              "Post("));
+  EXPECT_THAT(coro, HasSubstr("  // Lists the notes.\n  void List("));
+
+  for (absl::string_view line : absl::StrSplit(coro, '\n')) {
+    EXPECT_LE(line.size(), 80u) << line;
+  }
+}
+
+TEST_F(PluginTest, CoroutinesGiveTheCoroutineHeaderWithoutServices) {
+  const ProtocResult result = RunProtoc(
+      "messages.proto", "syntax = \"proto3\";\npackage demo;\nmessage M {}\n",
+      absl::StrCat("--h2rpc_out=coroutines:", out_));
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const std::string coro = ReadFile(out_ + "/messages.h2rpc_coro.pb.h");
+  EXPECT_THAT(coro, HasSubstr("#include \"messages.h2rpc.pb.h\"\n"));
+  EXPECT_THAT(coro, HasSubstr("messages.proto defines no services."));
+  EXPECT_THAT(coro, Not(HasSubstr("#include \"rpc/")));
+  EXPECT_TRUE(Exists(out_ + "/messages.h2rpc.pb.h"));
+  EXPECT_TRUE(Exists(out_ + "/messages.h2rpc.pb.cc"));
 }
 
 }  // namespace

@@ -124,6 +124,64 @@ CallLayout CallbackHandler(const MethodModel& m) {
   return call;
 }
 
+CallLayout CoroStubMethod(const MethodModel& m) {
+  CallLayout call;
+  call.return_type = "void";
+  call.head = m.name;
+  const std::string types = absl::StrCat("<", m.request, ", ", m.response, ">");
+  switch (m.kind) {
+    case MethodKind::kUnary:
+      call.return_type = "::h2rpc::coro::UnaryCall";
+      call.args.push_back("::h2rpc::ClientContext* context");
+      call.args.push_back(absl::StrCat("const ", m.request, "& request"));
+      call.args.push_back(absl::StrCat(m.response, "* response"));
+      break;
+    case MethodKind::kServerStreaming:
+      call.args.push_back(
+          absl::StrCat("::h2rpc::coro::ServerStreamingCall", types, "* call"));
+      call.args.push_back(absl::StrCat("const ", m.request, "& request"));
+      break;
+    case MethodKind::kClientStreaming:
+      call.args.push_back(
+          absl::StrCat("::h2rpc::coro::ClientStreamingCall", types, "* call"));
+      break;
+    case MethodKind::kBidiStreaming:
+      call.args.push_back(
+          absl::StrCat("::h2rpc::coro::BidiStreamingCall", types, "* call"));
+      break;
+  }
+  return call;
+}
+
+CallLayout CoroHandler(const MethodModel& m) {
+  CallLayout call;
+  call.return_type = "::h2rpc::coro::Task<::h2rpc::Status>";
+  call.head = m.name;
+  call.args.push_back("::h2rpc::ServerContext* context");
+  switch (m.kind) {
+    case MethodKind::kUnary:
+      call.args.push_back(absl::StrCat("const ", m.request, "* request"));
+      call.args.push_back(absl::StrCat(m.response, "* response"));
+      break;
+    case MethodKind::kServerStreaming:
+      call.args.push_back(absl::StrCat("const ", m.request, "* request"));
+      call.args.push_back(absl::StrCat("::h2rpc::coro::ServerWriter<",
+                                       m.response, ">* writer"));
+      break;
+    case MethodKind::kClientStreaming:
+      call.args.push_back(
+          absl::StrCat("::h2rpc::coro::ServerReader<", m.request, ">* reader"));
+      call.args.push_back(absl::StrCat(m.response, "* response"));
+      break;
+    case MethodKind::kBidiStreaming:
+      call.args.push_back(absl::StrCat("::h2rpc::coro::ServerReaderWriter<",
+                                       m.response, ", ", m.request,
+                                       ">* stream"));
+      break;
+  }
+  return call;
+}
+
 CallLayout WithUnusedParameters(CallLayout layout, absl::string_view used) {
   for (std::string& arg : layout.args) {
     const size_t name = arg.find_last_of(" *&") + 1;

@@ -20,6 +20,12 @@ CallLayout StubAsyncMethod(const MethodModel& method);
 CallLayout SyncHandler(const MethodModel& method);
 // CallbackService::Foo: the callback handler or reactor factory.
 CallLayout CallbackHandler(const MethodModel& method);
+// CoroStub::Foo: the awaitable unary call, or the start of a coroutine
+// streaming call object.
+CallLayout CoroStubMethod(const MethodModel& method);
+// CoroService::Foo: the coroutine handler. Its parameters are also those of
+// the lambda that AddTo registers for it.
+CallLayout CoroHandler(const MethodModel& method);
 
 // `layout` with the parameters' names commented out ("Foo* /*foo*/"), for
 // definitions that do not use them, except the one named `used`.
