@@ -71,7 +71,10 @@ struct Handoff {
   std::thread* thread;
   bool await_ready() const noexcept { return false; }
   void await_suspend(std::coroutine_handle<> awaiting) {
-    *thread = std::thread([awaiting] { awaiting.resume(); });
+    // The new thread may resume the coroutine, and free this awaitable with
+    // its frame, at once: nothing here is read after it starts.
+    std::thread* const out = thread;
+    *out = std::thread([awaiting] { awaiting.resume(); });
   }
   void await_resume() const noexcept {}
 };
