@@ -17,7 +17,7 @@
 //
 // Where a coroutine resumes: on the thread that completed what it awaited,
 // which for every operation here is the channel's event loop thread. So a
-// coroutine that awaits a call runs on, from then on, on that loop thread,
+// coroutine that awaits a call goes on, from then on, on that loop thread,
 // with the rules of the reactors' callbacks: it must not block (no blocking
 // call, no SyncWait); to do blocking work it moves to other threads with
 // ResumeOn (rpc/coro/executor.h). Misuse the calls can see (two reads or
@@ -51,13 +51,40 @@
 
 namespace h2rpc::coro {
 
+namespace internal {
+
+// What UnaryCall and GenericUnaryCall share: the coroutine awaiting the
+// call and the status the call ends with.
+class UnaryAwaitable {
+ public:
+  bool await_ready() const noexcept { return false; }
+  Status await_resume() { return std::move(status_); }
+
+ protected:
+  // The call's `done`: resumes `awaiting` with the status, on the channel's
+  // loop thread. Captures one pointer (no allocation).
+  auto ResumeWhenDone(std::coroutine_handle<> awaiting) {
+    awaiting_ = awaiting;
+    return [this](const Status& status) {
+      status_ = status;
+      awaiting_.resume();
+    };
+  }
+
+ private:
+  std::coroutine_handle<> awaiting_;
+  Status status_;
+};
+
+}  // namespace internal
+
 // `co_await UnaryCall(channel, &context, method, request, &response)` makes
 // the call and gives its Status; the response is parsed into `*response`.
 // As Channel::AsyncUnaryCall: the request is serialized and `method` copied
 // when the call starts (at the co_await); `context` and `response` must live
 // until it completes, which resumes the coroutine on the channel's loop
 // thread.
-class UnaryCall {
+class UnaryCall : public internal::UnaryAwaitable {
  public:
   UnaryCall(Channel& channel, ClientContext* context, absl::string_view method,
             const google::protobuf::MessageLite& request,
@@ -68,16 +95,10 @@ class UnaryCall {
         request_(request),
         response_(response) {}
 
-  bool await_ready() const noexcept { return false; }
   void await_suspend(std::coroutine_handle<> awaiting) {
-    awaiting_ = awaiting;
     channel_.AsyncUnaryCall(context_, method_, request_, response_,
-                            [this](const Status& status) {
-                              status_ = status;
-                              awaiting_.resume();
-                            });
+                            ResumeWhenDone(awaiting));
   }
-  Status await_resume() { return std::move(status_); }
 
  private:
   Channel& channel_;
@@ -85,13 +106,11 @@ class UnaryCall {
   absl::string_view method_;
   const google::protobuf::MessageLite& request_;
   google::protobuf::MessageLite* response_;
-  std::coroutine_handle<> awaiting_;
-  Status status_;
 };
 
 // The same with serialized messages, for any method (the generic API of
 // Channel::AsyncGenericUnaryCall).
-class GenericUnaryCall {
+class GenericUnaryCall : public internal::UnaryAwaitable {
  public:
   GenericUnaryCall(Channel& channel, ClientContext* context,
                    absl::string_view method, const ByteBuffer& request,
@@ -102,16 +121,10 @@ class GenericUnaryCall {
         request_(request),
         response_(response) {}
 
-  bool await_ready() const noexcept { return false; }
   void await_suspend(std::coroutine_handle<> awaiting) {
-    awaiting_ = awaiting;
     channel_.AsyncGenericUnaryCall(context_, method_, request_, response_,
-                                   [this](const Status& status) {
-                                     status_ = status;
-                                     awaiting_.resume();
-                                   });
+                                   ResumeWhenDone(awaiting));
   }
-  Status await_resume() { return std::move(status_); }
 
  private:
   Channel& channel_;
@@ -119,8 +132,6 @@ class GenericUnaryCall {
   absl::string_view method_;
   const ByteBuffer& request_;
   ByteBuffer* response_;
-  std::coroutine_handle<> awaiting_;
-  Status status_;
 };
 
 namespace internal {

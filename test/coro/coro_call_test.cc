@@ -11,6 +11,7 @@
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "proto/grpc/testing/messages.pb.h"
+#include "rpc/byte_buffer.h"
 #include "rpc/channel.h"
 #include "rpc/coro/client.h"
 #include "rpc/coro/executor.h"
@@ -189,6 +190,21 @@ TEST_F(CoroCallTest, Unary) {
     co_return response;
   };
   EXPECT_EQ(coro::SyncWait(call("hello")).payload().body(), "hello");
+}
+
+TEST_F(CoroCallTest, GenericUnary) {
+  auto call = [&]() -> coro::Task<std::string> {
+    ClientContext context;
+    const ByteBuffer request(Request("raw").SerializeAsString());
+    ByteBuffer response;
+    const Status status = co_await coro::GenericUnaryCall(
+        *channel_, &context, kEcho, request, &response);
+    EXPECT_TRUE(status.ok()) << status.ToString();
+    SimpleResponse parsed;
+    EXPECT_TRUE(parsed.ParseFromString(response.ToString()));
+    co_return parsed.payload().body();
+  };
+  EXPECT_EQ(coro::SyncWait(call()), "raw");
 }
 
 TEST_F(CoroCallTest, UnaryErrorsCarryTheirStatusAndTrailers) {
