@@ -97,7 +97,8 @@ ABSL_FLAG(std::string, pairings, "all",
           "all: every --client_stack with every --server_stack; matched: "
           "each client with the servers of its own library only (h2rpc and "
           "h2rpc_coro with h2rpc, h2rpc_coro and h2rpc_sync, grpcpp with "
-          "grpcpp). The pairings of one "
+          "grpcpp); same: each client with the server stack of its own name "
+          "(h2rpc_coro with h2rpc_coro). The pairings of one "
           "configuration run one after the other.");
 ABSL_FLAG(absl::Duration, benchtime, absl::Seconds(10),
           "Measured time per run.");
@@ -580,12 +581,11 @@ bool RunOne(const RunFeatures& features, Workload workload,
     config.ssl_target_name_override = kTlsTargetNameOverride;
   }
   OpStats stats;
-  std::unique_ptr<BenchClient> client =
-      features.client_stack == "grpcpp"
-          ? NewGrpcppClient(config, &stats)
-          : features.client_stack == "h2rpc_coro"
-                ? NewH2rpcCoroClient(config, &stats)
-                : NewH2rpcClient(config, &stats);
+  std::unique_ptr<BenchClient> client = features.client_stack == "grpcpp"
+                                            ? NewGrpcppClient(config, &stats)
+                                        : features.client_stack == "h2rpc_coro"
+                                            ? NewH2rpcCoroClient(config, &stats)
+                                            : NewH2rpcClient(config, &stats);
   client->Start();
   WaitForFirstOp(&stats);
   absl::SleepFor(plan.warmup);
@@ -857,7 +857,8 @@ int Main(int argc, char** argv) {
   }
 
   const std::string pairing_rule = absl::GetFlag(FLAGS_pairings);
-  if (pairing_rule != "all" && pairing_rule != "matched") {
+  if (pairing_rule != "all" && pairing_rule != "matched" &&
+      pairing_rule != "same") {
     std::fprintf(stderr, "bad --pairings '%s'\n", pairing_rule.c_str());
     return 2;
   }
@@ -865,16 +866,20 @@ int Main(int argc, char** argv) {
   std::vector<std::pair<std::string, std::string>> pairings;
   for (const std::string& server_stack : server_stacks) {
     for (const std::string& client_stack : client_stacks) {
-      if (pairing_rule == "all" || server_stack == "remote" ||
-          Library(server_stack) == Library(client_stack)) {
+      const bool paired = pairing_rule == "all" || server_stack == "remote" ||
+                          (pairing_rule == "matched"
+                               ? Library(server_stack) == Library(client_stack)
+                               : server_stack == client_stack);
+      if (paired) {
         pairings.emplace_back(client_stack, server_stack);
       }
     }
   }
   if (pairings.empty()) {
     std::fprintf(stderr,
-                 "--pairings=matched: no client of a server's "
-                 "library among the stacks\n");
+                 "--pairings=%s: no client for any server among the "
+                 "stacks\n",
+                 pairing_rule.c_str());
     return 2;
   }
 

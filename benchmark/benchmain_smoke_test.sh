@@ -140,6 +140,30 @@ PY
 [[ $(grep -cF '| h2rpc→h2rpc_sync |' "$TEST_TMPDIR/sync_pairings.txt") \
     -eq 2 ]] || { echo "benchresult lost h2rpc→h2rpc_sync"; exit 1; }
 
+# The coroutine stacks (h2rpc_coro) beside the callback ones, each client
+# with the server of its own name (--pairings=same): every workload but the
+# handshake runs with ops, and benchresult adds the h2rpc_coro/h2rpc ratio.
+coro_result="$TEST_TMPDIR/benchmain_coro.json"
+"$benchmain" --workloads=unary,streaming,unconstrained,streaming_from_server \
+  --client_stack=h2rpc,h2rpc_coro --server_stack=h2rpc,h2rpc_coro \
+  --pairings=same "${brief[@]}" --result_file="$coro_result" |
+  tee "$TEST_TMPDIR/coro.txt"
+[[ $(grep -cE '^[a-z_]+ h2rpc_coro->h2rpc_coro ' "$TEST_TMPDIR/coro.txt") \
+    -eq 4 ]] || { echo "expected 4 h2rpc_coro->h2rpc_coro rows"; exit 1; }
+[[ $(grep -cE '^[a-z_]+ h2rpc->h2rpc ' "$TEST_TMPDIR/coro.txt") -eq 4 ]] ||
+  { echo "expected 4 h2rpc->h2rpc rows"; exit 1; }
+"$benchresult" --pairings "$coro_result" | tee "$TEST_TMPDIR/coro_pairings.txt"
+[[ $(grep -cF '| h2rpc_coro/h2rpc |' "$TEST_TMPDIR/coro_pairings.txt") \
+    -eq 4 ]] || { echo "benchresult lost h2rpc_coro/h2rpc"; exit 1; }
+if "$benchmain" --workloads=handshake --client_stack=h2rpc_coro \
+    "${brief[@]}" > "$TEST_TMPDIR/coro_handshake.txt" 2>&1; then
+  echo "expected the coroutine client to refuse the handshake workload"
+  exit 1
+fi
+grep -q 'h2rpc_coro does not run the handshake workload' \
+  "$TEST_TMPDIR/coro_handshake.txt" ||
+  { cat "$TEST_TMPDIR/coro_handshake.txt"; exit 1; }
+
 # Missing credentials: a clear error naming the flag, before any run.
 if "$benchmain" --secure --tls_credentials_dir=/nonexistent \
     > "$TEST_TMPDIR/nocreds.txt" 2>&1; then

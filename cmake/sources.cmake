@@ -810,6 +810,8 @@ set(H2RPC_BENCHMAIN_SOURCES
   benchmark/grpcpp/tsan_suppressions.cc
   benchmark/h2rpc/callback_server.cc
   benchmark/h2rpc/client.cc
+  benchmark/h2rpc/client_setup.cc
+  benchmark/h2rpc/client_setup.h
   benchmark/h2rpc/coro_client.cc
   benchmark/h2rpc/coro_server.cc
   benchmark/h2rpc/load_reporter.cc

@@ -15,10 +15,10 @@
 #include "base/mutex.h"
 #include "benchmark/bench_stack.h"
 #include "benchmark/cpu_affinity.h"
+#include "benchmark/h2rpc/client_setup.h"
 #include "proto/grpc/testing/benchmark_service.h2rpc.pb.h"
 #include "rpc/channel.h"
 #include "rpc/credentials.h"
-#include "rpc/interceptor.h"
 
 namespace h2rpc::benchmark {
 namespace {
@@ -26,9 +26,6 @@ namespace {
 using grpc::testing::SimpleRequest;
 using grpc::testing::SimpleResponse;
 using grpc::testing::h2rpc::BenchmarkService;
-
-// An interceptor that does nothing: each hook is a virtual call and no more.
-class NoopClientInterceptor final : public ClientInterceptor {};
 
 struct ClientShared {
   const ClientConfig* config;
@@ -38,26 +35,6 @@ struct ClientShared {
   std::atomic<bool> stopping{false};
   Outstanding outstanding;
 };
-
-// The options of the client's `index`th channel.
-ChannelOptions ChannelOptionsFor(const ClientConfig& config, int index) {
-  ChannelOptions options;
-  for (int i = 0; i < config.interceptors; ++i) {
-    options.interceptors.push_back(std::make_shared<NoopClientInterceptor>());
-  }
-  if (!config.cpus.empty()) {
-    options.loop_cpu = config.cpus[index % config.cpus.size()];
-  }
-  options.ssl_target_name_override = config.ssl_target_name_override;
-  options.lb_policy = config.lb_policy;
-  options.service_config = config.service_config;
-  options.busy_poll_us = config.busy_poll_us;
-  options.metrics = config.metrics;
-  options.tracer = config.tracer;
-  options.connection.bdp_probe = config.bdp_probe;
-  options.connection.max_receive_message_size = kMaxBenchMessageSize;
-  return options;
-}
 
 // One unary closed loop: each completion starts the next call.
 class UnaryLoop {
@@ -300,7 +277,7 @@ class HandshakeLoops {
     slot->start = absl::Now();
     slot->channel =
         CreateChannel(shared_->config->target, shared_->credentials,
-                      ChannelOptionsFor(*shared_->config, slot->index));
+                      BenchChannelOptions(*shared_->config, slot->index));
     slot->stub = std::make_unique<BenchmarkService::Stub>(slot->channel);
     slot->context.emplace();
     slot->context->set_compression_algorithm(shared_->config->compression);
@@ -340,20 +317,14 @@ class H2rpcClient final : public BenchClient {
     shared_.request.mutable_payload()->set_body(
         std::string(static_cast<size_t>(config.req_size), 'q'));
     shared_.request.set_response_size(config.resp_size);
-    if (config.secure) {
-      SslCredentialsOptions ssl;
-      ssl.pem_root_certs = config.pem_root_certs;
-      shared_.credentials = SslCredentials(ssl);
-    } else {
-      shared_.credentials = InsecureChannelCredentials();
-    }
+    shared_.credentials = BenchChannelCredentials(config);
     if (config.workload == Workload::kHandshake) {
       handshakes_ = std::make_unique<HandshakeLoops>(&shared_);
       return;
     }
     for (int i = 0; i < config.connections; ++i) {
       channels_.push_back(CreateChannel(config.target, shared_.credentials,
-                                        ChannelOptionsFor(config, i)));
+                                        BenchChannelOptions(config, i)));
       stubs_.push_back(
           std::make_unique<BenchmarkService::Stub>(channels_.back()));
     }

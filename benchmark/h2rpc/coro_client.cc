@@ -11,13 +11,13 @@
 
 #include "absl/time/clock.h"
 #include "benchmark/bench_stack.h"
+#include "benchmark/h2rpc/client_setup.h"
 #include "proto/grpc/testing/benchmark_service.h2rpc_coro.pb.h"
 #include "rpc/channel.h"
 #include "rpc/coro/client.h"
 #include "rpc/coro/event.h"
 #include "rpc/coro/task.h"
 #include "rpc/credentials.h"
-#include "rpc/interceptor.h"
 
 namespace h2rpc::benchmark {
 namespace {
@@ -27,9 +27,6 @@ using grpc::testing::SimpleResponse;
 using grpc::testing::h2rpc::BenchmarkService;
 
 using BidiCall = coro::BidiStreamingCall<SimpleRequest, SimpleResponse>;
-
-// An interceptor that does nothing: each hook is a virtual call and no more.
-class NoopClientInterceptor final : public ClientInterceptor {};
 
 struct ClientShared {
   const ClientConfig* config;
@@ -43,25 +40,6 @@ struct ClientShared {
     if (!status.ok()) stats->RecordError(status.ToString());
   }
 };
-
-ChannelOptions ChannelOptionsFor(const ClientConfig& config, int index) {
-  ChannelOptions options;
-  for (int i = 0; i < config.interceptors; ++i) {
-    options.interceptors.push_back(std::make_shared<NoopClientInterceptor>());
-  }
-  if (!config.cpus.empty()) {
-    options.loop_cpu = config.cpus[index % config.cpus.size()];
-  }
-  options.ssl_target_name_override = config.ssl_target_name_override;
-  options.lb_policy = config.lb_policy;
-  options.service_config = config.service_config;
-  options.busy_poll_us = config.busy_poll_us;
-  options.metrics = config.metrics;
-  options.tracer = config.tracer;
-  options.connection.bdp_probe = config.bdp_probe;
-  options.connection.max_receive_message_size = kMaxBenchMessageSize;
-  return options;
-}
 
 // One unary closed loop.
 coro::Task<void> UnaryLoop(BenchmarkService::CoroStub* stub,
@@ -172,17 +150,11 @@ class H2rpcCoroClient final : public BenchClient {
     shared_.request.mutable_payload()->set_body(
         std::string(static_cast<size_t>(config.req_size), 'q'));
     shared_.request.set_response_size(config.resp_size);
-    std::shared_ptr<ChannelCredentials> credentials;
-    if (config.secure) {
-      SslCredentialsOptions ssl;
-      ssl.pem_root_certs = config.pem_root_certs;
-      credentials = SslCredentials(ssl);
-    } else {
-      credentials = InsecureChannelCredentials();
-    }
+    const std::shared_ptr<ChannelCredentials> credentials =
+        BenchChannelCredentials(config);
     for (int i = 0; i < config.connections; ++i) {
       channels_.push_back(CreateChannel(config.target, credentials,
-                                        ChannelOptionsFor(config, i)));
+                                        BenchChannelOptions(config, i)));
       stubs_.push_back(
           std::make_unique<BenchmarkService::CoroStub>(channels_.back()));
     }

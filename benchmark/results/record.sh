@@ -37,6 +37,10 @@
 #                    repetitions (proxy.json); installs Debian's nginx and
 #                    haproxy (benchmark/proxies/install.sh); not in the
 #                    default topics
+#   coro             the coroutine stacks beside the callback ones
+#                    (--pairings=same), unary, ping-pong and unconstrained
+#                    at 1 and 64 in flight, seven repetitions of 3 s runs
+#                    (coro_1.json .. coro_7.json); not in the default topics
 #   soak             the soak under faults for 30 minutes (soak.json,
 #                    docs/security.md's soak figures): tools/soak
 #                    --duration=30m --result_file=benchmark/results/soak.json;
@@ -217,6 +221,15 @@ for topic in "${topics[@]}"; do
   if [[ $topic == proxy ]]; then
     benchmark/proxy_bench.py --out="$out/proxy.json" >/dev/null
   fi
+  if [[ $topic == coro ]]; then
+    # Each file runs both pairings of a configuration back to back.
+    for i in 1 2 3 4 5 6 7; do
+      "$benchmain" --source_commit="$commit" --benchtime=3s --warmup=1s \
+        --client_stack=h2rpc,h2rpc_coro --server_stack=h2rpc,h2rpc_coro \
+        --pairings=same --workloads=unary,streaming,unconstrained \
+        --max_concurrent_calls=1,64 --result_file="$out/coro_$i.json"
+    done
+  fi
   if [[ $topic == main_job ]]; then
     # The README's command, as README gives it.
     tools/bazel run -c opt //benchmark:main_job -- \
@@ -226,7 +239,8 @@ done
 for i in 1 2 3; do
   for topic in "${topics[@]}"; do
     case $topic in
-      main_job | microbenchmarks | memory | attacks | soak | proxy) continue ;;
+      main_job | microbenchmarks | memory | attacks | soak | proxy | coro)
+        continue ;;
     esac
     echo "== $topic, repetition $i"
     run_topic "$topic" "$out/${topic}_$i.json"
