@@ -53,25 +53,44 @@ namespace h2rpc::coro {
 
 namespace internal {
 
-// What UnaryCall and GenericUnaryCall share: the coroutine awaiting the
-// call and the status the call ends with.
-class UnaryAwaitable {
+// A unary call awaited: Channel::AsyncUnaryCall for protobuf messages,
+// AsyncGenericUnaryCall for ByteBuffers (serialized messages, any method).
+template <class Request, class Response>
+class UnaryCallOf {
  public:
-  bool await_ready() const noexcept { return false; }
-  Status await_resume() { return std::move(status_); }
+  UnaryCallOf(Channel& channel, ClientContext* context,
+              absl::string_view method, const Request& request,
+              Response* response)
+      : channel_(channel),
+        context_(context),
+        method_(method),
+        request_(request),
+        response_(response) {}
 
- protected:
-  // The call's `done`: resumes `awaiting` with the status, on the channel's
-  // loop thread. Captures one pointer (no allocation).
-  auto ResumeWhenDone(std::coroutine_handle<> awaiting) {
+  bool await_ready() const noexcept { return false; }
+  void await_suspend(std::coroutine_handle<> awaiting) {
     awaiting_ = awaiting;
-    return [this](const Status& status) {
+    // Captures one pointer: no allocation.
+    auto done = [this](const Status& status) {
       status_ = status;
       awaiting_.resume();
     };
+    if constexpr (std::is_same_v<Request, ByteBuffer>) {
+      channel_.AsyncGenericUnaryCall(context_, method_, request_, response_,
+                                     std::move(done));
+    } else {
+      channel_.AsyncUnaryCall(context_, method_, request_, response_,
+                              std::move(done));
+    }
   }
+  Status await_resume() { return std::move(status_); }
 
  private:
+  Channel& channel_;
+  ClientContext* context_;
+  absl::string_view method_;
+  const Request& request_;
+  Response* response_;
   std::coroutine_handle<> awaiting_;
   Status status_;
 };
@@ -84,55 +103,12 @@ class UnaryAwaitable {
 // when the call starts (at the co_await); `context` and `response` must live
 // until it completes, which resumes the coroutine on the channel's loop
 // thread.
-class UnaryCall : public internal::UnaryAwaitable {
- public:
-  UnaryCall(Channel& channel, ClientContext* context, absl::string_view method,
-            const google::protobuf::MessageLite& request,
-            google::protobuf::MessageLite* response)
-      : channel_(channel),
-        context_(context),
-        method_(method),
-        request_(request),
-        response_(response) {}
-
-  void await_suspend(std::coroutine_handle<> awaiting) {
-    channel_.AsyncUnaryCall(context_, method_, request_, response_,
-                            ResumeWhenDone(awaiting));
-  }
-
- private:
-  Channel& channel_;
-  ClientContext* context_;
-  absl::string_view method_;
-  const google::protobuf::MessageLite& request_;
-  google::protobuf::MessageLite* response_;
-};
+using UnaryCall = internal::UnaryCallOf<google::protobuf::MessageLite,
+                                        google::protobuf::MessageLite>;
 
 // The same with serialized messages, for any method (the generic API of
 // Channel::AsyncGenericUnaryCall).
-class GenericUnaryCall : public internal::UnaryAwaitable {
- public:
-  GenericUnaryCall(Channel& channel, ClientContext* context,
-                   absl::string_view method, const ByteBuffer& request,
-                   ByteBuffer* response)
-      : channel_(channel),
-        context_(context),
-        method_(method),
-        request_(request),
-        response_(response) {}
-
-  void await_suspend(std::coroutine_handle<> awaiting) {
-    channel_.AsyncGenericUnaryCall(context_, method_, request_, response_,
-                                   ResumeWhenDone(awaiting));
-  }
-
- private:
-  Channel& channel_;
-  ClientContext* context_;
-  absl::string_view method_;
-  const ByteBuffer& request_;
-  ByteBuffer* response_;
-};
+using GenericUnaryCall = internal::UnaryCallOf<ByteBuffer, ByteBuffer>;
 
 namespace internal {
 

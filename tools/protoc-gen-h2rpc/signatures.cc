@@ -66,9 +66,15 @@ CallLayout StubAsyncMethod(const MethodModel& m) {
   return call;
 }
 
-CallLayout SyncHandler(const MethodModel& m) {
+namespace {
+
+// A handler of `return_type` whose stream objects are `streams`'s
+// ServerReader, ServerWriter and ServerReaderWriter: the synchronous
+// handler's ("::h2rpc::") and the coroutine one's ("::h2rpc::coro::").
+CallLayout StreamHandler(const MethodModel& m, absl::string_view return_type,
+                         absl::string_view streams) {
   CallLayout call;
-  call.return_type = "::h2rpc::Status";
+  call.return_type = std::string(return_type);
   call.head = m.name;
   call.args.push_back("::h2rpc::ServerContext* context");
   switch (m.kind) {
@@ -79,20 +85,26 @@ CallLayout SyncHandler(const MethodModel& m) {
     case MethodKind::kServerStreaming:
       call.args.push_back(absl::StrCat("const ", m.request, "* request"));
       call.args.push_back(
-          absl::StrCat("::h2rpc::ServerWriter<", m.response, ">* writer"));
+          absl::StrCat(streams, "ServerWriter<", m.response, ">* writer"));
       break;
     case MethodKind::kClientStreaming:
       call.args.push_back(
-          absl::StrCat("::h2rpc::ServerReader<", m.request, ">* reader"));
+          absl::StrCat(streams, "ServerReader<", m.request, ">* reader"));
       call.args.push_back(absl::StrCat(m.response, "* response"));
       break;
     case MethodKind::kBidiStreaming:
-      call.args.push_back(absl::StrCat("::h2rpc::ServerReaderWriter<",
+      call.args.push_back(absl::StrCat(streams, "ServerReaderWriter<",
                                        m.response, ", ", m.request,
                                        ">* stream"));
       break;
   }
   return call;
+}
+
+}  // namespace
+
+CallLayout SyncHandler(const MethodModel& m) {
+  return StreamHandler(m, "::h2rpc::Status", "::h2rpc::");
 }
 
 CallLayout CallbackHandler(const MethodModel& m) {
@@ -154,32 +166,8 @@ CallLayout CoroStubMethod(const MethodModel& m) {
 }
 
 CallLayout CoroHandler(const MethodModel& m) {
-  CallLayout call;
-  call.return_type = "::h2rpc::coro::Task<::h2rpc::Status>";
-  call.head = m.name;
-  call.args.push_back("::h2rpc::ServerContext* context");
-  switch (m.kind) {
-    case MethodKind::kUnary:
-      call.args.push_back(absl::StrCat("const ", m.request, "* request"));
-      call.args.push_back(absl::StrCat(m.response, "* response"));
-      break;
-    case MethodKind::kServerStreaming:
-      call.args.push_back(absl::StrCat("const ", m.request, "* request"));
-      call.args.push_back(absl::StrCat("::h2rpc::coro::ServerWriter<",
-                                       m.response, ">* writer"));
-      break;
-    case MethodKind::kClientStreaming:
-      call.args.push_back(
-          absl::StrCat("::h2rpc::coro::ServerReader<", m.request, ">* reader"));
-      call.args.push_back(absl::StrCat(m.response, "* response"));
-      break;
-    case MethodKind::kBidiStreaming:
-      call.args.push_back(absl::StrCat("::h2rpc::coro::ServerReaderWriter<",
-                                       m.response, ", ", m.request,
-                                       ">* stream"));
-      break;
-  }
-  return call;
+  return StreamHandler(m, "::h2rpc::coro::Task<::h2rpc::Status>",
+                       "::h2rpc::coro::");
 }
 
 CallLayout WithUnusedParameters(CallLayout layout, absl::string_view used) {
